@@ -1,0 +1,46 @@
+import { type DynamicModule, Global, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { LoggerModule } from 'nestjs-pino';
+import { AuthModule } from './auth/auth.module.js';
+import { Clock } from './common/clock.js';
+import { ProblemFilter } from './common/problem.filter.js';
+import { RequestValidator } from './common/request-validation.js';
+import { SchemaRegistry } from './common/schema-validator.js';
+import { CONFIG, type Config } from './config/config.js';
+import { Database } from './database/database.js';
+import { loggerOptions } from './logging.js';
+import { OpsModule } from './ops/ops.module.js';
+import { RunsModule } from './runs/runs.module.js';
+
+/** What every module may inject: configuration, the database, the clock, the schemas. */
+@Global()
+@Module({})
+class CoreModule {
+  static forRoot(config: Config, db: Database, schemas: SchemaRegistry): DynamicModule {
+    const providers = [
+      { provide: CONFIG, useValue: config },
+      { provide: Database, useValue: db },
+      { provide: SchemaRegistry, useValue: schemas },
+      Clock,
+      RequestValidator,
+    ];
+    return { module: CoreModule, providers, exports: providers.map((p) => ('provide' in p ? p.provide : p)) };
+  }
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(config: Config, db: Database, schemas = new SchemaRegistry()): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        CoreModule.forRoot(config, db, schemas),
+        LoggerModule.forRoot(loggerOptions(config)),
+        OpsModule,
+        AuthModule,
+        RunsModule,
+      ],
+      providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
+    };
+  }
+}

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { ApiKeyGuard } from './auth.guard.js';
+import { AuthRepository } from './auth.repository.js';
+import { AuthService } from './auth.service.js';
+
+@Module({
+  providers: [AuthRepository, AuthService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  exports: [AuthService, AuthRepository],
+})
+export class AuthModule {}

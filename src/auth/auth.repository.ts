@@ -1,0 +1,139 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Database } from '../database/database.js';
+import { newUid } from '../common/ids.js';
+import type { Scope } from './api-key.js';
+import type { Principal, TeamRef } from './auth-context.js';
+
+export interface KeyRecord {
+  keyId: string;
+  scopes: Scope[];
+  principal: Principal;
+  teams: TeamRef[];
+}
+
+export interface ApiKeyListing {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  principal_uid: string;
+  teams: string[];
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+@Injectable()
+export class AuthRepository {
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  /** The live key with this hash, its principal and the principal's teams. */
+  async findKeyByHash(hash: Buffer): Promise<KeyRecord | undefined> {
+    const rows = await this.db.query(
+      `SELECT k.id AS key_id, k.scopes, p.id AS principal_id, p.uid AS principal_uid, p.type, p.display_name,
+              coalesce(json_agg(json_build_object('id', t.id, 'uid', t.uid, 'name', t.name) ORDER BY t.name)
+                       FILTER (WHERE t.id IS NOT NULL), '[]') AS teams
+         FROM api_keys k
+         JOIN principals p ON p.id = k.principal_id
+         LEFT JOIN team_members m ON m.principal_id = p.id
+         LEFT JOIN teams t ON t.id = m.team_id
+        WHERE k.key_hash = $1 AND k.revoked_at IS NULL
+        GROUP BY k.id, p.id`,
+      [hash],
+    );
+    const r = rows[0];
+    if (!r) return undefined;
+    return {
+      keyId: r.key_id as string,
+      scopes: r.scopes as Scope[],
+      principal: {
+        id: r.principal_id as string,
+        uid: r.principal_uid as string,
+        type: r.type as Principal['type'],
+        displayName: r.display_name as string,
+      },
+      teams: r.teams as TeamRef[],
+    };
+  }
+
+  async touchKey(keyId: string): Promise<void> {
+    await this.db.execute(`UPDATE api_keys SET last_used_at = now() WHERE id = $1`, [keyId]);
+  }
+
+  async findTeamByName(name: string): Promise<TeamRef | undefined> {
+    const rows = await this.db.query<TeamRef>(`SELECT id, uid, name FROM teams WHERE name = $1`, [name]);
+    return rows[0];
+  }
+
+  async findTeam(nameOrUid: string): Promise<TeamRef | undefined> {
+    const rows = await this.db.query<TeamRef>(`SELECT id, uid, name FROM teams WHERE name = $1 OR uid = $1`, [
+      nameOrUid,
+    ]);
+    return rows[0];
+  }
+
+  /** Creates the team; undefined when the name is taken. */
+  async createTeam(name: string): Promise<TeamRef | undefined> {
+    const rows = await this.db.query<TeamRef>(
+      `INSERT INTO teams (uid, name) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING id, uid, name`,
+      [newUid(), name],
+    );
+    return rows[0];
+  }
+
+  async listTeams(): Promise<Array<TeamRef & { created_at: Date }>> {
+    return this.db.query<TeamRef & { created_at: Date }>(
+      `SELECT id, uid, name, created_at FROM teams ORDER BY name`,
+    );
+  }
+
+  /** A principal in the given teams with one key; all in one transaction. */
+  async createPrincipalWithKey(input: {
+    type: Principal['type'];
+    displayName: string;
+    teamIds: string[];
+    keyName: string;
+    prefix: string;
+    hash: Buffer;
+    scopes: Scope[];
+  }): Promise<{ keyId: string; principalUid: string }> {
+    return this.db.transaction(async (tx) => {
+      const [p] = await tx.query<{ id: string; uid: string }>(
+        `INSERT INTO principals (uid, type, display_name) VALUES ($1, $2, $3) RETURNING id, uid`,
+        [newUid(), input.type, input.displayName],
+      );
+      for (const teamId of input.teamIds) {
+        await tx.execute(`INSERT INTO team_members (team_id, principal_id) VALUES ($1, $2)`, [teamId, p.id]);
+      }
+      const [k] = await tx.query<{ id: string }>(
+        `INSERT INTO api_keys (principal_id, name, prefix, key_hash, scopes) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+        [p.id, input.keyName, input.prefix, input.hash, input.scopes],
+      );
+      return { keyId: k.id, principalUid: p.uid };
+    });
+  }
+
+  async listKeys(teamId?: string): Promise<ApiKeyListing[]> {
+    return this.db.query<ApiKeyListing>(
+      `SELECT k.id, k.name, k.prefix, k.scopes, p.uid AS principal_uid, k.created_at, k.last_used_at, k.revoked_at,
+              coalesce(array_agg(t.name ORDER BY t.name) FILTER (WHERE t.id IS NOT NULL), '{}') AS teams
+         FROM api_keys k
+         JOIN principals p ON p.id = k.principal_id
+         LEFT JOIN team_members m ON m.principal_id = p.id
+         LEFT JOIN teams t ON t.id = m.team_id
+        WHERE $1::uuid IS NULL OR EXISTS (SELECT 1 FROM team_members x WHERE x.principal_id = p.id AND x.team_id = $1)
+        GROUP BY k.id, p.uid
+        ORDER BY k.created_at`,
+      [teamId ?? null],
+    );
+  }
+
+  /** True when a live key was revoked. */
+  async revokeKey(id: string): Promise<boolean> {
+    const revoked = await this.db.execute(
+      `UPDATE api_keys SET revoked_at = now() WHERE id::text = $1 AND revoked_at IS NULL`,
+      [id],
+    );
+    return revoked > 0;
+  }
+}

@@ -1,0 +1,77 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { AuthenticationRequired, InvalidRequest, NotAuthorized } from '../common/problem.js';
+import { generateApiKey, hashApiKey, type Scope } from './api-key.js';
+import type { AuthContext, TeamRef } from './auth-context.js';
+import { AuthRepository } from './auth.repository.js';
+
+const TOUCH_INTERVAL_MS = 60_000;
+
+@Injectable()
+export class AuthService {
+  /** keyId → last time `last_used_at` was written; keeps that write off most requests. */
+  private readonly touched = new Map<string, number>();
+
+  constructor(@Inject(AuthRepository) private readonly repo: AuthRepository) {}
+
+  /** Resolves `Authorization: Bearer <key>` and `X-Team-Uid` to the caller, or throws 401/403/400. */
+  async authenticate(authorization: string | undefined, teamUid: string | undefined): Promise<AuthContext> {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match) throw new AuthenticationRequired();
+    const record = await this.repo.findKeyByHash(hashApiKey(match[1]));
+    if (!record) throw new AuthenticationRequired('The API key is not valid (unknown or revoked).');
+    const team = this.selectTeam(record.teams, teamUid);
+    this.touch(record.keyId);
+    return { keyId: record.keyId, principal: record.principal, team, scopes: new Set(record.scopes) };
+  }
+
+  private selectTeam(teams: TeamRef[], teamUid: string | undefined): TeamRef {
+    if (teamUid !== undefined) {
+      const team = teams.find((t) => t.uid === teamUid);
+      if (!team) throw new NotAuthorized(`This API key is not a member of team ${teamUid}.`);
+      return team;
+    }
+    if (teams.length === 1) return teams[0];
+    if (teams.length === 0) throw new NotAuthorized('This API key belongs to no team.');
+    throw new InvalidRequest(
+      `This API key belongs to several teams (${teams.map((t) => `${t.name}: ${t.uid}`).join(', ')}); send X-Team-Uid to pick one.`,
+    );
+  }
+
+  private touch(keyId: string): void {
+    const now = Date.now();
+    if ((this.touched.get(keyId) ?? 0) > now - TOUCH_INTERVAL_MS) return;
+    this.touched.set(keyId, now);
+    void this.repo.touchKey(keyId).catch(() => this.touched.delete(keyId));
+  }
+
+  async createTeam(name: string): Promise<TeamRef> {
+    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(name)) {
+      throw new InvalidRequest(
+        'team name must be 1-63 characters of a-z, 0-9 and -, starting with a letter or digit',
+      );
+    }
+    const team = await this.repo.createTeam(name);
+    if (!team) throw new InvalidRequest(`a team named ${name} exists already`);
+    return team;
+  }
+
+  /** Creates a principal in `teams` with one key; the key is returned once and stored only hashed. */
+  async createApiKey(input: {
+    teams: TeamRef[];
+    scopes: Scope[];
+    name: string;
+    type?: 'user' | 'service_account';
+  }): Promise<{ id: string; key: string; prefix: string; principalUid: string }> {
+    const generated = generateApiKey();
+    const { keyId, principalUid } = await this.repo.createPrincipalWithKey({
+      type: input.type ?? 'service_account',
+      displayName: input.name,
+      teamIds: input.teams.map((t) => t.id),
+      keyName: input.name,
+      prefix: generated.prefix,
+      hash: generated.hash,
+      scopes: input.scopes,
+    });
+    return { id: keyId, key: generated.key, prefix: generated.prefix, principalUid };
+  }
+}

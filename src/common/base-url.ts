@@ -1,0 +1,13 @@
+import type { FastifyRequest } from 'fastify';
+
+/** PUBLIC_BASE_URL when configured; else what the caller used to reach us. */
+export function publicBaseUrl(req: FastifyRequest, configured: string | undefined): string {
+  if (configured) return configured;
+  return `${req.protocol}://${req.headers.host ?? 'localhost'}`;
+}
+
+/** The query string of a request, parsed the same way for every listing (repeatable keys kept). */
+export function searchParams(req: FastifyRequest): URLSearchParams {
+  const i = req.url.indexOf('?');
+  return new URLSearchParams(i < 0 ? '' : req.url.slice(i + 1));
+}

@@ -1,0 +1,121 @@
+import { resolve } from 'node:path';
+
+/**
+ * The service's configuration, read once from the environment and validated at boot. A bad value
+ * stops the start with one line that names the variable and says what is wrong (ConfigError).
+ */
+export interface Config {
+  port: number;
+  host: string;
+  /** Unset: an embedded PostgreSQL under `${dataDir}/pg`. */
+  databaseUrl?: string;
+  /** Where factoryd keeps its own state (embedded database, generated keys, managed factories). */
+  dataDir: string;
+  factoryRepo?: string;
+  factoryBranch: string;
+  factoryPollSeconds: number;
+  /** 32 bytes; unset with the embedded default: generated under `dataDir`. */
+  secretsKey?: Buffer;
+  publicBaseUrl?: string;
+  webhookBaseUrl?: string;
+  redisUrl?: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = resolve(str(env, 'DATA_DIR') ?? 'var');
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  return {
+    port: int(env, 'PORT', 8080, 0, 65535),
+    host: str(env, 'HOST') ?? '127.0.0.1',
+    databaseUrl,
+    dataDir,
+    factoryRepo: str(env, 'FACTORY_REPO'),
+    factoryBranch: branch(env, 'FACTORY_BRANCH') ?? 'main',
+    factoryPollSeconds: int(env, 'FACTORY_POLL_SECONDS', 10, 1, 86400),
+    secretsKey: secretsKey(env),
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
+    webhookBaseUrl: url(env, 'WEBHOOK_BASE_URL', ['http:', 'https:']),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+  };
+}
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+export function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const v = str(env, name);
+  if (v === undefined) return fallback;
+  if (!/^\d+$/.test(v))
+    throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${v}"`);
+  const n = Number(v);
+  if (n < min || n > max) throw new ConfigError(name, `must be from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const v = str(env, name);
+  if (v === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(v)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${v}"`);
+  }
+  return v as T;
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const v = str(env, name);
+  if (v === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    // Never echo the value: URLs here may carry passwords.
+    throw new ConfigError(
+      name,
+      `is not a valid URL (expected ${protocols.map((p) => `${p}//…`).join(' or ')})`,
+    );
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+  }
+  return v.replace(/\/+$/, '');
+}
+
+function branch(env: Env, name: string): string | undefined {
+  const v = str(env, name);
+  if (v !== undefined && !/^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$/.test(v)) {
+    throw new ConfigError(name, `is not a valid git branch name: "${v}"`);
+  }
+  return v;
+}
+
+function secretsKey(env: Env): Buffer | undefined {
+  const v = str(env, 'SECRETS_KEY');
+  if (v === undefined) return undefined;
+  const key = Buffer.from(v, 'base64');
+  if (key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== v.replace(/=+$/, '')) {
+    throw new ConfigError(
+      'SECRETS_KEY',
+      'must be 32 bytes encoded as base64 (e.g. `openssl rand -base64 32`)',
+    );
+  }
+  return key;
+}
+
+export const CONFIG = Symbol('CONFIG');

@@ -1,0 +1,56 @@
+import type pg from 'pg';
+import type { DataSource } from 'typeorm';
+
+/** What a repository needs to run SQL: the pool, or a transaction's client. */
+export interface Queryable {
+  /** The result rows. */
+  query<T = Record<string, any>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** The number of rows the statement affected. */
+  execute(sql: string, params?: unknown[]): Promise<number>;
+}
+
+class ClientQueries implements Queryable {
+  constructor(protected readonly target: pg.Pool | pg.PoolClient) {}
+
+  async query<T = Record<string, any>>(sql: string, params?: unknown[]): Promise<T[]> {
+    return (await this.target.query(sql, params)).rows as T[];
+  }
+
+  async execute(sql: string, params?: unknown[]): Promise<number> {
+    return (await this.target.query(sql, params)).rowCount ?? 0;
+  }
+}
+
+/**
+ * The service's PostgreSQL. TypeORM owns the connection pool and the migrations; repositories write
+ * plain SQL through this class, straight on the pool (no per-query ORM overhead on hot paths).
+ */
+export class Database extends ClientQueries {
+  constructor(
+    readonly pool: pg.Pool,
+    readonly dataSource: DataSource,
+  ) {
+    super(pool);
+  }
+
+  static fromDataSource(ds: DataSource): Database {
+    const pool = (ds.driver as unknown as { master: pg.Pool }).master;
+    return new Database(pool, ds);
+  }
+
+  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work(new ClientQueries(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+}

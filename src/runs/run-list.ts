@@ -1,0 +1,222 @@
+import { decodeCursor, encodeCursor, type CursorPosition, type PageInfo } from '../common/cursor.js';
+import { InvalidRequest } from '../common/problem.js';
+import { RUN_STATES, type RunState } from './run-state.js';
+import { RUN_SOURCES, type RunSource } from './run.js';
+
+/**
+ * GET /agent/runs: the query string parsed into a filter (400 naming the parameter on any bad value),
+ * and the filter turned into one keyset-paginated SQL statement.
+ */
+export const SORT_KEYS = {
+  updated_at: 'r.updated_at',
+  created_at: 'r.created_at',
+  title: 'r.title',
+} as const;
+export type SortKey = keyof typeof SORT_KEYS;
+
+export interface RunListFilter {
+  limit: number;
+  sortBy: SortKey;
+  sortOrder: 'asc' | 'desc';
+  after?: CursorPosition;
+  states: RunState[];
+  name?: string;
+  modelId?: string;
+  creator?: string;
+  source?: RunSource;
+  /** null: runs with no environment (`empty-environment`). */
+  environmentId?: string | null;
+  skillSpec?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+  updatedAfter?: string;
+  metadata: Record<string, string>;
+  q?: string;
+  artifactType?: 'PLAN' | 'PULL_REQUEST';
+  scheduleId?: string;
+}
+
+/** The search expression; it must stay identical to the `runs_search` trigram index. */
+export const RUN_SEARCH_TEXT = `(r.title || ' ' || r.prompt || ' ' || coalesce(r.skill_spec, ''))`;
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+const MAX_METADATA_FILTERS = 5;
+
+export function parseRunListQuery(search: URLSearchParams): RunListFilter {
+  const one = (name: string): string | undefined => {
+    const all = search.getAll(name);
+    if (all.length > 1) throw new InvalidRequest(`${name} may be given once`);
+    return all[0];
+  };
+  const limitText = one('limit');
+  let limit = 20;
+  if (limitText !== undefined) {
+    if (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 500) {
+      throw new InvalidRequest(`limit must be a whole number from 1 to 500, got "${limitText}"`);
+    }
+    limit = Number(limitText);
+  }
+  const sortBy = (one('sort_by') ?? 'updated_at') as SortKey;
+  if (!(sortBy in SORT_KEYS))
+    throw new InvalidRequest(`sort_by must be one of updated_at, created_at, title`);
+  const sortOrder = (one('sort_order') ?? 'desc') as 'asc' | 'desc';
+  if (sortOrder !== 'asc' && sortOrder !== 'desc') throw new InvalidRequest('sort_order must be asc or desc');
+
+  const states = search.getAll('state').flatMap((s) => s.split(','));
+  for (const s of states) {
+    if (!(RUN_STATES as readonly string[]).includes(s)) {
+      throw new InvalidRequest(`state must be one of ${RUN_STATES.join(', ')}, got "${s}"`);
+    }
+  }
+  const source = one('source');
+  if (source !== undefined && !(RUN_SOURCES as readonly string[]).includes(source)) {
+    throw new InvalidRequest(`source must be one of ${RUN_SOURCES.join(', ')}, got "${source}"`);
+  }
+  const artifactType = one('artifact_type');
+  if (artifactType !== undefined && artifactType !== 'PLAN' && artifactType !== 'PULL_REQUEST') {
+    throw new InvalidRequest('artifact_type must be PLAN or PULL_REQUEST');
+  }
+  const timestamp = (name: string) => {
+    const v = one(name);
+    if (v !== undefined && (!RFC3339.test(v) || Number.isNaN(Date.parse(v)))) {
+      throw new InvalidRequest(
+        `${name} must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z, got "${v}"`,
+      );
+    }
+    return v;
+  };
+  const skill = one('skill_spec') ?? one('skill');
+  const environment = one('environment_id');
+  const q = one('q');
+  if (q !== undefined && q.length > 200) throw new InvalidRequest('q must be at most 200 characters');
+
+  const metadata: Record<string, string> = {};
+  for (const [key, value] of search) {
+    const m = /^metadata\[(.*)\]$/.exec(key);
+    if (!m) continue;
+    if (!/^[a-zA-Z0-9._-]{1,64}$/.test(m[1])) {
+      throw new InvalidRequest(`metadata filter key "${m[1]}" must match [a-zA-Z0-9._-]{1,64}`);
+    }
+    if (m[1] in metadata) throw new InvalidRequest(`metadata[${m[1]}] may be given once`);
+    metadata[m[1]] = value;
+  }
+  if (Object.keys(metadata).length > MAX_METADATA_FILTERS) {
+    throw new InvalidRequest(`at most ${MAX_METADATA_FILTERS} metadata[key]=value filters may be combined`);
+  }
+
+  const cursor = one('cursor');
+  const after =
+    cursor === undefined || cursor === '' ? undefined : decodeCursor(cursor, cursorScope(sortBy, sortOrder));
+  if (after && !cursorFits(after, sortBy)) {
+    throw new InvalidRequest(
+      'cursor is not a cursor issued by this server; pass next_cursor from the previous page',
+    );
+  }
+  return {
+    limit,
+    sortBy,
+    sortOrder,
+    after,
+    states: [...new Set(states)] as RunState[],
+    name: one('name'),
+    modelId: one('model_id'),
+    creator: one('creator'),
+    source: source as RunSource | undefined,
+    environmentId: environment === 'empty-environment' ? null : environment,
+    skillSpec: skill,
+    createdAfter: timestamp('created_after'),
+    createdBefore: timestamp('created_before'),
+    updatedAfter: timestamp('updated_after'),
+    metadata,
+    q: q === '' ? undefined : q,
+    artifactType: artifactType as RunListFilter['artifactType'],
+    scheduleId: one('schedule_id'),
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const PG_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2})?$/;
+
+/** A decoded cursor must hold values the SQL can take, or a forged one would reach the database. */
+function cursorFits(after: CursorPosition, sortBy: SortKey): boolean {
+  if (!UUID.test(after.id)) return false;
+  return sortBy === 'title'
+    ? typeof after.key === 'string'
+    : typeof after.key === 'string' && PG_TIMESTAMP.test(after.key);
+}
+
+function cursorScope(sortBy: SortKey, order: string): string {
+  return `runs:${sortBy}:${order}`;
+}
+
+/** The WHERE, ORDER BY and LIMIT for one page; selects `sort_key` for the next cursor. */
+export function buildRunListSql(
+  teamId: string,
+  f: RunListFilter,
+  columns: string,
+  from: string,
+): { sql: string; params: unknown[] } {
+  const params: unknown[] = [teamId];
+  const p = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const where = ['r.team_id = $1'];
+  if (f.states.length === 1) where.push(`r.state = ${p(f.states[0])}`);
+  else if (f.states.length > 1) where.push(`r.state = ANY(${p(f.states)}::text[])`);
+  if (f.name !== undefined) where.push(`r.config_name = ${p(f.name)}`);
+  if (f.modelId !== undefined) where.push(`r.model_id = ${p(f.modelId)}`);
+  if (f.creator !== undefined) where.push(`p.uid = ${p(f.creator)}`);
+  if (f.source !== undefined) where.push(`r.source = ${p(f.source)}`);
+  if (f.environmentId === null) where.push(`r.environment_id IS NULL`);
+  else if (f.environmentId !== undefined) where.push(`r.environment_id = ${p(f.environmentId)}`);
+  if (f.skillSpec !== undefined) where.push(`r.skill_spec = ${p(f.skillSpec)}`);
+  if (f.createdAfter) where.push(`r.created_at > ${p(f.createdAfter)}::timestamptz`);
+  if (f.createdBefore) where.push(`r.created_at < ${p(f.createdBefore)}::timestamptz`);
+  if (f.updatedAfter) where.push(`r.updated_at > ${p(f.updatedAfter)}::timestamptz`);
+  if (Object.keys(f.metadata).length) where.push(`r.metadata @> ${p(JSON.stringify(f.metadata))}::jsonb`);
+  if (f.q !== undefined)
+    where.push(`${RUN_SEARCH_TEXT} ILIKE ${p(`%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`);
+  if (f.artifactType)
+    where.push(`r.artifacts @> ${p(JSON.stringify([{ artifact_type: f.artifactType }]))}::jsonb`);
+  // No run is created by a schedule in factoryd yet; the filter is honoured by matching none.
+  if (f.scheduleId !== undefined) where.push(`r.metadata->>'schedule_id' = ${p(f.scheduleId)}`);
+
+  const key = SORT_KEYS[f.sortBy];
+  const dir = f.sortOrder === 'desc' ? 'DESC' : 'ASC';
+  if (f.after) {
+    const cmp = f.sortOrder === 'desc' ? '<' : '>';
+    const keyParam = f.sortBy === 'title' ? p(f.after.key) : `${p(f.after.key)}::timestamptz`;
+    where.push(`(${key}, r.id) ${cmp} (${keyParam}, ${p(f.after.id)}::uuid)`);
+  }
+  // Timestamps go into the cursor as PostgreSQL text, which keeps the microseconds a JS Date drops.
+  const sortKey = f.sortBy === 'title' ? key : `${key}::text`;
+  const sql = `SELECT ${columns}, ${sortKey} AS sort_key FROM ${from}
+    WHERE ${where.join(' AND ')}
+    ORDER BY ${key} ${dir}, r.id ${dir}
+    LIMIT ${f.limit + 1}`;
+  return { sql, params };
+}
+
+/** Trims the extra row fetched to learn whether another page exists. */
+export function pageOf<T>(
+  rows: Array<T & { sort_key: string; id: string }>,
+  f: RunListFilter,
+): { items: Array<T & { sort_key: string; id: string }>; pageInfo: PageInfo } {
+  const hasNext = rows.length > f.limit;
+  const items = hasNext ? rows.slice(0, f.limit) : rows;
+  const last = items[items.length - 1];
+  return {
+    items,
+    pageInfo: hasNext
+      ? {
+          has_next_page: true,
+          next_cursor: encodeCursor({
+            scope: cursorScope(f.sortBy, f.sortOrder),
+            key: last.sort_key,
+            id: last.id,
+          }),
+        }
+      : { has_next_page: false },
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * The run state machine of CONTRACT.md §1, as data. Every state change in the service goes through
+ * `nextState`; an event that is not allowed from the current state is a programming error
+ * (IllegalTransition), so callers check `canApply` first where the caller's input decides.
+ */
+export const RUN_STATES = [
+  'QUEUED',
+  'PENDING',
+  'CLAIMED',
+  'INPROGRESS',
+  'SUCCEEDED',
+  'FAILED',
+  'BLOCKED',
+  'ERROR',
+  'CANCELLED',
+] as const;
+export type RunState = (typeof RUN_STATES)[number];
+
+export const TERMINAL_STATES: ReadonlySet<RunState> = new Set(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+
+export type RunEvent =
+  /** QUEUED → PENDING: the run is being prepared before it can be claimed. */
+  | 'prepare'
+  /** PENDING → QUEUED: prepared. */
+  | 'ready'
+  /** A worker claims it. */
+  | 'claim'
+  /** The agent process started. */
+  | 'start'
+  | 'succeed'
+  | 'fail'
+  /** The agent asks for input. */
+  | 'block'
+  /** A follow-up reaches a blocked agent. */
+  | 'resume'
+  /** The worker was lost or its lease expired (the platform failed: ERROR, retryable). */
+  | 'lose'
+  | 'cancel'
+  /** A follow-up to an ended run: it continues in the same conversation. */
+  | 'continue';
+
+const TRANSITIONS: Record<RunEvent, Partial<Record<RunState, RunState>>> = {
+  prepare: { QUEUED: 'PENDING' },
+  ready: { PENDING: 'QUEUED' },
+  claim: { QUEUED: 'CLAIMED' },
+  start: { CLAIMED: 'INPROGRESS' },
+  succeed: { INPROGRESS: 'SUCCEEDED' },
+  fail: { INPROGRESS: 'FAILED', CLAIMED: 'FAILED' },
+  block: { INPROGRESS: 'BLOCKED' },
+  resume: { BLOCKED: 'INPROGRESS' },
+  lose: { CLAIMED: 'ERROR', INPROGRESS: 'ERROR', BLOCKED: 'ERROR' },
+  cancel: { QUEUED: 'CANCELLED', CLAIMED: 'CANCELLED', INPROGRESS: 'CANCELLED', BLOCKED: 'CANCELLED' },
+  continue: { SUCCEEDED: 'QUEUED', FAILED: 'QUEUED', ERROR: 'QUEUED', CANCELLED: 'QUEUED' },
+};
+
+export class IllegalTransition extends Error {
+  constructor(
+    readonly from: RunState,
+    readonly event: RunEvent,
+  ) {
+    super(`run state machine: '${event}' is not allowed from ${from}`);
+  }
+}
+
+export function canApply(from: RunState, event: RunEvent): boolean {
+  return TRANSITIONS[event][from] !== undefined;
+}
+
+export function nextState(from: RunState, event: RunEvent): RunState {
+  const to = TRANSITIONS[event][from];
+  if (!to) throw new IllegalTransition(from, event);
+  return to;
+}
+
+/** The states from which `event` may be applied: used to guard UPDATEs (`WHERE state = ANY(...)`). */
+export function statesAllowing(event: RunEvent): RunState[] {
+  return Object.keys(TRANSITIONS[event]) as RunState[];
+}
+
+export function isTerminal(state: RunState): boolean {
+  return TERMINAL_STATES.has(state);
+}

@@ -1,0 +1,71 @@
+import type { AgentConfig, Run } from './run.js';
+import { isTerminal } from './run-state.js';
+import { SERVICE_WORKER_HOST } from './run.js';
+
+/** RunItem on the wire (CONTRACT.md §1): snake_case, RFC 3339 UTC, optional fields only when known. */
+export interface RunItem {
+  run_id: string;
+  task_id: string;
+  title: string;
+  prompt: string;
+  state: string;
+  created_at: string;
+  updated_at: string;
+  started_at?: string | null;
+  run_time?: string;
+  source?: string;
+  creator?: { type: string; uid: string; display_name: string };
+  session_id?: string;
+  session_link?: string;
+  agent_config?: AgentConfig;
+  conversation_id?: string;
+  parent_run_id?: string;
+  metadata?: Record<string, string>;
+  status_message?: { message: string; error_code?: string; retryable?: boolean };
+  execution_location?: string;
+  is_run_type_cancellable?: boolean;
+  artifacts?: unknown[];
+  agent_skill?: Record<string, unknown>;
+}
+
+export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem {
+  const item: RunItem = {
+    run_id: run.id,
+    task_id: run.id,
+    title: run.title,
+    prompt: run.prompt,
+    state: run.state,
+    created_at: run.createdAt.toISOString(),
+    updated_at: run.updatedAt.toISOString(),
+    source: run.source,
+    agent_config: run.agentConfig,
+    conversation_id: run.conversationId,
+    execution_location: run.workerHost === SERVICE_WORKER_HOST ? 'service_hosted' : 'self_hosted',
+    is_run_type_cancellable: !isTerminal(run.state) && run.state !== 'PENDING',
+  };
+  if (run.startedAt) {
+    item.started_at = run.startedAt.toISOString();
+    item.run_time = isoDuration((run.endedAt ?? now).getTime() - run.startedAt.getTime());
+  }
+  if (run.creator)
+    item.creator = { type: run.creator.type, uid: run.creator.uid, display_name: run.creator.displayName };
+  if (run.sessionId) {
+    item.session_id = run.sessionId;
+    item.session_link = `${publicBaseUrl}/api/v1/agent/runs/${run.id}/conversation`;
+  }
+  if (run.parentRunId) item.parent_run_id = run.parentRunId;
+  if (run.metadata) item.metadata = run.metadata;
+  if (run.statusMessage) item.status_message = run.statusMessage;
+  if (run.artifacts) item.artifacts = run.artifacts;
+  if (run.agentSkill) item.agent_skill = run.agentSkill;
+  return item;
+}
+
+/** ISO 8601 duration, e.g. PT1M5.250S. */
+export function isoDuration(ms: number): string {
+  const total = Math.max(0, ms) / 1000;
+  const hours = Math.floor(total / 3600);
+  const minutes = Math.floor((total % 3600) / 60);
+  const seconds = Number((total % 60).toFixed(3));
+  return `PT${hours ? `${hours}H` : ''}${minutes ? `${minutes}M` : ''}${seconds || (!hours && !minutes) ? `${seconds}S` : ''}`;
+}

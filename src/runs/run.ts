@@ -1,0 +1,79 @@
+import type { RunState } from './run-state.js';
+
+export const RUN_SOURCES = [
+  'API',
+  'CLI',
+  'WEBHOOK',
+  'FACTORY',
+  'SCHEDULED_AGENT',
+  'LINEAR',
+  'SLACK',
+  'LOCAL',
+  'WEB_APP',
+  'GITHUB_ACTION',
+  'CLOUD_MODE',
+] as const;
+export type RunSource = (typeof RUN_SOURCES)[number];
+
+/** AmbientAgentConfig as stored on a run (the resolved config). */
+export interface AgentConfig {
+  name?: string;
+  model_id?: string;
+  base_prompt?: string;
+  environment_id?: string;
+  worker_host?: string;
+  skill_spec?: string;
+  skills?: string[];
+  mcp_servers?: Record<string, unknown>;
+  idle_timeout_minutes?: number;
+  computer_use_enabled?: boolean;
+}
+
+export const SERVICE_WORKER_HOST = 'warp';
+
+/** A run row, as the service reads it (creator joined in). */
+export interface Run {
+  id: string;
+  teamId: string;
+  title: string;
+  prompt: string;
+  state: RunState;
+  source: RunSource;
+  creator: { type: 'user' | 'service_account'; uid: string; displayName: string } | null;
+  agentConfig: AgentConfig;
+  workerHost: string;
+  metadata: Record<string, string> | null;
+  conversationId: string;
+  parentRunId: string | null;
+  mode: string | null;
+  sessionId: string | null;
+  statusMessage: { message: string; error_code?: string; retryable?: boolean } | null;
+  artifacts: unknown[] | null;
+  agentSkill: Record<string, unknown> | null;
+  executionLocation: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  startedAt: Date | null;
+  endedAt: Date | null;
+}
+
+export interface NewAttachment {
+  fileName: string;
+  contentType: string;
+  content: Buffer;
+}
+
+/** Everything needed to create a run; API, factory dispatch and webhook automations all build one. */
+export interface NewRun {
+  teamId: string;
+  title: string;
+  prompt: string;
+  source: RunSource;
+  creatorId: string | null;
+  agentConfig: AgentConfig;
+  metadata?: Record<string, string>;
+  conversationId?: string;
+  parentRunId?: string;
+  mode?: string;
+  attachments?: NewAttachment[];
+}

@@ -1,0 +1,154 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { newUuid } from '../common/ids.js';
+import { Database, type Queryable } from '../database/database.js';
+import type { RunEvent, RunState } from './run-state.js';
+import { nextState, statesAllowing } from './run-state.js';
+import { SERVICE_WORKER_HOST, type NewRun, type Run } from './run.js';
+
+/** The columns every run read selects, creator joined; `r` is runs, `p` principals. */
+export const RUN_COLUMNS = `r.id, r.team_id, r.title, r.prompt, r.state, r.source, r.agent_config, r.worker_host,
+  r.metadata, r.conversation_id, r.parent_run_id, r.mode, r.session_id, r.status_message, r.artifacts,
+  r.agent_skill, r.execution_location, r.created_at, r.updated_at, r.started_at, r.ended_at,
+  p.type AS creator_type, p.uid AS creator_uid, p.display_name AS creator_name`;
+
+export const RUN_FROM = `runs r LEFT JOIN principals p ON p.id = r.creator_id`;
+
+export function toRun(row: Record<string, unknown>): Run {
+  return {
+    id: row.id as string,
+    teamId: row.team_id as string,
+    title: row.title as string,
+    prompt: row.prompt as string,
+    state: row.state as RunState,
+    source: row.source as Run['source'],
+    creator: row.creator_uid
+      ? {
+          type: row.creator_type as 'user' | 'service_account',
+          uid: row.creator_uid as string,
+          displayName: row.creator_name as string,
+        }
+      : null,
+    agentConfig: row.agent_config as Run['agentConfig'],
+    workerHost: row.worker_host as string,
+    metadata: row.metadata as Run['metadata'],
+    conversationId: row.conversation_id as string,
+    parentRunId: row.parent_run_id as string | null,
+    mode: row.mode as string | null,
+    sessionId: row.session_id as string | null,
+    statusMessage: row.status_message as Run['statusMessage'],
+    artifacts: row.artifacts as unknown[] | null,
+    agentSkill: row.agent_skill as Run['agentSkill'],
+    executionLocation: row.execution_location as string | null,
+    createdAt: row.created_at as Date,
+    updatedAt: row.updated_at as Date,
+    startedAt: row.started_at as Date | null,
+    endedAt: row.ended_at as Date | null,
+  };
+}
+
+@Injectable()
+export class RunsRepository {
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  /**
+   * Inserts a QUEUED run (and its attachments) through `tx`, so callers that start runs as part of a
+   * larger write (a webhook delivery, a factory dispatch) commit both together.
+   */
+  async insert(tx: Queryable, run: NewRun, now: Date): Promise<string> {
+    const id = newUuid();
+    const c = run.agentConfig;
+    await tx.execute(
+      `INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
+                         environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
+                         created_at, updated_at)
+       VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17)`,
+      [
+        id,
+        run.teamId,
+        run.title,
+        run.prompt,
+        run.source,
+        run.creatorId,
+        c,
+        c.name ?? null,
+        c.model_id ?? null,
+        c.environment_id ?? null,
+        c.skill_spec ?? null,
+        c.worker_host ?? SERVICE_WORKER_HOST,
+        run.metadata ?? null,
+        run.conversationId ?? id,
+        run.parentRunId ?? null,
+        run.mode ?? null,
+        now,
+      ],
+    );
+    for (const a of run.attachments ?? []) {
+      await tx.execute(
+        `INSERT INTO run_attachments (run_id, file_name, content_type, content) VALUES ($1, $2, $3, $4)`,
+        [id, a.fileName, a.contentType, a.content],
+      );
+    }
+    return id;
+  }
+
+  async create(run: NewRun, now: Date): Promise<string> {
+    return this.db.transaction((tx) => this.insert(tx, run, now));
+  }
+
+  async findForTeam(teamId: string, runId: string): Promise<Run | undefined> {
+    const rows = await this.db.query(
+      `SELECT ${RUN_COLUMNS} FROM ${RUN_FROM} WHERE r.id = $1 AND r.team_id = $2`,
+      [runId, teamId],
+    );
+    return rows[0] ? toRun(rows[0]) : undefined;
+  }
+
+  async conversationExists(teamId: string, conversationId: string): Promise<boolean> {
+    const rows = await this.db.query(
+      `SELECT 1 FROM runs WHERE team_id = $1 AND conversation_id = $2 LIMIT 1`,
+      [teamId, conversationId],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Applies a state machine event if the run is still in a state that allows it (compare-and-set on
+   * the state, so racing writers cannot both win). Returns the new state, or undefined if the run
+   * moved on meanwhile.
+   */
+  async transition(
+    tx: Queryable,
+    runId: string,
+    from: RunState,
+    event: RunEvent,
+    now: Date,
+    extra: { statusMessage?: Run['statusMessage'] } = {},
+  ): Promise<RunState | undefined> {
+    const to = nextState(from, event);
+    const ended = to === 'SUCCEEDED' || to === 'FAILED' || to === 'ERROR' || to === 'CANCELLED';
+    const changed = await tx.execute(
+      `UPDATE runs SET state = $3, updated_at = $4,
+              ended_at = CASE WHEN $5 THEN $4 WHEN $3 = 'QUEUED' THEN NULL ELSE ended_at END,
+              status_message = CASE WHEN $6::jsonb IS NOT NULL THEN $6::jsonb WHEN $3 = 'QUEUED' THEN NULL ELSE status_message END
+        WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[])`,
+      [runId, from, to, now, ended, extra.statusMessage ?? null, statesAllowing(event)],
+    );
+    return changed ? to : undefined;
+  }
+
+  async addFollowup(tx: Queryable, runId: string, message: string, mode: string | undefined): Promise<void> {
+    await tx.execute(`INSERT INTO run_followups (run_id, message, mode) VALUES ($1, $2, $3)`, [
+      runId,
+      message,
+      mode ?? null,
+    ]);
+  }
+
+  async lockForUpdate(tx: Queryable, teamId: string, runId: string): Promise<RunState | undefined> {
+    const rows = await tx.query<{ state: RunState }>(
+      `SELECT state FROM runs WHERE id = $1 AND team_id = $2 FOR UPDATE`,
+      [runId, teamId],
+    );
+    return rows[0]?.state;
+  }
+}

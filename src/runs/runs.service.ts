@@ -1,0 +1,177 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { AuthContext } from '../auth/auth-context.js';
+import { Clock } from '../common/clock.js';
+import type { PageInfo } from '../common/cursor.js';
+import { Conflict, InvalidRequest, NotFound } from '../common/problem.js';
+import { RequestInvalid } from '../common/request-validation.js';
+import { Database } from '../database/database.js';
+import { buildRunListSql, pageOf, parseRunListQuery } from './run-list.js';
+import { isTerminal } from './run-state.js';
+import type { AgentConfig, NewAttachment, NewRun, Run } from './run.js';
+import { RUN_COLUMNS, RUN_FROM, RunsRepository, toRun } from './runs.repository.js';
+
+export interface RunCreateRequest {
+  prompt?: string;
+  title?: string;
+  config?: AgentConfig;
+  skill?: string;
+  metadata?: Record<string, string>;
+  attachments?: Array<{ file_name: string; content_type?: string; data: string }>;
+  images?: Array<{ data: string; mime_type: string }>;
+  conversation_id?: string;
+  parent_run_id?: string;
+  mode?: string;
+}
+
+const MAX_METADATA_VALUE_BYTES = 256;
+const MAX_ATTACHMENT_BYTES = 1024 * 1024;
+
+@Injectable()
+export class RunsService {
+  constructor(
+    @Inject(RunsRepository) private readonly runs: RunsRepository,
+    @Inject(Database) private readonly db: Database,
+    @Inject(Clock) private readonly clock: Clock,
+  ) {}
+
+  /** POST /agent/runs: a QUEUED run owned by the caller's team. */
+  async createFromApi(
+    auth: AuthContext,
+    req: RunCreateRequest,
+  ): Promise<{ run_id: string; task_id: string; state: string }> {
+    const teamId = auth.team.id;
+    for (const [key, value] of Object.entries(req.metadata ?? {})) {
+      if (Buffer.byteLength(value, 'utf8') > MAX_METADATA_VALUE_BYTES) {
+        throw new RequestInvalid([
+          { path: `metadata.${key}`, message: `metadata.${key} must be at most 256 bytes (UTF-8)` },
+        ]);
+      }
+    }
+    const config: AgentConfig = { ...req.config };
+    if (req.skill !== undefined) {
+      if (config.skill_spec !== undefined && config.skill_spec !== req.skill) {
+        throw new InvalidRequest('skill and config.skill_spec name different skills; give one');
+      }
+      config.skill_spec = req.skill;
+    }
+    if (config.skill_spec !== undefined && config.name === undefined)
+      config.name = skillName(config.skill_spec);
+    if (req.conversation_id && !(await this.runs.conversationExists(teamId, req.conversation_id))) {
+      throw new NotFound(`conversation ${req.conversation_id} does not exist in this team`);
+    }
+    if (req.parent_run_id && !(await this.runs.findForTeam(teamId, req.parent_run_id))) {
+      throw new NotFound(`parent run ${req.parent_run_id} does not exist in this team`);
+    }
+    const prompt = req.prompt ?? '';
+    const run: NewRun = {
+      teamId,
+      title: req.title ?? defaultTitle(prompt, config),
+      prompt,
+      source: 'API',
+      creatorId: auth.principal.id,
+      agentConfig: config,
+      metadata: req.metadata,
+      conversationId: req.conversation_id,
+      parentRunId: req.parent_run_id,
+      mode: req.mode,
+      attachments: attachmentsOf(req),
+    };
+    const id = await this.runs.create(run, this.clock.now());
+    return { run_id: id, task_id: id, state: 'QUEUED' };
+  }
+
+  async list(auth: AuthContext, search: URLSearchParams): Promise<{ runs: Run[]; pageInfo: PageInfo }> {
+    const filter = parseRunListQuery(search);
+    const { sql, params } = buildRunListSql(auth.team.id, filter, RUN_COLUMNS, RUN_FROM);
+    const rows = await this.db.query<Record<string, unknown> & { sort_key: string; id: string }>(sql, params);
+    const { items, pageInfo } = pageOf(rows, filter);
+    return { runs: items.map(toRun), pageInfo };
+  }
+
+  async get(auth: AuthContext, runId: string): Promise<Run> {
+    const run = UUID.test(runId) ? await this.runs.findForTeam(auth.team.id, runId) : undefined;
+    if (!run) throw new NotFound(`run ${runId} does not exist`);
+    return run;
+  }
+
+  /**
+   * A follow-up is stored, then routed by state: a queued or live run gets it as its next input; an
+   * ended run continues in the same conversation (back to QUEUED).
+   */
+  async followup(auth: AuthContext, runId: string, message: string, mode?: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const state = UUID.test(runId) ? await this.runs.lockForUpdate(tx, auth.team.id, runId) : undefined;
+      if (!state) throw new NotFound(`run ${runId} does not exist`);
+      if (isTerminal(state)) await this.runs.transition(tx, runId, state, 'continue', this.clock.now());
+      await this.runs.addFollowup(tx, runId, message, mode);
+    });
+  }
+
+  async cancel(auth: AuthContext, runId: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const state = UUID.test(runId) ? await this.runs.lockForUpdate(tx, auth.team.id, runId) : undefined;
+      if (!state) throw new NotFound(`run ${runId} does not exist`);
+      if (isTerminal(state))
+        throw new InvalidRequest(`run ${runId} has already ended (${state}); there is nothing to cancel`);
+      if (state === 'PENDING')
+        throw new Conflict(`run ${runId} is being prepared; retry the cancel in a moment`, true);
+      await this.runs.transition(tx, runId, state, 'cancel', this.clock.now(), {
+        statusMessage: { message: `Cancelled by ${auth.principal.displayName}` },
+      });
+    });
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `owner/repo:name` → name; `owner/repo:path/to/name/SKILL.md` → name; `owner/repo:SKILL.md` → repo. */
+export function skillName(spec: string): string {
+  const [repoPart, path] = spec.split(':', 2);
+  if (!path.endsWith('SKILL.md')) return path;
+  const folders = path.split('/').slice(0, -1);
+  return folders[folders.length - 1] ?? repoPart.split('/')[1];
+}
+
+function defaultTitle(prompt: string, config: AgentConfig): string {
+  const firstLine = prompt.trim().split('\n')[0]?.trim() ?? '';
+  if (firstLine) return firstLine.length > 100 ? `${firstLine.slice(0, 99)}…` : firstLine;
+  return config.name ?? 'Agent run';
+}
+
+function attachmentsOf(req: RunCreateRequest): NewAttachment[] {
+  const out: NewAttachment[] = [];
+  const decode = (data: string, field: string) => {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data)) {
+      throw new RequestInvalid([{ path: field, message: `${field} must be base64` }]);
+    }
+    const content = Buffer.from(data, 'base64');
+    if (content.length > MAX_ATTACHMENT_BYTES) {
+      throw new RequestInvalid([{ path: field, message: `${field} must be at most 1 MiB decoded` }]);
+    }
+    return content;
+  };
+  req.attachments?.forEach((a, i) =>
+    out.push({
+      fileName: a.file_name,
+      contentType: a.content_type ?? 'application/octet-stream',
+      content: decode(a.data, `attachments.${i}.data`),
+    }),
+  );
+  req.images?.forEach((img, i) =>
+    out.push({
+      fileName: `image-${i + 1}.${img.mime_type.split('/')[1]}`,
+      contentType: img.mime_type,
+      content: decode(img.data, `images.${i}.data`),
+    }),
+  );
+  const names = new Set<string>();
+  for (const a of out) {
+    if (names.has(a.fileName)) {
+      throw new RequestInvalid([
+        { path: 'attachments', message: `attachments: ${a.fileName} is given twice` },
+      ]);
+    }
+    names.add(a.fileName);
+  }
+  return out;
+}

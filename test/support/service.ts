@@ -1,0 +1,95 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SCOPES, type Scope } from '../../src/auth/api-key.js';
+import { AuthRepository } from '../../src/auth/auth.repository.js';
+import { AuthService } from '../../src/auth/auth.service.js';
+import { bootstrapDefaultTeam } from '../../src/auth/bootstrap.js';
+import type { TeamRef } from '../../src/auth/auth-context.js';
+import { loadConfig } from '../../src/config/config.js';
+import { startService, type RunningService } from '../../src/service.js';
+import { createTestDatabase } from './database.js';
+
+export interface TestService {
+  service: RunningService;
+  /** e.g. http://127.0.0.1:41234 */
+  url: string;
+  /** `${url}/api/v1` */
+  api: string;
+  /** An admin key of the team `default` (every scope). */
+  adminKey: string;
+  defaultTeam: TeamRef;
+  auth: AuthService;
+  authRepo: AuthRepository;
+  /** A new team with a key of the given scopes. */
+  newTeam(name: string, scopes?: Scope[]): Promise<{ team: TeamRef; key: string }>;
+  newKey(teams: TeamRef[], scopes: Scope[], name?: string): Promise<string>;
+  /** fetch against the service with the admin key (or `key`), JSON in and out. */
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+    key?: string,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
+  stop(): Promise<void>;
+}
+
+/** The real service on a loopback port and a fresh database: what a test drives over HTTP. */
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const database = await createTestDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-test-data-'));
+  const config = loadConfig({
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    ...env,
+    DATABASE_URL: database.url,
+  });
+  const service = await startService(config);
+  const authRepo = new AuthRepository(service.db);
+  const auth = new AuthService(authRepo);
+  const adminKey = (await bootstrapDefaultTeam(authRepo, auth))!;
+  const defaultTeam = (await authRepo.findTeamByName('default'))!;
+  const newKey = async (teams: TeamRef[], scopes: Scope[], name = 'test-key') =>
+    (await auth.createApiKey({ teams, scopes, name })).key;
+  const call: TestService['call'] = async (method, path, body, key = adminKey, headers = {}) => {
+    const res = await fetch(`${service.url}${path}`, {
+      method,
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: keep the text */
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
+  return {
+    service,
+    url: service.url,
+    api: `${service.url}/api/v1`,
+    adminKey,
+    defaultTeam,
+    auth,
+    authRepo,
+    newKey,
+    async newTeam(name, scopes = [...SCOPES]) {
+      const team = await auth.createTeam(name);
+      return { team, key: await newKey([team], scopes) };
+    },
+    call,
+    async stop() {
+      await service.stop();
+      await database.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
