@@ -11,6 +11,7 @@ import { Database } from './database/database.js';
 import { loggerOptions } from './logging.js';
 import { OpsModule } from './ops/ops.module.js';
 import { RunsModule } from './runs/runs.module.js';
+import { SecretsModule } from './secrets/secrets.module.js';
 
 /** What every module may inject: configuration, the database, the clock, the schemas. */
 @Global()
@@ -38,6 +39,7 @@ export class AppModule {
         LoggerModule.forRoot(loggerOptions(config)),
         OpsModule,
         AuthModule,
+        SecretsModule,
         RunsModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],

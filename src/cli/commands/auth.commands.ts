@@ -1,0 +1,136 @@
+import type { Command } from 'commander';
+import { parseScopes } from '../../auth/api-key.js';
+import { AuthRepository } from '../../auth/auth.repository.js';
+import { AuthService } from '../../auth/auth.service.js';
+import type { Database } from '../../database/database.js';
+import { withDatabase } from '../context.js';
+import { print, renderTable } from '../output.js';
+
+export const authOf = (db: Database) => {
+  const repo = new AuthRepository(db);
+  return { repo, auth: new AuthService(repo) };
+};
+
+/** `factoryd teams …` and `factoryd api-keys …`. */
+export function registerAuthCommands(program: Command): void {
+  const teams = program.command('teams').description('Teams own runs, factories, secrets and API keys.');
+  teams
+    .command('create <name>')
+    .description('Create a team.')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd teams create platform')
+    .action((name: string, opts: { json?: boolean }) =>
+      withDatabase(async (db) => {
+        const team = await authOf(db).auth.createTeam(name);
+        print(opts, { uid: team.uid, name: team.name }, () => `Created team ${team.name} (uid ${team.uid}).`);
+      }),
+    );
+  teams
+    .command('list')
+    .description('List teams.')
+    .option('--json', 'print JSON')
+    .action((opts: { json?: boolean }) =>
+      withDatabase(async (db) => {
+        const list = await authOf(db).repo.listTeams();
+        const data = list.map((t) => ({ uid: t.uid, name: t.name, created_at: t.created_at.toISOString() }));
+        print(opts, { teams: data }, () =>
+          renderTable(
+            ['NAME', 'UID', 'CREATED'],
+            data.map((t) => [t.name, t.uid, t.created_at]),
+          ),
+        );
+      }),
+    );
+
+  const keys = program.command('api-keys').description('API keys: stored hashed, shown once.');
+  keys
+    .command('create')
+    .description('Create a service-account API key in one or more teams; prints the key once.')
+    .requiredOption('--team <team...>', 'team name or uid (repeat for several)')
+    .option(
+      '--scopes <list>',
+      'comma-separated: runs:read, runs:write, factory:manage',
+      'runs:read,runs:write',
+    )
+    .option('--name <name>', 'who the key is for (shown as the run creator)', 'api-key')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nExample:\n  npx factoryd api-keys create --team default --scopes runs:read,runs:write,factory:manage --name ci',
+    )
+    .action((opts: { team: string[]; scopes: string; name: string; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const { repo, auth } = authOf(db);
+        const scopes = parseScopes(opts.scopes);
+        const teamRefs: Array<{ id: string; uid: string; name: string }> = [];
+        for (const t of opts.team) {
+          const team = await repo.findTeam(t);
+          if (!team) throw new Error(`no team ${t}; see \`factoryd teams list\``);
+          teamRefs.push(team);
+        }
+        const created = await auth.createApiKey({ teams: teamRefs, scopes, name: opts.name });
+        print(
+          opts,
+          {
+            id: created.id,
+            key: created.key,
+            prefix: created.prefix,
+            scopes,
+            teams: teamRefs.map((t) => t.name),
+          },
+          () =>
+            [
+              `API key ${created.id} (${scopes.join(', ')}) for ${teamRefs.map((t) => t.name).join(', ')}:`,
+              '',
+              `  ${created.key}`,
+              '',
+              'It is shown only this once.',
+            ].join('\n'),
+        );
+      }),
+    );
+  keys
+    .command('list')
+    .description('List API keys (never their values).')
+    .option('--team <team>', 'only keys of this team')
+    .option('--json', 'print JSON')
+    .action((opts: { team?: string; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const { repo } = authOf(db);
+        const team = opts.team ? await repo.findTeam(opts.team) : undefined;
+        if (opts.team && !team) throw new Error(`no team ${opts.team}`);
+        const list = await repo.listKeys(team?.id);
+        const data = list.map((k) => ({
+          ...k,
+          created_at: k.created_at.toISOString(),
+          last_used_at: k.last_used_at?.toISOString() ?? null,
+          revoked_at: k.revoked_at?.toISOString() ?? null,
+        }));
+        print(opts, { api_keys: data }, () =>
+          renderTable(
+            ['ID', 'NAME', 'PREFIX', 'SCOPES', 'TEAMS', 'LAST USED', 'REVOKED'],
+            data.map((k) => [
+              k.id,
+              k.name,
+              `${k.prefix}…`,
+              k.scopes.join(','),
+              k.teams.join(','),
+              k.last_used_at,
+              k.revoked_at,
+            ]),
+          ),
+        );
+      }),
+    );
+  keys
+    .command('revoke <id>')
+    .description('Revoke an API key at once.')
+    .option('--json', 'print JSON')
+    .action((id: string, opts: { json?: boolean }) =>
+      withDatabase(async (db) => {
+        if (!(await authOf(db).repo.revokeKey(id)))
+          throw new Error(`no live API key ${id}; see \`factoryd api-keys list\``);
+        print(opts, { id, revoked: true }, () => `Revoked API key ${id}.`);
+      }),
+    );
+}

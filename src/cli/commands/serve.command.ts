@@ -1,0 +1,61 @@
+import type { Command } from 'commander';
+import { bootstrapDefaultTeam } from '../../auth/bootstrap.js';
+import { ConfigError, loadConfig } from '../../config/config.js';
+import { startService } from '../../service.js';
+import { authOf } from './auth.commands.js';
+
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description(
+      'Start the API, webhook ingress, reconciler and service-hosted workers (what `npm start` runs).',
+    )
+    .addHelpText('after', '\nExample:\n  PORT=9000 npx factoryd serve')
+    .action(serve);
+}
+
+async function serve(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`factoryd: configuration error: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const service = await startService(config);
+  const { repo, auth } = authOf(service.db);
+  const adminKey = await bootstrapDefaultTeam(repo, auth);
+  const lines = [
+    '',
+    `factoryd is up: API ${service.url}/api/v1  (OpenAPI: ${service.url}/api/v1/openapi.json)`,
+    service.databaseServer.embedded
+      ? `database: embedded PostgreSQL under ${config.dataDir}/pg`
+      : 'database: DATABASE_URL',
+  ];
+  if (adminKey) {
+    lines.push(
+      '',
+      'First start: created team "default" and an admin API key (shown only this once):',
+      '',
+      `  ${adminKey}`,
+      '',
+      `Try: curl -H "Authorization: Bearer ${adminKey}" ${service.url}/api/v1/agent/runs`,
+    );
+  }
+  process.stdout.write(lines.join('\n') + '\n\n');
+  const shutdown = (signal: string) => {
+    process.stdout.write(`\n${signal}: shutting down\n`);
+    service.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`factoryd: shutdown failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+}

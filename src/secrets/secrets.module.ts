@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config.js';
+import { SecretCipher } from './secret-cipher.js';
+import { loadSecretsKey } from './secrets-key.js';
+import { SecretsRepository } from './secrets.repository.js';
+import { SecretsService } from './secrets.service.js';
+
+@Module({
+  providers: [
+    {
+      provide: SecretCipher,
+      inject: [CONFIG],
+      useFactory: (config: Config) => new SecretCipher(loadSecretsKey(config)),
+    },
+    SecretsRepository,
+    SecretsService,
+  ],
+  exports: [SecretsService],
+})
+export class SecretsModule {}
