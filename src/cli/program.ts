@@ -1,9 +1,14 @@
 import { Command } from 'commander';
 import { registerAuthCommands } from './commands/auth.commands.js';
+import { registerRunsCommands } from './commands/runs.commands.js';
 import { registerServeCommand } from './commands/serve.command.js';
 
 /** Each module's commands, in the order `factoryd --help` lists them. */
-const COMMANDS: Array<(program: Command) => void> = [registerServeCommand, registerAuthCommands];
+const COMMANDS: Array<(program: Command) => void> = [
+  registerServeCommand,
+  registerAuthCommands,
+  registerRunsCommands,
+];
 
 export function buildProgram(): Command {
   const program = new Command('factoryd')

@@ -21,8 +21,10 @@ export class RunsController {
   @Post(['runs', 'run'])
   @HttpCode(200)
   @RequireScope('runs:write')
-  create(@Auth() auth: AuthContext, @Body() body: unknown) {
-    return this.runs.createFromApi(auth, this.validate.body<RunCreateRequest>('RunCreateRequest', body));
+  create(@Auth() auth: AuthContext, @Body() body: unknown, @Req() req: FastifyRequest) {
+    // The factoryd CLI says who it is; everything else that calls the API is an API caller.
+    const source = req.headers['user-agent']?.startsWith('factoryd-cli/') ? 'CLI' : 'API';
+    return this.runs.createFromApi(auth, this.validate.body<RunCreateRequest>('RunCreateRequest', body), source);
   }
 
   @Get('runs')

@@ -38,6 +38,7 @@ export class RunsService {
   async createFromApi(
     auth: AuthContext,
     req: RunCreateRequest,
+    source: 'API' | 'CLI' = 'API',
   ): Promise<{ run_id: string; task_id: string; state: string }> {
     const teamId = auth.team.id;
     for (const [key, value] of Object.entries(req.metadata ?? {})) {
@@ -67,7 +68,7 @@ export class RunsService {
       teamId,
       title: req.title ?? defaultTitle(prompt, config),
       prompt,
-      source: 'API',
+      source,
       creatorId: auth.principal.id,
       agentConfig: config,
       metadata: req.metadata,

@@ -1,0 +1,221 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
+import { print, renderTable } from '../output.js';
+
+interface RunItem {
+  run_id: string;
+  title: string;
+  state: string;
+  prompt: string;
+  source?: string;
+  created_at: string;
+  updated_at: string;
+  run_time?: string;
+  status_message?: { message: string };
+  agent_config?: { name?: string };
+  session_link?: string;
+}
+
+type Opts = ApiOptions & { json?: boolean };
+const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+
+/** `factoryd runs …`: the Run API from a shell. */
+export function registerRunsCommands(program: Command): void {
+  const runs = program
+    .command('runs')
+    .description('Start, list, inspect, continue, cancel and follow agent runs (over the API).');
+
+  apiOptions(runs.command('create'))
+    .description('Start a run; prints its id.')
+    .option('--prompt <text>', 'the prompt (or --prompt-file, or stdin)')
+    .option('--prompt-file <path>', 'read the prompt from a file')
+    .option('--title <title>', 'a title (default: the prompt’s first line)')
+    .option('--skill <spec>', 'start from a skill: owner/repo:name')
+    .option('--config <json>', 'AmbientAgentConfig as JSON, e.g. {"model_id":"…","worker_host":"my-box"}')
+    .option('--metadata <key=value...>', 'labels (repeatable)')
+    .option('--watch', 'then follow it until it ends (like `runs watch`)')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  npx factoryd runs create --prompt "Fix the flaky test in ci/" --metadata pipeline=1234\n  git diff | npx factoryd runs create --title "Review this diff" --watch',
+    )
+    .action(
+      async (
+        o: Opts & {
+          prompt?: string;
+          promptFile?: string;
+          title?: string;
+          skill?: string;
+          config?: string;
+          metadata?: string[];
+          watch?: boolean;
+        },
+      ) => {
+        const client = new ApiClient(o);
+        const prompt =
+          o.prompt ??
+          (o.promptFile ? readFileSync(o.promptFile, 'utf8') : o.skill ? undefined : await readStdin());
+        const body: Record<string, unknown> = { prompt, title: o.title, skill: o.skill };
+        if (o.config) body.config = parseJson(o.config, '--config');
+        if (o.metadata) body.metadata = Object.fromEntries(o.metadata.map((kv) => splitPair(kv)));
+        const created = await client.request<{ run_id: string; state: string }>('POST', '/agent/runs', body);
+        if (o.watch) return watch(client, created.run_id, o);
+        print(o, created, () => `Started run ${created.run_id} (${created.state}).`);
+      },
+    );
+
+  apiOptions(runs.command('list'))
+    .description('List runs, newest first.')
+    .option('--state <state...>', 'only these states (repeatable)')
+    .option('--source <source>', 'API, CLI, WEBHOOK, FACTORY, …')
+    .option('--name <name>', 'config name')
+    .option('--q <text>', 'search title, prompt and skill')
+    .option('--limit <n>', 'page size (1-500)', '20')
+    .option('--cursor <cursor>', 'next_cursor of the previous page')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd runs list --state QUEUED --state INPROGRESS --limit 50')
+    .action(
+      async (
+        o: Opts & {
+          state?: string[];
+          source?: string;
+          name?: string;
+          q?: string;
+          limit: string;
+          cursor?: string;
+        },
+      ) => {
+        const qs = new URLSearchParams();
+        for (const s of o.state ?? []) qs.append('state', s);
+        for (const [k, v] of [
+          ['source', o.source],
+          ['name', o.name],
+          ['q', o.q],
+          ['limit', o.limit],
+          ['cursor', o.cursor],
+        ] as const) {
+          if (v !== undefined) qs.set(k, v);
+        }
+        const page = await new ApiClient(o).request<{
+          runs: RunItem[];
+          page_info: { has_next_page: boolean; next_cursor?: string };
+        }>('GET', `/agent/runs?${qs}`);
+        print(o, page, () =>
+          [
+            renderTable(
+              ['RUN', 'STATE', 'SOURCE', 'UPDATED', 'TITLE'],
+              page.runs.map((r) => [r.run_id, r.state, r.source, r.updated_at, truncate(r.title, 60)]),
+            ),
+            page.page_info.has_next_page ? `\nmore: --cursor ${page.page_info.next_cursor}` : '',
+          ].join(''),
+        );
+      },
+    );
+
+  apiOptions(runs.command('show <runId>'))
+    .description('Show one run.')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, o: Opts) => {
+      const run = await new ApiClient(o).request<RunItem>('GET', `/agent/runs/${encodeURIComponent(runId)}`);
+      print(o, run, () => describe(run));
+    });
+
+  apiOptions(runs.command('followup <runId> [message]'))
+    .description('Send a follow-up (message or stdin); an ended run continues in the same conversation.')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, message: string | undefined, o: Opts) => {
+      const text = message ?? (await readStdin());
+      await new ApiClient(o).request('POST', `/agent/runs/${encodeURIComponent(runId)}/followups`, {
+        message: text,
+      });
+      print(o, { run_id: runId, sent: true }, () => `Sent a follow-up to ${runId}.`);
+    });
+
+  apiOptions(runs.command('cancel <runId>'))
+    .description('Cancel a queued or running run.')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, o: Opts) => {
+      const id = await new ApiClient(o).request<string>(
+        'POST',
+        `/agent/runs/${encodeURIComponent(runId)}/cancel`,
+      );
+      print(o, { run_id: id, state: 'CANCELLED' }, () => `Cancelled run ${id}.`);
+    });
+
+  apiOptions(runs.command('watch <runId>'))
+    .description(
+      'Follow a run until it ends, with a live progress line; exit 0 when it SUCCEEDED, 1 otherwise.',
+    )
+    .option('--interval <seconds>', 'poll interval', '1')
+    .option('--json', 'print the final run as JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd runs watch 6f1c…')
+    .action((runId: string, o: Opts & { interval?: string }) => watch(new ApiClient(o), runId, o));
+}
+
+async function watch(client: ApiClient, runId: string, o: Opts & { interval?: string }): Promise<void> {
+  const interval = Math.max(0.2, Number(o.interval ?? 1)) * 1000;
+  const live = process.stderr.isTTY && !o.json;
+  let last = '';
+  for (;;) {
+    const run = await client.request<RunItem>('GET', `/agent/runs/${encodeURIComponent(runId)}`);
+    const line = `${run.run_id}  ${run.state}${run.run_time ? `  ${run.run_time}` : ''}${run.status_message ? `  ${run.status_message.message}` : ''}`;
+    if (line !== last) {
+      // A progress line on the terminal; one line per change when piped.
+      process.stderr.write(live ? `\r\x1b[2K${line}` : `${line}\n`);
+      last = line;
+    }
+    if (TERMINAL.has(run.state)) {
+      if (live) process.stderr.write('\n');
+      print(o, run, () => describe(run));
+      process.exitCode = run.state === 'SUCCEEDED' ? 0 : 1;
+      return;
+    }
+    await new Promise((r) => setTimeout(r, interval));
+  }
+}
+
+function describe(r: RunItem): string {
+  const rows: Array<[string, string | undefined]> = [
+    ['Run', r.run_id],
+    ['Title', r.title],
+    ['State', r.state],
+    ['Source', r.source],
+    ['Created', r.created_at],
+    ['Updated', r.updated_at],
+    ['Run time', r.run_time],
+    ['Status', r.status_message?.message],
+    ['Session', r.session_link],
+  ];
+  return (
+    rows
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k.padEnd(9)} ${v}`)
+      .join('\n') + `\n\n${r.prompt}`
+  );
+}
+
+function truncate(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+function splitPair(kv: string): [string, string] {
+  const i = kv.indexOf('=');
+  if (i <= 0) throw new Error(`--metadata wants key=value, got "${kv}"`);
+  return [kv.slice(0, i), kv.slice(i + 1)];
+}
+
+function parseJson(text: string, flag: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`${flag} is not valid JSON`);
+  }
+}
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) throw new Error('give the text as an argument or option, or pipe it on stdin');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './support/cli.js';
+import { startTestService, type TestService } from './support/service.js';
+
+let t: TestService;
+let env: Record<string, string>;
+beforeAll(async () => {
+  t = await startTestService();
+  env = { FACTORYD_API_URL: t.url, FACTORYD_API_KEY: t.adminKey };
+});
+afterAll(async () => t?.stop());
+
+describe('factoryd runs', () => {
+  it('creates a run from stdin with source CLI, then lists, shows, follows up and cancels it', async () => {
+    const created = await runCli(['runs', 'create', '--title', 'From a pipe', '--metadata', 'pipeline=42', '--json'], {
+      env,
+      stdin: 'Review this diff\n+ a line',
+    });
+    expect(created.code, created.stderr).toBe(0);
+    const { run_id } = JSON.parse(created.stdout);
+    const got = await t.call('GET', `/api/v1/agent/runs/${run_id}`);
+    expect(got.body).toMatchObject({ title: 'From a pipe', prompt: 'Review this diff\n+ a line', source: 'CLI', metadata: { pipeline: '42' } });
+
+    const list = await runCli(['runs', 'list', '--state', 'QUEUED'], { env });
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^RUN\s+STATE\s+SOURCE/);
+    expect(list.stdout).toContain(run_id);
+
+    const show = await runCli(['runs', 'show', run_id], { env });
+    expect(show.stdout).toContain('From a pipe');
+
+    expect((await runCli(['runs', 'followup', run_id, 'also check the docs'], { env })).code).toBe(0);
+    const cancel = await runCli(['runs', 'cancel', run_id, '--json'], { env });
+    expect(JSON.parse(cancel.stdout)).toEqual({ run_id, state: 'CANCELLED' });
+  });
+
+  it('watch follows a run to its end and exits 1 when it did not succeed', async () => {
+    const { body } = await t.call('POST', '/api/v1/agent/runs', { prompt: 'to be cancelled' });
+    const watching = runCli(['runs', 'watch', body.run_id, '--interval', '0.2', '--json'], { env });
+    await new Promise((r) => setTimeout(r, 500));
+    await t.call('POST', `/api/v1/agent/runs/${body.run_id}/cancel`);
+    const result = await watching;
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({ run_id: body.run_id, state: 'CANCELLED' });
+    expect(result.stderr).toContain('CANCELLED');
+  });
+
+  it('reports API errors on stderr with a non-zero exit, and a missing key clearly', async () => {
+    const missing = await runCli(['runs', 'show', '00000000-0000-0000-0000-000000000000'], { env });
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain('404 resource_not_found');
+    const noKey = await runCli(['runs', 'list'], { env: { FACTORYD_API_URL: t.url, FACTORYD_API_KEY: '' } });
+    expect(noKey.code).not.toBe(0);
+    expect(noKey.stderr).toContain('--api-key');
+  });
+});
