@@ -12,14 +12,22 @@ afterAll(async () => t?.stop());
 
 describe('factoryd runs', () => {
   it('creates a run from stdin with source CLI, then lists, shows, follows up and cancels it', async () => {
-    const created = await runCli(['runs', 'create', '--title', 'From a pipe', '--metadata', 'pipeline=42', '--json'], {
-      env,
-      stdin: 'Review this diff\n+ a line',
-    });
+    const created = await runCli(
+      ['runs', 'create', '--title', 'From a pipe', '--metadata', 'pipeline=42', '--json'],
+      {
+        env,
+        stdin: 'Review this diff\n+ a line',
+      },
+    );
     expect(created.code, created.stderr).toBe(0);
     const { run_id } = JSON.parse(created.stdout);
     const got = await t.call('GET', `/api/v1/agent/runs/${run_id}`);
-    expect(got.body).toMatchObject({ title: 'From a pipe', prompt: 'Review this diff\n+ a line', source: 'CLI', metadata: { pipeline: '42' } });
+    expect(got.body).toMatchObject({
+      title: 'From a pipe',
+      prompt: 'Review this diff\n+ a line',
+      source: 'CLI',
+      metadata: { pipeline: '42' },
+    });
 
     const list = await runCli(['runs', 'list', '--state', 'QUEUED'], { env });
     expect(list.code).toBe(0);

@@ -53,6 +53,7 @@ export class ApiClient {
     } catch (err) {
       throw new Error(
         `cannot reach factoryd at ${this.base} (${(err as Error).cause ?? (err as Error).message}); is it running? (--api / FACTORYD_API_URL)`,
+        { cause: err },
       );
     }
     const text = await res.text();

@@ -24,7 +24,11 @@ export class RunsController {
   create(@Auth() auth: AuthContext, @Body() body: unknown, @Req() req: FastifyRequest) {
     // The factoryd CLI says who it is; everything else that calls the API is an API caller.
     const source = req.headers['user-agent']?.startsWith('factoryd-cli/') ? 'CLI' : 'API';
-    return this.runs.createFromApi(auth, this.validate.body<RunCreateRequest>('RunCreateRequest', body), source);
+    return this.runs.createFromApi(
+      auth,
+      this.validate.body<RunCreateRequest>('RunCreateRequest', body),
+      source,
+    );
   }
 
   @Get('runs')

@@ -10,9 +10,15 @@ export interface CliResult {
 }
 
 /** Runs the built `factoryd` binary as a user would (npm test builds it first). */
-export function runCli(args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  opts: { env?: Record<string, string>; stdin?: string } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...opts.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
