@@ -117,7 +117,12 @@ describe('POST /agent/runs and the alias /agent/run', () => {
       'metadata',
       /at most 20 keys/,
     ],
-    ['a bad metadata key', { prompt: 'x', metadata: { 'bad key': 'v' } }, 'metadata', /invalid key "bad key"/],
+    [
+      'a bad metadata key',
+      { prompt: 'x', metadata: { 'bad key': 'v' } },
+      'metadata',
+      /invalid key "bad key"/,
+    ],
     [
       'a metadata key of 65 characters',
       { prompt: 'x', metadata: { ['k'.repeat(65)]: 'v' } },
@@ -139,7 +144,12 @@ describe('POST /agent/runs and the alias /agent/run', () => {
     ],
     ['a non-string metadata value', { prompt: 'x', metadata: { k: 1 } }, 'metadata.k', /must be string/],
     ['config that is not an object', { prompt: 'x', config: 'fast' }, 'config', /must be object/],
-    ['an unknown config field', { prompt: 'x', config: { speed: 1 } }, 'config', /config.speed is not a known/],
+    [
+      'an unknown config field',
+      { prompt: 'x', config: { speed: 1 } },
+      'config',
+      /config.speed is not a known/,
+    ],
     ['a config name of the wrong type', { prompt: 'x', config: { name: 5 } }, 'config.name', /string/],
     [
       'an MCP server with both command and url',
@@ -252,7 +262,11 @@ describe('authentication, scopes and tenant isolation', () => {
     const b = await t.newTeam('iso-b');
     const runA = await create({ prompt: 'team a secret work' }, a.key);
     expectProblem(await t.call('GET', `${RUNS}/${runA}`, undefined, b.key), 404, 'resource_not_found');
-    expectProblem(await t.call('POST', `${RUNS}/${runA}/cancel`, undefined, b.key), 404, 'resource_not_found');
+    expectProblem(
+      await t.call('POST', `${RUNS}/${runA}/cancel`, undefined, b.key),
+      404,
+      'resource_not_found',
+    );
     expectProblem(
       await t.call('POST', `${RUNS}/${runA}/followups`, { message: 'hi' }, b.key),
       404,
@@ -281,9 +295,13 @@ describe('authentication, scopes and tenant isolation', () => {
     expect(inA.status).toBe(200);
     const listA = await t.call('GET', RUNS, undefined, a.key);
     expect(listA.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([inA.body.run_id]);
-    const viaB = await t.call('GET', `${RUNS}/${inA.body.run_id}`, undefined, both, { 'x-team-uid': b.team.uid });
+    const viaB = await t.call('GET', `${RUNS}/${inA.body.run_id}`, undefined, both, {
+      'x-team-uid': b.team.uid,
+    });
     expectProblem(viaB, 404, 'resource_not_found');
-    const viaA = await t.call('GET', `${RUNS}/${inA.body.run_id}`, undefined, both, { 'x-team-uid': a.team.uid });
+    const viaA = await t.call('GET', `${RUNS}/${inA.body.run_id}`, undefined, both, {
+      'x-team-uid': a.team.uid,
+    });
     expect(viaA.status).toBe(200);
     const other = await t.newTeam('multi-c');
     expectProblem(
@@ -350,14 +368,17 @@ describe('POST /agent/runs/{runId}/cancel', () => {
     expect(res.body).toBe(id);
   });
 
-  it.each(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'])('refuses to cancel a %s run with 400', async (state) => {
-    const id = await create();
-    await setState(id, state);
-    const res = await t.call('POST', `${RUNS}/${id}/cancel`);
-    expectProblem(res, 400, 'invalid_request');
-    expect(res.body.detail).toMatch(state);
-    expect((await t.call('GET', `${RUNS}/${id}`)).body.state).toBe(state);
-  });
+  it.each(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'])(
+    'refuses to cancel a %s run with 400',
+    async (state) => {
+      const id = await create();
+      await setState(id, state);
+      const res = await t.call('POST', `${RUNS}/${id}/cancel`);
+      expectProblem(res, 400, 'invalid_request');
+      expect(res.body.detail).toMatch(state);
+      expect((await t.call('GET', `${RUNS}/${id}`)).body.state).toBe(state);
+    },
+  );
 
   it('answers a PENDING run with 409, retryable', async () => {
     const id = await create();
@@ -373,7 +394,10 @@ describe('POST /agent/runs/{runId}/followups', () => {
   it('stores a follow-up for a live run and answers {}', async () => {
     const id = await create();
     await setState(id, 'INPROGRESS');
-    const res = await t.call('POST', `${RUNS}/${id}/followups`, { message: 'also fix the docs', mode: 'plan' });
+    const res = await t.call('POST', `${RUNS}/${id}/followups`, {
+      message: 'also fix the docs',
+      mode: 'plan',
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({});
     const rows = await t.service.db.query<{ message: string; mode: string }>(
