@@ -107,7 +107,7 @@ async function list(query: string, k = key) {
   };
 }
 
-const names = (runs: Array<{ run_id: string }>) =>
+const names = (runs: Array<Record<string, any>>) =>
   runs.map((r) => Object.keys(ids).find((n) => ids[n] === r.run_id) ?? r.run_id);
 
 describe('filters', () => {
