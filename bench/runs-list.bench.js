@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
+import { hashApiKey } from '../dist/auth/api-key.js';
 import { AuthRepository } from '../dist/auth/auth.repository.js';
 import { AuthService } from '../dist/auth/auth.service.js';
 import { bootstrapDefaultTeam } from '../dist/auth/bootstrap.js';
@@ -45,7 +46,7 @@ const dbUrl = new URL(adminUrl);
 dbUrl.pathname = `/${dbName}`;
 
 const service = await startService(
-  loadConfig({ PORT: '0', LOG_LEVEL: 'warn', DATA_DIR: dir, DATABASE_URL: dbUrl.toString() }),
+  loadConfig({ PORT: '0', LOG_LEVEL: 'error', DATA_DIR: dir, DATABASE_URL: dbUrl.toString() }),
 );
 const sql = new pg.Client({ connectionString: dbUrl.toString() });
 await sql.connect();
@@ -122,7 +123,30 @@ try {
       log(plan.rows.map((r) => `    ${r['QUERY PLAN']}`).join('\n'));
     }
   }
+  // Where the HTTP time goes: the framework alone (no auth, no database), and one round trip to the
+  // database (what authenticating a key costs on top of the list query).
+  const floor = stats(await time(async () => (await fetch(`${service.url}/healthz`)).text()));
+  const roundTrip = stats(await time(() => sql.query('SELECT 1')));
+  const keyHash = hashApiKey(key);
+  const authSql = stats(await time(() => authRepo.findKeyByHash(keyHash)));
+  const notFound = stats(
+    await time(async () =>
+      (
+        await fetch(`${service.url}/api/v1/agent/runs/00000000-0000-4000-8000-000000000000`, {
+          headers: { authorization: `Bearer ${key}` },
+        })
+      ).text(),
+    ),
+  );
   log('');
+  log(
+    `reference: GET /healthz (HTTP + framework, no auth/DB) p50 ${floor.p50.toFixed(2)} p95 ${floor.p95.toFixed(2)}; ` +
+      `SELECT 1 round trip p50 ${roundTrip.p50.toFixed(2)} p95 ${roundTrip.p95.toFixed(2)}`,
+  );
+  log(
+    `reference: API key lookup (service pool) p50 ${authSql.p50.toFixed(2)} p95 ${authSql.p95.toFixed(2)}; ` +
+      `GET /agent/runs/<unknown id> (auth + one lookup, 404) p50 ${notFound.p50.toFixed(2)} p95 ${notFound.p95.toFixed(2)}`,
+  );
   log(`total ${elapsed()}`);
 
   async function cursorOfPage(n) {
