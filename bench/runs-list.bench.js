@@ -9,6 +9,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { URLSearchParams } from 'node:url';
 import pg from 'pg';
 import { hashApiKey } from '../dist/auth/api-key.js';
 import { AuthRepository } from '../dist/auth/auth.repository.js';
