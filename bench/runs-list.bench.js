@@ -92,6 +92,16 @@ try {
     ['page 100 (cursor)', await cursorOfPage(100)],
     ['q', `q=${encodeURIComponent('billing webhook')}`],
   ];
+  // EXTRA=1: filters without an index of their own, at their worst (few or no matches).
+  if (process.env.EXTRA) {
+    cases.push(
+      ['model_id (no match)', 'model_id=none'],
+      ['creator (no match)', 'creator=nobody'],
+      ['metadata (rare)', 'metadata[repo]=service-7&metadata[ci]=true'],
+      ['environment (rare)', 'environment_id=env-3&state=BLOCKED'],
+      ['q (no match)', 'q=zzzz'],
+    );
+  }
 
   log('');
   log(`${REQUESTS} sequential requests per case (after ${WARMUP} warm-up), keep-alive; times in ms`);
