@@ -191,7 +191,9 @@ export function buildRunListSql(
   else if (f.states.length > 1) where.push(`r.state = ANY(${p(f.states)}::text[])`);
   if (f.name !== undefined) where.push(`r.config_name = ${p(f.name)}`);
   if (f.modelId !== undefined) where.push(`r.model_id = ${p(f.modelId)}`);
-  if (f.creator !== undefined) where.push(`p.uid = ${p(f.creator)}`);
+  // By the principal's id (one lookup), so the per-team creator index serves the page in order.
+  if (f.creator !== undefined)
+    where.push(`r.creator_id = (SELECT id FROM principals WHERE uid = ${p(f.creator)})`);
   if (f.source !== undefined) where.push(`r.source = ${p(f.source)}`);
   if (f.environmentId === null) where.push(`r.environment_id IS NULL`);
   else if (f.environmentId !== undefined) where.push(`r.environment_id = ${p(f.environmentId)}`);
