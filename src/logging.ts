@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { RequestMethod } from '@nestjs/common';
 import type { Params } from 'nestjs-pino';
 import type { Config } from './config/config.js';
 
@@ -15,6 +16,8 @@ const LOGGED_HEADERS = ['user-agent', 'content-type', 'content-length', 'x-team-
  */
 export function loggerOptions(config: Config): Params {
   return {
+    // Every route, explicitly: with NestJS 12 on Fastify the default `{/*splat}` matched no request.
+    forRoutes: [{ path: '*splat', method: RequestMethod.ALL }],
     pinoHttp: {
       level: config.logLevel,
       genReqId: (req: IncomingMessage) => (req as IncomingMessage & { id: string }).id,

@@ -20,6 +20,18 @@ export function buildOpenApi(app: NestFastifyApplication): OpenAPIObject {
   const schemas = app.get(SchemaRegistry).schemas;
   doc.components ??= {};
   doc.components.schemas = { ...doc.components.schemas, ...componentSchemas(schemas) };
+  // This document itself is served by Fastify directly (not a controller route).
+  doc.paths[OPENAPI_PATH] = {
+    get: {
+      operationId: 'openapi',
+      summary: 'This OpenAPI 3.1 document',
+      tags: ['Operations'],
+      security: [],
+      responses: {
+        200: { description: 'OK', content: { 'application/json': { schema: { type: 'object' } } } },
+      },
+    },
+  };
   return doc;
 }
 

@@ -18,6 +18,8 @@ export interface RunningService {
   /** e.g. http://127.0.0.1:8080 */
   url: string;
   databaseServer: DatabaseServer;
+  /** Every route Fastify registered (method and URL pattern), e.g. for checking the OpenAPI document. */
+  routes: Array<{ method: string; url: string }>;
   /** Drains HTTP, closes the pool, then stops an embedded database: in that order. */
   stop(): Promise<void>;
 }
@@ -39,6 +41,10 @@ export async function startService(config: Config): Promise<RunningService> {
       (req as IncomingMessage & { id: string }).id = id;
       return id;
     },
+  });
+  const routes: RunningService['routes'] = [];
+  adapter.getInstance().addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, db), adapter, {
     bufferLogs: true,
@@ -68,5 +74,5 @@ export async function startService(config: Config): Promise<RunningService> {
       await dataSource.destroy().catch(() => undefined);
       await databaseServer.stop();
     })());
-  return { app, db, url: `http://${host}:${port}`, databaseServer, stop };
+  return { app, db, url: `http://${host}:${port}`, databaseServer, routes, stop };
 }

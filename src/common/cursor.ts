@@ -1,4 +1,4 @@
-import { InvalidRequest } from './problem.js';
+import { invalidParam } from './problem.js';
 
 /**
  * Opaque keyset cursors: the position after the last item of a page, base64url-encoded JSON.
@@ -23,7 +23,8 @@ export function decodeCursor(cursor: string, scope: string): CursorPosition {
     if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url');
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    throw new InvalidRequest(
+    throw invalidParam(
+      'cursor',
       'cursor is not a cursor issued by this server; pass next_cursor from the previous page',
     );
   }
@@ -34,12 +35,14 @@ export function decodeCursor(cursor: string, scope: string): CursorPosition {
     !(typeof parsed[1] === 'string' || typeof parsed[1] === 'number' || parsed[1] === null) ||
     typeof parsed[2] !== 'string'
   ) {
-    throw new InvalidRequest(
+    throw invalidParam(
+      'cursor',
       'cursor is not a cursor issued by this server; pass next_cursor from the previous page',
     );
   }
   if (parsed[0] !== scope) {
-    throw new InvalidRequest(
+    throw invalidParam(
+      'cursor',
       'cursor was issued for a different sort order; keep sort_by and sort_order the same across pages',
     );
   }

@@ -40,6 +40,21 @@ export class InvalidRequest extends ApiError {
   }
 }
 
+/**
+ * 400 naming each bad field or parameter: `detail` joins the reasons, `invalid_params` lists them for
+ * programs (`[{name, reason}]`).
+ */
+export class RequestInvalid extends ApiError {
+  constructor(readonly violations: Array<{ path: string; message: string }>) {
+    super(400, 'invalid_request', 'Invalid request', violations.map((v) => v.message).join('; '));
+  }
+}
+
+/** A 400 for one query parameter or field. */
+export function invalidParam(name: string, message: string): RequestInvalid {
+  return new RequestInvalid([{ path: name, message }]);
+}
+
 export class AuthenticationRequired extends ApiError {
   constructor(detail = 'Send an API key as "Authorization: Bearer <key>".') {
     super(401, 'authentication_required', 'Authentication required', detail);

@@ -1,13 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ApiError } from './problem.js';
-import { SchemaRegistry, type SchemaViolation } from './schema-validator.js';
+import { RequestInvalid } from './problem.js';
+import { SchemaRegistry } from './schema-validator.js';
 
-/** 400 with every violation: `detail` joins them, `invalid_params` lists them for programs. */
-export class RequestInvalid extends ApiError {
-  constructor(readonly violations: SchemaViolation[]) {
-    super(400, 'invalid_request', 'Invalid request', violations.map((v) => v.message).join('; '));
-  }
-}
+export { RequestInvalid };
 
 @Injectable()
 export class RequestValidator {

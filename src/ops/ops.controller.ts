@@ -1,9 +1,18 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/auth.guard.js';
+import { ApiJsonOk, schemaRef } from '../common/openapi-decorators.js';
 import { ApiError } from '../common/problem.js';
 import { Database } from '../database/database.js';
 import { Metrics } from './metrics.js';
 
+const NOT_READY = ApiResponse({
+  status: 503,
+  description: 'Not ready (Retry-After)',
+  content: { 'application/problem+json': { schema: schemaRef('Problem') } },
+});
+
+@ApiTags('Operations')
 @Controller()
 @Public()
 export class OpsController {
@@ -14,12 +23,17 @@ export class OpsController {
 
   /** Liveness: the process answers. */
   @Get('healthz')
+  @ApiOperation({ summary: 'Liveness' })
+  @ApiJsonOk({ type: 'object', properties: { status: { const: 'ok' } } })
   health() {
     return { status: 'ok' };
   }
 
   /** Readiness: the database answers and every migration is applied. */
   @Get('readyz')
+  @ApiOperation({ summary: 'Readiness: database reachable, migrations applied' })
+  @ApiJsonOk({ type: 'object', properties: { status: { const: 'ready' } } })
+  @NOT_READY
   async ready() {
     try {
       await this.db.query('SELECT 1');
@@ -39,6 +53,12 @@ export class OpsController {
   }
 
   @Get('metrics')
+  @ApiOperation({ summary: 'Prometheus metrics' })
+  @ApiResponse({
+    status: 200,
+    description: 'Prometheus text format',
+    content: { 'text/plain': { schema: { type: 'string' } } },
+  })
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
   async scrape() {
     return this.metrics.registry.metrics();

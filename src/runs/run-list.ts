@@ -1,5 +1,5 @@
 import { decodeCursor, encodeCursor, type CursorPosition, type PageInfo } from '../common/cursor.js';
-import { InvalidRequest } from '../common/problem.js';
+import { invalidParam } from '../common/problem.js';
 import { RUN_STATES, type RunState } from './run-state.js';
 import { RUN_SOURCES, type RunSource } from './run.js';
 
@@ -39,47 +39,68 @@ export interface RunListFilter {
 /** The search expression; it must stay identical to the `runs_search` trigram index. */
 export const RUN_SEARCH_TEXT = `(r.title || ' ' || r.prompt || ' ' || coalesce(r.skill_spec, ''))`;
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
+
+/** RFC 3339 with every field in range (Date.parse takes 2026-02-30; PostgreSQL would not). */
+export function isRfc3339(v: string): boolean {
+  const m = RFC3339.exec(v);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return (
+    year >= 1 &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysInMonth &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59 &&
+    (m[9] === undefined || (Number(m[9]) <= 14 && Number(m[10]) <= 59))
+  );
+}
 const MAX_METADATA_FILTERS = 5;
 
 export function parseRunListQuery(search: URLSearchParams): RunListFilter {
   const one = (name: string): string | undefined => {
     const all = search.getAll(name);
-    if (all.length > 1) throw new InvalidRequest(`${name} may be given once`);
+    if (all.length > 1) throw invalidParam(name, `${name} may be given once`);
     return all[0];
   };
   const limitText = one('limit');
   let limit = 20;
   if (limitText !== undefined) {
     if (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 500) {
-      throw new InvalidRequest(`limit must be a whole number from 1 to 500, got "${limitText}"`);
+      throw invalidParam('limit', `limit must be a whole number from 1 to 500, got "${limitText}"`);
     }
     limit = Number(limitText);
   }
   const sortBy = (one('sort_by') ?? 'updated_at') as SortKey;
   if (!(sortBy in SORT_KEYS))
-    throw new InvalidRequest(`sort_by must be one of updated_at, created_at, title`);
+    throw invalidParam('sort_by', `sort_by must be one of updated_at, created_at, title`);
   const sortOrder = (one('sort_order') ?? 'desc') as 'asc' | 'desc';
-  if (sortOrder !== 'asc' && sortOrder !== 'desc') throw new InvalidRequest('sort_order must be asc or desc');
+  if (sortOrder !== 'asc' && sortOrder !== 'desc')
+    throw invalidParam('sort_order', 'sort_order must be asc or desc');
 
   const states = search.getAll('state').flatMap((s) => s.split(','));
   for (const s of states) {
     if (!(RUN_STATES as readonly string[]).includes(s)) {
-      throw new InvalidRequest(`state must be one of ${RUN_STATES.join(', ')}, got "${s}"`);
+      throw invalidParam('state', `state must be one of ${RUN_STATES.join(', ')}, got "${s}"`);
     }
   }
   const source = one('source');
   if (source !== undefined && !(RUN_SOURCES as readonly string[]).includes(source)) {
-    throw new InvalidRequest(`source must be one of ${RUN_SOURCES.join(', ')}, got "${source}"`);
+    throw invalidParam('source', `source must be one of ${RUN_SOURCES.join(', ')}, got "${source}"`);
   }
   const artifactType = one('artifact_type');
   if (artifactType !== undefined && artifactType !== 'PLAN' && artifactType !== 'PULL_REQUEST') {
-    throw new InvalidRequest('artifact_type must be PLAN or PULL_REQUEST');
+    throw invalidParam('artifact_type', 'artifact_type must be PLAN or PULL_REQUEST');
   }
   const timestamp = (name: string) => {
     const v = one(name);
-    if (v !== undefined && (!RFC3339.test(v) || Number.isNaN(Date.parse(v)))) {
-      throw new InvalidRequest(
+    if (v !== undefined && !isRfc3339(v)) {
+      throw invalidParam(
+        name,
         `${name} must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z, got "${v}"`,
       );
     }
@@ -88,27 +109,31 @@ export function parseRunListQuery(search: URLSearchParams): RunListFilter {
   const skill = one('skill_spec') ?? one('skill');
   const environment = one('environment_id');
   const q = one('q');
-  if (q !== undefined && q.length > 200) throw new InvalidRequest('q must be at most 200 characters');
+  if (q !== undefined && q.length > 200) throw invalidParam('q', 'q must be at most 200 characters');
 
   const metadata: Record<string, string> = {};
   for (const [key, value] of search) {
     const m = /^metadata\[(.*)\]$/.exec(key);
     if (!m) continue;
     if (!/^[a-zA-Z0-9._-]{1,64}$/.test(m[1])) {
-      throw new InvalidRequest(`metadata filter key "${m[1]}" must match [a-zA-Z0-9._-]{1,64}`);
+      throw invalidParam(key, `metadata filter key "${m[1]}" must match [a-zA-Z0-9._-]{1,64}`);
     }
-    if (m[1] in metadata) throw new InvalidRequest(`metadata[${m[1]}] may be given once`);
+    if (m[1] in metadata) throw invalidParam(key, `metadata[${m[1]}] may be given once`);
     metadata[m[1]] = value;
   }
   if (Object.keys(metadata).length > MAX_METADATA_FILTERS) {
-    throw new InvalidRequest(`at most ${MAX_METADATA_FILTERS} metadata[key]=value filters may be combined`);
+    throw invalidParam(
+      'metadata',
+      `at most ${MAX_METADATA_FILTERS} metadata[key]=value filters may be combined`,
+    );
   }
 
   const cursor = one('cursor');
   const after =
     cursor === undefined || cursor === '' ? undefined : decodeCursor(cursor, cursorScope(sortBy, sortOrder));
   if (after && !cursorFits(after, sortBy)) {
-    throw new InvalidRequest(
+    throw invalidParam(
+      'cursor',
       'cursor is not a cursor issued by this server; pass next_cursor from the previous page',
     );
   }
@@ -166,7 +191,9 @@ export function buildRunListSql(
   else if (f.states.length > 1) where.push(`r.state = ANY(${p(f.states)}::text[])`);
   if (f.name !== undefined) where.push(`r.config_name = ${p(f.name)}`);
   if (f.modelId !== undefined) where.push(`r.model_id = ${p(f.modelId)}`);
-  if (f.creator !== undefined) where.push(`p.uid = ${p(f.creator)}`);
+  // By the principal's id (one lookup), so the per-team creator index serves the page in order.
+  if (f.creator !== undefined)
+    where.push(`r.creator_id = (SELECT id FROM principals WHERE uid = ${p(f.creator)})`);
   if (f.source !== undefined) where.push(`r.source = ${p(f.source)}`);
   if (f.environmentId === null) where.push(`r.environment_id IS NULL`);
   else if (f.environmentId !== undefined) where.push(`r.environment_id = ${p(f.environmentId)}`);

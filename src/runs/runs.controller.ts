@@ -1,14 +1,119 @@
-import { Body, Controller, Get, Header, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import {
+  applyDecorators,
+  Body,
+  Controller,
+  Get,
+  Header,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Req,
+} from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { publicBaseUrl, searchParams } from '../common/base-url.js';
 import { Clock } from '../common/clock.js';
+import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { presentRun } from './run.presenter.js';
 import { RunsService, type RunCreateRequest } from './runs.service.js';
 
+const RUN_ID = ApiParam({ name: 'runId', description: 'The run id (a UUID)', schema: { type: 'string' } });
+
+/** GET /agent/runs query parameters, as CONTRACT.md §1 lists them (parsed in run-list.ts). */
+const LIST_QUERY = [
+  ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: 500, default: 20 },
+  }),
+  ApiQuery({
+    name: 'cursor',
+    required: false,
+    schema: { type: 'string' },
+    description: 'next_cursor of the previous page',
+  }),
+  ApiQuery({
+    name: 'sort_by',
+    required: false,
+    schema: { enum: ['updated_at', 'created_at', 'title'], default: 'updated_at' },
+  }),
+  ApiQuery({ name: 'sort_order', required: false, schema: { enum: ['desc', 'asc'], default: 'desc' } }),
+  ApiQuery({
+    name: 'state',
+    required: false,
+    description: 'Repeatable (or comma-separated): any of the given states',
+    schema: { type: 'array', items: { $ref: '#/components/schemas/RunState' } },
+    style: 'form',
+    explode: true,
+  }),
+  ApiQuery({ name: 'name', required: false, schema: { type: 'string' }, description: 'agent_config.name' }),
+  ApiQuery({ name: 'model_id', required: false, schema: { type: 'string' } }),
+  ApiQuery({ name: 'creator', required: false, schema: { type: 'string' }, description: 'creator uid' }),
+  ApiQuery({
+    name: 'source',
+    required: false,
+    schema: {
+      enum: [
+        'API',
+        'CLI',
+        'WEBHOOK',
+        'FACTORY',
+        'SCHEDULED_AGENT',
+        'LINEAR',
+        'SLACK',
+        'LOCAL',
+        'WEB_APP',
+        'GITHUB_ACTION',
+        'CLOUD_MODE',
+      ],
+    },
+  }),
+  ApiQuery({
+    name: 'environment_id',
+    required: false,
+    schema: { type: 'string' },
+    description: '`empty-environment` selects runs without an environment',
+  }),
+  ApiQuery({ name: 'skill_spec', required: false, schema: { type: 'string' } }),
+  ApiQuery({
+    name: 'skill',
+    required: false,
+    schema: { type: 'string' },
+    description: 'Alias of skill_spec',
+  }),
+  ApiQuery({ name: 'created_after', required: false, schema: { type: 'string', format: 'date-time' } }),
+  ApiQuery({ name: 'created_before', required: false, schema: { type: 'string', format: 'date-time' } }),
+  ApiQuery({ name: 'updated_after', required: false, schema: { type: 'string', format: 'date-time' } }),
+  ApiQuery({
+    name: 'metadata',
+    required: false,
+    description: '`metadata[key]=value`, at most 5, all must match',
+    schema: { type: 'object', maxProperties: 5, additionalProperties: { type: 'string' } },
+    style: 'deepObject',
+    explode: true,
+  }),
+  ApiQuery({
+    name: 'q',
+    required: false,
+    schema: { type: 'string', maxLength: 200 },
+    description: 'Case-insensitive substring of title, prompt or skill spec',
+  }),
+  ApiQuery({ name: 'artifact_type', required: false, schema: { enum: ['PLAN', 'PULL_REQUEST'] } }),
+  ApiQuery({ name: 'schedule_id', required: false, schema: { type: 'string' } }),
+];
+
+@ApiTags('Runs')
+@ApiBearerAuth()
+@ApiHeader({
+  name: 'X-Team-Uid',
+  required: false,
+  description: 'Selects the team when the key belongs to several',
+})
 @Controller('api/v1/agent')
 export class RunsController {
   constructor(
@@ -20,6 +125,10 @@ export class RunsController {
 
   @Post(['runs', 'run'])
   @HttpCode(200)
+  @ApiOperation({ summary: 'Start an agent run (POST /agent/run is an alias)' })
+  @ApiJsonBody('RunCreateRequest')
+  @ApiJsonOk('RunCreateResponse', 'The run is QUEUED')
+  @ApiProblems(403, 404)
   @RequireScope('runs:write')
   create(@Auth() auth: AuthContext, @Body() body: unknown, @Req() req: FastifyRequest) {
     // The factoryd CLI says who it is; everything else that calls the API is an API caller.
@@ -32,6 +141,10 @@ export class RunsController {
   }
 
   @Get('runs')
+  @ApiOperation({ summary: 'List runs, newest update first, keyset-paginated' })
+  @applyAll(LIST_QUERY)
+  @ApiJsonOk('RunListResponse')
+  @ApiProblems(403)
   @RequireScope('runs:read')
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
     const { runs, pageInfo } = await this.runs.list(auth, searchParams(req));
@@ -41,6 +154,10 @@ export class RunsController {
   }
 
   @Get('runs/:runId')
+  @ApiOperation({ summary: 'One run' })
+  @RUN_ID
+  @ApiJsonOk('RunItem')
+  @ApiProblems(403, 404)
   @RequireScope('runs:read')
   async get(@Auth() auth: AuthContext, @Param('runId') runId: string, @Req() req: FastifyRequest) {
     const run = await this.runs.get(auth, runId);
@@ -49,6 +166,11 @@ export class RunsController {
 
   @Post('runs/:runId/followups')
   @HttpCode(200)
+  @ApiOperation({ summary: 'Send a follow-up; an ended run continues in the same conversation (QUEUED)' })
+  @RUN_ID
+  @ApiJsonBody('RunFollowupRequest')
+  @ApiJsonOk({ type: 'object', additionalProperties: false }, 'Stored')
+  @ApiProblems(403, 404)
   @RequireScope('runs:write')
   async followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
     const req = this.validate.body<{ message: string; mode?: string }>('RunFollowupRequest', body);
@@ -59,10 +181,18 @@ export class RunsController {
   /** 200 with the run id as a JSON string, as the Oz clients expect. */
   @Post('runs/:runId/cancel')
   @HttpCode(200)
+  @ApiOperation({ summary: 'Cancel a run; the body is the run id as a JSON string' })
+  @RUN_ID
+  @ApiJsonOk({ type: 'string', format: 'uuid', description: 'The cancelled run id' }, 'Cancelled')
+  @ApiProblems(403, 404, 409)
   @Header('Content-Type', 'application/json; charset=utf-8')
   @RequireScope('runs:write')
   async cancel(@Auth() auth: AuthContext, @Param('runId') runId: string) {
     await this.runs.cancel(auth, runId);
     return JSON.stringify(runId);
   }
+}
+
+function applyAll(decorators: Array<MethodDecorator & ClassDecorator>): MethodDecorator {
+  return applyDecorators(...decorators);
 }

@@ -1,0 +1,248 @@
+// GET /api/v1/agent/runs over 1,000,000 runs of one team (plus other teams' runs), timed over HTTP
+// and, as the baseline in the same run, the very SQL statement the service sends, straight through
+// `pg`. Prints p50/p95 for both and the HTTP/SQL ratio per case. Targets: p95 ≤ 15 ms, HTTP ≤ 2× SQL.
+//
+//   npm run build && node bench/runs-list.bench.js       (embedded PostgreSQL in a temp folder)
+//   DATABASE_URL=postgres://… node bench/runs-list.bench.js   (a fresh database on that server)
+//   RUNS=200000 REQUESTS=100 node bench/runs-list.bench.js     (smaller, quicker)
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { URLSearchParams } from 'node:url';
+import pg from 'pg';
+import { hashApiKey } from '../dist/auth/api-key.js';
+import { AuthRepository } from '../dist/auth/auth.repository.js';
+import { AuthService } from '../dist/auth/auth.service.js';
+import { bootstrapDefaultTeam } from '../dist/auth/bootstrap.js';
+import { loadConfig } from '../dist/config/config.js';
+import { EmbeddedPostgres } from '../dist/database/embedded-postgres.js';
+import { buildRunListSql, parseRunListQuery } from '../dist/runs/run-list.js';
+import { RUN_COLUMNS, RUN_FROM } from '../dist/runs/runs.repository.js';
+import { startService } from '../dist/service.js';
+
+const RUNS = Number(process.env.RUNS ?? 1_000_000);
+const OTHER_RUNS = Math.round(RUNS / 5);
+const REQUESTS = Number(process.env.REQUESTS ?? 300);
+const WARMUP = 30;
+
+const log = (line) => process.stdout.write(`${line}\n`);
+const t0 = performance.now();
+const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+
+// ---- database -------------------------------------------------------------------------------
+const dir = mkdtempSync(join(tmpdir(), 'factoryd-bench-'));
+chmodSync(dir, 0o755); // as root the embedded server runs as `postgres`
+let embedded;
+let adminUrl;
+if (process.env.DATABASE_URL) {
+  adminUrl = process.env.DATABASE_URL;
+} else {
+  embedded = new EmbeddedPostgres({ dir: join(dir, 'pg'), durable: false });
+  adminUrl = await embedded.start();
+}
+const dbName = `factoryd_bench_${process.pid}`;
+await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${dbName}`));
+const dbUrl = new URL(adminUrl);
+dbUrl.pathname = `/${dbName}`;
+
+const service = await startService(
+  loadConfig({ PORT: '0', LOG_LEVEL: 'error', DATA_DIR: dir, DATABASE_URL: dbUrl.toString() }),
+);
+const sql = new pg.Client({ connectionString: dbUrl.toString() });
+await sql.connect();
+
+try {
+  const authRepo = new AuthRepository(service.db);
+  const auth = new AuthService(authRepo);
+  const key = await bootstrapDefaultTeam(authRepo, auth);
+  const team = await authRepo.findTeamByName('default');
+  const other = await auth.createTeam('other');
+  const otherKey = (await auth.createApiKey({ teams: [other], scopes: ['runs:read'], name: 'other' })).key;
+  const [{ principal_id: creator }] = (
+    await sql.query(
+      `SELECT m.principal_id FROM team_members m JOIN principals p ON p.id = m.principal_id WHERE m.team_id = $1 LIMIT 1`,
+      [team.id],
+    )
+  ).rows;
+  void otherKey;
+
+  // ---- seed -----------------------------------------------------------------------------------
+  log(`seeding ${RUNS.toLocaleString('en')} runs (+${OTHER_RUNS.toLocaleString('en')} of another team)…`);
+  const indexes = (
+    await sql.query(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'runs' AND indexname <> 'runs_pkey'`,
+    )
+  ).rows;
+  // Building the indexes once after the load is much faster than maintaining them row by row; the
+  // end state is the same.
+  for (const i of indexes) await sql.query(`DROP INDEX ${i.indexname}`);
+  await sql.query(`SET maintenance_work_mem = '256MB'`);
+  await seed(team.id, creator, RUNS, 0);
+  await seed(other.id, null, OTHER_RUNS, RUNS);
+  for (const i of indexes) await sql.query(i.indexdef);
+  await sql.query('ANALYZE runs');
+  log(`seeded and analysed in ${elapsed()}`);
+
+  // ---- cases ----------------------------------------------------------------------------------
+  const cases = [
+    ['no filter', ''],
+    ['state', 'state=FAILED'],
+    ['state+name', 'state=FAILED&name=agent-7'],
+    ['page 100 (cursor)', await cursorOfPage(100)],
+    ['q', `q=${encodeURIComponent('billing webhook')}`],
+  ];
+  // EXTRA=1: filters without an index of their own, at their worst (few or no matches).
+  if (process.env.EXTRA) {
+    cases.push(
+      ['model_id (no match)', 'model_id=none'],
+      ['creator (no match)', 'creator=nobody'],
+      ['metadata (rare)', 'metadata[repo]=service-7&metadata[ci]=true'],
+      ['environment (rare)', 'environment_id=env-3&state=BLOCKED'],
+      ['q (no match)', 'q=zzzz'],
+    );
+  }
+
+  log('');
+  log(`${REQUESTS} sequential requests per case (after ${WARMUP} warm-up), keep-alive; times in ms`);
+  log(
+    `${'case'.padEnd(20)} ${'rows'.padStart(4)}  ${'HTTP p50'.padStart(8)} ${'HTTP p95'.padStart(8)}  ${'SQL p50'.padStart(8)} ${'SQL p95'.padStart(8)}  ${'ratio p50'.padStart(9)} ${'ratio p95'.padStart(9)}  target`,
+  );
+  for (const [name, query] of cases) {
+    const url = `${service.url}/api/v1/agent/runs${query ? `?${query}` : ''}`;
+    const statement = buildRunListSql(
+      team.id,
+      parseRunListQuery(new URLSearchParams(query)),
+      RUN_COLUMNS,
+      RUN_FROM,
+    );
+    let rows = 0;
+    const http = await time(async () => {
+      const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+      if (res.status !== 200) throw new Error(`${name}: HTTP ${res.status} ${await res.text()}`);
+      rows = (await res.json()).runs.length;
+    });
+    const raw = await time(() => sql.query(statement.sql, statement.params));
+    const h = stats(http);
+    const s = stats(raw);
+    const ok = h.p95 <= 15 && h.p95 <= 2 * s.p95 ? 'met' : 'MISSED';
+    log(
+      `${name.padEnd(20)} ${String(rows).padStart(4)}  ${h.p50.toFixed(2).padStart(8)} ${h.p95.toFixed(2).padStart(8)}  ${s.p50.toFixed(2).padStart(8)} ${s.p95.toFixed(2).padStart(8)}  ${(h.p50 / s.p50).toFixed(2).padStart(9)} ${(h.p95 / s.p95).toFixed(2).padStart(9)}  ${ok}`,
+    );
+    if (process.env.EXPLAIN) {
+      const plan = await sql.query(`EXPLAIN (ANALYZE, BUFFERS) ${statement.sql}`, statement.params);
+      log(plan.rows.map((r) => `    ${r['QUERY PLAN']}`).join('\n'));
+    }
+  }
+  // Where the HTTP time goes: the framework alone (no auth, no database), and one round trip to the
+  // database (what authenticating a key costs on top of the list query).
+  const floor = stats(await time(async () => (await fetch(`${service.url}/healthz`)).text()));
+  const roundTrip = stats(await time(() => sql.query('SELECT 1')));
+  const keyHash = hashApiKey(key);
+  const authSql = stats(await time(() => authRepo.findKeyByHash(keyHash)));
+  const notFound = stats(
+    await time(async () =>
+      (
+        await fetch(`${service.url}/api/v1/agent/runs/00000000-0000-4000-8000-000000000000`, {
+          headers: { authorization: `Bearer ${key}` },
+        })
+      ).text(),
+    ),
+  );
+  log('');
+  log(
+    `reference: GET /healthz (HTTP + framework, no auth/DB) p50 ${floor.p50.toFixed(2)} p95 ${floor.p95.toFixed(2)}; ` +
+      `SELECT 1 round trip p50 ${roundTrip.p50.toFixed(2)} p95 ${roundTrip.p95.toFixed(2)}`,
+  );
+  log(
+    `reference: API key lookup (service pool) p50 ${authSql.p50.toFixed(2)} p95 ${authSql.p95.toFixed(2)}; ` +
+      `GET /agent/runs/<unknown id> (auth + one lookup, 404) p50 ${notFound.p50.toFixed(2)} p95 ${notFound.p95.toFixed(2)}`,
+  );
+  log(`total ${elapsed()}`);
+
+  async function cursorOfPage(n) {
+    let cursor;
+    for (let page = 1; page < n; page++) {
+      const res = await fetch(`${service.url}/api/v1/agent/runs${cursor ? `?cursor=${cursor}` : ''}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      const body = await res.json();
+      cursor = body.page_info.next_cursor;
+    }
+    return `cursor=${cursor}`;
+  }
+} finally {
+  await sql.end();
+  await service.stop();
+  await withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`));
+  await embedded?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** `count` runs of one team in one statement: states, names, titles, prompts and times spread out. */
+async function seed(teamId, creatorId, count, offset) {
+  await sql.query(
+    `INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
+                       environment_id, skill_spec, worker_host, metadata, conversation_id, created_at, updated_at,
+                       started_at, ended_at)
+     SELECT id, $1, title, prompt, state, source, $2,
+            jsonb_strip_nulls(jsonb_build_object('name', name, 'model_id', model, 'environment_id', env, 'skill_spec', skill)),
+            name, model, env, skill, 'warp', meta, id, created, updated,
+            CASE WHEN state NOT IN ('QUEUED', 'PENDING') THEN created + interval '5 seconds' END,
+            CASE WHEN state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED') THEN updated END
+       FROM (
+         SELECT gen_random_uuid() AS id,
+                (ARRAY['Fix', 'Add', 'Refactor', 'Update', 'Investigate', 'Upgrade', 'Document', 'Remove'])[1 + h % 8]
+                  || ' ' || (ARRAY['flaky test', 'login page', 'billing webhook', 'CI pipeline', 'search index',
+                                   'README', 'dependency', 'API client', 'cache layer', 'migrations'])[1 + (h / 8) % 10]
+                  || ' #' || g AS title,
+                'In acme/service-' || (h % 200) || ': '
+                  || (ARRAY['the nightly build fails on arm64', 'users report a timeout after login',
+                            'the webhook handler retries forever', 'bump the SDK to the latest minor',
+                            'add tests for the edge cases', 'the dashboard shows stale numbers'])[1 + (h / 80) % 6]
+                  || '. Open a pull request when done.' AS prompt,
+                CASE WHEN r < 700 THEN 'SUCCEEDED' WHEN r < 820 THEN 'FAILED' WHEN r < 880 THEN 'CANCELLED'
+                     WHEN r < 910 THEN 'ERROR' WHEN r < 950 THEN 'INPROGRESS' WHEN r < 975 THEN 'QUEUED'
+                     WHEN r < 985 THEN 'BLOCKED' WHEN r < 995 THEN 'CLAIMED' ELSE 'PENDING' END AS state,
+                (ARRAY['API', 'API', 'API', 'WEBHOOK', 'WEBHOOK', 'FACTORY', 'CLI', 'SCHEDULED_AGENT'])[1 + (h / 3) % 8] AS source,
+                'agent-' || (h % 40) AS name,
+                (ARRAY['claude-sonnet', 'gpt-5', 'gemini-pro'])[1 + (h / 40) % 3] AS model,
+                CASE WHEN h % 5 = 0 THEN NULL ELSE 'env-' || (h % 12) END AS env,
+                CASE WHEN h % 10 = 0 THEN 'acme/skills:review-' || (h % 7) END AS skill,
+                CASE WHEN h % 3 = 0 THEN jsonb_build_object('repo', 'service-' || (h % 200), 'ci', 'true') END AS meta,
+                now() - (($3::int - g) * interval '2 seconds') AS created,
+                now() - (($3::int - g) * interval '2 seconds') + (h % 3600) * interval '1 second' AS updated
+           FROM generate_series($4::int + 1, $4::int + $3::int) AS g,
+                LATERAL (SELECT (g::bigint * 2654435761) % 1000003 AS h) hh,
+                LATERAL (SELECT ((g::bigint * 40503) % 1000) AS r) rr
+       ) s`,
+    [teamId, creatorId, count, offset],
+  );
+}
+
+async function time(fn) {
+  for (let i = 0; i < WARMUP; i++) await fn();
+  const out = [];
+  for (let i = 0; i < REQUESTS; i++) {
+    const start = performance.now();
+    await fn();
+    out.push(performance.now() - start);
+  }
+  return out;
+}
+
+function stats(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)];
+  return { p50: at(0.5), p95: at(0.95) };
+}
+
+async function withClient(url, work) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}

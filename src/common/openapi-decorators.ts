@@ -1,0 +1,42 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiBody, ApiResponse } from '@nestjs/swagger';
+
+/**
+ * OpenAPI annotations that point at the JSON Schemas under `schemas/` (published as
+ * `#/components/schemas/<$id>`), so the document and the request validation share one source.
+ */
+export const schemaRef = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+
+const PROBLEM_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request: `invalid_params` names each bad field or parameter',
+  401: 'Missing, unknown or revoked API key',
+  403: 'The key lacks the scope, or is not a member of the team in X-Team-Uid',
+  404: 'No such resource in the caller’s team',
+  409: 'Conflict with the resource’s state; `retryable` says whether to retry',
+  500: 'Internal error; the body names only the trace id',
+};
+
+/** Error responses as RFC 7807 problem+json (`Problem`). 400, 401 and 500 apply to every route. */
+export function ApiProblems(...statuses: number[]): MethodDecorator {
+  const all = [...new Set([400, 401, 500, ...statuses])].sort();
+  return applyDecorators(
+    ...all.map((status) =>
+      ApiResponse({
+        status,
+        description: PROBLEM_DESCRIPTIONS[status] ?? 'Error',
+        content: { 'application/problem+json': { schema: schemaRef('Problem') } },
+      }),
+    ),
+  );
+}
+
+/** A JSON request body validated against the schema `$id`. */
+export const ApiJsonBody = (id: string) => ApiBody({ required: true, schema: schemaRef(id) });
+
+/** A 200 JSON response of the schema `$id` (or an inline schema). */
+export const ApiJsonOk = (schema: string | Record<string, unknown>, description = 'OK') =>
+  ApiResponse({
+    status: 200,
+    description,
+    content: { 'application/json': { schema: typeof schema === 'string' ? schemaRef(schema) : schema } },
+  });

@@ -1,0 +1,235 @@
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from './support/database.js';
+import { startTestService, type TestService } from './support/service.js';
+
+/**
+ * The built `factoryd` binary as a user runs it: configuration errors, JSON logs without
+ * credentials, graceful shutdown of the embedded PostgreSQL, and the teams / api-keys commands.
+ */
+const ROOT = resolve(import.meta.dirname, '..');
+const CLI = join(ROOT, 'dist', 'cli', 'main.js');
+const run = promisify(execFile);
+const tempDirs: string[] = [];
+const children: ChildProcess[] = [];
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'factoryd-cli-test-'));
+  chmodSync(dir, 0o755); // as root, the embedded server runs as `postgres`, which must reach it
+  tempDirs.push(dir);
+  return dir;
+}
+
+/** The environment of a child: nothing from the test's own (no DATABASE_URL leaks in by accident). */
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, ...env };
+}
+
+interface Served {
+  child: ChildProcess;
+  url: string;
+  adminKey: string;
+  output: () => string;
+  exit: Promise<number | null>;
+}
+
+async function serve(env: Record<string, string>): Promise<Served> {
+  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: childEnv({ PORT: '0', ...env }) });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exit = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  const deadline = Date.now() + 90_000;
+  while (!/factoryd is up: API (\S+)\/api\/v1/.test(out)) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`serve did not start:\n${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 50)); // the rest of the banner
+  const url = /factoryd is up: API (\S+)\/api\/v1/.exec(out)![1];
+  const adminKey = /^\s{2}(\S+)$/m.exec(out.split('shown only this once')[1] ?? '')?.[1] ?? '';
+  return { child, url, adminKey, output: () => out, exit };
+}
+
+beforeAll(() => {
+  execFileSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: ROOT,
+      stdio: 'inherit',
+    },
+  );
+}, 120_000);
+
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('factoryd serve', () => {
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['LOG_LEVEL', 'loud'],
+  ])('stops with %s=%s: non-zero exit, one line naming the variable', async (name, value) => {
+    const err = await run(process.execPath, [CLI, 'serve'], {
+      cwd: ROOT,
+      env: childEnv({ [name]: value, DATA_DIR: tempDir() }),
+    }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+    expect('code' in err && err.code).not.toBe(0);
+    expect((err as { code: number }).code).toBeGreaterThan(0);
+    const lines = (err as { stderr: string }).stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^factoryd: configuration error: ${name}: `));
+    expect((err as { stdout: string }).stdout).toBe('');
+  });
+
+  it('writes JSON logs with request ids and never the Authorization header or a URL token', async () => {
+    const db = await createTestDatabase();
+    try {
+      const s = await serve({ DATABASE_URL: db.url, LOG_LEVEL: 'info', DATA_DIR: tempDir() });
+      expect(s.adminKey).toMatch(/\S{20,}/);
+      const token = 'url-token-SECRET-4b1d9e7a';
+      const ok = await fetch(`${s.url}/api/v1/agent/runs`, {
+        headers: { authorization: `Bearer ${s.adminKey}`, 'x-request-id': 'req-log-test-1' },
+      });
+      expect(ok.status).toBe(200);
+      const bad = await fetch(`${s.url}/api/v1/agent/runs`, {
+        headers: { authorization: 'Bearer fd_wrong_secret_key_zzzzzzzz', cookie: 'session=cookie-SECRET' },
+      });
+      expect(bad.status).toBe(401);
+      await fetch(`${s.url}/webhooks/w/AbCdEfGhIjKlMnOpQrStUv/${token}?x=1`, { method: 'POST', body: '{}' });
+      await fetch(`${s.url}/webhooks/w/AbCdEfGhIjKlMnOpQrStUv/${token}`, { method: 'GET' });
+      s.child.kill('SIGTERM');
+      expect(await s.exit).toBe(0);
+
+      const logLines = s
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'));
+      const entries = logLines.map((l) => JSON.parse(l) as Record<string, any>);
+      const requestLogs = entries.filter((e) => e.req);
+      expect(requestLogs.length).toBeGreaterThanOrEqual(4);
+      expect(requestLogs.find((e) => e.req.id === 'req-log-test-1')).toMatchObject({
+        req: { method: 'GET', url: '/api/v1/agent/runs' },
+        res: { statusCode: 200 },
+      });
+      const webhookLogs = requestLogs.filter((e) => String(e.req.url).startsWith('/webhooks/w/'));
+      expect(webhookLogs.length).toBeGreaterThanOrEqual(2);
+      for (const e of webhookLogs)
+        expect(e.req.url).toMatch(/^\/webhooks\/w\/AbCdEfGhIjKlMnOpQrStUv\/\[REDACTED\]/);
+      const all = logLines.join('\n');
+      expect(all).not.toContain(s.adminKey);
+      expect(all).not.toContain('fd_wrong_secret_key');
+      expect(all).not.toContain(token);
+      expect(all).not.toContain('cookie-SECRET');
+      expect(all.toLowerCase()).not.toContain('bearer');
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('starts on the embedded PostgreSQL and on SIGTERM exits 0 with the database stopped', async () => {
+    const dataDir = tempDir();
+    const s = await serve({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+    const pidFile = join(dataDir, 'pg', 'data', 'postmaster.pid');
+    expect(existsSync(pidFile)).toBe(true);
+    const pgPid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    expect(isAlive(pgPid)).toBe(true);
+    expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+    s.child.kill('SIGTERM');
+    expect(await s.exit).toBe(0);
+    expect(s.output()).toMatch(/SIGTERM: shutting down/);
+    expect(existsSync(pidFile)).toBe(false);
+    expect(isAlive(pgPid)).toBe(false);
+    await expect(fetch(`${s.url}/healthz`)).rejects.toThrow();
+  });
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('factoryd teams / api-keys', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService();
+  });
+  afterAll(async () => t?.stop());
+
+  const cli = async (...args: string[]) => {
+    const res = await run(process.execPath, [CLI, ...args], {
+      cwd: ROOT,
+      env: childEnv({ DATABASE_URL: t.service.databaseServer.url, DATA_DIR: tempDir() }),
+    }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+    return { code: 'code' in res ? res.code : 0, stdout: res.stdout, stderr: res.stderr };
+  };
+
+  it('creates a team and a key that works over HTTP; list never prints it; revoke → 401', async () => {
+    const team = await cli('teams', 'create', 'cli-team', '--json');
+    expect(team.code, team.stderr).toBe(0);
+    const teamJson = JSON.parse(team.stdout);
+    expect(teamJson).toEqual({ uid: expect.any(String), name: 'cli-team' });
+
+    const created = await cli(
+      'api-keys',
+      'create',
+      '--team',
+      'cli-team',
+      '--scopes',
+      'runs:read,runs:write',
+      '--name',
+      'ci',
+      '--json',
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const key = JSON.parse(created.stdout) as { id: string; key: string; prefix: string };
+    expect(key.key).toMatch(/\S{20,}/);
+
+    const made = await t.call('POST', '/api/v1/agent/runs', { prompt: 'from a CLI key' }, key.key);
+    expect(made.status).toBe(200);
+    const listed = await t.call('GET', '/api/v1/agent/runs', undefined, key.key);
+    expect(listed.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([made.body.run_id]);
+    expect(listed.body.runs[0].creator.display_name).toBe('ci');
+
+    for (const args of [
+      ['api-keys', 'list'],
+      ['api-keys', 'list', '--json'],
+    ]) {
+      const out = await cli(...args);
+      expect(out.code).toBe(0);
+      expect(out.stdout).toContain(key.id);
+      expect(out.stdout).not.toContain(key.key);
+    }
+
+    const revoked = await cli('api-keys', 'revoke', key.id);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout).toContain(key.id);
+    expect((await t.call('GET', '/api/v1/agent/runs', undefined, key.key)).status).toBe(401);
+    const again = await cli('api-keys', 'revoke', key.id);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toMatch(/no live API key/);
+  });
+
+  it('fails with a message and non-zero exit for an unknown team or bad scope', async () => {
+    const noTeam = await cli('api-keys', 'create', '--team', 'nope');
+    expect(noTeam.code).not.toBe(0);
+    expect(noTeam.stderr).toMatch(/no team nope/);
+    const badScope = await cli('api-keys', 'create', '--team', 'default', '--scopes', 'runs:everything');
+    expect(badScope.code).not.toBe(0);
+    expect(badScope.stderr).toMatch(/runs:everything/);
+    const dup = await cli('teams', 'create', 'default');
+    expect(dup.code).not.toBe(0);
+    expect(dup.stderr).toMatch(/exists already/);
+  });
+});

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from './support/service.js';
+
+/** /api/v1/openapi.json lists every route the server has, and every reference in it resolves. */
+let t: TestService;
+let doc: any;
+beforeAll(async () => {
+  t = await startTestService();
+  const res = await fetch(`${t.api}/openapi.json`);
+  expect(res.status).toBe(200);
+  doc = await res.json();
+});
+afterAll(async () => t?.stop());
+
+/** `/api/v1/agent/runs/:runId` → `/api/v1/agent/runs/{runId}` */
+const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+describe('OpenAPI document', () => {
+  it('is OpenAPI 3.1 with bearer auth', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('documents every route Fastify registered (no route can be forgotten)', () => {
+    const registered = t.service.routes.filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS');
+    expect(registered.length).toBeGreaterThan(5);
+    const missing = registered.filter((r) => !doc.paths[openApiPath(r.url)]?.[r.method.toLowerCase()]);
+    expect(missing).toEqual([]);
+    // And the document names no route the server lacks.
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    const served = new Set(registered.map((r) => `${r.method} ${openApiPath(r.url)}`));
+    expect(documented.filter((d) => !served.has(d))).toEqual([]);
+  });
+
+  it('gives every /api/v1 operation a success response, problem+json errors and its tags', () => {
+    for (const [path, ops] of Object.entries<Record<string, any>>(doc.paths)) {
+      if (!path.startsWith('/api/v1/agent')) continue;
+      for (const [method, op] of Object.entries<any>(ops)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        expect(op.responses['200']?.content?.['application/json']?.schema, where).toBeDefined();
+        for (const status of ['400', '401', '500']) {
+          expect(
+            op.responses[status]?.content?.['application/problem+json']?.schema,
+            `${where} ${status}`,
+          ).toEqual({
+            $ref: '#/components/schemas/Problem',
+          });
+        }
+        expect(op.tags, where).toContain('Runs');
+        expect(op.security ?? doc.security, where).toBeDefined();
+      }
+    }
+  });
+
+  it('points request bodies and responses at the JSON Schemas that validate them', () => {
+    const create = doc.paths['/api/v1/agent/runs'].post;
+    expect(create.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/RunCreateRequest',
+    });
+    expect(create.responses['200'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/RunCreateResponse',
+    );
+    expect(doc.paths['/api/v1/agent/run'].post.requestBody.content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/RunCreateRequest',
+    );
+    const list = doc.paths['/api/v1/agent/runs'].get;
+    expect(list.responses['200'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/RunListResponse',
+    );
+    const params = list.parameters.map((p: { name: string }) => p.name).sort();
+    for (const name of [
+      'limit',
+      'cursor',
+      'sort_by',
+      'sort_order',
+      'state',
+      'name',
+      'model_id',
+      'creator',
+      'source',
+      'environment_id',
+      'skill_spec',
+      'skill',
+      'created_after',
+      'created_before',
+      'updated_after',
+      'metadata',
+      'q',
+    ]) {
+      expect(params).toContain(name);
+    }
+    expect(
+      doc.paths['/api/v1/agent/runs/{runId}/followups'].post.requestBody.content['application/json'].schema
+        .$ref,
+    ).toBe('#/components/schemas/RunFollowupRequest');
+    expect(
+      doc.paths['/api/v1/agent/runs/{runId}/cancel'].post.responses['200'].content['application/json'].schema,
+    ).toMatchObject({ type: 'string' });
+    expect(
+      doc.paths['/api/v1/agent/runs/{runId}'].get.responses['200'].content['application/json'].schema.$ref,
+    ).toBe('#/components/schemas/RunItem');
+  });
+
+  it('resolves every $ref', () => {
+    const refs: string[] = [];
+    const walk = (node: unknown) => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node && typeof node === 'object') {
+        for (const [k, v] of Object.entries(node)) {
+          if (k === '$ref') refs.push(String(v));
+          else walk(v);
+        }
+      }
+    };
+    walk(doc);
+    expect(refs.length).toBeGreaterThan(10);
+    const unresolved = refs.filter((ref) => {
+      if (!ref.startsWith('#/')) return true;
+      let node: any = doc;
+      for (const part of ref.slice(2).split('/')) node = node?.[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+      return node === undefined;
+    });
+    expect([...new Set(unresolved)]).toEqual([]);
+  });
+
+  it('describes what the server really returns (RunItem and RunListResponse)', async () => {
+    const { SchemaRegistry } = await import('../src/common/schema-validator.js');
+    const registry = new SchemaRegistry();
+    const created = await t.call('POST', '/api/v1/agent/runs', {
+      prompt: 'checked against the schema',
+      metadata: { k: 'v' },
+      config: { name: 'n', mcp_servers: { a: { url: 'https://x.example' } } },
+    });
+    expect(registry.check('RunCreateResponse', created.body)).toEqual([]);
+    const item = await t.call('GET', `/api/v1/agent/runs/${created.body.run_id}`);
+    expect(registry.check('RunItem', item.body)).toEqual([]);
+    const list = await t.call('GET', '/api/v1/agent/runs?limit=1');
+    expect(registry.check('RunListResponse', list.body)).toEqual([]);
+    const problem = await t.call('GET', '/api/v1/agent/runs?limit=0');
+    expect(registry.check('Problem', problem.body)).toEqual([]);
+  });
+});
