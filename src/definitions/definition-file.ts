@@ -48,7 +48,8 @@ export function placementOf(path: string): Placement {
       if (parts.length === 2 && name.endsWith('.yaml')) return { kind: 'webhook', name: name.slice(0, -5) };
       if (parts.length === 2 && name.endsWith('.yml'))
         return { misplaced: `rename to webhooks/${name.slice(0, -4)}.yaml` };
-      if (parts.length > 2) return { misplaced: 'webhook files sit directly in webhooks/: webhooks/<name>.yaml' };
+      if (parts.length > 2)
+        return { misplaced: 'webhook files sit directly in webhooks/: webhooks/<name>.yaml' };
       return undefined;
     case 'skills':
       if (parts.length === 3 && file === 'SKILL.md') return { kind: 'skill', name };
@@ -66,7 +67,10 @@ export function parseDefinitionFile(
   content: string,
   schemas: SchemaRegistry,
 ): DefinitionFile {
-  const source = kind === 'factory' || kind === 'webhook' ? SourceFile.yaml(path, content) : SourceFile.markdown(path, content);
+  const source =
+    kind === 'factory' || kind === 'webhook'
+      ? SourceFile.yaml(path, content)
+      : SourceFile.markdown(path, content);
   const errors = [...source.errors];
   if (kind !== 'factory' && !NAME.test(name)) {
     errors.push({

@@ -17,7 +17,8 @@ export function checkFilterLimits(payload: Record<string, unknown>): string[] {
       else if (condition && typeof condition === 'object') {
         const entries = Object.entries(condition);
         const operator = entries.length === 1 && OPERATORS.has(entries[0][0]);
-        if (operator && Array.isArray(entries[0][1])) longestList = Math.max(longestList, entries[0][1].length);
+        if (operator && Array.isArray(entries[0][1]))
+          longestList = Math.max(longestList, entries[0][1].length);
         if (!operator) walk(condition as Record<string, unknown>, level + 1);
       }
     }
@@ -26,9 +27,12 @@ export function checkFilterLimits(payload: Record<string, unknown>): string[] {
   const bytes = Buffer.byteLength(JSON.stringify(payload), 'utf8');
   if (depth > FILTER_LIMITS.depth)
     problems.push(`payload filter nests ${depth} levels deep; the limit is ${FILTER_LIMITS.depth}`);
-  if (keys > FILTER_LIMITS.keys) problems.push(`payload filter has ${keys} keys; the limit is ${FILTER_LIMITS.keys}`);
+  if (keys > FILTER_LIMITS.keys)
+    problems.push(`payload filter has ${keys} keys; the limit is ${FILTER_LIMITS.keys}`);
   if (longestList > FILTER_LIMITS.valuesPerList)
-    problems.push(`payload filter has a list of ${longestList} values; the limit is ${FILTER_LIMITS.valuesPerList} per list`);
+    problems.push(
+      `payload filter has a list of ${longestList} values; the limit is ${FILTER_LIMITS.valuesPerList} per list`,
+    );
   if (bytes > FILTER_LIMITS.bytes)
     problems.push(`payload filter is ${bytes} bytes as JSON; the limit is ${FILTER_LIMITS.bytes} (8 KB)`);
   return problems;

@@ -66,7 +66,9 @@ export class SourceFile {
     let line = 1;
     for (const part of at) {
       if (isMap(node)) {
-        const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(part));
+        const pair = node.items.find(
+          (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(part),
+        );
         if (!pair) break;
         line = this.lineOfNode(pair.key as Node) ?? line;
         node = pair.value;

@@ -88,7 +88,8 @@ export function validateDefinition(files: DefinitionFile[], ctx: ValidationConte
     files.filter((f) => f.kind === kind).sort((a, b) => a.source.path.localeCompare(b.source.path));
 
   const factoryFile = of('factory')[0];
-  if (!factoryFile) errors.push({ path: 'factory.yaml', line: 1, message: 'missing: every factory needs a factory.yaml' });
+  if (!factoryFile)
+    errors.push({ path: 'factory.yaml', line: 1, message: 'missing: every factory needs a factory.yaml' });
   const factoryData = (factoryFile && valid(factoryFile) ? factoryFile.source.data : {}) as {
     name?: string;
     description?: string;
@@ -97,7 +98,11 @@ export function validateDefinition(files: DefinitionFile[], ctx: ValidationConte
   };
 
   const agents: AgentDefinition[] = of('agent').map((f) => {
-    const d = (valid(f) ? f.source.data : {}) as { description?: string; agentType?: 'FOREMAN' | 'CUSTOM'; overrides?: AgentOverrides };
+    const d = (valid(f) ? f.source.data : {}) as {
+      description?: string;
+      agentType?: 'FOREMAN' | 'CUSTOM';
+      overrides?: AgentOverrides;
+    };
     return {
       name: f.name,
       path: f.source.path,
@@ -151,7 +156,11 @@ export function validateDefinition(files: DefinitionFile[], ctx: ValidationConte
     if (typeof header === 'string') {
       const line = f.source.lineOf(['deliveryIdHeader']);
       if (!HEADER_NAME.test(header)) {
-        errors.push({ path: w.path, line, message: `deliveryIdHeader "${header}" is not a valid HTTP header name` });
+        errors.push({
+          path: w.path,
+          line,
+          message: `deliveryIdHeader "${header}" is not a valid HTTP header name`,
+        });
       } else if (RESERVED_DELIVERY_ID_HEADERS.has(header.toLowerCase())) {
         errors.push({
           path: w.path,
@@ -179,10 +188,13 @@ export function validateDefinition(files: DefinitionFile[], ctx: ValidationConte
       });
     }
   });
-  if (!ctx.secrets && webhookFiles.length) skipped.push('team secrets (secretName) were not checked: no database');
+  if (!ctx.secrets && webhookFiles.length)
+    skipped.push('team secrets (secretName) were not checked: no database');
 
   const automations: AutomationDefinition[] = [];
-  const liveUidByPath = new Map((ctx.knownWebhooks ?? []).filter((w) => !w.deleted).map((w) => [w.path, w.uid]));
+  const liveUidByPath = new Map(
+    (ctx.knownWebhooks ?? []).filter((w) => !w.deleted).map((w) => [w.path, w.uid]),
+  );
   const knownUids = new Set((ctx.knownWebhooks ?? []).map((w) => w.uid));
   const webhookByRef = new Map<string, WebhookDefinition>();
   for (const w of webhooks) for (const ref of [w.name, `${w.name}.yaml`, w.path]) webhookByRef.set(ref, w);
@@ -236,7 +248,9 @@ export function validateDefinition(files: DefinitionFile[], ctx: ValidationConte
             path: f.source.path,
             line: idLine,
             message: `UID "${id}" is not a webhook of this factory; ${
-              live.length ? `its webhooks: ${live.map((w) => `${w.path} (${w.uid})`).join(', ')}` : 'it has no webhooks yet'
+              live.length
+                ? `its webhooks: ${live.map((w) => `${w.path} (${w.uid})`).join(', ')}`
+                : 'it has no webhooks yet'
             }`,
           });
         }
@@ -244,7 +258,11 @@ export function validateDefinition(files: DefinitionFile[], ctx: ValidationConte
       const payload = t.filter.payload;
       if (payload !== undefined) {
         for (const problem of checkFilterLimits(payload)) {
-          errors.push({ path: f.source.path, line: f.source.lineOf(['triggers', i, 'filter', 'payload']), message: problem });
+          errors.push({
+            path: f.source.path,
+            line: f.source.lineOf(['triggers', i, 'filter', 'payload']),
+            message: problem,
+          });
         }
       }
     });
@@ -264,9 +282,10 @@ export function validateDefinition(files: DefinitionFile[], ctx: ValidationConte
   const skills: SkillDefinition[] = of('skill').map((f) => ({
     name: f.name,
     path: f.source.path,
-    description: typeof (f.source.data as { description?: unknown })?.description === 'string'
-      ? (f.source.data as { description: string }).description
-      : undefined,
+    description:
+      typeof (f.source.data as { description?: unknown })?.description === 'string'
+        ? (f.source.data as { description: string }).description
+        : undefined,
     content: f.source.body,
   }));
 
