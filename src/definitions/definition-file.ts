@@ -82,7 +82,14 @@ export function parseDefinitionFile(
   const schema = SCHEMA_OF[kind];
   if (schema && source.data !== undefined) {
     const whole = kind === 'factory' || kind === 'webhook' ? 'the file' : 'the front matter';
-    for (const v of schemas.check(schema, source.data)) {
+    const violations = schemas.check(schema, source.data);
+    // A failed "one of these shapes" says it best; why each shape failed is noise.
+    const shapes = violations.filter((v) => v.message.includes('must match exactly one allowed shape')).map((v) => v.path);
+    const noise = (path: string, message: string) =>
+      !message.includes('must match exactly one allowed shape') &&
+      shapes.some((p) => path === p || path.startsWith(`${p}.`));
+    for (const v of violations) {
+      if (noise(v.path, v.message)) continue;
       // A bad deliveryIdHeader gets its own message in the semantic checks, not the pattern.
       if (v.path === 'deliveryIdHeader' && v.message.includes('must match')) continue;
       const message = v.path === '' ? v.message.replace(/^body\b/, whole) : v.message;
