@@ -84,7 +84,9 @@ export function parseDefinitionFile(
     const whole = kind === 'factory' || kind === 'webhook' ? 'the file' : 'the front matter';
     const violations = schemas.check(schema, source.data);
     // A failed "one of these shapes" says it best; why each shape failed is noise.
-    const shapes = violations.filter((v) => v.message.includes('must match exactly one allowed shape')).map((v) => v.path);
+    const shapes = violations
+      .filter((v) => v.message.includes('must match exactly one allowed shape'))
+      .map((v) => v.path);
     const noise = (path: string, message: string) =>
       !message.includes('must match exactly one allowed shape') &&
       shapes.some((p) => path === p || path.startsWith(`${p}.`));

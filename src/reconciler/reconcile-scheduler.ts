@@ -26,6 +26,9 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
   private timer?: NodeJS.Timeout;
   private readonly watchers = new Map<string, FSWatcher>();
   private stopped = false;
+  private firstPollDone!: () => void;
+  /** Settles when the first poll after start has finished. */
+  readonly firstPoll = new Promise<void>((resolve) => (this.firstPollDone = resolve));
 
   constructor(
     @Inject(Reconciler) private readonly reconciler: Reconciler,
@@ -38,6 +41,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
       this.pollAll()
         .catch((err: unknown) => this.log.warn({ err }, 'poll failed'))
         .finally(() => {
+          this.firstPollDone();
           if (!this.stopped) this.timer = setTimeout(tick, this.config.factoryPollSeconds * 1000);
         });
     };
