@@ -1,9 +1,16 @@
 import { Command } from 'commander';
 import { registerAuthCommands } from './commands/auth.commands.js';
+import { registerFactoryCommands } from './commands/factories.commands.js';
+import { registerSecretsCommands } from './commands/secrets.commands.js';
 import { registerServeCommand } from './commands/serve.command.js';
 
 /** Each module's commands, in the order `factoryd --help` lists them. */
-const COMMANDS: Array<(program: Command) => void> = [registerServeCommand, registerAuthCommands];
+const COMMANDS: Array<(program: Command) => void> = [
+  registerServeCommand,
+  registerAuthCommands,
+  registerFactoryCommands,
+  registerSecretsCommands,
+];
 
 export function buildProgram(): Command {
   const program = new Command('factoryd')

@@ -10,14 +10,19 @@ import { isUrlSafe, validateDefinition } from '../definitions/validate-definitio
 import { SecretsService } from '../secrets/secrets.service.js';
 import { DefinitionStore, type ApplyRecord, type FactoryRecord } from './definition-store.js';
 import { GitSource, type TreeEntry } from './git-source.js';
-import { isEmpty, planChanges, summarize } from './plan.js';
+import { isEmpty, planChanges, summarize, type PlanSummary } from './plan.js';
 
 export interface ReconcileOutcome {
-  /** `noop`: the head was already attempted (by this or another replica); nothing recorded. */
-  result: 'applied' | 'failed' | 'unchanged' | 'noop';
+  /**
+   * `noop`: the head was already attempted (by this or another replica); nothing recorded.
+   * `planned`: a dry run (`plan`) that changed and recorded nothing.
+   */
+  result: 'applied' | 'failed' | 'unchanged' | 'noop' | 'planned';
   revision: string | null;
   errors: DefinitionError[];
   factory: FactoryRecord;
+  /** What the apply changed (or, for a dry run, would change). */
+  plan?: PlanSummary;
 }
 
 /**
@@ -62,15 +67,24 @@ export class Reconciler {
     const waiting: { force: boolean; promise: Promise<ReconcileOutcome> } = { force, promise: undefined! };
     waiting.promise = q.tail.then(() => {
       if (q.waiting === waiting) q.waiting = undefined;
-      return this.reconcile(factoryId, waiting.force);
+      return this.reconcile(factoryId, { force: waiting.force });
     });
     q.waiting = waiting;
     q.tail = waiting.promise.catch(() => undefined);
     return waiting.promise;
   }
 
+  /** What reconciling the head would change, without changing or recording anything. */
+  plan(factoryId: string): Promise<ReconcileOutcome> {
+    return this.reconcile(factoryId, { force: true, dryRun: true });
+  }
+
   /** One pass of the pipeline. `force` reconciles the head even when it was already attempted. */
-  private async reconcile(factoryId: string, force: boolean): Promise<ReconcileOutcome> {
+  private async reconcile(
+    factoryId: string,
+    opts: { force: boolean; dryRun?: boolean },
+  ): Promise<ReconcileOutcome> {
+    const { force, dryRun = false } = opts;
     const startedAt = this.clock.now();
     const t0 = performance.now();
     let factory = await this.store.find(factoryId);
@@ -86,6 +100,13 @@ export class Reconciler {
       revision = await this.source.fetch(factory);
       tree = await this.source.readTree(factory, revision, (p) => placementOf(p) !== undefined, this.blobs);
     } catch (err) {
+      if (dryRun)
+        return {
+          result: 'failed',
+          revision: null,
+          errors: [{ path: '', line: 0, message: String(err) }],
+          factory,
+        };
       return this.recordFetchFailure(factory, err, force, startedAt, t0);
     }
 
@@ -132,6 +153,8 @@ export class Reconciler {
           startedAt,
           durationMs: Math.round(performance.now() - t0),
         });
+        if (dryRun && (errors.length || !validation.definition))
+          return { result: 'failed', revision, errors, factory };
         if (errors.length || !validation.definition) {
           await this.store.record(
             tx,
@@ -153,6 +176,7 @@ export class Reconciler {
           versions,
           revision !== factory.lastAppliedRevision,
         );
+        if (dryRun) return { result: 'planned', revision, errors: [], factory, plan: summarize(plan) };
         const result = isEmpty(plan) ? 'unchanged' : 'applied';
         if (result === 'applied')
           await this.store.applyPlan(tx, factory, validation.definition, plan, startedAt);
@@ -167,7 +191,7 @@ export class Reconciler {
             plan: summarize(plan),
           }),
         );
-        return { result, revision, errors: [], factory };
+        return { result, revision, errors: [], factory, plan: summarize(plan) };
       });
     } catch (err) {
       this.log.error({ err, factory: factory.name }, 'apply failed');
