@@ -13,7 +13,9 @@ async function factoryd(...args: string[]): Promise<{ stdout: string; stderr: st
   const err = vi.spyOn(process.stderr, 'write').mockImplementation((c) => ((stderr += String(c)), true));
   process.exitCode = 0;
   try {
-    await buildProgram().exitOverride().parseAsync(['node', 'factoryd', ...args]);
+    await buildProgram()
+      .exitOverride()
+      .parseAsync(['node', 'factoryd', ...args]);
   } finally {
     out.mockRestore();
     err.mockRestore();
@@ -73,6 +75,10 @@ describe('factoryd validate [DIR]', () => {
     expect(r.status).toBe(1);
     const doc = JSON.parse(r.stdout);
     expect(doc.valid).toBe(false);
-    expect(doc.errors).toContainEqual({ path: 'factory.yaml', line: 1, message: 'schemaVersion is required' });
+    expect(doc.errors).toContainEqual({
+      path: 'factory.yaml',
+      line: 1,
+      message: 'schemaVersion is required',
+    });
   });
 });
