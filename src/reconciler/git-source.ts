@@ -58,7 +58,9 @@ export class GitSource {
         `+refs/heads/${f.branch}:refs/heads/${f.branch}`,
       ]);
     } catch (err) {
-      throw new Error(`cannot fetch branch ${f.branch} of ${f.repoUrl}: ${firstLine(err)}`);
+      throw new Error(`cannot fetch branch ${f.branch} of ${displayUrl(f.repoUrl)}: ${firstLine(err)}`, {
+        cause: err,
+      });
     }
     return revParse(mirror, f.branch);
   }
@@ -105,7 +107,7 @@ async function revParse(repo: string, branch: string): Promise<string> {
       await simpleGit(repo).raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`])
     ).trim();
   } catch (err) {
-    throw new Error(`branch ${branch} not found in ${repo}: ${firstLine(err)}`);
+    throw new Error(`branch ${branch} not found in ${displayUrl(repo)}: ${firstLine(err)}`, { cause: err });
   }
 }
 
@@ -137,6 +139,14 @@ export function catFileBatch(gitDir: string, shas: string[]): Promise<Map<string
   });
 }
 
+/** Git's own messages may echo a clone URL with its credentials: strip them. */
 function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).trim().split('\n')[0];
+  return (err instanceof Error ? err.message : String(err))
+    .trim()
+    .split('\n')[0]
+    .replace(/(\/\/)[^/@\s]+@/g, '$1');
+}
+
+function displayUrl(repoUrl: string): string {
+  return repoUrl.replace(/(\/\/)[^/@\s]+@/g, '$1');
 }

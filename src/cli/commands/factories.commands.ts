@@ -65,7 +65,9 @@ export function registerFactoryCommands(program: Command): void {
       try {
         tree = readFolder(root);
       } catch (err) {
-        throw new Error(`cannot read ${root}: ${err instanceof Error ? err.message : String(err)}`);
+        throw new Error(`cannot read ${root}: ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
+        });
       }
       const result = loadDefinition(tree, new SchemaRegistry());
       if (opts.json) {
