@@ -11,7 +11,7 @@ import {
   type WebhookDefinition,
   type WebhookTrigger,
 } from './definition.js';
-import { parseDefinitionFile, placementOf, type DefinitionFile } from './definition-file.js';
+import { parseDefinitionFile, placementOf, type DefinitionFile, type FileKind } from './definition-file.js';
 import { checkFilterLimits } from './filter-limits.js';
 
 /** What only the service knows: the factory's webhook UIDs and the team's secrets. Absent offline. */
@@ -55,24 +55,36 @@ export const RESERVED_DELIVERY_ID_HEADERS = new Set([
 ]);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 
-/** Parses and validates a whole tree ({path → content}). */
-export function loadDefinition(
+export type ParseFile = (kind: FileKind, name: string, path: string, content: string) => DefinitionFile;
+
+/**
+ * The definition files of a tree ({path → content}), parsed and schema-checked (by `parse`, which a
+ * caller may cache), and the files that sit in the wrong place.
+ */
+export function parseTree(
   tree: Map<string, string>,
   schemas: SchemaRegistry,
-  ctx: ValidationContext = {},
-): ValidationResult {
+  parse: ParseFile = (kind, name, path, content) => parseDefinitionFile(kind, name, path, content, schemas),
+): { files: DefinitionFile[]; misplaced: DefinitionError[] } {
   const files: DefinitionFile[] = [];
   const misplaced: DefinitionError[] = [];
   for (const [path, content] of tree) {
     const placement = placementOf(path);
     if (!placement) continue;
     if ('misplaced' in placement) misplaced.push({ path, line: 1, message: placement.misplaced });
-    else files.push(parseDefinitionFile(placement.kind, placement.name, path, content, schemas));
+    else files.push(parse(placement.kind, placement.name, path, content));
   }
-  const result = validateDefinition(files, ctx);
-  result.errors.unshift(...misplaced);
-  if (misplaced.length) delete result.definition;
-  return result;
+  return { files, misplaced };
+}
+
+/** Parses and validates a whole tree ({path → content}). */
+export function loadDefinition(
+  tree: Map<string, string>,
+  schemas: SchemaRegistry,
+  ctx: ValidationContext = {},
+): ValidationResult {
+  const { files, misplaced } = parseTree(tree, schemas);
+  return validateDefinition(files, ctx, misplaced);
 }
 
 /**
@@ -80,8 +92,12 @@ export function loadDefinition(
  * exactly one known webhook UID per trigger, filter limits, at most 20 webhooks, secrets that exist
  * (and are URL-safe for url_token). All errors are reported, sorted by file and line.
  */
-export function validateDefinition(files: DefinitionFile[], ctx: ValidationContext = {}): ValidationResult {
-  const errors: DefinitionError[] = files.flatMap((f) => f.errors);
+export function validateDefinition(
+  files: DefinitionFile[],
+  ctx: ValidationContext = {},
+  misplaced: DefinitionError[] = [],
+): ValidationResult {
+  const errors: DefinitionError[] = [...misplaced, ...files.flatMap((f) => f.errors)];
   const skipped: string[] = [];
   const valid = (f: DefinitionFile) => f.errors.length === 0;
   const of = (kind: DefinitionFile['kind']) =>

@@ -6,7 +6,7 @@ import { CONFIG, type Config } from '../config/config.js';
 import type { Queryable } from '../database/database.js';
 import { formatError, type DefinitionError } from '../definitions/definition.js';
 import { parseDefinitionFile, placementOf, type DefinitionFile } from '../definitions/definition-file.js';
-import { isUrlSafe, validateDefinition } from '../definitions/validate-definition.js';
+import { isUrlSafe, parseTree, validateDefinition } from '../definitions/validate-definition.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { DefinitionStore, type ApplyRecord, type FactoryRecord } from './definition-store.js';
 import { GitSource, type TreeEntry } from './git-source.js';
@@ -111,22 +111,19 @@ export class Reconciler {
     }
 
     // 2. Load: parse and schema-check each file (cached by blob id).
-    const misplaced: DefinitionError[] = [];
-    const files: DefinitionFile[] = [];
-    for (const [path, entry] of tree) {
-      const placement = placementOf(path)!;
-      if ('misplaced' in placement) {
-        misplaced.push({ path, line: 1, message: placement.misplaced });
-        continue;
-      }
-      const key = `${entry.sha}:${placement.kind}:${path}`;
-      let file = this.parsed.get(key);
-      if (!file) {
-        file = parseDefinitionFile(placement.kind, placement.name, path, entry.content, this.schemas);
-        this.parsed.set(key, file);
-      }
-      files.push(file);
-    }
+    const { files, misplaced } = parseTree(
+      new Map([...tree].map(([path, e]) => [path, e.content])),
+      this.schemas,
+      (kind, name, path, content) => {
+        const key = `${tree.get(path)!.sha}:${kind}:${path}`;
+        let file = this.parsed.get(key);
+        if (!file) {
+          file = parseDefinitionFile(kind, name, path, content, this.schemas);
+          this.parsed.set(key, file);
+        }
+        return file;
+      },
+    );
 
     // 3-5. Validate against the team's state, plan, apply and record: one transaction, one applier.
     try {
