@@ -24,6 +24,15 @@ const PLACEHOLDER = /uid-of-([A-Za-z0-9._-]+)/g;
  * with the team secrets its webhooks name. Returns the lines to print (secret values, once).
  */
 export async function bootstrapFactory(service: RunningService, config: Config): Promise<string[]> {
+  try {
+    return await registerDefaultFactory(service, config);
+  } catch (err) {
+    // The API serves without a factory; say what went wrong instead of refusing to start.
+    return [`factory: not set up: ${err instanceof Error ? err.message : String(err)}`];
+  }
+}
+
+async function registerDefaultFactory(service: RunningService, config: Config): Promise<string[]> {
   const app = service.app;
   const store = app.get(DefinitionStore);
   const reconciler = app.get(Reconciler);
