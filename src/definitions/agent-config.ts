@@ -1,5 +1,15 @@
-import type { AgentConfig } from '../runs/run.js';
 import type { AgentDefinition, AgentOverrides } from './definition.js';
+
+/** A run's AmbientAgentConfig (the wire shape, snake_case), as far as a definition sets it. */
+export interface ResolvedAgentConfig {
+  name: string;
+  base_prompt?: string;
+  model_id?: string;
+  environment_id?: string;
+  worker_host?: string;
+  idle_timeout_minutes?: number;
+  mcp_servers?: Record<string, unknown>;
+}
 
 /**
  * The run config of an agent: factory.yaml's agentDefaults, then the agent's overrides, then (for an
@@ -10,11 +20,11 @@ export function resolveAgentConfig(
   defaults: AgentOverrides,
   agent: Pick<AgentDefinition, 'name' | 'overrides' | 'basePrompt'>,
   automation: AgentOverrides = {},
-): AgentConfig {
+): ResolvedAgentConfig {
   const layers = [defaults, agent.overrides, automation];
   const pick = <K extends keyof AgentOverrides>(key: K) =>
     layers.reduce<AgentOverrides[K] | undefined>((v, l) => (l[key] !== undefined ? l[key] : v), undefined);
-  const config: AgentConfig = { name: agent.name };
+  const config: ResolvedAgentConfig = { name: agent.name };
   if (agent.basePrompt) config.base_prompt = agent.basePrompt;
   const model = pick('model');
   if (model !== undefined) config.model_id = model;
