@@ -192,7 +192,7 @@ try {
   );
   for (const [name, v, target] of rows) {
     console.log(
-      `${name.padEnd(48)} ${ms(v).padStart(10)}   ${(v / baseline).toFixed(2).padStart(6)}× baseline${target ? `   target ≤ ${target} ms: ${v <= target ? 'met' : 'MISSED'}` : ''}`,
+      `${name.padEnd(60)} ${ms(v).padStart(10)}   ${(v / baseline).toFixed(2).padStart(6)}× baseline${target ? `   target ≤ ${target} ms: ${v <= target ? 'met' : 'MISSED'}` : ''}`,
     );
   }
   console.log('(medians: validate 5 runs, change 5, no-op 20, commit-to-live 5; full apply is one run)');
