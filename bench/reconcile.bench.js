@@ -159,8 +159,7 @@ try {
   }
 
   // Commit to live through the watch.
-  await app.get(ReconcileScheduler).pollAll();
-  await new Promise((r) => setTimeout(r, 300));
+  await app.get(ReconcileScheduler).pollAll(); // starts the watch; ready when it resolves
   const liveRuns = [];
   for (let i = 0; i < 5; i++) {
     write({ 'automations/auto-9/automation.md': automationFile(9, uids[9], ` Live ${i}.`) });

@@ -79,6 +79,16 @@ describe('factory API', () => {
     expect((await t.call('GET', '/api/v1/factory/nope')).status).toBe(404);
   });
 
+  it('pages the apply history, newest first', async () => {
+    const first = await t.call('GET', `/api/v1/factory/${uid}/applies?limit=1`);
+    expect(first.body.applies).toHaveLength(1);
+    expect(first.body.applies[0]).toMatchObject({ result: 'applied', errors: [] });
+    expect(first.body.applies[0].revision).toMatch(/^[0-9a-f]{40}$/);
+    expect(typeof first.body.applies[0].duration_ms).toBe('number');
+    expect(first.body.page_info).toEqual({ has_next_page: false });
+    expect((await t.call('GET', `/api/v1/factory/${uid}/applies?limit=0`)).status).toBe(400);
+  });
+
   it('lists webhooks with ingress URLs; a url_token URL shows {token}', async () => {
     const res = await t.call('GET', `/api/v1/factory/${uid}/webhooks`);
     const byName = Object.fromEntries(res.body.webhooks.map((w: any) => [w.name, w]));

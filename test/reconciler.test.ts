@@ -245,8 +245,7 @@ describe('reconciler: a factory repository applied commit by commit', () => {
   });
 
   it('the watch applies a commit to a local repository within 2 seconds', async () => {
-    await t.service.app.get(ReconcileScheduler).pollAll();
-    await new Promise((r) => setTimeout(r, 300)); // the watcher is ready
+    await t.service.app.get(ReconcileScheduler).pollAll(); // the watch is ready when this resolves
     const sha = repo.commit({ 'agents/watched/agent.md': '---\ndescription: w\n---\nW.\n' }, 'watched');
     const started = Date.now();
     await until(async () => ((await status()).last_applied_revision === sha ? true : undefined), 2000);

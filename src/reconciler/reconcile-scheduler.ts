@@ -55,7 +55,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     this.watchers.clear();
   }
 
-  /** Reconciles every factory whose head moved; starts watching new local repositories. */
+  /** Reconciles every factory whose head moved; starts watching new local repositories (ready when this resolves). */
   async pollAll(): Promise<void> {
     const factories = await this.store.listAll();
     await Promise.all(
@@ -93,5 +93,6 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     });
     watcher.on('error', (err: unknown) => this.log.warn({ err, repo }, 'watch failed'));
     this.watchers.set(factoryId, watcher);
+    await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
   }
 }
