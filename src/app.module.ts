@@ -9,7 +9,9 @@ import { SchemaRegistry } from './common/schema-validator.js';
 import { CONFIG, type Config } from './config/config.js';
 import { Database } from './database/database.js';
 import { loggerOptions } from './logging.js';
+import { FactoriesModule } from './factories/factories.module.js';
 import { OpsModule } from './ops/ops.module.js';
+import { ReconcilerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 
@@ -41,6 +43,8 @@ export class AppModule {
         AuthModule,
         SecretsModule,
         RunsModule,
+        ReconcilerModule,
+        FactoriesModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { registerAuthCommands } from './commands/auth.commands.js';
 import { registerRunsCommands } from './commands/runs.commands.js';
+import { registerFactoryCommands } from './commands/factories.commands.js';
+import { registerSecretsCommands } from './commands/secrets.commands.js';
 import { registerServeCommand } from './commands/serve.command.js';
 
 /** Each module's commands, in the order `factoryd --help` lists them. */
@@ -8,6 +10,8 @@ const COMMANDS: Array<(program: Command) => void> = [
   registerServeCommand,
   registerAuthCommands,
   registerRunsCommands,
+  registerFactoryCommands,
+  registerSecretsCommands,
 ];
 
 export function buildProgram(): Command {

@@ -32,12 +32,20 @@ export interface TestService {
     key?: string,
     headers?: Record<string, string>,
   ): Promise<{ status: number; body: any; headers: Headers }>;
+  /** The database this service uses (another service may share it: see `sameDatabaseAs`). */
+  databaseUrl: string;
   stop(): Promise<void>;
 }
 
 /** The real service on a loopback port and a fresh database: what a test drives over HTTP. */
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
-  const database = await createTestDatabase();
+export async function startTestService(
+  env: Record<string, string> = {},
+  opts: { sameDatabaseAs?: TestService } = {},
+): Promise<TestService> {
+  // A second replica shares the first one's database (and leaves dropping it to the first).
+  const database = opts.sameDatabaseAs
+    ? { url: opts.sameDatabaseAs.databaseUrl, drop: async () => undefined }
+    : await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-test-data-'));
   const config = loadConfig({
     PORT: '0',
@@ -49,7 +57,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const service = await startService(config);
   const authRepo = new AuthRepository(service.db);
   const auth = new AuthService(authRepo);
-  const adminKey = (await bootstrapDefaultTeam(authRepo, auth))!;
+  const adminKey = opts.sameDatabaseAs?.adminKey ?? (await bootstrapDefaultTeam(authRepo, auth))!;
   const defaultTeam = (await authRepo.findTeamByName('default'))!;
   const newKey = async (teams: TeamRef[], scopes: Scope[], name = 'test-key') =>
     (await auth.createApiKey({ teams, scopes, name })).key;
@@ -86,6 +94,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       return { team, key: await newKey([team], scopes) };
     },
     call,
+    databaseUrl: database.url,
     async stop() {
       await service.stop();
       await database.drop();

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { bootstrapDefaultTeam } from '../../auth/bootstrap.js';
 import { ConfigError, loadConfig } from '../../config/config.js';
 import { startService } from '../../service.js';
+import { bootstrapFactory } from '../factory-bootstrap.js';
 import { authOf } from './auth.commands.js';
 
 export function registerServeCommand(program: Command): void {
@@ -45,6 +46,7 @@ async function serve(): Promise<void> {
       `Try: curl -H "Authorization: Bearer ${adminKey}" ${service.url}/api/v1/agent/runs`,
     );
   }
+  lines.push('', ...(await bootstrapFactory(service, config)));
   process.stdout.write(lines.join('\n') + '\n\n');
   const shutdown = (signal: string) => {
     process.stdout.write(`\n${signal}: shutting down\n`);

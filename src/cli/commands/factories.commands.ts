@@ -1,0 +1,229 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { Clock } from '../../common/clock.js';
+import { SchemaRegistry } from '../../common/schema-validator.js';
+import type { Config } from '../../config/config.js';
+import type { Database } from '../../database/database.js';
+import { formatError } from '../../definitions/definition.js';
+import { placementOf } from '../../definitions/definition-file.js';
+import { loadDefinition } from '../../definitions/validate-definition.js';
+import { DefinitionStore, type FactoryRecord } from '../../reconciler/definition-store.js';
+import { GitSource } from '../../reconciler/git-source.js';
+import type { PlanSummary } from '../../reconciler/plan.js';
+import { Reconciler, type ReconcileOutcome } from '../../reconciler/reconciler.js';
+import { SecretCipher } from '../../secrets/secret-cipher.js';
+import { loadSecretsKey } from '../../secrets/secrets-key.js';
+import { SecretsRepository } from '../../secrets/secrets.repository.js';
+import { SecretsService } from '../../secrets/secrets.service.js';
+import { withDatabase } from '../context.js';
+import { print, renderTable } from '../output.js';
+import { authOf } from './auth.commands.js';
+
+/** The reconciler outside the server, on the service's database (for plan, apply and the first start). */
+export function reconcilerOf(
+  db: Database,
+  config: Config,
+): { reconciler: Reconciler; store: DefinitionStore; secrets: SecretsService } {
+  const store = new DefinitionStore(db);
+  const secrets = new SecretsService(new SecretsRepository(db), new SecretCipher(loadSecretsKey(config)), db);
+  return {
+    reconciler: new Reconciler(store, secrets, new SchemaRegistry(), new Clock(), config),
+    store,
+    secrets,
+  };
+}
+
+/** The definition files of a folder, by repository path (`.git` and `node_modules` skipped). */
+export function readFolder(dir: string): Map<string, string> {
+  const tree = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d)) {
+      if (entry === '.git' || entry === 'node_modules') continue;
+      const full = join(d, entry);
+      if (statSync(full).isDirectory()) walk(full);
+      else {
+        const path = relative(dir, full).split('\\').join('/');
+        if (placementOf(path)) tree.set(path, readFileSync(full, 'utf8'));
+      }
+    }
+  };
+  walk(dir);
+  return tree;
+}
+
+/** `factoryd validate`, `plan`, `apply`, `factories add|list`. */
+export function registerFactoryCommands(program: Command): void {
+  program
+    .command('validate [dir]')
+    .description('Validate a factory folder offline: file:line: reason for each error; exit 1 on any.')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample (a factory repository’s CI):\n  npx factoryd validate .')
+    .action((dir: string | undefined, opts: { json?: boolean }) => {
+      const root = resolve(dir ?? '.');
+      let tree: Map<string, string>;
+      try {
+        tree = readFolder(root);
+      } catch (err) {
+        throw new Error(`cannot read ${root}: ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
+        });
+      }
+      const result = loadDefinition(tree, new SchemaRegistry());
+      if (opts.json) {
+        print(opts, {
+          valid: result.errors.length === 0,
+          files: tree.size,
+          errors: result.errors,
+          skipped: result.skipped,
+        });
+      } else {
+        for (const e of result.errors) process.stderr.write(`${formatError(e)}\n`);
+        for (const s of result.skipped) process.stdout.write(`skipped: ${s}\n`);
+        process.stdout.write(
+          result.errors.length
+            ? `${result.errors.length} error${result.errors.length === 1 ? '' : 's'} in ${root}\n`
+            : `${root}: ${tree.size} definition files, valid\n`,
+        );
+      }
+      if (result.errors.length) process.exitCode = 1;
+    });
+
+  for (const [verb, description] of [
+    ['plan', 'Show what the next reconcile would change (nothing is applied or recorded).'],
+    ['apply', 'Reconcile now: apply the head of each factory’s production branch.'],
+  ] as const) {
+    program
+      .command(verb)
+      .description(description)
+      .option('--factory <name>', 'only this factory (default: all)')
+      .option('--json', 'print JSON')
+      .action((opts: { factory?: string; json?: boolean }) =>
+        withDatabase(async (db, config) => {
+          const { reconciler, store } = reconcilerOf(db, config);
+          const factories = (await store.listAll()).filter(
+            (f) => !opts.factory || f.name === opts.factory || f.uid === opts.factory,
+          );
+          if (opts.factory && factories.length === 0)
+            throw new Error(`no factory ${opts.factory}; see \`factoryd factories list\``);
+          const outcomes: ReconcileOutcome[] = [];
+          for (const f of factories)
+            outcomes.push(
+              verb === 'plan' ? await reconciler.plan(f.id) : await reconciler.request(f.id, true),
+            );
+          print(
+            opts,
+            {
+              factories: outcomes.map((o) => ({
+                name: o.factory.name,
+                uid: o.factory.uid,
+                revision: o.revision,
+                result: o.result,
+                errors: o.errors,
+                plan: o.plan ?? null,
+              })),
+            },
+            () =>
+              outcomes.map(describeOutcome).join('\n\n') ||
+              'No factories; add one with `factoryd factories add`.',
+          );
+          if (outcomes.some((o) => o.result === 'failed')) process.exitCode = 1;
+        }),
+      );
+  }
+
+  const factories = program
+    .command('factories')
+    .description('Factories: git repositories the service applies.');
+  factories
+    .command('add <name>')
+    .description('Register a factory repository (a git URL or a local repository path).')
+    .requiredOption('--repo <urlOrPath>', 'git URL or local repository path')
+    .option('--branch <branch>', 'production branch', 'main')
+    .option('--team <team>', 'team name or uid', 'default')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nExample:\n  npx factoryd factories add platform --repo https://github.com/acme/platform-factory.git --team platform',
+    )
+    .action((name: string, opts: { repo: string; branch: string; team: string; json?: boolean }) =>
+      withDatabase(async (db) => {
+        if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name))
+          throw new Error('a factory name is 1-64 letters, digits, ".", "_", "-"');
+        if (!/^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$/.test(opts.branch))
+          throw new Error(`"${opts.branch}" is not a valid branch name`);
+        const team = await authOf(db).repo.findTeam(opts.team);
+        if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
+        const repoUrl = GitSource.isLocal(opts.repo) ? resolve(opts.repo) : opts.repo;
+        const f = await new DefinitionStore(db).register({
+          teamId: team.id,
+          name,
+          repoUrl,
+          branch: opts.branch,
+        });
+        if (!f) throw new Error(`team ${team.name} already has a factory named ${name}`);
+        print(
+          opts,
+          { uid: f.uid, name: f.name, team: team.name, branch: f.branch },
+          () =>
+            `Registered factory ${f.name} (uid ${f.uid}) for team ${team.name}; a running service applies it within FACTORY_POLL_SECONDS (or run \`factoryd apply --factory ${f.name}\`).`,
+        );
+      }),
+    );
+  factories
+    .command('list')
+    .description('List factories with their apply status.')
+    .option('--json', 'print JSON')
+    .action((opts: { json?: boolean }) =>
+      withDatabase(async (db) => {
+        const list = await new DefinitionStore(db).listAll();
+        const data = list.map((f: FactoryRecord) => ({
+          uid: f.uid,
+          name: f.name,
+          team: f.teamName,
+          branch: f.branch,
+          ready: f.ready,
+          reason: f.reason,
+          last_applied_revision: f.lastAppliedRevision,
+          last_attempted_revision: f.lastAttemptedRevision,
+        }));
+        print(opts, { factories: data }, () =>
+          renderTable(
+            ['NAME', 'UID', 'TEAM', 'BRANCH', 'READY', 'REASON', 'APPLIED', 'ATTEMPTED'],
+            data.map((f) => [
+              f.name,
+              f.uid,
+              f.team,
+              f.branch,
+              String(f.ready),
+              f.reason,
+              f.last_applied_revision?.slice(0, 12),
+              f.last_attempted_revision?.slice(0, 12),
+            ]),
+          ),
+        );
+      }),
+    );
+}
+
+function describeOutcome(o: ReconcileOutcome): string {
+  const head = `${o.factory.name} @ ${o.revision?.slice(0, 12) ?? '?'}: ${o.result}`;
+  if (o.errors.length)
+    return [head, ...o.errors.map((e) => `  ${e.path ? formatError(e) : e.message}`)].join('\n');
+  return [head, ...describePlan(o.plan)].join('\n');
+}
+
+function describePlan(plan: PlanSummary | undefined): string[] {
+  if (!plan) return [];
+  const lines: string[] = [];
+  for (const [kind, k] of Object.entries(plan)) {
+    for (const [mark, names] of [
+      ['+', k.created],
+      ['~', k.updated],
+      ['-', k.deleted],
+    ] as const) {
+      for (const n of names) lines.push(`  ${mark} ${kind.replace(/s$/, '')} ${n}`);
+    }
+  }
+  return lines.length ? lines : ['  no changes'];
+}

@@ -1,0 +1,85 @@
+import type { Command } from 'commander';
+import { SECRET_KINDS, type SecretKind } from '../../secrets/secret-generator.js';
+import { withDatabase } from '../context.js';
+import { print, renderTable } from '../output.js';
+import { authOf } from './auth.commands.js';
+import { reconcilerOf } from './factories.commands.js';
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+}
+
+/** `factoryd secrets set|list`: team secrets; values go in, never come out (except a generated one, once). */
+export function registerSecretsCommands(program: Command): void {
+  const secrets = program
+    .command('secrets')
+    .description('Team secrets that webhooks name (AES-256-GCM at rest).');
+  secrets
+    .command('set <name>')
+    .description(
+      'Set a team secret from stdin, or generate one (printed once). Webhooks pick it up on the next applied change.',
+    )
+    .option('--team <team>', 'team name or uid', 'default')
+    .option('--generate <kind>', `generate the value: ${SECRET_KINDS.join(' | ')}`)
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  printf %s "$GITHUB_WEBHOOK_SECRET" | npx factoryd secrets set github-webhook\n  npx factoryd secrets set pager-token --generate url-safe',
+    )
+    .action((name: string, opts: { team: string; generate?: string; json?: boolean }) =>
+      withDatabase(async (db, config) => {
+        if (opts.generate !== undefined && !(SECRET_KINDS as readonly string[]).includes(opts.generate)) {
+          throw new Error(`--generate must be one of ${SECRET_KINDS.join(', ')}`);
+        }
+        const team = await authOf(db).repo.findTeam(opts.team);
+        if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
+        const { secrets: service } = reconcilerOf(db, config);
+        if (opts.generate) {
+          const { value, ref } = await service.generate(team.id, name, opts.generate as SecretKind);
+          print(opts, { name, team: team.name, version: ref.version, value }, () =>
+            [
+              `Secret ${name} of team ${team.name}, version ${ref.version} (shown only this once):`,
+              '',
+              `  ${value}`,
+            ].join('\n'),
+          );
+          return;
+        }
+        if (process.stdin.isTTY)
+          throw new Error('pipe the value on stdin (or use --generate token|url-safe|whsec)');
+        const ref = await service.set(team.id, name, await readStdin());
+        print(
+          opts,
+          { name, team: team.name, version: ref.version },
+          () => `Set secret ${name} of team ${team.name} (version ${ref.version}).`,
+        );
+      }),
+    );
+  secrets
+    .command('list')
+    .description('List team secrets (never their values).')
+    .option('--team <team>', 'team name or uid', 'default')
+    .option('--json', 'print JSON')
+    .action((opts: { team: string; json?: boolean }) =>
+      withDatabase(async (db, config) => {
+        const team = await authOf(db).repo.findTeam(opts.team);
+        if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
+        const list = await reconcilerOf(db, config).secrets.list(team.id);
+        const data = list.map((s) => ({
+          name: s.name,
+          version: s.current_version,
+          updated_at: s.updated_at.toISOString(),
+        }));
+        print(opts, { team: team.name, secrets: data }, () =>
+          renderTable(
+            ['NAME', 'VERSION', 'UPDATED'],
+            data.map((s) => [s.name, s.version, s.updated_at]),
+          ),
+        );
+      }),
+    );
+}

@@ -1,0 +1,161 @@
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { parse } from 'yaml';
+import { AuthRepository } from '../auth/auth.repository.js';
+import { fromRoot } from '../common/paths.js';
+import type { Config } from '../config/config.js';
+import { DefinitionStore } from '../reconciler/definition-store.js';
+import { GitSource } from '../reconciler/git-source.js';
+import { ReconcileScheduler } from '../reconciler/reconcile-scheduler.js';
+import { Reconciler } from '../reconciler/reconciler.js';
+import type { SecretKind } from '../secrets/secret-generator.js';
+import { SecretsService } from '../secrets/secrets.service.js';
+import type { RunningService } from '../service.js';
+
+const EXAMPLE = fromRoot('examples', 'factory');
+/** How the example's automations name a webhook before it has a UID. */
+const PLACEHOLDER = /uid-of-([A-Za-z0-9._-]+)/g;
+
+/**
+ * The default team's factory on a start of `factoryd serve`. FACTORY_REPO set: that repository,
+ * registered once. Unset: on the first start, the example factory, seeded into a repository under
+ * DATA_DIR/factories/example as a person would (webhooks first, then automations on their UIDs),
+ * with the team secrets its webhooks name. Returns the lines to print (secret values, once).
+ */
+export async function bootstrapFactory(service: RunningService, config: Config): Promise<string[]> {
+  try {
+    return await registerDefaultFactory(service, config);
+  } catch (err) {
+    // The API serves without a factory; say what went wrong instead of refusing to start.
+    return [`factory: not set up: ${err instanceof Error ? err.message : String(err)}`];
+  }
+}
+
+async function registerDefaultFactory(service: RunningService, config: Config): Promise<string[]> {
+  const app = service.app;
+  const store = app.get(DefinitionStore);
+  const reconciler = app.get(Reconciler);
+  const team = await new AuthRepository(service.db).findTeamByName('default');
+  if (!team) return [];
+  const existing = await store.listAll();
+  const lines: string[] = [];
+
+  if (config.factoryRepo && resolve(config.factoryRepo) !== resolve(EXAMPLE)) {
+    const repoUrl = GitSource.isLocal(config.factoryRepo) ? resolve(config.factoryRepo) : config.factoryRepo;
+    if (existing.some((f) => f.repoUrl === repoUrl)) return [];
+    const name = factoryNameOf(repoUrl, config.factoryBranch);
+    const f = await store.register({ teamId: team.id, name, repoUrl, branch: config.factoryBranch });
+    if (!f) return [`factory: team default already has a factory named ${name}; FACTORY_REPO not registered`];
+    const out = await reconciler.request(f.id);
+    lines.push(`factory: ${name} from ${config.factoryRepo} (${config.factoryBranch}): ${out.result}`);
+    for (const e of out.errors.slice(0, 10)) lines.push(`  ${e.path}:${e.line}: ${e.message}`);
+    return lines;
+  }
+
+  if (existing.some((f) => f.teamId === team.id && f.name === 'example')) return [];
+  const repo = join(config.dataDir, 'factories', 'example');
+  rmSync(repo, { recursive: true, force: true });
+  mkdirSync(repo, { recursive: true });
+  const git = (...args: string[]) =>
+    execFileSync(
+      'git',
+      [
+        '-c',
+        'user.name=factoryd',
+        '-c',
+        'user.email=factoryd@localhost',
+        '-c',
+        'commit.gpgsign=false',
+        ...args,
+      ],
+      {
+        cwd: repo,
+        encoding: 'utf8',
+      },
+    );
+  git('init', '--quiet', `--initial-branch=${config.factoryBranch}`);
+  cpSync(EXAMPLE, repo, { recursive: true, filter: (src) => !src.startsWith(join(EXAMPLE, 'automations')) });
+  git('add', '-A');
+  git('commit', '--quiet', '-m', 'Agents, skill and webhooks of the example factory');
+
+  // The secrets the webhooks name, generated: shown once, here.
+  const secrets = app.get(SecretsService);
+  const created: string[] = [];
+  for (const file of readdirSync(join(repo, 'webhooks'))) {
+    const hook = parse(readFileSync(join(repo, 'webhooks', file), 'utf8')) as {
+      authMode?: string;
+      signatureScheme?: string;
+      secretName: string;
+    };
+    if (await secrets.current(team.id, hook.secretName)) continue;
+    const kind: SecretKind =
+      hook.authMode === 'url_token'
+        ? 'url-safe'
+        : hook.signatureScheme === 'standard_webhooks'
+          ? 'whsec'
+          : 'token';
+    const { value } = await secrets.generate(team.id, hook.secretName, kind);
+    created.push(`  ${hook.secretName}: ${value}`);
+  }
+
+  const f = (await store.register({
+    teamId: team.id,
+    name: 'example',
+    repoUrl: repo,
+    branch: config.factoryBranch,
+  }))!;
+  const first = await reconciler.request(f.id, true);
+  if (first.errors.length) throw new Error(`the example factory did not apply: ${first.errors[0].message}`);
+  const hooks = (await store.db.transaction((tx) => store.appliedState(tx, f.id))).webhooks.filter(
+    (w) => !w.deleted,
+  );
+  const uids = new Map(hooks.map((w) => [w.name, w.uid]));
+  cpSync(join(EXAMPLE, 'automations'), join(repo, 'automations'), { recursive: true });
+  for (const dir of readdirSync(join(repo, 'automations'))) {
+    const path = join(repo, 'automations', dir, 'automation.md');
+    if (!existsSync(path)) continue;
+    writeFileSync(
+      path,
+      readFileSync(path, 'utf8').replace(PLACEHOLDER, (all, name: string) => uids.get(name) ?? all),
+    );
+  }
+  git('add', '-A');
+  git('commit', '--quiet', '-m', 'Automations on the webhooks’ UIDs');
+  const second = await reconciler.request(f.id);
+  if (second.errors.length)
+    throw new Error(`the example automations did not apply: ${second.errors[0].message}`);
+  await app.get(ReconcileScheduler).pollAll(); // start watching the new repository now
+
+  const base = config.webhookBaseUrl ?? config.publicBaseUrl ?? service.url;
+  lines.push(
+    `First start: seeded the example factory in ${repo} (2 commits, applied; edit and commit there, or set FACTORY_REPO).`,
+    'Webhooks:',
+    ...hooks.map(
+      (w) => `  ${w.name}: ${base}/webhooks/w/${w.uid}${w.fields.authMode === 'url_token' ? '/{token}' : ''}`,
+    ),
+  );
+  if (created.length) lines.push('Team secrets of its webhooks (shown only this once):', ...created);
+  return lines;
+}
+
+/** factory.yaml's name at the branch head of a local repository; else the repository's name. */
+function factoryNameOf(repoUrl: string, branch: string): string {
+  if (GitSource.isLocal(repoUrl)) {
+    try {
+      const text = execFileSync('git', ['show', `refs/heads/${branch}:factory.yaml`], {
+        cwd: repoUrl,
+        encoding: 'utf8',
+      });
+      const name = (parse(text) as { name?: unknown })?.name;
+      if (typeof name === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) return name;
+    } catch {
+      /* no factory.yaml yet: fall back to the folder name */
+    }
+  }
+  return (
+    basename(repoUrl.replace(/\/+$/, ''))
+      .replace(/\.git$/, '')
+      .replace(/[^A-Za-z0-9._-]/g, '-') || 'factory'
+  );
+}

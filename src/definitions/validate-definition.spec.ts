@@ -1,0 +1,223 @@
+import { describe, expect, it } from 'vitest';
+import { SchemaRegistry } from '../common/schema-validator.js';
+import { resolveAgentConfig } from './agent-config.js';
+import { formatError } from './definition.js';
+import { loadDefinition, type ValidationContext } from './validate-definition.js';
+
+const schemas = new SchemaRegistry();
+const UID = 'AbCdEfGhIjKlMnOpQrStUv';
+const GONE = 'ZyXwVuTsRqPoNmLkJiHgFe';
+
+const base: Record<string, string> = {
+  'factory.yaml': 'schemaVersion: v1alpha1\nname: acme\nagentDefaults:\n  model: m1\n',
+  'agents/lead/agent.md': '---\nagentType: FOREMAN\n---\nLead.\n',
+  'agents/fixer/agent.md': '---\ndescription: fixes\noverrides:\n  model: m2\n---\nFix.\n',
+  'webhooks/ci.yaml': 'secretName: ci-secret\n',
+};
+const online: ValidationContext = {
+  knownWebhooks: [
+    { uid: UID, name: 'ci', path: 'webhooks/ci.yaml', deleted: false },
+    { uid: GONE, name: 'old', path: 'webhooks/old.yaml', deleted: true },
+  ],
+  secrets: new Map([
+    ['ci-secret', { urlSafe: true }],
+    ['plain', { urlSafe: false }],
+  ]),
+  team: 'default',
+};
+
+function check(files: Record<string, string | null>, ctx: ValidationContext = online) {
+  const tree = new Map(
+    Object.entries({ ...base, ...files }).filter((e): e is [string, string] => e[1] !== null),
+  );
+  const result = loadDefinition(tree, schemas, ctx);
+  return { ...result, lines: result.errors.map(formatError) };
+}
+
+const trigger = (ids: string, payload = '') =>
+  `---\nagent: fixer\ntriggers:\n  - provider: webhook\n    event: received\n    filter:\n      webhook_ids: ${ids}\n${payload}---\nDo it.\n`;
+
+describe('factory definition validation', () => {
+  it('accepts a valid factory and resolves defaults', () => {
+    const r = check({
+      'automations/fix/automation.md': trigger(`[${UID}]`, '      payload:\n        action: [opened]\n'),
+    });
+    expect(r.lines).toEqual([]);
+    expect(r.definition!.automations[0]).toMatchObject({
+      name: 'fix',
+      agent: 'fixer',
+      enabled: true,
+      prompt: 'Do it.',
+    });
+    const fixer = r.definition!.agents.find((a) => a.name === 'fixer')!;
+    expect(resolveAgentConfig(r.definition!.agentDefaults, fixer)).toEqual({
+      name: 'fixer',
+      model_id: 'm2',
+      base_prompt: 'Fix.',
+    });
+  });
+
+  it('reports YAML syntax errors with their line', () => {
+    expect(check({ 'webhooks/ci.yaml': 'secretName: a\nauthMode: [token\n' }).lines[0]).toMatch(
+      /^webhooks\/ci\.yaml:\d+: not valid YAML/,
+    );
+    expect(
+      check({ 'agents/fixer/agent.md': '---\ndescription: ok\noverrides: {model: \n  x\n---\nbody' })
+        .lines[0],
+    ).toMatch(/^agents\/fixer\/agent\.md:\d: front matter is not valid YAML/);
+  });
+
+  it('names the line of an unknown key, a bad value and a missing field', () => {
+    const r = check({
+      'webhooks/ci.yaml': 'secretName: ci-secret\nenabled: true\ncolour: red\n',
+      'agents/fixer/agent.md': '---\ndescription: fixes\nagentType: BOSS\n---\nFix.\n',
+      'factory.yaml': 'schemaVersion: v1alpha1\n',
+    });
+    expect(r.lines).toContain('webhooks/ci.yaml:3: colour is not a known field');
+    expect(r.lines).toContain('agents/fixer/agent.md:3: agentType must be one of "FOREMAN", "CUSTOM"');
+    expect(r.lines).toContain('factory.yaml:1: name is required');
+  });
+
+  it('requires signatureScheme exactly when authMode is signature', () => {
+    expect(check({ 'webhooks/ci.yaml': 'authMode: signature\nsecretName: ci-secret\n' }).lines).toContain(
+      'webhooks/ci.yaml:1: signatureScheme is required',
+    );
+    expect(
+      check({ 'webhooks/ci.yaml': 'secretName: ci-secret\nsignatureScheme: github\n' }).lines.join('\n'),
+    ).toMatch(/^webhooks\/ci\.yaml:1: /);
+    expect(
+      check({ 'webhooks/ci.yaml': 'authMode: signature\nsignatureScheme: github\nsecretName: ci-secret\n' })
+        .lines,
+    ).toEqual([]);
+  });
+
+  it('refuses a deliveryIdHeader that is not a header name or carries a credential or signature', () => {
+    expect(
+      check({ 'webhooks/ci.yaml': 'secretName: ci-secret\ndeliveryIdHeader: X-Request-Id\n' }).lines,
+    ).toEqual([]);
+    for (const h of ['Authorization', 'cookie', 'X-Hub-Signature-256', 'Stripe-Signature']) {
+      expect(check({ 'webhooks/ci.yaml': `secretName: ci-secret\ndeliveryIdHeader: ${h}\n` }).lines).toEqual([
+        `webhooks/ci.yaml:2: deliveryIdHeader may not be ${h}: it carries a credential or a signature, not a delivery id`,
+      ]);
+    }
+    expect(check({ 'webhooks/ci.yaml': 'secretName: ci-secret\ndeliveryIdHeader: "X Id"\n' }).lines).toEqual([
+      'webhooks/ci.yaml:2: deliveryIdHeader "X Id" is not a valid HTTP header name',
+    ]);
+  });
+
+  it('wants exactly one foreman', () => {
+    expect(check({ 'agents/zed/agent.md': '---\ndescription: x\nagentType: FOREMAN\n---\n' }).lines).toEqual([
+      'agents/zed/agent.md:3: a factory has exactly one foreman, and agents/lead/agent.md already is one: make this agent CUSTOM',
+    ]);
+    expect(check({ 'agents/lead/agent.md': 'Lead.\n' }).lines).toEqual([
+      'factory.yaml:1: no agent is the foreman: set `agentType: FOREMAN` in exactly one agents/<name>/agent.md',
+    ]);
+  });
+
+  it('wants the agent an automation names to exist', () => {
+    const r = check({
+      'automations/fix/automation.md': trigger(`[${UID}]`).replace('agent: fixer', 'agent: ghost'),
+    });
+    expect(r.lines).toEqual([
+      'automations/fix/automation.md:2: agent "ghost" does not exist; agents: fixer, lead',
+    ]);
+  });
+
+  it('wants exactly one known webhook UID per trigger, with hints', () => {
+    const path = 'automations/fix/automation.md';
+    expect(check({ [path]: trigger(`[${UID}, ${UID}]`) }).lines).toEqual([
+      `${path}:7: a trigger selects exactly one webhook UID; this one lists 2`,
+    ]);
+    expect(check({ [path]: trigger('[]') }).lines).toEqual([
+      `${path}:7: a trigger selects exactly one webhook UID; this one lists none`,
+    ]);
+    expect(check({ [path]: trigger('[ci]') }).lines).toEqual([
+      `${path}:7: "ci" is a file name, not a UID: use the UID ${UID} of webhooks/ci.yaml`,
+    ]);
+    expect(check({ [path]: trigger('\n        - webhooks/ci.yaml') }).lines).toEqual([
+      `${path}:8: "webhooks/ci.yaml" is a file name, not a UID: use the UID ${UID} of webhooks/ci.yaml`,
+    ]);
+    expect(check({ [path]: trigger('[NoSuchUid000000000000]') }).lines).toEqual([
+      `${path}:7: UID "NoSuchUid000000000000" is not a webhook of this factory; its webhooks: webhooks/ci.yaml (${UID})`,
+    ]);
+    // A deleted webhook's UID is fine: the automation stays and does not fire.
+    expect(check({ [path]: trigger(`[${GONE}]`) }).lines).toEqual([]);
+    // A webhook new in this commit has no UID yet.
+    expect(
+      check({ 'webhooks/new.yaml': 'secretName: ci-secret\n', [path]: trigger('[new]') }).lines[0],
+    ).toMatch(
+      /^automations\/fix\/automation\.md:7: "new" is a file name, not a UID, and webhooks\/new\.yaml has no UID until it first applies/,
+    );
+  });
+
+  it('checks the filter grammar and its limits', () => {
+    const path = 'automations/fix/automation.md';
+    const bad = check({
+      [path]: trigger(`[${UID}]`, '      payload:\n        action: {in: [a], not_in: [b]}\n'),
+    });
+    expect(bad.lines[0]).toMatch(
+      /^automations\/fix\/automation\.md:9: triggers\.0\.filter\.payload\.action must match exactly one allowed shape/,
+    );
+    let deep = 'x';
+    for (let i = 0; i < 8; i++) deep = `{f${i}: ${deep === 'x' ? '{exists: true}' : deep}}`;
+    expect(check({ [path]: trigger(`[${UID}]`, `      payload:\n        a: ${deep}\n`) }).lines).toEqual([
+      `${path}:8: payload filter nests 9 levels deep; the limit is 8`,
+    ]);
+    const keys = Array.from({ length: 65 }, (_, i) => `        k${i}: [1]`).join('\n');
+    expect(check({ [path]: trigger(`[${UID}]`, `      payload:\n${keys}\n`) }).lines).toEqual([
+      `${path}:8: payload filter has 65 keys; the limit is 64`,
+    ]);
+    const list = Array.from({ length: 101 }, (_, i) => i).join(', ');
+    expect(
+      check({ [path]: trigger(`[${UID}]`, `      payload:\n        n: {not_in: [${list}]}\n`) }).lines,
+    ).toEqual([`${path}:8: payload filter has a list of 101 values; the limit is 100 per list`]);
+    const big = Array.from({ length: 90 }, () => `"${'x'.repeat(90)}"`).join(', ');
+    expect(check({ [path]: trigger(`[${UID}]`, `      payload:\n        n: [${big}]\n`) }).lines[0]).toMatch(
+      /payload filter is \d+ bytes as JSON; the limit is 8192/,
+    );
+  });
+
+  it('allows at most 20 webhooks', () => {
+    const many: Record<string, string> = {};
+    for (let i = 0; i < 21; i++)
+      many[`webhooks/w${String(i).padStart(2, '0')}.yaml`] = 'secretName: ci-secret\n';
+    expect(check(many).lines).toEqual([
+      'webhooks/w19.yaml:1: a factory has at most 20 webhooks and this one has 22: remove 2 (this is the first beyond the limit, in name order)',
+    ]);
+  });
+
+  it('wants secrets that exist, URL-safe for url_token', () => {
+    expect(check({ 'webhooks/ci.yaml': 'authMode: token\nsecretName: nope\n' }).lines).toEqual([
+      'webhooks/ci.yaml:2: secret "nope" does not exist in team default: create it with `factoryd secrets set nope --team default`',
+    ]);
+    expect(check({ 'webhooks/ci.yaml': 'authMode: url_token\nsecretName: plain\n' }).lines[0]).toMatch(
+      /^webhooks\/ci\.yaml:2: secret "plain" is not URL-safe/,
+    );
+  });
+
+  it('offline: skips secret and UID checks but still catches a file name', () => {
+    const r = check(
+      { 'automations/fix/automation.md': trigger('[SomeUid]'), 'webhooks/ci.yaml': 'secretName: nope\n' },
+      {},
+    );
+    expect(r.lines).toEqual([]);
+    expect(r.skipped).toHaveLength(2);
+    expect(check({ 'automations/fix/automation.md': trigger('[ci]') }, {}).lines[0]).toMatch(
+      /"ci" is a file name, not a UID/,
+    );
+  });
+
+  it('reports misplaced files and every error at once, sorted', () => {
+    const r = check({
+      'agents/loose.md': 'x',
+      'webhooks/a.yml': 'x',
+      'webhooks/ci.yaml': 'secretName: nope\nzzz: 1\n',
+    });
+    expect(r.lines).toEqual([
+      'agents/loose.md:1: an agent is a folder: move it to agents/loose/agent.md',
+      'webhooks/a.yml:1: rename to webhooks/a.yaml',
+      'webhooks/ci.yaml:2: zzz is not a known field',
+    ]);
+    expect(r.definition).toBeUndefined();
+  });
+});

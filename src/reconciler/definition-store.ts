@@ -1,0 +1,331 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { newUid } from '../common/ids.js';
+import { Database, type Queryable } from '../database/database.js';
+import type { DefinitionError, FactoryDefinition } from '../definitions/definition.js';
+import { fieldsOf, type AppliedState, type AppliedWebhook, type Plan, type PlanSummary } from './plan.js';
+
+export interface FactoryRecord {
+  id: string;
+  uid: string;
+  teamId: string;
+  teamName: string;
+  name: string;
+  repoUrl: string;
+  branch: string;
+  managed: boolean;
+  description: string | null;
+  definition: Record<string, unknown> | null;
+  lastAttemptedRevision: string | null;
+  lastAppliedRevision: string | null;
+  ready: boolean;
+  reason: string | null;
+  message: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type ApplyResult = 'applied' | 'failed' | 'unchanged';
+
+export interface ApplyRecord {
+  revision: string | null;
+  result: ApplyResult;
+  reason: string;
+  message: string;
+  errors: DefinitionError[];
+  plan: PlanSummary | null;
+  startedAt: Date;
+  durationMs: number;
+}
+
+/** Pushed after each successful apply, inside its transaction; payload: the factory's id. */
+export const DEFINITIONS_APPLIED_CHANNEL = 'factoryd_definitions_applied';
+
+const FACTORY_COLUMNS = `f.id, f.uid, f.team_id, t.name AS team_name, f.name, f.repo_url, f.branch, f.managed,
+  f.description, f.definition, f.last_attempted_revision, f.last_applied_revision, f.ready, f.reason, f.message,
+  f.created_at, f.updated_at`;
+
+export function toFactory(r: Record<string, unknown>): FactoryRecord {
+  return {
+    id: r.id as string,
+    uid: r.uid as string,
+    teamId: r.team_id as string,
+    teamName: r.team_name as string,
+    name: r.name as string,
+    repoUrl: r.repo_url as string,
+    branch: r.branch as string,
+    managed: r.managed as boolean,
+    description: r.description as string | null,
+    definition: r.definition as Record<string, unknown> | null,
+    lastAttemptedRevision: r.last_attempted_revision as string | null,
+    lastAppliedRevision: r.last_applied_revision as string | null,
+    ready: r.ready as boolean,
+    reason: r.reason as string | null,
+    message: r.message as string | null,
+    createdAt: r.created_at as Date,
+    updatedAt: r.updated_at as Date,
+  };
+}
+
+/** The applied state of factories: the only writer of factories, agents, automations, webhooks, skills. */
+@Injectable()
+export class DefinitionStore {
+  constructor(@Inject(Database) readonly db: Database) {}
+
+  async register(input: {
+    teamId: string;
+    name: string;
+    repoUrl: string;
+    branch: string;
+  }): Promise<FactoryRecord | undefined> {
+    const rows = await this.db.query<{ id: string }>(
+      `INSERT INTO factories (uid, team_id, name, repo_url, branch) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (team_id, name) DO NOTHING RETURNING id`,
+      [newUid(), input.teamId, input.name, input.repoUrl, input.branch],
+    );
+    return rows[0] ? this.find(rows[0].id) : undefined;
+  }
+
+  async listAll(): Promise<FactoryRecord[]> {
+    const rows = await this.db.query(
+      `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id ORDER BY f.created_at`,
+    );
+    return rows.map(toFactory);
+  }
+
+  async find(id: string, q: Queryable = this.db): Promise<FactoryRecord | undefined> {
+    const rows = await q.query(
+      `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id WHERE f.id = $1`,
+      [id],
+    );
+    return rows[0] ? toFactory(rows[0]) : undefined;
+  }
+
+  /** Serialises applies of one factory across every replica, until the transaction ends; then rereads it. */
+  async lock(tx: Queryable, id: string): Promise<FactoryRecord> {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`factoryd:factory:${id}`]);
+    const f = await this.find(id, tx);
+    if (!f) throw new Error(`factory ${id} no longer exists`);
+    return f;
+  }
+
+  async appliedState(tx: Queryable, factoryId: string): Promise<AppliedState> {
+    // One after another: a transaction's client runs one query at a time.
+    const agents = await tx.query(
+      `SELECT id, path, name, agent_type, description, overrides, base_prompt, deleted_at IS NOT NULL AS deleted
+           FROM agents WHERE factory_id = $1`,
+      [factoryId],
+    );
+    const automations = await tx.query(
+      `SELECT id, path, name, enabled, agent_name, triggers, overrides, prompt, deleted_at IS NOT NULL AS deleted
+           FROM automations WHERE factory_id = $1`,
+      [factoryId],
+    );
+    const skills = await tx.query(
+      `SELECT id, path, name, description, content, deleted_at IS NOT NULL AS deleted FROM factory_skills WHERE factory_id = $1`,
+      [factoryId],
+    );
+    const webhooks = await tx.query(
+      `SELECT id, uid, path, name, auth_mode, signature_scheme, secret_name, secret_version_id, delivery_id_header,
+                enabled, description, deleted_at IS NOT NULL AS deleted
+           FROM webhooks WHERE factory_id = $1 ORDER BY created_at`,
+      [factoryId],
+    );
+    const base = (r: Record<string, unknown>) => ({
+      id: r.id as string,
+      path: r.path as string,
+      name: r.name as string,
+      deleted: r.deleted as boolean,
+    });
+    return {
+      agents: agents.map((r) => ({
+        ...base(r),
+        fields: {
+          name: r.name,
+          agentType: r.agent_type,
+          description: r.description,
+          overrides: r.overrides,
+          basePrompt: r.base_prompt,
+        },
+      })),
+      automations: automations.map((r) => ({
+        ...base(r),
+        fields: {
+          name: r.name,
+          enabled: r.enabled,
+          agent: r.agent_name,
+          triggers: r.triggers,
+          overrides: r.overrides,
+          prompt: r.prompt,
+        },
+      })),
+      skills: skills.map((r) => ({
+        ...base(r),
+        fields: { name: r.name, description: r.description, content: r.content },
+      })),
+      webhooks: webhooks.map((r): AppliedWebhook => ({
+        ...base(r),
+        uid: r.uid as string,
+        secretVersionId: r.secret_version_id as string | null,
+        fields: {
+          name: r.name,
+          authMode: r.auth_mode,
+          signatureScheme: r.signature_scheme,
+          secretName: r.secret_name,
+          deliveryIdHeader: r.delivery_id_header,
+          enabled: r.enabled,
+          description: r.description,
+        },
+      })),
+    };
+  }
+
+  /** Writes a plan: upserts by path (reviving tombstones), tombstones removed files, new UIDs for new webhooks. */
+  async applyPlan(
+    tx: Queryable,
+    factory: FactoryRecord,
+    def: FactoryDefinition,
+    plan: Plan,
+    now: Date,
+  ): Promise<void> {
+    const f = factory.id;
+    const agents = [...plan.agents.create, ...plan.agents.update].map((a) => ({
+      path: a.path,
+      ...fieldsOf.agent(a),
+    }));
+    if (agents.length) {
+      await tx.execute(
+        `INSERT INTO agents (factory_id, name, path, agent_type, description, overrides, base_prompt, created_at, updated_at)
+         SELECT $1, x.name, x.path, x."agentType", x.description, x.overrides, x."basePrompt", $3, $3
+           FROM jsonb_to_recordset($2::jsonb) AS x(name text, path text, "agentType" text, description text, overrides jsonb, "basePrompt" text)
+         ON CONFLICT (factory_id, path) DO UPDATE SET name = EXCLUDED.name, agent_type = EXCLUDED.agent_type,
+           description = EXCLUDED.description, overrides = EXCLUDED.overrides, base_prompt = EXCLUDED.base_prompt,
+           deleted_at = NULL, updated_at = $3`,
+        [f, JSON.stringify(agents), now],
+      );
+    }
+    const automations = [...plan.automations.create, ...plan.automations.update].map((a) => ({
+      path: a.path,
+      ...fieldsOf.automation(a),
+    }));
+    if (automations.length) {
+      await tx.execute(
+        `INSERT INTO automations (factory_id, name, path, enabled, agent_name, triggers, overrides, prompt, created_at, updated_at)
+         SELECT $1, x.name, x.path, x.enabled, x.agent, x.triggers, x.overrides, x.prompt, $3, $3
+           FROM jsonb_to_recordset($2::jsonb) AS x(name text, path text, enabled boolean, agent text, triggers jsonb, overrides jsonb, prompt text)
+         ON CONFLICT (factory_id, path) DO UPDATE SET name = EXCLUDED.name, enabled = EXCLUDED.enabled,
+           agent_name = EXCLUDED.agent_name, triggers = EXCLUDED.triggers, overrides = EXCLUDED.overrides,
+           prompt = EXCLUDED.prompt, deleted_at = NULL, updated_at = $3`,
+        [f, JSON.stringify(automations), now],
+      );
+    }
+    const skills = [...plan.skills.create, ...plan.skills.update].map((s) => ({
+      path: s.path,
+      ...fieldsOf.skill(s),
+    }));
+    if (skills.length) {
+      await tx.execute(
+        `INSERT INTO factory_skills (factory_id, name, path, description, content, created_at, updated_at)
+         SELECT $1, x.name, x.path, x.description, x.content, $3, $3
+           FROM jsonb_to_recordset($2::jsonb) AS x(name text, path text, description text, content text)
+         ON CONFLICT (factory_id, path) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
+           content = EXCLUDED.content, deleted_at = NULL, updated_at = $3`,
+        [f, JSON.stringify(skills), now],
+      );
+    }
+    for (const [table, paths] of [
+      ['agents', plan.agents.delete],
+      ['automations', plan.automations.delete],
+      ['factory_skills', plan.skills.delete],
+      ['webhooks', plan.webhooks.delete],
+    ] as const) {
+      if (paths.length) {
+        await tx.execute(
+          `UPDATE ${table} SET deleted_at = $3, updated_at = $3 WHERE factory_id = $1 AND path = ANY($2) AND deleted_at IS NULL`,
+          [f, paths, now],
+        );
+      }
+    }
+    for (const w of plan.webhooks.create) {
+      await tx.execute(
+        `INSERT INTO webhooks (uid, factory_id, team_id, name, path, auth_mode, signature_scheme, secret_name, secret_version_id,
+                               delivery_id_header, enabled, description, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
+        [
+          newUid(),
+          f,
+          factory.teamId,
+          w.name,
+          w.path,
+          w.authMode,
+          w.signatureScheme ?? null,
+          w.secretName,
+          plan.secretVersions.get(w.secretName) ?? null,
+          w.deliveryIdHeader ?? null,
+          w.enabled,
+          w.description ?? null,
+          now,
+        ],
+      );
+    }
+    for (const w of plan.webhooks.update) {
+      await tx.execute(
+        `UPDATE webhooks SET auth_mode = $2, signature_scheme = $3, secret_name = $4, secret_version_id = $5,
+                delivery_id_header = $6, enabled = $7, description = $8, updated_at = $9
+          WHERE id = $1`,
+        [
+          plan.webhooks.live.get(w.path)!.id,
+          w.authMode,
+          w.signatureScheme ?? null,
+          w.secretName,
+          plan.secretVersions.get(w.secretName) ?? null,
+          w.deliveryIdHeader ?? null,
+          w.enabled,
+          w.description ?? null,
+          now,
+        ],
+      );
+    }
+    await tx.execute(
+      `UPDATE factories SET description = $2, definition = $3, updated_at = $4 WHERE id = $1`,
+      [
+        f,
+        def.description ?? null,
+        {
+          name: def.name,
+          description: def.description,
+          agentDefaults: def.agentDefaults,
+          repositories: def.repositories,
+        },
+        now,
+      ],
+    );
+  }
+
+  /** The attempt's row in the history and the factory's status; on success also tells every replica. */
+  async record(tx: Queryable, factoryId: string, r: ApplyRecord): Promise<void> {
+    await tx.execute(
+      `INSERT INTO factory_applies (factory_id, revision, result, reason, errors, plan, started_at, duration_ms)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [
+        factoryId,
+        r.revision,
+        r.result,
+        r.reason,
+        JSON.stringify(r.errors),
+        r.plan && JSON.stringify(r.plan),
+        r.startedAt,
+        r.durationMs,
+      ],
+    );
+    const ok = r.result !== 'failed';
+    await tx.execute(
+      `UPDATE factories SET last_attempted_revision = coalesce($2, last_attempted_revision),
+              last_applied_revision = CASE WHEN $3 THEN $2 ELSE last_applied_revision END,
+              ready = $3, reason = $4, message = $5, updated_at = now()
+        WHERE id = $1`,
+      [factoryId, r.revision, ok, r.reason, r.message],
+    );
+    if (r.result === 'applied')
+      await tx.query(`SELECT pg_notify($1, $2)`, [DEFINITIONS_APPLIED_CHANNEL, factoryId]);
+  }
+}

@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { SecretsModule } from '../secrets/secrets.module.js';
+import { DefinitionStore } from './definition-store.js';
+import { ReconcileScheduler } from './reconcile-scheduler.js';
+import { Reconciler } from './reconciler.js';
+
+@Module({
+  imports: [SecretsModule],
+  providers: [DefinitionStore, Reconciler, ReconcileScheduler],
+  exports: [DefinitionStore, Reconciler, ReconcileScheduler],
+})
+export class ReconcilerModule {}

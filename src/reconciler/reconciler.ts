@@ -1,0 +1,264 @@
+import { performance } from 'node:perf_hooks';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { SchemaRegistry } from '../common/schema-validator.js';
+import { CONFIG, type Config } from '../config/config.js';
+import type { Queryable } from '../database/database.js';
+import { formatError, type DefinitionError } from '../definitions/definition.js';
+import { parseDefinitionFile, placementOf, type DefinitionFile } from '../definitions/definition-file.js';
+import { isUrlSafe, parseTree, validateDefinition } from '../definitions/validate-definition.js';
+import { SecretsService } from '../secrets/secrets.service.js';
+import { DefinitionStore, type ApplyRecord, type FactoryRecord } from './definition-store.js';
+import { GitSource, type TreeEntry } from './git-source.js';
+import { isEmpty, planChanges, summarize, type PlanSummary } from './plan.js';
+
+export interface ReconcileOutcome {
+  /**
+   * `noop`: the head was already attempted (by this or another replica); nothing recorded.
+   * `planned`: a dry run (`plan`) that changed and recorded nothing.
+   */
+  result: 'applied' | 'failed' | 'unchanged' | 'noop' | 'planned';
+  revision: string | null;
+  errors: DefinitionError[];
+  factory: FactoryRecord;
+  /** What the apply changed (or, for a dry run, would change). */
+  plan?: PlanSummary;
+}
+
+/**
+ * Keeps PostgreSQL equal to the head of each factory's production branch, one whole commit at a time:
+ * source (fetch) → load + validate → plan → apply in one transaction under a per-factory advisory lock
+ * → record. A bad commit leaves the last good revision live and is recorded as failed with every error.
+ * Polls, the ref watch and "refresh now" all go through `request`, one reconcile per factory at a time.
+ */
+@Injectable()
+export class Reconciler {
+  private readonly log = new Logger('Reconciler');
+  private readonly source: GitSource;
+  /** Blob id → content, and blob id + kind → parsed file: an unchanged file is not read or parsed again. */
+  private readonly blobs = new Map<string, string>();
+  private readonly parsed = new Map<string, DefinitionFile>();
+  private readonly queues = new Map<
+    string,
+    { tail: Promise<unknown>; waiting?: { force: boolean; promise: Promise<ReconcileOutcome> } }
+  >();
+
+  constructor(
+    @Inject(DefinitionStore) private readonly store: DefinitionStore,
+    @Inject(SecretsService) private readonly secrets: SecretsService,
+    @Inject(SchemaRegistry) private readonly schemas: SchemaRegistry,
+    @Inject(Clock) private readonly clock: Clock,
+    @Inject(CONFIG) config: Config,
+  ) {
+    this.source = new GitSource(config.dataDir);
+  }
+
+  /**
+   * Queues a reconcile of the factory. Requests that arrive while one waits join it (`force` sticks),
+   * so a burst of pushes and polls costs one reconcile after the running one.
+   */
+  request(factoryId: string, force = false): Promise<ReconcileOutcome> {
+    const q = this.queues.get(factoryId) ?? { tail: Promise.resolve() };
+    this.queues.set(factoryId, q);
+    if (q.waiting) {
+      q.waiting.force ||= force;
+      return q.waiting.promise;
+    }
+    const waiting: { force: boolean; promise: Promise<ReconcileOutcome> } = { force, promise: undefined! };
+    waiting.promise = q.tail.then(() => {
+      if (q.waiting === waiting) q.waiting = undefined;
+      return this.reconcile(factoryId, { force: waiting.force });
+    });
+    q.waiting = waiting;
+    q.tail = waiting.promise.catch(() => undefined);
+    return waiting.promise;
+  }
+
+  /** What reconciling the head would change, without changing or recording anything. */
+  plan(factoryId: string): Promise<ReconcileOutcome> {
+    return this.reconcile(factoryId, { force: true, dryRun: true });
+  }
+
+  /** One pass of the pipeline. `force` reconciles the head even when it was already attempted. */
+  private async reconcile(
+    factoryId: string,
+    opts: { force: boolean; dryRun?: boolean },
+  ): Promise<ReconcileOutcome> {
+    const { force, dryRun = false } = opts;
+    const startedAt = this.clock.now();
+    const t0 = performance.now();
+    let factory = await this.store.find(factoryId);
+    if (!factory) throw new Error(`factory ${factoryId} does not exist`);
+
+    // 1. Source: the head of the production branch, then the files at that commit.
+    let revision: string;
+    let tree: Map<string, TreeEntry>;
+    try {
+      revision = await this.source.head(factory);
+      if (!force && revision === factory.lastAttemptedRevision)
+        return { result: 'noop', revision, errors: [], factory };
+      revision = await this.source.fetch(factory);
+      tree = await this.source.readTree(factory, revision, (p) => placementOf(p) !== undefined, this.blobs);
+    } catch (err) {
+      if (dryRun)
+        return {
+          result: 'failed',
+          revision: null,
+          errors: [{ path: '', line: 0, message: String(err) }],
+          factory,
+        };
+      return this.recordFetchFailure(factory, err, force, startedAt, t0);
+    }
+
+    // 2. Load: parse and schema-check each file (cached by blob id).
+    const { files, misplaced } = parseTree(
+      new Map([...tree].map(([path, e]) => [path, e.content])),
+      this.schemas,
+      (kind, name, path, content) => {
+        const key = `${tree.get(path)!.sha}:${kind}:${path}`;
+        let file = this.parsed.get(key);
+        if (!file) {
+          file = parseDefinitionFile(kind, name, path, content, this.schemas);
+          this.parsed.set(key, file);
+        }
+        return file;
+      },
+    );
+
+    // 3-5. Validate against the team's state, plan, apply and record: one transaction, one applier.
+    try {
+      return await this.store.db.transaction(async (tx) => {
+        factory = await this.store.lock(tx, factoryId);
+        if (!force && revision === factory.lastAttemptedRevision)
+          return { result: 'noop', revision, errors: [], factory };
+        const applied = await this.store.appliedState(tx, factoryId);
+        const secrets = await this.secretsOf(tx, factory.teamId, files);
+        const validation = validateDefinition(files, {
+          knownWebhooks: applied.webhooks.map((w) => ({
+            uid: w.uid,
+            name: w.name,
+            path: w.path,
+            deleted: w.deleted,
+          })),
+          secrets: new Map([...secrets].map(([name, s]) => [name, { urlSafe: s.urlSafe }])),
+          team: factory.teamName,
+        });
+        const errors = [...misplaced, ...validation.errors];
+        const done = (r: Omit<ApplyRecord, 'startedAt' | 'durationMs' | 'revision'>) => ({
+          ...r,
+          revision,
+          startedAt,
+          durationMs: Math.round(performance.now() - t0),
+        });
+        if (dryRun && (errors.length || !validation.definition))
+          return { result: 'failed', revision, errors, factory };
+        if (errors.length || !validation.definition) {
+          await this.store.record(
+            tx,
+            factoryId,
+            done({
+              result: 'failed',
+              reason: 'ValidationFailed',
+              message: `${errors.length} error${errors.length === 1 ? '' : 's'} at ${revision.slice(0, 12)}; first: ${formatError(errors[0])}`,
+              errors,
+              plan: null,
+            }),
+          );
+          return { result: 'failed', revision, errors, factory };
+        }
+        const versions = new Map([...secrets].map(([name, s]) => [name, s.versionId]));
+        const plan = planChanges(
+          validation.definition,
+          applied,
+          versions,
+          revision !== factory.lastAppliedRevision,
+        );
+        if (dryRun) return { result: 'planned', revision, errors: [], factory, plan: summarize(plan) };
+        const result = isEmpty(plan) ? 'unchanged' : 'applied';
+        if (result === 'applied')
+          await this.store.applyPlan(tx, factory, validation.definition, plan, startedAt);
+        await this.store.record(
+          tx,
+          factoryId,
+          done({
+            result,
+            reason: 'Applied',
+            message: `revision ${revision} is live`,
+            errors: [],
+            plan: summarize(plan),
+          }),
+        );
+        return { result, revision, errors: [], factory, plan: summarize(plan) };
+      });
+    } catch (err) {
+      this.log.error({ err, factory: factory.name }, 'apply failed');
+      const message = `apply of ${revision.slice(0, 12)} failed: ${err instanceof Error ? err.message : String(err)}`;
+      const errors = [{ path: '', line: 0, message }];
+      await this.store.db.transaction((tx) =>
+        this.store.record(tx, factoryId, {
+          revision,
+          result: 'failed',
+          reason: 'ApplyFailed',
+          message,
+          errors,
+          plan: null,
+          startedAt,
+          durationMs: Math.round(performance.now() - t0),
+        }),
+      );
+      return { result: 'failed', revision, errors, factory };
+    } finally {
+      if (this.parsed.size > 20_000) this.parsed.clear();
+      if (this.blobs.size > 20_000) this.blobs.clear();
+    }
+  }
+
+  /** Current version (and URL-safety) of each team secret a webhook file names. */
+  private async secretsOf(
+    tx: Queryable,
+    teamId: string,
+    files: DefinitionFile[],
+  ): Promise<Map<string, { versionId: string; urlSafe: boolean }>> {
+    const names = new Set<string>();
+    for (const f of files) {
+      const name =
+        f.kind === 'webhook'
+          ? (f.source.data as { secretName?: unknown } | undefined)?.secretName
+          : undefined;
+      if (typeof name === 'string') names.add(name);
+    }
+    const out = new Map<string, { versionId: string; urlSafe: boolean }>();
+    for (const name of names) {
+      const current = await this.secrets.current(teamId, name, tx);
+      if (current) out.set(name, { versionId: current.versionId, urlSafe: isUrlSafe(current.value) });
+    }
+    return out;
+  }
+
+  /** A fetch failure is recorded once per distinct message (polls would repeat it), or when forced. */
+  private async recordFetchFailure(
+    factory: FactoryRecord,
+    err: unknown,
+    force: boolean,
+    startedAt: Date,
+    t0: number,
+  ): Promise<ReconcileOutcome> {
+    const message = err instanceof Error ? err.message : String(err);
+    const errors = [{ path: '', line: 0, message }];
+    if (force || factory.reason !== 'FetchFailed' || factory.message !== message) {
+      await this.store.db.transaction((tx) =>
+        this.store.record(tx, factory.id, {
+          revision: null,
+          result: 'failed',
+          reason: 'FetchFailed',
+          message,
+          errors,
+          plan: null,
+          startedAt,
+          durationMs: Math.round(performance.now() - t0),
+        }),
+      );
+    }
+    return { result: 'failed', revision: null, errors, factory };
+  }
+}

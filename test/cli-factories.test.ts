@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildProgram } from '../src/cli/program.js';
+import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
+import { baseFactory, TestRepo } from './support/git-repo.js';
+import { startTestService, type TestService } from './support/service.js';
+
+/** Runs `factoryd …` in this process against the test database; output, exit status, thrown error. */
+async function factoryd(args: string[], stdin?: string) {
+  let stdout = '';
+  let stderr = '';
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation((c) => ((stdout += String(c)), true));
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation((c) => ((stderr += String(c)), true));
+  const realStdin = Object.getOwnPropertyDescriptor(process, 'stdin')!;
+  if (stdin !== undefined)
+    Object.defineProperty(process, 'stdin', {
+      value: Readable.from([Buffer.from(stdin)]),
+      configurable: true,
+    });
+  process.exitCode = 0;
+  let error: Error | undefined;
+  try {
+    await buildProgram()
+      .exitOverride()
+      .parseAsync(['node', 'factoryd', ...args]);
+  } catch (e) {
+    error = e as Error;
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+    Object.defineProperty(process, 'stdin', realStdin);
+  }
+  const status = error ? 1 : Number(process.exitCode ?? 0);
+  process.exitCode = 0;
+  return { stdout, stderr, status, error };
+}
+
+describe('factoryd factories / secrets / plan / apply', () => {
+  let t: TestService;
+  const repo = new TestRepo();
+  const saved = { ...process.env };
+  const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-cli-data-'));
+
+  beforeAll(async () => {
+    const env = { FACTORY_POLL_SECONDS: '3600', SECRETS_KEY: randomBytes(32).toString('base64') };
+    t = await startTestService(env);
+    await t.service.app.get(ReconcileScheduler).firstPoll;
+    Object.assign(process.env, env, { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'silent', DATA_DIR: dataDir });
+  });
+  afterAll(async () => {
+    process.env = saved;
+    await t?.stop();
+    repo.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('sets secrets from stdin or generated (shown once), and lists them without values', async () => {
+    const piped = await factoryd(['secrets', 'set', 'hook-secret', '--json'], 'from-stdin\n');
+    expect(piped.error).toBeUndefined();
+    expect(JSON.parse(piped.stdout)).toEqual({ name: 'hook-secret', team: 'default', version: 1 });
+    const generated = await factoryd(['secrets', 'set', 'pager', '--generate', 'url-safe', '--json']);
+    const { value } = JSON.parse(generated.stdout);
+    expect(value).toMatch(/^[A-Za-z0-9]{40}$/);
+    const list = await factoryd(['secrets', 'list']);
+    expect(list.stdout).toMatch(/hook-secret\s+1/);
+    expect(list.stdout).not.toContain(value);
+    expect(list.stdout).not.toContain('from-stdin');
+    expect((await factoryd(['secrets', 'set', 'x', '--generate', 'nope'])).error?.message).toMatch(
+      /--generate must be one of/,
+    );
+  });
+
+  it('adds a factory, plans and applies it, lists it', async () => {
+    repo.commit(baseFactory());
+    const added = await factoryd(['factories', 'add', 'demo', '--repo', repo.dir, '--json']);
+    expect(added.error).toBeUndefined();
+    expect(JSON.parse(added.stdout)).toMatchObject({ name: 'demo', team: 'default', branch: 'main' });
+    expect((await factoryd(['factories', 'add', 'demo', '--repo', repo.dir])).error?.message).toMatch(
+      /already has a factory named demo/,
+    );
+    expect(
+      (await factoryd(['factories', 'add', 'x', '--repo', repo.dir, '--team', 'nope'])).error?.message,
+    ).toMatch(/no team nope/);
+
+    const plan = await factoryd(['plan', '--factory', 'demo']);
+    expect(plan.stdout).toContain('+ webhook ci');
+    expect(plan.stdout).toContain('+ agent lead');
+    const applied = await factoryd(['apply', '--factory', 'demo', '--json']);
+    expect(JSON.parse(applied.stdout).factories[0]).toMatchObject({
+      name: 'demo',
+      result: 'applied',
+      errors: [],
+    });
+    const list = JSON.parse((await factoryd(['factories', 'list', '--json'])).stdout).factories;
+    expect(list.find((f: any) => f.name === 'demo')).toMatchObject({ ready: true, reason: 'Applied' });
+    expect((await factoryd(['plan', '--factory', 'demo'])).stdout).toContain('no changes');
+  });
+
+  it('records a repository it cannot fetch as FetchFailed; apply exits 1', async () => {
+    await factoryd(['factories', 'add', 'ghost', '--repo', '/nonexistent/factory-repo']);
+    const r = await factoryd(['apply', '--factory', 'ghost']);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/ghost @ \?: failed/);
+    const list = JSON.parse((await factoryd(['factories', 'list', '--json'])).stdout).factories;
+    expect(list.find((f: any) => f.name === 'ghost')).toMatchObject({ ready: false, reason: 'FetchFailed' });
+  });
+});
