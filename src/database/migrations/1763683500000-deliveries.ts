@@ -15,11 +15,11 @@ export class Deliveries1763683500000 implements MigrationInterface {
         status          text NOT NULL CHECK (status IN ('accepted', 'duplicate', 'rejected_auth',
                                                           'rejected_invalid_json', 'rejected_too_large')),
         identity        text,
-        size_bytes      bigint NOT NULL,
+        size_bytes      bigint,
         received_at     timestamptz NOT NULL,
         client_address  text,
         headers         jsonb NOT NULL DEFAULT '{}',
-        payload         jsonb
+        payload         text
       )`);
     await db.query(
       `CREATE UNIQUE INDEX deliveries_accepted_identity ON deliveries (webhook_id, identity) WHERE status = 'accepted'`,
