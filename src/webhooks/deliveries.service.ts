@@ -3,6 +3,7 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { UUID_PATTERN } from '../common/ids.js';
 import { InvalidRequest, NotFound } from '../common/problem.js';
 import { Database } from '../database/database.js';
+import { WEBHOOK_UID } from './ingress.service.js';
 import { DELIVERY_STATUSES, DeliveryLog, type DeliveryEntry, type DeliveryStatus } from './delivery-log.js';
 
 function present(e: DeliveryEntry) {
@@ -60,6 +61,7 @@ export class DeliveriesService {
   }
 
   private async webhookOf(auth: AuthContext, uid: string): Promise<string> {
+    if (!WEBHOOK_UID.test(uid)) throw new NotFound(`Your team has no webhook with the UID ${uid}.`);
     const [row] = await this.db.query<{ id: string }>(`SELECT id FROM webhooks WHERE uid = $1 AND team_id = $2`, [
       uid,
       auth.team.id,

@@ -6,6 +6,9 @@ import { ApiError, NotFound, problemBody } from '../common/problem.js';
 import { MethodNotAllowed } from './ingress-errors.js';
 import { IngressService, type BodyRead } from './ingress.service.js';
 
+/** How much of a refused request's remaining body is read and discarded before answering. */
+const DRAIN_BYTES = 1024 * 1024;
+
 const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
 /**
@@ -72,15 +75,45 @@ export class IngressRoutes implements OnModuleInit {
     const body = problemBody(problem, uid ? `/webhooks/w/${uid}` : undefined, String(req.id));
     if (problem.options.retryAfter !== undefined) void reply.header('Retry-After', String(problem.options.retryAfter));
     for (const [name, value] of Object.entries(problem.options.headers ?? {})) void reply.header(name, value);
-    // A refusal before the body was read: close the connection rather than read what the sender still sends.
-    if (!req.raw.complete) void reply.header('Connection', 'close');
-    return reply.code(problem.status).header('Content-Type', 'application/problem+json').send(body);
+    void reply.code(problem.status).header('Content-Type', 'application/problem+json');
+    if (req.raw.complete || req.raw.destroyed) return reply.send(body);
+    // Refused before the body was all read: discard (never buffer) up to DRAIN_BYTES more, so the
+    // sender is reading when the answer comes instead of getting a reset; past that, close.
+    void drain(req.raw, DRAIN_BYTES).then((drained) => {
+      if (!drained) void reply.header('Connection', 'close');
+      void reply.send(body);
+    });
+    return reply;
   }
 }
 
 function isClientError(err: unknown): boolean {
   const status = (err as { statusCode?: number } | undefined)?.statusCode;
   return typeof status === 'number' && status >= 400 && status < 500;
+}
+
+/** Reads and discards the rest of a request; false when more than `cap` bytes remain (or it broke off). */
+function drain(stream: Readable, cap: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = (ok: boolean) => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('close', onClose);
+      resolve(ok);
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > cap) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onClose = () => finish(false);
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('close', onClose);
+    stream.on('error', () => undefined);
+    stream.resume();
+  });
 }
 
 /** Reads the body while counting; past `limit` it stops buffering and lets the rest drain unread. */
