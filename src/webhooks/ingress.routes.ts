@@ -8,6 +8,7 @@ import { IngressService, type BodyRead } from './ingress.service.js';
 
 /** How much of a refused request's remaining body is read and discarded before answering. */
 const DRAIN_BYTES = 1024 * 1024;
+const DRAIN_MS = 1000;
 
 const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
@@ -77,8 +78,8 @@ export class IngressRoutes implements OnModuleInit {
     for (const [name, value] of Object.entries(problem.options.headers ?? {})) void reply.header(name, value);
     void reply.code(problem.status).header('Content-Type', 'application/problem+json');
     if (req.raw.complete || req.raw.destroyed) return reply.send(body);
-    // Refused before the body was all read: discard (never buffer) up to DRAIN_BYTES more, so the
-    // sender is reading when the answer comes instead of getting a reset; past that, close.
+    // Refused before the body was all read: discard (never buffer) up to DRAIN_BYTES more for up to
+    // DRAIN_MS, so the sender is reading when the answer comes instead of getting a reset; past that, close.
     void drain(req.raw, DRAIN_BYTES).then((drained) => {
       if (!drained) void reply.header('Connection', 'close');
       void reply.send(body);
@@ -92,11 +93,16 @@ function isClientError(err: unknown): boolean {
   return typeof status === 'number' && status >= 400 && status < 500;
 }
 
-/** Reads and discards the rest of a request; false when more than `cap` bytes remain (or it broke off). */
+/**
+ * Reads and discards the rest of a request; false when more than `cap` bytes remain, the rest takes
+ * longer than DRAIN_MS, or the request broke off.
+ */
 function drain(stream: Readable, cap: number): Promise<boolean> {
   return new Promise((resolve) => {
     let seen = 0;
+    const timer = setTimeout(() => finish(false), DRAIN_MS);
     const finish = (ok: boolean) => {
+      clearTimeout(timer);
       stream.off('data', onData);
       stream.off('end', onEnd);
       stream.off('close', onClose);
