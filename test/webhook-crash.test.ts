@@ -70,7 +70,10 @@ describe('the server killed with SIGKILL under load', () => {
     const db = new Database(pool, undefined as never);
     const secrets = new SecretsService(new SecretsRepository(db), new SecretCipher(key), db);
     const [team] = await db.query<{ id: string }>(`SELECT id FROM teams WHERE name = 'default'`);
-    const host = { service: { db, app: { get: () => secrets } }, defaultTeam: { id: team!.id } } as unknown as TestService;
+    const host = {
+      service: { db, app: { get: () => secrets } },
+      defaultTeam: { id: team!.id },
+    } as unknown as TestService;
     const factory = await createFactory(host);
     const hook = await createWebhook(host, factory);
 
@@ -86,7 +89,8 @@ describe('the server killed with SIGKILL under load', () => {
             headers: { authorization: `Bearer ${hook.secret}`, 'x-service-delivery-id': id },
             body: JSON.stringify({ id }),
           });
-          if (res.status === 202) acknowledged.push(((await res.json()) as { delivery_id: string }).delivery_id);
+          if (res.status === 202)
+            acknowledged.push(((await res.json()) as { delivery_id: string }).delivery_id);
         } catch {
           /* the server died mid-request: no 202, no promise made */
         }

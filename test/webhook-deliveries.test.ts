@@ -72,8 +72,15 @@ describe('the delivery log API', () => {
     expect(new Set(ids).size).toBe(5);
 
     const accepted = await t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries/${ids[0]}`);
-    expect(accepted.body).toMatchObject({ status: 'accepted', payload: { i: 4 }, runs: [{ run_id: expect.any(String), state: 'QUEUED' }] });
-    const rejected = await t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries/${all.body.deliveries[1].id}`);
+    expect(accepted.body).toMatchObject({
+      status: 'accepted',
+      payload: { i: 4 },
+      runs: [{ run_id: expect.any(String), state: 'QUEUED' }],
+    });
+    const rejected = await t.call(
+      'GET',
+      `/api/v1/webhooks/${hook.uid}/deliveries/${all.body.deliveries[1].id}`,
+    );
     expect(rejected.body.status).toBe('rejected_invalid_json');
     expect(rejected.body).not.toHaveProperty('payload');
     expect(rejected.body.runs).toEqual([]);
@@ -89,7 +96,9 @@ describe('the delivery log API', () => {
     const res = await t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries`, undefined, other.key);
     expect(res.status).toBe(404);
     const noScope = await t.newKey([t.defaultTeam], ['runs:write']);
-    expect((await t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries`, undefined, noScope)).status).toBe(403);
+    expect((await t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries`, undefined, noScope)).status).toBe(
+      403,
+    );
     expect((await t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries`, undefined, '')).status).toBe(401);
   });
 
@@ -129,20 +138,33 @@ describe('replicas learn of applies at once (LISTEN/NOTIFY)', () => {
     let n = 1;
     await eventually(async () => {
       await deliver(t.url, path, JSON.stringify({ n: n++ }), bearer(hook.secret));
-      const runs = await t.service.db.query(`SELECT 1 FROM runs WHERE metadata->>'webhook_uid' = $1`, [hook.uid]);
+      const runs = await t.service.db.query(`SELECT 1 FROM runs WHERE metadata->>'webhook_uid' = $1`, [
+        hook.uid,
+      ]);
       return runs.length > 0;
     }, 'the new automation to fire');
 
     const { SecretsService } = await import('../src/secrets/secrets.service.js');
-    const ref = await t.service.app.get(SecretsService).set(factory.teamId, 'rotated-' + hook.uid.slice(0, 6), 'new-secret-value');
-    await t.service.db.execute(`UPDATE webhooks SET secret_version_id = $1 WHERE id = $2`, [ref.versionId, hook.id]);
+    const ref = await t.service.app
+      .get(SecretsService)
+      .set(factory.teamId, 'rotated-' + hook.uid.slice(0, 6), 'new-secret-value');
+    await t.service.db.execute(`UPDATE webhooks SET secret_version_id = $1 WHERE id = $2`, [
+      ref.versionId,
+      hook.id,
+    ]);
     await announceApply(t.service.db, factory);
-    await eventually(async () => (await deliver(t.url, path, '{"r":1}', bearer('new-secret-value'))).status === 202, 'the new secret');
+    await eventually(
+      async () => (await deliver(t.url, path, '{"r":1}', bearer('new-secret-value'))).status === 202,
+      'the new secret',
+    );
     expect((await deliver(t.url, path, '{"r":2}', bearer(hook.secret))).status).toBe(401);
 
     await t.service.db.execute(`UPDATE webhooks SET enabled = false WHERE id = $1`, [hook.id]);
     await announceApply(t.service.db, factory);
-    await eventually(async () => (await deliver(t.url, path, '{}', bearer('new-secret-value'))).status === 404, 'the webhook to go');
+    await eventually(
+      async () => (await deliver(t.url, path, '{}', bearer('new-secret-value'))).status === 404,
+      'the webhook to go',
+    );
   });
 });
 

@@ -16,7 +16,11 @@ let factory: FactoryFixture;
 beforeAll(async () => {
   t = await startTestService();
   factory = await createFactory(t, { agentDefaults: { model: 'claude-x', environmentId: 'env-1' } });
-  await createAgent(t.service.db, factory, { name: 'foreman', agentType: 'FOREMAN', basePrompt: 'You are the foreman.' });
+  await createAgent(t.service.db, factory, {
+    name: 'foreman',
+    agentType: 'FOREMAN',
+    basePrompt: 'You are the foreman.',
+  });
 });
 afterAll(async () => t?.stop());
 
@@ -102,7 +106,11 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
   });
 
   it('signature missing, wrong, stale → 401 Rejected (auth); right → 202 with the provider delivery id', async () => {
-    const hook = await createWebhook(t, factory, { authMode: 'signature', scheme: 'github', secret: 'gh-secret' });
+    const hook = await createWebhook(t, factory, {
+      authMode: 'signature',
+      scheme: 'github',
+      secret: 'gh-secret',
+    });
     const body = '{"action":"opened"}';
     const sig = `sha256=${createHmac('sha256', 'gh-secret').update(body).digest('hex')}`;
     const path = `/webhooks/w/${hook.uid}`;
@@ -119,7 +127,9 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
       secret: 'whsec_' + Buffer.from('k'.repeat(32)).toString('base64'),
     });
     const stale = Math.floor(Date.now() / 1000) - 600;
-    const staleSig = createHmac('sha256', Buffer.from('k'.repeat(32))).update(`m1.${stale}.${body}`).digest('base64');
+    const staleSig = createHmac('sha256', Buffer.from('k'.repeat(32)))
+      .update(`m1.${stale}.${body}`)
+      .digest('base64');
     const res = await deliver(t.url, `/webhooks/w/${swh.uid}`, body, {
       'webhook-id': 'm1',
       'webhook-timestamp': String(stale),
@@ -138,7 +148,10 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
     const hook = await createWebhook(t, factory);
     const path = `/webhooks/w/${hook.uid}`;
     for (const bad of ['', '{', 'nope', '{"a":1}{', '\ufeff{}']) {
-      const res = await deliver(t.url, path, bad, { ...bearer(hook.secret), 'content-type': 'application/json' });
+      const res = await deliver(t.url, path, bad, {
+        ...bearer(hook.secret),
+        'content-type': 'application/json',
+      });
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ status: 400, error: 'invalid_request' });
     }
@@ -147,7 +160,9 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
       expect(res.status).toBe(202);
     }
     const log = await deliveriesOf(t.service.db, hook.id);
-    expect(log.slice(0, 5).every((e) => e.status === 'rejected_invalid_json' && e.payload === null)).toBe(true);
+    expect(log.slice(0, 5).every((e) => e.status === 'rejected_invalid_json' && e.payload === null)).toBe(
+      true,
+    );
     expect(log.slice(5).every((e) => e.status === 'accepted')).toBe(true);
   });
 
@@ -163,13 +178,19 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
     const log = await deliveriesOf(t.service.db, hook.id);
     expect(log.map((e) => e.status)).toEqual(['accepted', 'duplicate']);
     expect(log[1]!.payload).toBeNull();
-    const runs = await t.service.db.query(`SELECT id FROM runs WHERE metadata->>'webhook_uid' = $1`, [hook.uid]);
+    const runs = await t.service.db.query(`SELECT id FROM runs WHERE metadata->>'webhook_uid' = $1`, [
+      hook.uid,
+    ]);
     expect(runs.length).toBe(1);
   });
 
   it('otherwise → 202 {delivery_id}, Accepted with payload; a run per matching automation, with envelope and attachment', async () => {
     const hook = await createWebhook(t, factory);
-    await createAgent(t.service.db, factory, { name: `triage-${hook.uid}`, basePrompt: 'You triage.', overrides: { model: 'agent-model' } });
+    await createAgent(t.service.db, factory, {
+      name: `triage-${hook.uid}`,
+      basePrompt: 'You triage.',
+      overrides: { model: 'agent-model' },
+    });
     await createAutomation(t.service.db, factory, {
       name: `opened-${hook.uid}`,
       webhookUid: hook.uid,
@@ -178,13 +199,22 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
       agent: `triage-${hook.uid}`,
       overrides: { workerHost: 'box-1' },
     });
-    await createAutomation(t.service.db, factory, { name: `closed-${hook.uid}`, webhookUid: hook.uid, payload: { action: ['closed'] } });
+    await createAutomation(t.service.db, factory, {
+      name: `closed-${hook.uid}`,
+      webhookUid: hook.uid,
+      payload: { action: ['closed'] },
+    });
     const body = '{"action":"opened","issue":{"number":7}}';
     const res = await deliver(t.url, `/webhooks/w/${hook.uid}`, body, bearer(hook.secret));
     const identity = `sha256:${createHash('sha256').update(body).digest('hex')}`;
     expect(res).toMatchObject({ status: 202, body: { delivery_id: identity } });
     const [entry] = await deliveriesOf(t.service.db, hook.id);
-    expect(entry).toMatchObject({ status: 'accepted', identity, payload: body, client_address: expect.stringMatching(/127\.0\.0\.1/) });
+    expect(entry).toMatchObject({
+      status: 'accepted',
+      identity,
+      payload: body,
+      client_address: expect.stringMatching(/127\.0\.0\.1/),
+    });
     const runs = await t.service.db.query(
       `SELECT r.id, r.prompt, r.source, r.agent_config, r.metadata, a.file_name, a.content
          FROM runs r JOIN run_attachments a ON a.run_id = r.id WHERE r.metadata->>'webhook_uid' = $1`,
@@ -199,7 +229,12 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
     expect(run.prompt).toMatch(/untrusted/);
     expect(run.file_name).toBe('event-payload.json');
     expect(run.content.toString()).toBe(body);
-    expect(run.metadata).toMatchObject({ webhook_uid: hook.uid, webhook_delivery_id: identity, webhook_delivery_entry: entry!.id, automation: `opened-${hook.uid}` });
+    expect(run.metadata).toMatchObject({
+      webhook_uid: hook.uid,
+      webhook_delivery_id: identity,
+      webhook_delivery_entry: entry!.id,
+      automation: `opened-${hook.uid}`,
+    });
     expect(run.agent_config).toEqual({
       name: `triage-${hook.uid}`,
       model_id: 'agent-model',
@@ -209,4 +244,3 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
     });
   });
 });
-

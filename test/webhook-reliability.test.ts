@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAutomation, createFactory, createWebhook, deliver, deliveriesOf, type FactoryFixture } from './support/definitions.js';
+import {
+  createAutomation,
+  createFactory,
+  createWebhook,
+  deliver,
+  deliveriesOf,
+  type FactoryFixture,
+} from './support/definitions.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /** The contract's limit of 60 per minute, and a service whose limit is raised for load-shaped tests. */
@@ -8,7 +15,10 @@ let fast: TestService;
 let factory: FactoryFixture;
 let fastFactory: FactoryFixture;
 beforeAll(async () => {
-  [t, fast] = await Promise.all([startTestService(), startTestService({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000' })]);
+  [t, fast] = await Promise.all([
+    startTestService(),
+    startTestService({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000' }),
+  ]);
   factory = await createFactory(t);
   fastFactory = await createFactory(fast);
 });
@@ -29,7 +39,9 @@ describe('ingress reliability on loopback', () => {
     const log = await deliveriesOf(fast.service.db, hook.id);
     expect(log.filter((e) => e.status === 'accepted').length).toBe(1);
     expect(log.filter((e) => e.status === 'duplicate').length).toBe(99);
-    const runs = await fast.service.db.query(`SELECT id FROM runs WHERE metadata->>'webhook_uid' = $1`, [hook.uid]);
+    const runs = await fast.service.db.query(`SELECT id FROM runs WHERE metadata->>'webhook_uid' = $1`, [
+      hook.uid,
+    ]);
     expect(runs.length).toBe(1);
   });
 
@@ -37,7 +49,9 @@ describe('ingress reliability on loopback', () => {
     const hook = await createWebhook(t, factory);
     const results = await Promise.all(
       Array.from({ length: 240 }, (_, i) =>
-        deliver(t.url, `/webhooks/w/${hook.uid}`, JSON.stringify({ i }), { authorization: `Bearer ${hook.secret}` }),
+        deliver(t.url, `/webhooks/w/${hook.uid}`, JSON.stringify({ i }), {
+          authorization: `Bearer ${hook.secret}`,
+        }),
       ),
     );
     const statuses = results.map((r) => r.status);

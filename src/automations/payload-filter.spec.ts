@@ -2,10 +2,16 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compilePayloadFilter } from './payload-filter.js';
 
-const scalar = fc.oneof(fc.string({ maxLength: 4 }), fc.integer({ min: -3, max: 3 }), fc.boolean(), fc.constant(null));
+const scalar = fc.oneof(
+  fc.string({ maxLength: 4 }),
+  fc.integer({ min: -3, max: 3 }),
+  fc.boolean(),
+  fc.constant(null),
+);
 const key = fc.constantFrom('a', 'b', 'c', 'action', 'type');
 const list = fc.array(scalar, { maxLength: 5 });
-const match = (filter: Record<string, unknown> | undefined, body: unknown) => compilePayloadFilter(filter)(body);
+const match = (filter: Record<string, unknown> | undefined, body: unknown) =>
+  compilePayloadFilter(filter)(body);
 
 describe('payload filter (CONTRACT.md §3)', () => {
   it('the examples from the contract', () => {
@@ -17,7 +23,9 @@ describe('payload filter (CONTRACT.md §3)', () => {
     expect(match(filter, { action: 'opened', sender: { type: 'User' }, issue: {} })).toBe(true);
     expect(match(filter, { action: 'closed', sender: { type: 'User' }, issue: {} })).toBe(false);
     expect(match(filter, { action: 'opened', sender: { type: 'Bot' }, issue: {} })).toBe(false);
-    expect(match(filter, { action: 'opened', sender: { type: 'User' }, issue: { pull_request: null } })).toBe(false);
+    expect(match(filter, { action: 'opened', sender: { type: 'User' }, issue: { pull_request: null } })).toBe(
+      false,
+    );
     expect(match(filter, { action: 'opened' })).toBe(true); // sender.type missing passes not_in; pull_request absent
   });
 

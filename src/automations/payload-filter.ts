@@ -25,7 +25,10 @@ export function compilePayloadFilter(filter: Record<string, unknown> | undefined
 }
 
 function compileObject(filter: Record<string, unknown>): FieldTest {
-  const fields = Object.entries(filter).map(([key, condition]) => ({ key, test: compileCondition(condition) }));
+  const fields = Object.entries(filter).map(([key, condition]) => ({
+    key,
+    test: compileCondition(condition),
+  }));
   return (value) => {
     const obj = isObject(value) ? value : undefined;
     return fields.every(({ key, test }) =>
@@ -66,7 +69,8 @@ function notIn(excluded: Scalar[]): FieldTest {
 /** Membership by JSON type and value; objects and arrays equal no scalar. */
 function membership(values: Scalar[]): (v: unknown) => boolean {
   const set = new Set(values);
-  return (v) => (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') && set.has(v);
+  return (v) =>
+    (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') && set.has(v);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

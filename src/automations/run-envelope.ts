@@ -22,7 +22,13 @@ export interface DeliveryRef {
 export const EVENT_PAYLOAD_FILE = 'event-payload.json';
 
 /** Run metadata values are at most 256 bytes; identities longer than that are shortened for it. */
-const clip = (s: string) => (Buffer.byteLength(s) <= 256 ? s : Buffer.from(s).subarray(0, 256).toString().replace(/\uFFFD+$/, ''));
+const clip = (s: string) =>
+  Buffer.byteLength(s) <= 256
+    ? s
+    : Buffer.from(s)
+        .subarray(0, 256)
+        .toString()
+        .replace(/\uFFFD+$/, '');
 
 /**
  * The run a matching automation starts: its body as the prompt plus an envelope naming the webhook

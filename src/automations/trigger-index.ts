@@ -34,9 +34,10 @@ export class TriggerIndex {
       agent_type: string;
       overrides: Record<string, unknown>;
       base_prompt: string;
-    }>(`SELECT name, agent_type, overrides, base_prompt FROM agents WHERE factory_id = $1 AND deleted_at IS NULL`, [
-      factoryId,
-    ]);
+    }>(
+      `SELECT name, agent_type, overrides, base_prompt FROM agents WHERE factory_id = $1 AND deleted_at IS NULL`,
+      [factoryId],
+    );
     const automations = await this.db.query<{
       id: string;
       name: string;
@@ -54,7 +55,11 @@ export class TriggerIndex {
       const agentRow = a.agent_name
         ? agents.find((g) => g.name === a.agent_name)
         : agents.find((g) => g.agent_type === 'FOREMAN');
-      const agent = agentRow && { name: agentRow.name, basePrompt: agentRow.base_prompt, overrides: agentRow.overrides };
+      const agent = agentRow && {
+        name: agentRow.name,
+        basePrompt: agentRow.base_prompt,
+        overrides: agentRow.overrides,
+      };
       const config = resolveAgentConfig(factory?.definition?.agentDefaults, agent, a.overrides);
       const byUid = new Map<string, PayloadPredicate[]>();
       for (const t of Array.isArray(a.triggers) ? a.triggers : []) {

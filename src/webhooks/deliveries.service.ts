@@ -62,10 +62,10 @@ export class DeliveriesService {
 
   private async webhookOf(auth: AuthContext, uid: string): Promise<string> {
     if (!WEBHOOK_UID.test(uid)) throw new NotFound(`Your team has no webhook with the UID ${uid}.`);
-    const [row] = await this.db.query<{ id: string }>(`SELECT id FROM webhooks WHERE uid = $1 AND team_id = $2`, [
-      uid,
-      auth.team.id,
-    ]);
+    const [row] = await this.db.query<{ id: string }>(
+      `SELECT id FROM webhooks WHERE uid = $1 AND team_id = $2`,
+      [uid, auth.team.id],
+    );
     if (!row) throw new NotFound(`Your team has no webhook with the UID ${uid}.`);
     return row.id;
   }

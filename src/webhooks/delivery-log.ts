@@ -44,7 +44,16 @@ export class DeliveryLog {
       `INSERT INTO deliveries (id, webhook_id, status, identity, size_bytes, received_at, client_address, headers, payload)
        VALUES ($1, $2, 'accepted', $3, $4, $5, $6, $7, $8)
        ON CONFLICT (webhook_id, identity) WHERE status = 'accepted' DO NOTHING`,
-      [entry.id, entry.webhookId, entry.identity, entry.sizeBytes, entry.receivedAt, entry.clientAddress, entry.headers, payloadText],
+      [
+        entry.id,
+        entry.webhookId,
+        entry.identity,
+        entry.sizeBytes,
+        entry.receivedAt,
+        entry.clientAddress,
+        entry.headers,
+        payloadText,
+      ],
     );
     return inserted === 1;
   }
@@ -54,7 +63,16 @@ export class DeliveryLog {
     await q.execute(
       `INSERT INTO deliveries (id, webhook_id, status, identity, size_bytes, received_at, client_address, headers)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [entry.id, entry.webhookId, entry.status, entry.identity, entry.sizeBytes, entry.receivedAt, entry.clientAddress, entry.headers],
+      [
+        entry.id,
+        entry.webhookId,
+        entry.status,
+        entry.identity,
+        entry.sizeBytes,
+        entry.receivedAt,
+        entry.clientAddress,
+        entry.headers,
+      ],
     );
   }
 
@@ -84,20 +102,24 @@ export class DeliveryLog {
     return {
       entries: page,
       pageInfo: hasNext
-        ? { has_next_page: true, next_cursor: encodeCursor({ scope, key: last.receivedAt.toISOString(), id: last.id }) }
+        ? {
+            has_next_page: true,
+            next_cursor: encodeCursor({ scope, key: last.receivedAt.toISOString(), id: last.id }),
+          }
         : { has_next_page: false },
     };
   }
 
   async get(webhookId: string, id: string): Promise<DeliveryEntry | undefined> {
-    const [row] = await this.db.query(`SELECT ${COLUMNS}, payload FROM deliveries WHERE webhook_id = $1 AND id = $2`, [
-      webhookId,
-      id,
-    ]);
+    const [row] = await this.db.query(
+      `SELECT ${COLUMNS}, payload FROM deliveries WHERE webhook_id = $1 AND id = $2`,
+      [webhookId, id],
+    );
     if (!row) return undefined;
     const entry = toEntry(row);
     // Stored as the exact text received (jsonb would refuse \u0000 and reformat numbers).
-    if (entry.status === 'accepted' && row.payload !== null) entry.payload = JSON.parse(row.payload as string);
+    if (entry.status === 'accepted' && row.payload !== null)
+      entry.payload = JSON.parse(row.payload as string);
     return entry;
   }
 

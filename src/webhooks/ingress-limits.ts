@@ -30,7 +30,11 @@ export class IngressLimits implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     this.deliveries = await this.limiter('webhook_deliveries', this.config.webhookRateLimitPerMinute, MINUTE);
-    this.failures = await this.limiter('webhook_auth_failures', AUTH_FAILURE_BUDGET, AUTH_FAILURE_WINDOW_SECONDS);
+    this.failures = await this.limiter(
+      'webhook_auth_failures',
+      AUTH_FAILURE_BUDGET,
+      AUTH_FAILURE_WINDOW_SECONDS,
+    );
   }
 
   async onApplicationShutdown(): Promise<void> {

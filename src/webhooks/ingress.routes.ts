@@ -43,7 +43,9 @@ export class IngressRoutes implements OnModuleInit {
         });
       }
       // Deeper paths under the ingress: 404 here, so a URL token never echoes in a generic 404 body.
-      scope.all('/webhooks/w/*', (req, reply) => this.fail(req, reply, new NotFound('No such webhook endpoint.')));
+      scope.all('/webhooks/w/*', (req, reply) =>
+        this.fail(req, reply, new NotFound('No such webhook endpoint.')),
+      );
     });
   }
 
@@ -58,23 +60,34 @@ export class IngressRoutes implements OnModuleInit {
       declaredLength: Number.isSafeInteger(declared) && declared >= 0 ? declared : undefined,
       readBody: (limit) => readBody(req.body as Readable | undefined, limit),
     });
-    await reply.code(202).header('Content-Type', 'application/json; charset=utf-8').send({ delivery_id: deliveryId });
+    await reply
+      .code(202)
+      .header('Content-Type', 'application/json; charset=utf-8')
+      .send({ delivery_id: deliveryId });
   }
 
   private fail(req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
     let problem: ApiError;
     if (err instanceof ApiError) problem = err;
-    else if (isClientError(err)) problem = new ApiError(400, 'invalid_request', 'Invalid request', 'The request could not be read.');
+    else if (isClientError(err))
+      problem = new ApiError(400, 'invalid_request', 'Invalid request', 'The request could not be read.');
     else {
       this.logger.error({ err, reqId: req.id }, 'webhook ingress failed');
-      problem = new ApiError(500, 'internal_error', 'Internal server error', `Quote trace id ${String(req.id)} when reporting it.`, {
-        retryable: true,
-      });
+      problem = new ApiError(
+        500,
+        'internal_error',
+        'Internal server error',
+        `Quote trace id ${String(req.id)} when reporting it.`,
+        {
+          retryable: true,
+        },
+      );
     }
     const { uid } = (req.params ?? {}) as { uid?: string };
     // The instance names the webhook only: a url_token path is a credential.
     const body = problemBody(problem, uid ? `/webhooks/w/${uid}` : undefined, String(req.id));
-    if (problem.options.retryAfter !== undefined) void reply.header('Retry-After', String(problem.options.retryAfter));
+    if (problem.options.retryAfter !== undefined)
+      void reply.header('Retry-After', String(problem.options.retryAfter));
     for (const [name, value] of Object.entries(problem.options.headers ?? {})) void reply.header(name, value);
     void reply.code(problem.status).header('Content-Type', 'application/problem+json');
     if (req.raw.complete || req.raw.destroyed) return reply.send(body);

@@ -88,7 +88,10 @@ export class IngressService {
 
     const wait = await this.limits.authBudgetSpent(hook.id, req.clientAddress);
     if (wait !== undefined) {
-      throw new RateLimited('Too many failed authentication attempts from this address; try again later.', wait);
+      throw new RateLimited(
+        'Too many failed authentication attempts from this address; try again later.',
+        wait,
+      );
     }
     const entry = (status: DeliveryStatus, extra: Partial<DeliveryEntry> = {}): DeliveryEntry => ({
       id: newUuid(),
@@ -121,7 +124,13 @@ export class IngressService {
         hook.scheme && hook.secret
           ? await hook.scheme.verify(hook.secret, { body, headers: req.headers, now: receivedAt })
           : { ok: false as const, reason: 'this webhook has no signing secret or scheme configured' };
-      if (!verdict.ok) return this.rejectAuth(hook, req, sized('rejected_auth'), `Signature check failed: ${verdict.reason}.`);
+      if (!verdict.ok)
+        return this.rejectAuth(
+          hook,
+          req,
+          sized('rejected_auth'),
+          `Signature check failed: ${verdict.reason}.`,
+        );
     }
 
     const retryAfter = await this.limits.takeDelivery(hook.id);
@@ -160,16 +169,23 @@ export class IngressService {
 
   private checkToken(hook: LiveWebhook, req: IngressRequest): string | undefined {
     if (hook.authMode === 'url_token') {
-      if (req.urlToken === undefined) return 'This webhook takes deliveries at its URL with the token: /webhooks/w/<uid>/<token>.';
+      if (req.urlToken === undefined)
+        return 'This webhook takes deliveries at its URL with the token: /webhooks/w/<uid>/<token>.';
       return hook.secret && safeEqual(req.urlToken, hook.secret) ? undefined : 'The URL token is wrong.';
     }
-    if (req.urlToken !== undefined) return 'This webhook takes its secret in the Authorization header, not in the URL.';
+    if (req.urlToken !== undefined)
+      return 'This webhook takes its secret in the Authorization header, not in the URL.';
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? '');
     if (!match) return 'Send the webhook secret as "Authorization: Bearer <secret>".';
     return hook.secret && safeEqual(match[1]!, hook.secret) ? undefined : 'The bearer token is wrong.';
   }
 
-  private async rejectAuth(hook: LiveWebhook, req: IngressRequest, entry: DeliveryEntry, detail: string): Promise<never> {
+  private async rejectAuth(
+    hook: LiveWebhook,
+    req: IngressRequest,
+    entry: DeliveryEntry,
+    detail: string,
+  ): Promise<never> {
     await Promise.all([
       this.limits.recordAuthFailure(hook.id, req.clientAddress),
       this.log.insertMetadata(this.db, entry),

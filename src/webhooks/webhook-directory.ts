@@ -78,7 +78,8 @@ export class WebhookDirectory implements OnModuleInit {
       for (const [uid, hook] of next) if (hook.factoryId === id) next.delete(uid);
       for (const hook of await this.loadFactory(id)) next.set(hook.uid, hook);
     }
-    if (!factoryId) for (const [uid, hook] of next) if (!factoryIds.includes(hook.factoryId)) next.delete(uid);
+    if (!factoryId)
+      for (const [uid, hook] of next) if (!factoryIds.includes(hook.factoryId)) next.delete(uid);
     this.byUid = next;
   }
 

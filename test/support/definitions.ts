@@ -22,7 +22,12 @@ export async function createFactory(
   const [row] = await t.service.db.query<{ id: string }>(
     `INSERT INTO factories (uid, team_id, name, repo_url, definition, ready)
      VALUES ($1, $2, $3, 'file:///dev/null', $4, true) RETURNING id`,
-    [uid, teamId, `factory-${uid}`, { schemaVersion: 'v1alpha1', name: uid, agentDefaults: opts.agentDefaults ?? {} }],
+    [
+      uid,
+      teamId,
+      `factory-${uid}`,
+      { schemaVersion: 'v1alpha1', name: uid, agentDefaults: opts.agentDefaults ?? {} },
+    ],
   );
   return { id: row!.id, uid, teamId };
 }
@@ -78,11 +83,23 @@ export async function createWebhook(
 export async function createAgent(
   db: Database,
   factory: FactoryFixture,
-  opts: { name: string; agentType?: 'FOREMAN' | 'CUSTOM'; basePrompt?: string; overrides?: Record<string, unknown> },
+  opts: {
+    name: string;
+    agentType?: 'FOREMAN' | 'CUSTOM';
+    basePrompt?: string;
+    overrides?: Record<string, unknown>;
+  },
 ): Promise<void> {
   await db.execute(
     `INSERT INTO agents (factory_id, name, path, agent_type, overrides, base_prompt) VALUES ($1, $2, $3, $4, $5, $6)`,
-    [factory.id, opts.name, `agents/${opts.name}/agent.md`, opts.agentType ?? 'CUSTOM', opts.overrides ?? {}, opts.basePrompt ?? ''],
+    [
+      factory.id,
+      opts.name,
+      `agents/${opts.name}/agent.md`,
+      opts.agentType ?? 'CUSTOM',
+      opts.overrides ?? {},
+      opts.basePrompt ?? '',
+    ],
   );
 }
 
@@ -142,7 +159,15 @@ export async function deliver(
 }
 
 export async function deliveriesOf(db: Database, webhookId: string) {
-  return db.query<{ id: string; status: string; identity: string | null; size_bytes: string | null; headers: Record<string, string>; payload: string | null; client_address: string }>(
+  return db.query<{
+    id: string;
+    status: string;
+    identity: string | null;
+    size_bytes: string | null;
+    headers: Record<string, string>;
+    payload: string | null;
+    client_address: string;
+  }>(
     `SELECT id, status, identity, size_bytes, headers, payload, client_address FROM deliveries WHERE webhook_id = $1 ORDER BY received_at, id`,
     [webhookId],
   );

@@ -24,14 +24,18 @@ export class Deliveries1763683500000 implements MigrationInterface {
     await db.query(
       `CREATE UNIQUE INDEX deliveries_accepted_identity ON deliveries (webhook_id, identity) WHERE status = 'accepted'`,
     );
-    await db.query(`CREATE INDEX deliveries_webhook_received ON deliveries (webhook_id, received_at DESC, id DESC)`);
+    await db.query(
+      `CREATE INDEX deliveries_webhook_received ON deliveries (webhook_id, received_at DESC, id DESC)`,
+    );
     // "The runs a delivery started": webhook runs name their delivery log entry in their metadata.
     await db.query(
       `CREATE INDEX runs_webhook_delivery ON runs ((metadata->>'webhook_delivery_entry')) WHERE source = 'WEBHOOK'`,
     );
     // rate-limiter-flexible's PostgreSQL store (its own layout; created here, never by the library).
+    // UNLOGGED: every delivery updates its webhook's counter row, and a WAL flush per update would
+    // serialise the ingress on fsync; after a database crash the counters start from zero.
     await db.query(`
-      CREATE TABLE rate_limits (
+      CREATE UNLOGGED TABLE rate_limits (
         key     varchar(255) PRIMARY KEY,
         points  integer NOT NULL DEFAULT 0,
         expire  bigint

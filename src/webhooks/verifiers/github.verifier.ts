@@ -7,7 +7,8 @@ export const github: SignatureScheme = {
   async verify(secret, req) {
     const signature = header(req, 'x-hub-signature-256');
     if (!signature) return fail('the X-Hub-Signature-256 header is missing');
-    if (!/^sha256=[0-9a-f]{64}$/.test(signature)) return fail('X-Hub-Signature-256 is not sha256=<64 hex digits>');
+    if (!/^sha256=[0-9a-f]{64}$/.test(signature))
+      return fail('X-Hub-Signature-256 is not sha256=<64 hex digits>');
     const body = utf8(req.body);
     if (body === undefined || body === '') return fail('the body is empty or not valid UTF-8');
     return (await verify(secret, body, signature)) ? OK : fail('the signature does not match');

@@ -6,6 +6,8 @@ export const sentry: SignatureScheme = {
   verify(secret, req) {
     const signature = header(req, 'sentry-hook-signature');
     if (!signature) return fail('the Sentry-Hook-Signature header is missing');
-    return hexMatches(signature, hmac('sha256', secret, req.body)) ? OK : fail('the signature does not match');
+    return hexMatches(signature, hmac('sha256', secret, req.body))
+      ? OK
+      : fail('the signature does not match');
   },
 };

@@ -29,7 +29,11 @@ export function header(req: SignedRequest, name: string): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
-export function hmac(algorithm: 'sha256' | 'sha1', key: string | Buffer, ...parts: (string | Buffer)[]): Buffer {
+export function hmac(
+  algorithm: 'sha256' | 'sha1',
+  key: string | Buffer,
+  ...parts: (string | Buffer)[]
+): Buffer {
   const h = createHmac(algorithm, key);
   for (const p of parts) h.update(p);
   return h.digest();

@@ -27,18 +27,30 @@ describe('known answers from the providers’ published examples', () => {
     };
     const at = new Date(1614265330 * 1000);
     const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-    expect(await verify('standard_webhooks', secret, req('{"test": 2432232314}', headers, at))).toEqual({ ok: true });
-    const svix = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.replace('webhook', 'svix'), v]));
-    expect(await verify('standard_webhooks', secret, req('{"test": 2432232314}', svix, at))).toEqual({ ok: true });
-    expect((await verify('standard_webhooks', secret, req('{"test": 2432232315}', headers, at))).ok).toBe(false);
+    expect(await verify('standard_webhooks', secret, req('{"test": 2432232314}', headers, at))).toEqual({
+      ok: true,
+    });
+    const svix = Object.fromEntries(
+      Object.entries(headers).map(([k, v]) => [k.replace('webhook', 'svix'), v]),
+    );
+    expect(await verify('standard_webhooks', secret, req('{"test": 2432232314}', svix, at))).toEqual({
+      ok: true,
+    });
+    expect((await verify('standard_webhooks', secret, req('{"test": 2432232315}', headers, at))).ok).toBe(
+      false,
+    );
   });
 
   it('github: GitHub’s documented example', async () => {
     const headers = {
       'x-hub-signature-256': 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17',
     };
-    expect(await verify('github', "It's a Secret to Everybody", req('Hello, World!', headers))).toEqual({ ok: true });
-    expect((await verify('github', "It's a Secret to Everybody", req('Hello, World?', headers))).ok).toBe(false);
+    expect(await verify('github', "It's a Secret to Everybody", req('Hello, World!', headers))).toEqual({
+      ok: true,
+    });
+    expect((await verify('github', "It's a Secret to Everybody", req('Hello, World?', headers))).ok).toBe(
+      false,
+    );
   });
 });
 
@@ -54,7 +66,10 @@ const signers: Record<string, { secret: string; sign(body: string, t: number): R
       'webhook-signature': `v1,${b64('sha256', SWH_KEY, `msg_1.${t}.${body}`)}`,
     }),
   },
-  github: { secret: 's3cret', sign: (body) => ({ 'x-hub-signature-256': `sha256=${hex('sha256', 's3cret', body)}` }) },
+  github: {
+    secret: 's3cret',
+    sign: (body) => ({ 'x-hub-signature-256': `sha256=${hex('sha256', 's3cret', body)}` }),
+  },
   stripe: {
     secret: 'whsec_stripe',
     sign: (body, t) => ({ 'stripe-signature': `t=${t},v1=${hex('sha256', 'whsec_stripe', `${t}.${body}`)}` }),
@@ -70,7 +85,10 @@ const signers: Record<string, { secret: string; sign(body: string, t: number): R
   gitlab: { secret: 'gl-token', sign: () => ({ 'x-gitlab-token': 'gl-token' }) },
   linear: { secret: 'lin', sign: (body) => ({ 'linear-signature': hex('sha256', 'lin', body) }) },
   sentry: { secret: 'sen', sign: (body) => ({ 'sentry-hook-signature': hex('sha256', 'sen', body) }) },
-  pagerduty: { secret: 'pd', sign: (body) => ({ 'x-pagerduty-signature': `v1=${hex('sha256', 'pd', body)}` }) },
+  pagerduty: {
+    secret: 'pd',
+    sign: (body) => ({ 'x-pagerduty-signature': `v1=${hex('sha256', 'pd', body)}` }),
+  },
   vercel: { secret: 'vc', sign: (body) => ({ 'x-vercel-signature': hex('sha1', 'vc', body) }) },
 };
 const TIMESTAMPED = ['standard_webhooks', 'stripe', 'slack'];
@@ -84,7 +102,10 @@ describe.each(Object.keys(signers))('%s', (scheme) => {
   });
 
   it('rejects the wrong secret', async () => {
-    const wrong = scheme === 'standard_webhooks' ? 'whsec_' + Buffer.from('x'.repeat(32)).toString('base64') : secret + 'x';
+    const wrong =
+      scheme === 'standard_webhooks'
+        ? 'whsec_' + Buffer.from('x'.repeat(32)).toString('base64')
+        : secret + 'x';
     expect((await verify(scheme, wrong, req(body, sign(body, T)))).ok).toBe(false);
   });
 
@@ -99,12 +120,15 @@ describe.each(Object.keys(signers))('%s', (scheme) => {
     expect((await verify(scheme, secret, req(body, garbled))).ok).toBe(false);
   });
 
-  it.runIf(TIMESTAMPED.includes(scheme))('rejects stale and future timestamps, accepts within 5 minutes', async () => {
-    expect((await verify(scheme, secret, req(body, sign(body, T - 301)))).ok).toBe(false);
-    expect((await verify(scheme, secret, req(body, sign(body, T + 301)))).ok).toBe(false);
-    expect((await verify(scheme, secret, req(body, sign(body, T - 299)))).ok).toBe(true);
-    expect((await verify(scheme, secret, req(body, sign(body, T + 299)))).ok).toBe(true);
-  });
+  it.runIf(TIMESTAMPED.includes(scheme))(
+    'rejects stale and future timestamps, accepts within 5 minutes',
+    async () => {
+      expect((await verify(scheme, secret, req(body, sign(body, T - 301)))).ok).toBe(false);
+      expect((await verify(scheme, secret, req(body, sign(body, T + 301)))).ok).toBe(false);
+      expect((await verify(scheme, secret, req(body, sign(body, T - 299)))).ok).toBe(true);
+      expect((await verify(scheme, secret, req(body, sign(body, T + 299)))).ok).toBe(true);
+    },
+  );
 });
 
 describe('several signatures and unknown versions', () => {
@@ -120,28 +144,45 @@ describe('several signatures and unknown versions', () => {
   it('stripe: a v0 next to a valid v1 passes; several v1 (one stale key) pass; a lone v0 fails', async () => {
     const good = hex('sha256', 'whsec_stripe', `${T}.{}`);
     const sig = (s: string) => ({ 'stripe-signature': s });
-    expect((await verify('stripe', 'whsec_stripe', req('{}', sig(`t=${T},v0=abcd,v1=${good}`)))).ok).toBe(true);
-    expect((await verify('stripe', 'whsec_stripe', req('{}', sig(`t=${T},v1=${'0'.repeat(64)},v1=${good}`)))).ok).toBe(true);
+    expect((await verify('stripe', 'whsec_stripe', req('{}', sig(`t=${T},v0=abcd,v1=${good}`)))).ok).toBe(
+      true,
+    );
+    expect(
+      (await verify('stripe', 'whsec_stripe', req('{}', sig(`t=${T},v1=${'0'.repeat(64)},v1=${good}`)))).ok,
+    ).toBe(true);
     expect((await verify('stripe', 'whsec_stripe', req('{}', sig(`t=${T},v0=${good}`)))).ok).toBe(false);
   });
 
   it('pagerduty: a v2 next to a valid v1 passes', async () => {
     const good = hex('sha256', 'pd', '{}');
-    expect((await verify('pagerduty', 'pd', req('{}', { 'x-pagerduty-signature': `v2=abc,v1=${good}` }))).ok).toBe(true);
-    expect((await verify('pagerduty', 'pd', req('{}', { 'x-pagerduty-signature': `v2=${good}` }))).ok).toBe(false);
+    expect(
+      (await verify('pagerduty', 'pd', req('{}', { 'x-pagerduty-signature': `v2=abc,v1=${good}` }))).ok,
+    ).toBe(true);
+    expect((await verify('pagerduty', 'pd', req('{}', { 'x-pagerduty-signature': `v2=${good}` }))).ok).toBe(
+      false,
+    );
   });
 
   it('linear: a signed webhookTimestamp older than 5 minutes is stale', async () => {
     const stale = JSON.stringify({ webhookTimestamp: NOW.getTime() - 301_000 });
     const fresh = JSON.stringify({ webhookTimestamp: NOW.getTime() - 60_000 });
-    expect((await verify('linear', 'lin', req(stale, { 'linear-signature': hex('sha256', 'lin', stale) }))).ok).toBe(false);
-    expect((await verify('linear', 'lin', req(fresh, { 'linear-signature': hex('sha256', 'lin', fresh) }))).ok).toBe(true);
+    expect(
+      (await verify('linear', 'lin', req(stale, { 'linear-signature': hex('sha256', 'lin', stale) }))).ok,
+    ).toBe(false);
+    expect(
+      (await verify('linear', 'lin', req(fresh, { 'linear-signature': hex('sha256', 'lin', fresh) }))).ok,
+    ).toBe(true);
   });
 
   it('signatures are checked over raw bytes: a body that is not UTF-8 still verifies for byte-level schemes', async () => {
     const raw = Buffer.from([0x7b, 0xff, 0x7d]);
-    expect((await verify('shopify', 'shp', req(raw, { 'x-shopify-hmac-sha256': b64('sha256', 'shp', raw) }))).ok).toBe(true);
+    expect(
+      (await verify('shopify', 'shp', req(raw, { 'x-shopify-hmac-sha256': b64('sha256', 'shp', raw) }))).ok,
+    ).toBe(true);
     const tweaked = Buffer.from([0x7b, 0xfe, 0x7d]);
-    expect((await verify('shopify', 'shp', req(tweaked, { 'x-shopify-hmac-sha256': b64('sha256', 'shp', raw) }))).ok).toBe(false);
+    expect(
+      (await verify('shopify', 'shp', req(tweaked, { 'x-shopify-hmac-sha256': b64('sha256', 'shp', raw) })))
+        .ok,
+    ).toBe(false);
   });
 });
