@@ -29,12 +29,16 @@ const bearer = (s: string) => ({ authorization: `Bearer ${s}` });
 describe('CONTRACT.md §2 processing order, row by row', () => {
   it('method is not POST → 405 with Allow: POST, no log entry', async () => {
     const hook = await createWebhook(t, factory);
-    for (const method of ['GET', 'PUT', 'DELETE', 'PATCH']) {
+    for (const method of ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
       const res = await fetch(`${t.url}/webhooks/w/${hook.uid}`, { method, headers: bearer(hook.secret) });
       expect(res.status).toBe(405);
       expect(res.headers.get('allow')).toBe('POST');
       expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await res.json()).toMatchObject({ status: 405, error: 'method_not_allowed' });
     }
+    const head = await fetch(`${t.url}/webhooks/w/${hook.uid}`, { method: 'HEAD' });
+    expect(head.status).toBe(405);
+    expect(head.headers.get('allow')).toBe('POST');
     expect(await deliveriesOf(t.service.db, hook.id)).toEqual([]);
   });
 

@@ -10,7 +10,6 @@ import { IngressService, type BodyRead } from './ingress.service.js';
 const DRAIN_BYTES = 1024 * 1024;
 const DRAIN_MS = 1000;
 
-const OTHER_METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
 /**
  * The ingress endpoints, registered straight on Fastify in their own scope: no JSON parser and no
@@ -33,10 +32,12 @@ export class IngressRoutes implements OnModuleInit {
       // Content-Type is not enforced: every body reaches the handler as the unread request stream.
       scope.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
       scope.setErrorHandler((err, req, reply) => this.fail(req, reply, err));
+      // Every other method the server routes (GET, HEAD, PUT, DELETE, PATCH, OPTIONS) gets a 405.
+      const otherMethods = scope.supportedMethods.filter((m) => m !== 'POST');
       for (const url of ['/webhooks/w/:uid', '/webhooks/w/:uid/:token']) {
         scope.route({ method: 'POST', url, handler: (req, reply) => this.post(req, reply) });
         scope.route({
-          method: OTHER_METHODS,
+          method: otherMethods,
           url,
           exposeHeadRoute: false,
           handler: (req, reply) => this.fail(req, reply, new MethodNotAllowed()),

@@ -119,16 +119,18 @@ describe.each(Object.keys(signers))('%s', (scheme) => {
     const garbled = Object.fromEntries(Object.keys(sign(body, T)).map((k) => [k, 'garbage,=,v1=zz']));
     expect((await verify(scheme, secret, req(body, garbled))).ok).toBe(false);
   });
+});
 
-  it.runIf(TIMESTAMPED.includes(scheme))(
-    'rejects stale and future timestamps, accepts within 5 minutes',
-    async () => {
-      expect((await verify(scheme, secret, req(body, sign(body, T - 301)))).ok).toBe(false);
-      expect((await verify(scheme, secret, req(body, sign(body, T + 301)))).ok).toBe(false);
-      expect((await verify(scheme, secret, req(body, sign(body, T - 299)))).ok).toBe(true);
-      expect((await verify(scheme, secret, req(body, sign(body, T + 299)))).ok).toBe(true);
-    },
-  );
+describe.each(TIMESTAMPED)('%s signs a timestamp', (scheme) => {
+  const { secret, sign } = signers[scheme]!;
+  const body = '{"action":"opened","n":1}';
+
+  it('rejects stale and future timestamps, accepts within 5 minutes', async () => {
+    expect((await verify(scheme, secret, req(body, sign(body, T - 301)))).ok).toBe(false);
+    expect((await verify(scheme, secret, req(body, sign(body, T + 301)))).ok).toBe(false);
+    expect((await verify(scheme, secret, req(body, sign(body, T - 299)))).ok).toBe(true);
+    expect((await verify(scheme, secret, req(body, sign(body, T + 299)))).ok).toBe(true);
+  });
 });
 
 describe('several signatures and unknown versions', () => {
