@@ -10,7 +10,6 @@ import { IngressService, type BodyRead } from './ingress.service.js';
 const DRAIN_BYTES = 1024 * 1024;
 const DRAIN_MS = 1000;
 
-
 /**
  * The ingress endpoints, registered straight on Fastify in their own scope: no JSON parser and no
  * 16 MiB API body limit apply; the body arrives as the raw stream, counted while it streams in.
