@@ -2,6 +2,7 @@ import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import { AuthModule } from './auth/auth.module.js';
+import { AutomationsModule } from './automations/automations.module.js';
 import { Clock } from './common/clock.js';
 import { ProblemFilter } from './common/problem.filter.js';
 import { RequestValidator } from './common/request-validation.js';
@@ -14,6 +15,7 @@ import { OpsModule } from './ops/ops.module.js';
 import { ReconcilerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
+import { WebhooksModule } from './webhooks/webhooks.module.js';
 
 /** What every module may inject: configuration, the database, the clock, the schemas. */
 @Global()
@@ -45,6 +47,8 @@ export class AppModule {
         RunsModule,
         ReconcilerModule,
         FactoriesModule,
+        AutomationsModule,
+        WebhooksModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

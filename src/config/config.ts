@@ -19,6 +19,8 @@ export interface Config {
   publicBaseUrl?: string;
   webhookBaseUrl?: string;
   redisUrl?: string;
+  /** Authenticated deliveries per webhook per minute (contract: 60; raised only for benchmarks). */
+  webhookRateLimitPerMinute: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -50,6 +52,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
     webhookBaseUrl: url(env, 'WEBHOOK_BASE_URL', ['http:', 'https:']),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    webhookRateLimitPerMinute: int(env, 'WEBHOOK_RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
   };
 }

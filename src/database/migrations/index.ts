@@ -1,6 +1,12 @@
 import { Foundation1763683200000 } from './1763683200000-foundation.js';
 import { Definitions1763683300000 } from './1763683300000-definitions.js';
 import { RunListIndexes1763683350000 } from './1763683350000-run-list-indexes.js';
+import { Deliveries1763683500000 } from './1763683500000-deliveries.js';
 
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
-export const MIGRATIONS = [Foundation1763683200000, Definitions1763683300000, RunListIndexes1763683350000];
+export const MIGRATIONS = [
+  Foundation1763683200000,
+  Definitions1763683300000,
+  RunListIndexes1763683350000,
+  Deliveries1763683500000,
+];

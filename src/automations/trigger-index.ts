@@ -1,0 +1,85 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Database } from '../database/database.js';
+import { compilePayloadFilter, type PayloadPredicate } from './payload-filter.js';
+import { resolveAgentConfig } from './run-config.js';
+import type { AutomationTarget } from './run-envelope.js';
+
+/** An automation that a webhook's delivery may start, with its payload filters compiled. */
+export interface Trigger extends AutomationTarget {
+  /** True when any of the automation's triggers on this webhook accepts the body. */
+  matches: PayloadPredicate;
+}
+
+interface WebhookTriggerSpec {
+  provider?: unknown;
+  event?: unknown;
+  filter?: { webhook_ids?: unknown; payload?: Record<string, unknown> | null };
+}
+
+/**
+ * Builds, per applied factory, the triggers of each webhook UID from the enabled automations:
+ * loaded and compiled once per apply (the caller refreshes it when an apply is announced).
+ */
+@Injectable()
+export class TriggerIndex {
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  async load(factoryId: string): Promise<Map<string, Trigger[]>> {
+    const [factory] = await this.db.query<{ definition: { agentDefaults?: Record<string, unknown> } | null }>(
+      `SELECT definition FROM factories WHERE id = $1`,
+      [factoryId],
+    );
+    const agents = await this.db.query<{
+      name: string;
+      agent_type: string;
+      overrides: Record<string, unknown>;
+      base_prompt: string;
+    }>(
+      `SELECT name, agent_type, overrides, base_prompt FROM agents WHERE factory_id = $1 AND deleted_at IS NULL`,
+      [factoryId],
+    );
+    const automations = await this.db.query<{
+      id: string;
+      name: string;
+      agent_name: string | null;
+      triggers: WebhookTriggerSpec[];
+      overrides: Record<string, unknown>;
+      prompt: string;
+    }>(
+      `SELECT id, name, agent_name, triggers, overrides, prompt FROM automations
+        WHERE factory_id = $1 AND enabled AND deleted_at IS NULL ORDER BY path`,
+      [factoryId],
+    );
+    const index = new Map<string, Trigger[]>();
+    for (const a of automations) {
+      const agentRow = a.agent_name
+        ? agents.find((g) => g.name === a.agent_name)
+        : agents.find((g) => g.agent_type === 'FOREMAN');
+      const agent = agentRow && {
+        name: agentRow.name,
+        basePrompt: agentRow.base_prompt,
+        overrides: agentRow.overrides,
+      };
+      const config = resolveAgentConfig(factory?.definition?.agentDefaults, agent, a.overrides);
+      const byUid = new Map<string, PayloadPredicate[]>();
+      for (const t of Array.isArray(a.triggers) ? a.triggers : []) {
+        if (t.provider !== 'webhook' || (t.event !== undefined && t.event !== 'received')) continue;
+        const ids = Array.isArray(t.filter?.webhook_ids) ? (t.filter.webhook_ids as unknown[]) : [];
+        for (const uid of ids.filter((x): x is string => typeof x === 'string')) {
+          byUid.set(uid, [...(byUid.get(uid) ?? []), compilePayloadFilter(t.filter?.payload)]);
+        }
+      }
+      for (const [uid, predicates] of byUid) {
+        const trigger: Trigger = {
+          automationId: a.id,
+          name: a.name,
+          prompt: a.prompt,
+          config,
+          matches: (body) => predicates.some((p) => p(body)),
+        };
+        index.set(uid, [...(index.get(uid) ?? []), trigger]);
+      }
+    }
+    return index;
+  }
+}

@@ -1,0 +1,155 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { decodeCursor, encodeCursor, type PageInfo } from '../common/cursor.js';
+import { Database, type Queryable } from '../database/database.js';
+
+export const DELIVERY_STATUSES = [
+  'accepted',
+  'duplicate',
+  'rejected_auth',
+  'rejected_invalid_json',
+  'rejected_too_large',
+] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface DeliveryEntry {
+  id: string;
+  webhookId: string;
+  status: DeliveryStatus;
+  identity: string | null;
+  sizeBytes: number | null;
+  receivedAt: Date;
+  clientAddress: string | null;
+  headers: Record<string, string>;
+  /** The parsed body, for Accepted entries only. */
+  payload?: unknown;
+}
+
+/** Keep at least this many newest entries per webhook, and everything younger than RETENTION_DAYS. */
+export const RETENTION_KEEP_NEWEST = 50;
+export const RETENTION_DAYS = 7;
+
+const COLUMNS = `id, webhook_id, status, identity, size_bytes, received_at, client_address, headers`;
+
+/** The delivery log: what every sender's request came to, per webhook. */
+@Injectable()
+export class DeliveryLog {
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  /**
+   * Records an Accepted entry unless its identity was already accepted (the unique index decides,
+   * so concurrent identical deliveries on any replica cannot both win). False means a duplicate.
+   */
+  async insertAccepted(tx: Queryable, entry: DeliveryEntry, payloadText: string): Promise<boolean> {
+    const inserted = await tx.execute(
+      `INSERT INTO deliveries (id, webhook_id, status, identity, size_bytes, received_at, client_address, headers, payload)
+       VALUES ($1, $2, 'accepted', $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (webhook_id, identity) WHERE status = 'accepted' DO NOTHING`,
+      [
+        entry.id,
+        entry.webhookId,
+        entry.identity,
+        entry.sizeBytes,
+        entry.receivedAt,
+        entry.clientAddress,
+        entry.headers,
+        payloadText,
+      ],
+    );
+    return inserted === 1;
+  }
+
+  /** Records an entry that keeps metadata only (Rejected, Duplicate). */
+  async insertMetadata(q: Queryable, entry: DeliveryEntry): Promise<void> {
+    await q.execute(
+      `INSERT INTO deliveries (id, webhook_id, status, identity, size_bytes, received_at, client_address, headers)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [
+        entry.id,
+        entry.webhookId,
+        entry.status,
+        entry.identity,
+        entry.sizeBytes,
+        entry.receivedAt,
+        entry.clientAddress,
+        entry.headers,
+      ],
+    );
+  }
+
+  async list(
+    webhookId: string,
+    opts: { status?: DeliveryStatus; cursor?: string; limit: number },
+  ): Promise<{ entries: DeliveryEntry[]; pageInfo: PageInfo }> {
+    const scope = `deliveries:${opts.status ?? ''}`;
+    const after = opts.cursor ? decodeCursor(opts.cursor, scope) : undefined;
+    const params: unknown[] = [webhookId, opts.limit + 1];
+    let where = `webhook_id = $1`;
+    if (opts.status) {
+      params.push(opts.status);
+      where += ` AND status = $${params.length}`;
+    }
+    if (after) {
+      params.push(new Date(after.key as string), after.id);
+      where += ` AND (received_at, id) < ($${params.length - 1}, $${params.length})`;
+    }
+    const rows = await this.db.query(
+      `SELECT ${COLUMNS} FROM deliveries WHERE ${where} ORDER BY received_at DESC, id DESC LIMIT $2`,
+      params,
+    );
+    const page = rows.slice(0, opts.limit).map(toEntry);
+    const last = page.at(-1);
+    const hasNext = rows.length > opts.limit && last !== undefined;
+    return {
+      entries: page,
+      pageInfo: hasNext
+        ? {
+            has_next_page: true,
+            next_cursor: encodeCursor({ scope, key: last.receivedAt.toISOString(), id: last.id }),
+          }
+        : { has_next_page: false },
+    };
+  }
+
+  async get(webhookId: string, id: string): Promise<DeliveryEntry | undefined> {
+    const [row] = await this.db.query(
+      `SELECT ${COLUMNS}, payload FROM deliveries WHERE webhook_id = $1 AND id = $2`,
+      [webhookId, id],
+    );
+    if (!row) return undefined;
+    const entry = toEntry(row);
+    // Stored as the exact text received (jsonb would refuse \u0000 and reformat numbers).
+    if (entry.status === 'accepted' && row.payload !== null)
+      entry.payload = JSON.parse(row.payload as string);
+    return entry;
+  }
+
+  /** Deletes entries that are both beyond the newest 50 of their webhook and older than 7 days. */
+  async prune(now: Date): Promise<number> {
+    const cutoff = new Date(now.getTime() - RETENTION_DAYS * 86_400_000);
+    return this.db.execute(
+      `DELETE FROM deliveries d USING (
+         SELECT id FROM (
+           SELECT id, received_at,
+                  row_number() OVER (PARTITION BY webhook_id ORDER BY received_at DESC, id DESC) AS n
+             FROM deliveries
+            WHERE webhook_id IN (SELECT webhook_id FROM deliveries WHERE received_at < $1)
+         ) ranked
+         WHERE n > $2 AND received_at < $1
+       ) old WHERE d.id = old.id`,
+      [cutoff, RETENTION_KEEP_NEWEST],
+    );
+  }
+}
+
+function toEntry(row: Record<string, any>): DeliveryEntry {
+  return {
+    id: row.id,
+    webhookId: row.webhook_id,
+    status: row.status,
+    identity: row.identity,
+    sizeBytes: row.size_bytes === null ? null : Number(row.size_bytes),
+    receivedAt: row.received_at,
+    clientAddress: row.client_address,
+    headers: row.headers,
+  };
+}

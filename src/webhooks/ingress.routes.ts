@@ -1,0 +1,176 @@
+import type { Readable } from 'node:stream';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, NotFound, problemBody } from '../common/problem.js';
+import { MethodNotAllowed } from './ingress-errors.js';
+import { IngressService, type BodyRead } from './ingress.service.js';
+
+/** How much of a refused request's remaining body is read and discarded before answering. */
+const DRAIN_BYTES = 1024 * 1024;
+const DRAIN_MS = 1000;
+
+/**
+ * The ingress endpoints, registered straight on Fastify in their own scope: no JSON parser and no
+ * 16 MiB API body limit apply; the body arrives as the raw stream, counted while it streams in.
+ * Responses are problem+json like the API (same ApiErrors, same body builder).
+ */
+@Injectable()
+export class IngressRoutes implements OnModuleInit {
+  private readonly logger = new Logger('WebhookIngress');
+
+  constructor(
+    @Inject(HttpAdapterHost) private readonly host: HttpAdapterHost,
+    @Inject(IngressService) private readonly ingress: IngressService,
+  ) {}
+
+  onModuleInit(): void {
+    const fastify = this.host.httpAdapter.getInstance<FastifyInstance>();
+    void fastify.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      // Content-Type is not enforced: every body reaches the handler as the unread request stream.
+      scope.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+      scope.setErrorHandler((err, req, reply) => this.fail(req, reply, err));
+      // Every other method the server routes (GET, HEAD, PUT, DELETE, PATCH, OPTIONS) gets a 405.
+      const otherMethods = scope.supportedMethods.filter((m) => m !== 'POST');
+      for (const url of ['/webhooks/w/:uid', '/webhooks/w/:uid/:token']) {
+        scope.route({ method: 'POST', url, handler: (req, reply) => this.post(req, reply) });
+        scope.route({
+          method: otherMethods,
+          url,
+          exposeHeadRoute: false,
+          handler: (req, reply) => this.fail(req, reply, new MethodNotAllowed()),
+        });
+      }
+      // Deeper paths under the ingress: 404 here, so a URL token never echoes in a generic 404 body.
+      scope.all('/webhooks/w/*', (req, reply) =>
+        this.fail(req, reply, new NotFound('No such webhook endpoint.')),
+      );
+    });
+  }
+
+  private async post(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { uid, token } = req.params as { uid: string; token?: string };
+    const declared = Number(req.headers['content-length']);
+    const deliveryId = await this.ingress.receive({
+      uid,
+      urlToken: token,
+      headers: req.headers,
+      clientAddress: req.ip,
+      declaredLength: Number.isSafeInteger(declared) && declared >= 0 ? declared : undefined,
+      readBody: (limit) => readBody(req.body as Readable | undefined, limit),
+    });
+    await reply
+      .code(202)
+      .header('Content-Type', 'application/json; charset=utf-8')
+      .send({ delivery_id: deliveryId });
+  }
+
+  private fail(req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
+    let problem: ApiError;
+    if (err instanceof ApiError) problem = err;
+    else if (isClientError(err))
+      problem = new ApiError(400, 'invalid_request', 'Invalid request', 'The request could not be read.');
+    else {
+      this.logger.error({ err, reqId: req.id }, 'webhook ingress failed');
+      problem = new ApiError(
+        500,
+        'internal_error',
+        'Internal server error',
+        `Quote trace id ${String(req.id)} when reporting it.`,
+        {
+          retryable: true,
+        },
+      );
+    }
+    const { uid } = (req.params ?? {}) as { uid?: string };
+    // The instance names the webhook only: a url_token path is a credential.
+    const body = problemBody(problem, uid ? `/webhooks/w/${uid}` : undefined, String(req.id));
+    if (problem.options.retryAfter !== undefined)
+      void reply.header('Retry-After', String(problem.options.retryAfter));
+    for (const [name, value] of Object.entries(problem.options.headers ?? {})) void reply.header(name, value);
+    void reply.code(problem.status).header('Content-Type', 'application/problem+json');
+    if (req.raw.complete || req.raw.destroyed) return reply.send(body);
+    // Refused before the body was all read: discard (never buffer) up to DRAIN_BYTES more for up to
+    // DRAIN_MS, so the sender is reading when the answer comes instead of getting a reset; past that, close.
+    void drain(req.raw, DRAIN_BYTES).then((drained) => {
+      if (!drained) void reply.header('Connection', 'close');
+      void reply.send(body);
+    });
+    return reply;
+  }
+}
+
+function isClientError(err: unknown): boolean {
+  const status = (err as { statusCode?: number } | undefined)?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 500;
+}
+
+/**
+ * Reads and discards the rest of a request; false when more than `cap` bytes remain, the rest takes
+ * longer than DRAIN_MS, or the request broke off.
+ */
+function drain(stream: Readable, cap: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    const timer = setTimeout(() => finish(false), DRAIN_MS);
+    const finish = (ok: boolean) => {
+      clearTimeout(timer);
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('close', onClose);
+      resolve(ok);
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > cap) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onClose = () => finish(false);
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('close', onClose);
+    stream.on('error', () => undefined);
+    stream.resume();
+  });
+}
+
+/** Reads the body while counting; past `limit` it stops buffering and lets the rest drain unread. */
+function readBody(stream: Readable | undefined, limit: number): Promise<BodyRead> {
+  if (!stream) return Promise.resolve({ body: Buffer.alloc(0) });
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        stream.on('error', () => undefined);
+        stream.resume();
+        resolve({ tooLarge: size });
+      } else chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve({ body: Buffer.concat(chunks, size) });
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(Object.assign(err, { statusCode: 400 }));
+    };
+    const onClose = () => {
+      cleanup();
+      reject(Object.assign(new Error('the client closed the connection mid-body'), { statusCode: 400 }));
+    };
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('error', onError);
+    stream.on('close', onClose);
+  });
+}

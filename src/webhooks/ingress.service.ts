@@ -1,0 +1,220 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Inject, Injectable } from '@nestjs/common';
+import { webhookRun } from '../automations/run-envelope.js';
+import { Clock } from '../common/clock.js';
+import { newUuid } from '../common/ids.js';
+import { InvalidRequest, NotFound, RateLimited } from '../common/problem.js';
+import { Database } from '../database/database.js';
+import { RunsRepository } from '../runs/runs.repository.js';
+import { deliveryIdentity } from './delivery-identity.js';
+import { DeliveryLog, type DeliveryEntry, type DeliveryStatus } from './delivery-log.js';
+import { PayloadTooLarge, WebhookAuthFailed } from './ingress-errors.js';
+import { IngressLimits } from './ingress-limits.js';
+import { safeEqual } from './verifiers/verifier.js';
+import { WebhookDirectory, type LiveWebhook } from './webhook-directory.js';
+
+/** Webhook UIDs: 22 characters [A-Za-z0-9]; anything else is unknown without asking the database. */
+export const WEBHOOK_UID = /^[A-Za-z0-9]{22}$/;
+
+/** 256 KiB: the largest body a webhook accepts. */
+export const MAX_BODY_BYTES = 262_144;
+
+export type BodyRead = { body: Buffer } | { tooLarge: number };
+
+/** One POST to /webhooks/w/<uid>[/<token>], as the HTTP layer hands it over. */
+export interface IngressRequest {
+  uid: string;
+  urlToken?: string;
+  headers: IncomingHttpHeaders;
+  clientAddress: string;
+  /** Content-Length as declared (may lie; never trusted for the limit). */
+  declaredLength?: number;
+  /** Reads the body, stopping (without buffering more) once it passes `limit` bytes. */
+  readBody(limit: number): Promise<BodyRead>;
+}
+
+/** Headers worth keeping in the log: what identifies and describes a delivery, never a credential. */
+const KEPT_HEADERS = [
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'user-agent',
+  'x-service-delivery-id',
+  'x-github-event',
+  'x-github-delivery',
+  'x-github-hook-id',
+  'webhook-id',
+  'webhook-timestamp',
+  'svix-id',
+  'svix-timestamp',
+  'x-gitlab-event',
+  'x-gitlab-event-uuid',
+  'idempotency-key',
+  'x-shopify-topic',
+  'x-shopify-webhook-id',
+  'x-shopify-shop-domain',
+  'linear-delivery',
+  'linear-event',
+  'sentry-hook-resource',
+  'sentry-hook-timestamp',
+  'request-id',
+  'x-webhook-id',
+  'x-slack-request-timestamp',
+  'x-slack-retry-num',
+];
+const NEVER_KEPT = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-gitlab-token']);
+
+/**
+ * The webhook ingress, CONTRACT.md §2 top to bottom: find the webhook, check the failed-auth budget,
+ * the token, the size, the signature, the rate limit, the JSON; then record the delivery and start
+ * the runs of every matching automation in one transaction. Returns the delivery id for the 202,
+ * which the caller sends only after that commit; every refusal is an ApiError.
+ */
+@Injectable()
+export class IngressService {
+  constructor(
+    @Inject(WebhookDirectory) private readonly directory: WebhookDirectory,
+    @Inject(IngressLimits) private readonly limits: IngressLimits,
+    @Inject(DeliveryLog) private readonly log: DeliveryLog,
+    @Inject(RunsRepository) private readonly runs: RunsRepository,
+    @Inject(Database) private readonly db: Database,
+    @Inject(Clock) private readonly clock: Clock,
+  ) {}
+
+  async receive(req: IngressRequest): Promise<string> {
+    const receivedAt = this.clock.now();
+    const hook = WEBHOOK_UID.test(req.uid) ? await this.directory.get(req.uid) : undefined;
+    if (!hook) throw new NotFound(`No enabled webhook has the UID ${req.uid}.`);
+
+    const wait = await this.limits.authBudgetSpent(hook.id, req.clientAddress);
+    if (wait !== undefined) {
+      throw new RateLimited(
+        'Too many failed authentication attempts from this address; try again later.',
+        wait,
+      );
+    }
+    const entry = (status: DeliveryStatus, extra: Partial<DeliveryEntry> = {}): DeliveryEntry => ({
+      id: newUuid(),
+      webhookId: hook.id,
+      status,
+      identity: null,
+      sizeBytes: req.declaredLength ?? null,
+      receivedAt,
+      clientAddress: req.clientAddress,
+      headers: keptHeaders(req.headers, hook),
+      ...extra,
+    });
+
+    if (hook.authMode !== 'signature') {
+      const problem = this.checkToken(hook, req);
+      if (problem) return this.rejectAuth(hook, req, entry('rejected_auth'), problem);
+    }
+
+    const read = await req.readBody(MAX_BODY_BYTES);
+    if ('tooLarge' in read) {
+      await this.log.insertMetadata(this.db, entry('rejected_too_large', { sizeBytes: read.tooLarge }));
+      throw new PayloadTooLarge(MAX_BODY_BYTES);
+    }
+    const body = read.body;
+    const sized = (status: DeliveryStatus, extra: Partial<DeliveryEntry> = {}) =>
+      entry(status, { sizeBytes: body.length, ...extra });
+
+    if (hook.authMode === 'signature') {
+      const verdict =
+        hook.scheme && hook.secret
+          ? await hook.scheme.verify(hook.secret, { body, headers: req.headers, now: receivedAt })
+          : { ok: false as const, reason: 'this webhook has no signing secret or scheme configured' };
+      if (!verdict.ok)
+        return this.rejectAuth(
+          hook,
+          req,
+          sized('rejected_auth'),
+          `Signature check failed: ${verdict.reason}.`,
+        );
+    }
+
+    const retryAfter = await this.limits.takeDelivery(hook.id);
+    if (retryAfter !== undefined) {
+      throw new RateLimited('This webhook received too many deliveries in the last minute.', retryAfter);
+    }
+
+    const identity = deliveryIdentity(req.headers, body, identityHeaders(hook));
+    const json = parseJson(body);
+    if (json === undefined) {
+      await this.log.insertMetadata(this.db, sized('rejected_invalid_json', { identity }));
+      throw new InvalidRequest('The body is not valid JSON (an empty body is not JSON; `null` is).');
+    }
+    const { text, value: payload } = json;
+
+    await this.db.transaction(async (tx) => {
+      const accepted = sized('accepted', { identity });
+      if (!(await this.log.insertAccepted(tx, accepted, text))) {
+        await this.log.insertMetadata(tx, sized('duplicate', { identity }));
+        return;
+      }
+      const delivery = {
+        teamId: hook.teamId,
+        webhookUid: hook.uid,
+        webhookName: hook.name,
+        identity,
+        entryId: accepted.id,
+        body,
+      };
+      for (const trigger of hook.triggers) {
+        if (trigger.matches(payload)) await this.runs.insert(tx, webhookRun(trigger, delivery), receivedAt);
+      }
+    });
+    return identity;
+  }
+
+  private checkToken(hook: LiveWebhook, req: IngressRequest): string | undefined {
+    if (hook.authMode === 'url_token') {
+      if (req.urlToken === undefined)
+        return 'This webhook takes deliveries at its URL with the token: /webhooks/w/<uid>/<token>.';
+      return hook.secret && safeEqual(req.urlToken, hook.secret) ? undefined : 'The URL token is wrong.';
+    }
+    if (req.urlToken !== undefined)
+      return 'This webhook takes its secret in the Authorization header, not in the URL.';
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? '');
+    if (!match) return 'Send the webhook secret as "Authorization: Bearer <secret>".';
+    return hook.secret && safeEqual(match[1]!, hook.secret) ? undefined : 'The bearer token is wrong.';
+  }
+
+  private async rejectAuth(
+    hook: LiveWebhook,
+    req: IngressRequest,
+    entry: DeliveryEntry,
+    detail: string,
+  ): Promise<never> {
+    await Promise.all([
+      this.limits.recordAuthFailure(hook.id, req.clientAddress),
+      this.log.insertMetadata(this.db, entry),
+    ]);
+    throw new WebhookAuthFailed(detail);
+  }
+}
+
+function identityHeaders(hook: LiveWebhook): string[] {
+  const own = hook.deliveryIdHeader ? [hook.deliveryIdHeader] : [];
+  return hook.authMode === 'signature' ? [...own, ...(hook.scheme?.deliveryHeaders ?? [])] : own;
+}
+
+function keptHeaders(headers: IncomingHttpHeaders, hook: LiveWebhook): Record<string, string> {
+  const names = hook.deliveryIdHeader ? [...KEPT_HEADERS, hook.deliveryIdHeader] : KEPT_HEADERS;
+  const kept: Record<string, string> = {};
+  for (const name of names) {
+    const v = headers[name];
+    if (typeof v === 'string' && !NEVER_KEPT.has(name)) kept[name] = v.slice(0, 512);
+  }
+  return kept;
+}
+
+/** The body's text and value when it is valid UTF-8 holding one JSON value (of any type), else undefined. */
+function parseJson(body: Buffer): { text: string; value: unknown } | undefined {
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(body);
+    return { text, value: JSON.parse(text) as unknown };
+  } catch {
+    return undefined;
+  }
+}

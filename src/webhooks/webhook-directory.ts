@@ -1,0 +1,118 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { DefinitionsListener } from '../automations/definitions-listener.js';
+import { TriggerIndex, type Trigger } from '../automations/trigger-index.js';
+import { Database } from '../database/database.js';
+import { SecretsService } from '../secrets/secrets.service.js';
+import { SIGNATURE_SCHEMES, type SignatureScheme } from './verifiers/index.js';
+
+/** A webhook that accepts deliveries: its applied definition, pinned secret and compiled triggers. */
+export interface LiveWebhook {
+  id: string;
+  uid: string;
+  teamId: string;
+  factoryId: string;
+  name: string;
+  authMode: 'token' | 'url_token' | 'signature';
+  /** Undefined for a `signature` webhook naming an unknown scheme: every delivery then fails auth. */
+  scheme?: SignatureScheme;
+  /** The pinned secret version's value; undefined when none is pinned yet. */
+  secret?: string;
+  deliveryIdHeader?: string;
+  triggers: Trigger[];
+}
+
+/**
+ * The ingress's view of enabled webhooks, kept in memory and rebuilt per factory whenever an apply
+ * is announced (LISTEN), so a replica never serves a stale secret or trigger. A UID it does not know
+ * yet is looked up in the database (an apply may commit before its notification arrives).
+ */
+@Injectable()
+export class WebhookDirectory implements OnModuleInit {
+  private readonly logger = new Logger(WebhookDirectory.name);
+  private byUid = new Map<string, LiveWebhook>();
+  /** Refreshes run one at a time, so an older load never overwrites a newer one. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(SecretsService) private readonly secrets: SecretsService,
+    @Inject(TriggerIndex) private readonly triggers: TriggerIndex,
+    @Inject(DefinitionsListener) listener: DefinitionsListener,
+  ) {
+    listener.subscribe((factoryId) => {
+      this.refresh(factoryId).catch((err: unknown) =>
+        this.logger.error({ err }, `refreshing webhooks after an apply failed`),
+      );
+    });
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.refresh(undefined);
+  }
+
+  async get(uid: string): Promise<LiveWebhook | undefined> {
+    const known = this.byUid.get(uid);
+    if (known) return known;
+    const [row] = await this.db.query<{ factory_id: string }>(
+      `SELECT factory_id FROM webhooks WHERE uid = $1 AND enabled AND deleted_at IS NULL`,
+      [uid],
+    );
+    if (!row) return undefined;
+    await this.refresh(row.factory_id);
+    return this.byUid.get(uid);
+  }
+
+  /** Reloads one factory's webhooks and triggers (all factories when `factoryId` is undefined). */
+  refresh(factoryId: string | undefined): Promise<void> {
+    const run = this.queue.then(() => this.load(factoryId));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async load(factoryId: string | undefined): Promise<void> {
+    const factoryIds = factoryId
+      ? [factoryId]
+      : (await this.db.query<{ id: string }>(`SELECT id FROM factories`)).map((f) => f.id);
+    const next = new Map(this.byUid);
+    for (const id of factoryIds) {
+      for (const [uid, hook] of next) if (hook.factoryId === id) next.delete(uid);
+      for (const hook of await this.loadFactory(id)) next.set(hook.uid, hook);
+    }
+    if (!factoryId)
+      for (const [uid, hook] of next) if (!factoryIds.includes(hook.factoryId)) next.delete(uid);
+    this.byUid = next;
+  }
+
+  private async loadFactory(factoryId: string): Promise<LiveWebhook[]> {
+    const rows = await this.db.query<{
+      id: string;
+      uid: string;
+      team_id: string;
+      name: string;
+      auth_mode: LiveWebhook['authMode'];
+      signature_scheme: string | null;
+      secret_version_id: string | null;
+      delivery_id_header: string | null;
+    }>(
+      `SELECT id, uid, team_id, name, auth_mode, signature_scheme, secret_version_id, delivery_id_header
+         FROM webhooks WHERE factory_id = $1 AND enabled AND deleted_at IS NULL`,
+      [factoryId],
+    );
+    if (rows.length === 0) return [];
+    const triggers = await this.triggers.load(factoryId);
+    return Promise.all(
+      rows.map(async (r) => ({
+        id: r.id,
+        uid: r.uid,
+        teamId: r.team_id,
+        factoryId,
+        name: r.name,
+        authMode: r.auth_mode,
+        scheme: r.signature_scheme ? SIGNATURE_SCHEMES[r.signature_scheme] : undefined,
+        secret: r.secret_version_id ? await this.secrets.valueOf(r.secret_version_id) : undefined,
+        deliveryIdHeader: r.delivery_id_header?.toLowerCase() ?? undefined,
+        triggers: triggers.get(r.uid) ?? [],
+      })),
+    );
+  }
+}

@@ -1,0 +1,114 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Database } from '../src/database/database.js';
+import { SecretCipher } from '../src/secrets/secret-cipher.js';
+import { SecretsRepository } from '../src/secrets/secrets.repository.js';
+import { SecretsService } from '../src/secrets/secrets.service.js';
+import { createTestDatabase } from './support/database.js';
+import { createFactory, createWebhook } from './support/definitions.js';
+import type { TestService } from './support/service.js';
+
+const ROOT = join(import.meta.dirname, '..');
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let dataDir: string;
+let child: ChildProcess | undefined;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  if (!existsSync(join(ROOT, 'dist/cli/main.js')) || process.env.REBUILD !== '0') {
+    const build = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
+    if (build.status !== 0) throw new Error(`build failed: ${build.stdout}${build.stderr}`);
+  }
+  database = await createTestDatabase();
+  dataDir = mkdtempSync(join(tmpdir(), 'factoryd-crash-'));
+}, 180_000);
+afterAll(async () => {
+  child?.kill('SIGKILL');
+  await pool?.end();
+  await database?.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Starts `node dist/cli/main.js serve` and resolves with its URL once it says it is up. */
+function serve(secretsKey: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    child = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve'], {
+      cwd: dataDir,
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        SECRETS_KEY: secretsKey,
+        LOG_LEVEL: 'silent',
+        WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /API (http:\/\/[^\s/]+)\/api\/v1/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('exit', (code) => reject(new Error(`serve exited (${code}): ${out}`)));
+  });
+}
+
+describe('the server killed with SIGKILL under load', () => {
+  it('every 202 it sent has its delivery row', async () => {
+    const key = randomBytes(32);
+    const url = await serve(key.toString('base64'));
+    pool = new pg.Pool({ connectionString: database.url });
+    const db = new Database(pool, undefined as never);
+    const secrets = new SecretsService(new SecretsRepository(db), new SecretCipher(key), db);
+    const [team] = await db.query<{ id: string }>(`SELECT id FROM teams WHERE name = 'default'`);
+    const host = {
+      service: { db, app: { get: () => secrets } },
+      defaultTeam: { id: team!.id },
+    } as unknown as TestService;
+    const factory = await createFactory(host);
+    const hook = await createWebhook(host, factory);
+
+    const acknowledged: string[] = [];
+    let n = 0;
+    let stop = false;
+    const sender = async () => {
+      while (!stop) {
+        const id = `crash-${n++}`;
+        try {
+          const res = await fetch(`${url}/webhooks/w/${hook.uid}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${hook.secret}`, 'x-service-delivery-id': id },
+            body: JSON.stringify({ id }),
+          });
+          if (res.status === 202)
+            acknowledged.push(((await res.json()) as { delivery_id: string }).delivery_id);
+        } catch {
+          /* the server died mid-request: no 202, no promise made */
+        }
+      }
+    };
+    const senders = Array.from({ length: 20 }, sender);
+    await new Promise((r) => setTimeout(r, 1500));
+    child!.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 300));
+    stop = true;
+    await Promise.all(senders);
+
+    expect(acknowledged.length).toBeGreaterThan(50);
+    const rows = await db.query<{ identity: string }>(
+      `SELECT identity FROM deliveries WHERE webhook_id = $1 AND status = 'accepted'`,
+      [hook.id],
+    );
+    const stored = new Set(rows.map((r) => r.identity));
+    expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
+  }, 120_000);
+});
