@@ -12,6 +12,8 @@ import { loggerOptions } from './logging.js';
 import { OpsModule } from './ops/ops.module.js';
 import { RunsModule } from './runs/runs.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
+import { ConversationsModule } from './conversations/conversations.module.js';
+import { WorkersModule } from './workers/workers.module.js';
 
 /** What every module may inject: configuration, the database, the clock, the schemas. */
 @Global()
@@ -41,6 +43,8 @@ export class AppModule {
         AuthModule,
         SecretsModule,
         RunsModule,
+        ConversationsModule,
+        WorkersModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

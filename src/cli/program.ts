@@ -1,9 +1,16 @@
 import { Command } from 'commander';
 import { registerAuthCommands } from './commands/auth.commands.js';
 import { registerServeCommand } from './commands/serve.command.js';
+import { registerSkillsCommands } from './commands/skills.commands.js';
+import { registerWorkerCommands } from './commands/worker.commands.js';
 
 /** Each module's commands, in the order `factoryd --help` lists them. */
-const COMMANDS: Array<(program: Command) => void> = [registerServeCommand, registerAuthCommands];
+const COMMANDS: Array<(program: Command) => void> = [
+  registerServeCommand,
+  registerAuthCommands,
+  registerWorkerCommands,
+  registerSkillsCommands,
+];
 
 export function buildProgram(): Command {
   const program = new Command('factoryd')

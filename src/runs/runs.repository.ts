@@ -1,8 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { newUuid } from '../common/ids.js';
 import { Database, type Queryable } from '../database/database.js';
 import type { RunEvent, RunState } from './run-state.js';
 import { nextState, statesAllowing } from './run-state.js';
+import { RunsSignal } from './runs-signal.js';
 import { SERVICE_WORKER_HOST, type NewRun, type Run } from './run.js';
 
 /** The columns every run read selects, creator joined; `r` is runs, `p` principals. */
@@ -48,7 +49,10 @@ export function toRun(row: Record<string, unknown>): Run {
 
 @Injectable()
 export class RunsRepository {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Optional() @Inject(RunsSignal) private readonly signal?: RunsSignal,
+  ) {}
 
   /**
    * Inserts a QUEUED run (and its attachments) through `tx`, so callers that start runs as part of a
@@ -88,6 +92,7 @@ export class RunsRepository {
         [id, a.fileName, a.contentType, a.content],
       );
     }
+    this.signal?.queued();
     return id;
   }
 
@@ -133,6 +138,7 @@ export class RunsRepository {
         WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[])`,
       [runId, from, to, now, ended, extra.statusMessage ?? null, statesAllowing(event)],
     );
+    if (changed && to === 'QUEUED') this.signal?.queued();
     return changed ? to : undefined;
   }
 
