@@ -40,7 +40,9 @@ createInterface({ input: process.stdin })
     wake?.();
   })
   .on('close', () => {
+    // The worker is gone (or has nothing more to say): stop waiting and stop working.
     ended = true;
+    child?.kill('SIGTERM');
     wake?.();
   });
 
@@ -61,15 +63,17 @@ async function main() {
     process.stderr.write('expected a prompt first\n');
     process.exit(1);
   }
-  if (first.history?.length) say(`Continuing our conversation (${first.history.length} earlier messages).`);
+  // A continued run has done the prompt's work already: it only acts on the new follow-ups.
+  const continued = first.history?.length > 0;
   const title = first.prompt.trim().split('\n')[0] || '(no prompt)';
-  say(`Working on: ${title}`);
+  if (continued) say(`Continuing our conversation (${first.history.length} earlier messages).`);
+  else say(`Working on: ${title}`);
   if (first.base_prompt) say(`Following my instructions (${first.base_prompt.split('\n').length} lines of base prompt).`);
   for (const name of first.attachments ?? []) {
     if (name.endsWith('.json')) readPayload(name);
   }
-  await work(first.prompt);
-  if (first.base_prompt) await work(first.base_prompt, { directivesOnly: true });
+  if (!continued) await work(first.prompt);
+  if (first.base_prompt && !continued) await work(first.base_prompt, { directivesOnly: true });
   for (const f of first.followups ?? []) {
     notes.followups.push(f);
     say(`Noted your follow-up: ${f}`);

@@ -127,16 +127,18 @@ export class RunsRepository {
     from: RunState,
     event: RunEvent,
     now: Date,
-    extra: { statusMessage?: Run['statusMessage'] } = {},
+    /** `leaseOwner`: only if this worker still holds the run (a worker's own reports). */
+    extra: { statusMessage?: Run['statusMessage']; leaseOwner?: string } = {},
   ): Promise<RunState | undefined> {
     const to = nextState(from, event);
     const ended = to === 'SUCCEEDED' || to === 'FAILED' || to === 'ERROR' || to === 'CANCELLED';
     const changed = await tx.execute(
       `UPDATE runs SET state = $3, updated_at = $4,
               ended_at = CASE WHEN $5 THEN $4 WHEN $3 = 'QUEUED' THEN NULL ELSE ended_at END,
+              started_at = CASE WHEN $3 = 'INPROGRESS' THEN coalesce(started_at, $4) ELSE started_at END,
               status_message = CASE WHEN $6::jsonb IS NOT NULL THEN $6::jsonb WHEN $3 = 'QUEUED' THEN NULL ELSE status_message END
-        WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[])`,
-      [runId, from, to, now, ended, extra.statusMessage ?? null, statesAllowing(event)],
+        WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[]) AND ($8::text IS NULL OR lease_owner = $8)`,
+      [runId, from, to, now, ended, extra.statusMessage ?? null, statesAllowing(event), extra.leaseOwner ?? null],
     );
     if (changed && to === 'QUEUED') this.signal?.queued();
     return changed ? to : undefined;

@@ -11,11 +11,15 @@ export class DirectBackend implements WorkerBackend {
     private readonly wakeups: RunWakeups,
   ) {}
 
+  /** The wake-up generation the last claim saw: a signal after it means look again at once. */
+  private seen = 0;
+
   claim(max: number): Promise<Assignment[]> {
+    this.seen = this.wakeups.generation;
     return this.service.claim(this.worker, max);
   }
   waitForWork(ms: number): Promise<void> {
-    return this.wakeups.next(ms);
+    return this.wakeups.next(ms, this.seen);
   }
   started(runId: string): Promise<void> {
     return this.service.started(this.worker, runId);

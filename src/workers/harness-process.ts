@@ -8,6 +8,8 @@ import { createInterface } from 'node:readline';
 export class HarnessProcess {
   private readonly child: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /** stdout and stderr have ended (every line was read). */
+  private readonly closed: Promise<void>;
   private killTimer?: NodeJS.Timeout;
 
   constructor(
@@ -26,6 +28,7 @@ export class HarnessProcess {
     this.child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
     createInterface({ input: this.child.stdout! }).on('line', (l) => onLine('stdout', l));
     createInterface({ input: this.child.stderr! }).on('line', (l) => onLine('stderr', l));
+    this.closed = new Promise((resolve) => this.child.once('close', () => resolve()));
     this.exited = new Promise((resolve) => {
       this.child.once('error', () => resolve({ code: 127, signal: null }));
       this.child.once('exit', (code, signal) => resolve({ code, signal }));
@@ -46,6 +49,13 @@ export class HarnessProcess {
     this.killTimer ??= setTimeout(() => this.signalGroup('SIGKILL'), graceMs);
     await this.exited;
     await this.reapGroup(graceMs);
+  }
+
+  /** Waits (at most `ms`) until the last output line was read. */
+  async drained(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.closed, new Promise((r) => (timer = setTimeout(r, ms)))]);
+    clearTimeout(timer);
   }
 
   /** After the leader exited, anything it left behind in its group is killed too. */

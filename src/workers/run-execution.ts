@@ -21,7 +21,7 @@ export class RunExecution {
   private harness?: HarnessProcess;
   private readonly lastLines: string[] = [];
   private pending: HarnessEvent[] = [];
-  private flushing: Promise<void> = Promise.resolve();
+  private reports: Promise<void> = Promise.resolve();
   private flushTimer?: NodeJS.Timeout;
   private idleTimer?: NodeJS.Timeout;
   private result?: Extract<HarnessEvent, { type: 'result' }>;
@@ -40,6 +40,10 @@ export class RunExecution {
     return this.assignment.run_id;
   }
 
+  /**
+   * Runs the harness; resolves when its process tree is gone (the slot is free again). Reports to
+   * the service (start, events, end) go out in order behind it, without holding the slot: `reported`.
+   */
   async run(): Promise<void> {
     const a = this.assignment;
     try {
@@ -47,7 +51,7 @@ export class RunExecution {
       this.harness = new HarnessProcess(this.opts.harnessCommand, this.workspace, this.env(), (s, l) =>
         this.onLine(s, l),
       );
-      await this.backend.started(a.run_id);
+      this.report(() => this.backend.started(a.run_id));
       this.harness.write(
         encodeInput({
           type: 'prompt',
@@ -62,20 +66,36 @@ export class RunExecution {
       this.touch();
       const exit = await this.harness.exited;
       await this.harness.reapGroup(this.opts.killGraceMs);
+      await this.harness.drained(this.opts.killGraceMs);
       clearTimeout(this.idleTimer);
-      await this.flush();
-      await this.backend.finish(a.run_id, a.execution, {
-        stoppedBy: this.stoppedBy,
-        exitCode: exit.code,
-        signal: exit.signal,
-        lastLines: this.lastLines,
-        result: this.result,
-      });
+      void this.flush();
+      this.report(() =>
+        this.backend.finish(a.run_id, a.execution, {
+          stoppedBy: this.stoppedBy,
+          exitCode: exit.code,
+          signal: exit.signal,
+          lastLines: this.lastLines,
+          result: this.result,
+        }),
+      );
+    } catch (err) {
+      this.report(() =>
+        this.backend.finish(a.run_id, a.execution, {
+          exitCode: 127,
+          signal: null,
+          lastLines: [`factoryd could not start the harness: ${err instanceof Error ? err.message : String(err)}`],
+        }),
+      );
     } finally {
       clearTimeout(this.idleTimer);
       clearTimeout(this.flushTimer);
       rmSync(this.workspace, { recursive: true, force: true });
     }
+  }
+
+  /** Resolves when every report of this execution has been sent. */
+  get reported(): Promise<void> {
+    return this.reports;
   }
 
   followup(message: string): void {
@@ -146,16 +166,20 @@ export class RunExecution {
     return rel.startsWith('..') ? path : rel;
   }
 
-  /** Sends pending events, in order (one flush at a time). */
+  /** Queues a report behind the earlier ones (reports keep their order; a failed one is skipped). */
+  private report(send: () => Promise<void>): Promise<void> {
+    this.reports = this.reports.then(send).catch(() => undefined);
+    return this.reports;
+  }
+
+  /** Sends pending events. */
   private flush(): Promise<void> {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     const batch = this.pending;
     this.pending = [];
-    this.flushing = this.flushing.then(() =>
-      batch.length ? this.backend.record(this.runId, this.assignment.execution, batch).catch(() => undefined) : undefined,
-    );
-    return this.flushing;
+    if (!batch.length) return this.reports;
+    return this.report(() => this.backend.record(this.runId, this.assignment.execution, batch));
   }
 
   private touch(): void {

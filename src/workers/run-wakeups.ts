@@ -11,6 +11,8 @@ export class RunWakeups extends EventEmitter {
   private client?: pg.PoolClient;
   private closed = false;
   private retry?: NodeJS.Timeout;
+  /** Counts `queued` signals, so a waiter can tell whether one came since it last looked. */
+  generation = 0;
 
   constructor(private readonly db: Database) {
     super();
@@ -23,12 +25,12 @@ export class RunWakeups extends EventEmitter {
       const client = await this.db.pool.connect();
       this.client = client;
       client.on('notification', (n) => {
-        if (n.channel === RUNS_QUEUED_CHANNEL) this.emit('queued');
+        if (n.channel === RUNS_QUEUED_CHANNEL) this.queued();
         else if (n.channel === RUN_CONTROL_CHANNEL && n.payload) {
           try {
             const p = JSON.parse(n.payload) as { run_id: string };
             this.emit('control', p.run_id);
-            this.emit('queued'); // a follow-up may have queued an ended run again
+            this.queued(); // a follow-up may have queued an ended run again
           } catch {
             /* not ours */
           }
@@ -42,8 +44,14 @@ export class RunWakeups extends EventEmitter {
     }
   }
 
-  /** Resolves on the next `queued`, or after `ms`. */
-  next(ms: number): Promise<void> {
+  private queued(): void {
+    this.generation++;
+    this.emit('queued');
+  }
+
+  /** Resolves on the next `queued` (at once if one came after `since`, a `generation`), or after `ms`. */
+  next(ms: number, since = this.generation): Promise<void> {
+    if (this.generation !== since) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -17,6 +17,8 @@ export interface PoolOptions extends ExecutionOptions {
  */
 export class WorkerPool {
   private readonly active = new Map<string, RunExecution>();
+  /** Executions whose harness ended but whose reports are still on their way. */
+  private readonly reporting = new Set<Promise<void>>();
   private running = false;
   private loopDone?: Promise<void>;
   private slotFreed?: () => void;
@@ -56,8 +58,9 @@ export class WorkerPool {
     this.slotFreed?.();
     await Promise.all([...this.active.values()].map((e) => e.stop('shutdown')));
     while (this.active.size) await new Promise((r) => setTimeout(r, 10));
+    await Promise.all(this.reporting);
+    await this.backend.close(); // also ends a claim that is waiting (long poll)
     await this.loopDone;
-    await this.backend.close();
   }
 
   private async loop(): Promise<void> {
@@ -71,8 +74,9 @@ export class WorkerPool {
       try {
         claimed = await this.backend.claim(free);
       } catch (err) {
+        if (!this.running) break;
         this.opts.onError?.(err);
-        await new Promise((r) => setTimeout(r, Math.min(this.opts.pollMs, 1000)));
+        await new Promise((r) => setTimeout(r, 1000));
         continue;
       }
       if (!this.running) {
@@ -91,6 +95,8 @@ export class WorkerPool {
       .run()
       .catch((err) => this.opts.onError?.(err))
       .finally(() => {
+        const reported = exec.reported.finally(() => this.reporting.delete(reported));
+        this.reporting.add(reported);
         this.active.delete(exec.runId);
         this.slotFreed?.();
         this.slotFreed = undefined;

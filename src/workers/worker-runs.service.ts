@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../database/database.js';
-import type { RunEvent, RunState } from '../runs/run-state.js';
+import { nextState, statesAllowing, type RunEvent, type RunState } from '../runs/run-state.js';
 import { skillName } from '../runs/runs.service.js';
 import type { RunsRepository } from '../runs/runs.repository.js';
 import type { Assignment, Control, Outcome } from './assignment.js';
@@ -15,6 +15,41 @@ export interface WorkerIdentity {
 }
 
 const HELD: RunState[] = ['CLAIMED', 'INPROGRESS', 'BLOCKED'];
+
+interface ClaimedRow {
+  id: string;
+  team_id: string;
+  prompt: string;
+  agent_config: Record<string, unknown> | null;
+  execution: number;
+  session_id: string;
+  skill_spec: string | null;
+  followups: string[] | null;
+  attachments: Array<{ file_name: string; data: string }> | null;
+  skills: Array<{ factory: string; path: string; content: string }> | null;
+  history: Array<{ role: string; text: string }> | null;
+}
+
+type StatusMessage = { message: string; error_code?: string; retryable?: boolean };
+
+/** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
+function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
+  if (outcome.exitCode === 0) return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
+  const tail = outcome.lastLines.slice(-LAST_LINES_IN_MESSAGE).join('\n');
+  const how = outcome.exitCode === null ? `was killed by ${outcome.signal}` : `exited with status ${outcome.exitCode}`;
+  return ['fail', { message: `The agent ${how}${tail ? `:\n${tail}` : ''}`, error_code: 'agent_failed' }];
+}
+
+function eventColumns(events: HarnessEvent[]) {
+  const out = { types: [] as string[], roles: [] as (string | null)[], kinds: [] as (string | null)[], bodies: [] as string[] };
+  for (const e of events) {
+    out.types.push(e.type);
+    out.roles.push(e.type === 'message' ? e.role : e.type === 'transcript' ? e.stream : null);
+    out.kinds.push(e.type === 'action' ? e.kind : null);
+    out.bodies.push(JSON.stringify(e.type === 'action' ? { input: e.input } : e));
+  }
+  return out;
+}
 const LAST_LINES_IN_MESSAGE = 5;
 
 /**
@@ -43,79 +78,80 @@ export class WorkerRunsService {
     await this.db.execute(`DELETE FROM workers WHERE id = $1`, [w.id]);
   }
 
-  /** Claims up to `max` of the oldest QUEUED runs of the worker's host (SKIP LOCKED: no waiting). */
+  /**
+   * Claims up to `max` of the oldest QUEUED runs of the worker's host (SKIP LOCKED: claimers never
+   * wait on each other) and gathers what their harnesses need, in one statement: follow-ups taken
+   * (and recorded in the conversation), attachments, the team's skills, the conversation so far.
+   * It is the one state change that cannot go through RunsRepository.transition (a batch decided
+   * by the lock), so it takes its states from the state machine itself.
+   */
   async claim(w: WorkerIdentity, max: number): Promise<Assignment[]> {
     if (max <= 0) return [];
-    const claimed = await this.db.transaction(async (tx) => {
-      const now = this.now();
-      const rows = await tx.query<{ id: string }>(
-        `SELECT id FROM runs WHERE state = 'QUEUED' AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
-          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED`,
-        [w.host, w.teamId, max],
-      );
-      const ids: string[] = [];
-      for (const { id } of rows) {
-        if (!(await this.runs.transition(tx, id, 'QUEUED', 'claim', now))) continue;
-        await tx.execute(
-          `UPDATE runs SET lease_owner = $2, lease_expires_at = $3, claimed_at = $4, execution = execution + 1,
-                  session_id = coalesce(session_id, $5), status_message = NULL
-            WHERE id = $1`,
-          [id, w.id, new Date(now.getTime() + this.leaseMs), now, randomUUID()],
-        );
-        ids.push(id);
-      }
-      return ids;
-    });
-    const out: Assignment[] = [];
-    for (const id of claimed) out.push(await this.assignment(id));
-    return out;
+    const now = this.now();
+    const rows = await this.db.query<ClaimedRow>(
+      `WITH c AS (
+         UPDATE runs r SET state = $4, updated_at = $5, lease_owner = $6, lease_expires_at = $7, claimed_at = $5,
+                execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
+          WHERE r.id IN (SELECT id FROM runs WHERE state = $8 AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
+                          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+            AND r.state = ANY($9::text[])
+          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
+       f AS (
+         UPDATE run_followups u SET delivered_at = $5 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
+         RETURNING u.run_id, u.message, u.created_at),
+       opening AS (
+         INSERT INTO run_events (run_id, team_id, execution, type, role, body, created_at)
+         SELECT m.run_id, m.team_id, m.execution, 'message', 'user',
+                jsonb_build_object('type', 'message', 'role', 'user', 'text', m.text), $5
+           FROM (SELECT c.id AS run_id, c.team_id, c.execution, c.prompt AS text, 0 AS k, $5::timestamptz AS at FROM c WHERE c.execution = 1
+                 UNION ALL
+                 SELECT f.run_id, c.team_id, c.execution, f.message, 1, f.created_at FROM f JOIN c ON c.id = f.run_id) m
+          ORDER BY m.run_id, m.k, m.at)
+       SELECT c.*,
+         (SELECT json_agg(f.message ORDER BY f.created_at) FROM f WHERE f.run_id = c.id) AS followups,
+         (SELECT json_agg(json_build_object('file_name', a.file_name, 'data', encode(a.content, 'base64')) ORDER BY a.file_name)
+            FROM run_attachments a WHERE a.run_id = c.id) AS attachments,
+         (SELECT json_agg(json_build_object('factory', fa.name, 'path', s.path, 'content', s.content) ORDER BY fa.name, s.path)
+            FROM factory_skills s JOIN factories fa ON fa.id = s.factory_id
+           WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
+         (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
+            FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history
+       FROM c`,
+      [
+        w.host,
+        w.teamId,
+        max,
+        nextState('QUEUED', 'claim'),
+        now,
+        w.id,
+        new Date(now.getTime() + this.leaseMs),
+        'QUEUED',
+        statesAllowing('claim'),
+      ],
+    );
+    return Promise.all(rows.map((r) => this.assignment(r)));
   }
 
-  private async assignment(runId: string): Promise<Assignment> {
-    const [run] = await this.db.query(
-      `SELECT id, team_id, prompt, agent_config, execution, session_id, skill_spec FROM runs WHERE id = $1`,
-      [runId],
-    );
+  private async assignment(run: ClaimedRow): Promise<Assignment> {
     const config = (run.agent_config ?? {}) as Record<string, unknown>;
-    const followups = await this.takeFollowups(this.db, runId, run.team_id, run.execution);
-    const attachments = await this.db.query<{ file_name: string; content: Buffer }>(
-      `SELECT file_name, content FROM run_attachments WHERE run_id = $1 ORDER BY file_name`,
-      [runId],
-    );
-    const skills = await this.db.query<{ factory: string; path: string; content: string }>(
-      `SELECT f.name AS factory, s.path, s.content FROM factory_skills s JOIN factories f ON f.id = s.factory_id
-        WHERE f.team_id = $1 AND s.deleted_at IS NULL ORDER BY f.name, s.path`,
-      [run.team_id],
-    );
     let basePrompt = typeof config.base_prompt === 'string' ? config.base_prompt : undefined;
     if (run.skill_spec) {
       const skill = await this.resolveSkill(run.team_id, run.skill_spec);
       if (skill) basePrompt = basePrompt ? `${skill}\n\n${basePrompt}` : skill;
     }
-    const history =
-      run.execution > 1
-        ? await this.db.query<{ role: string; text: string }>(
-            `SELECT role, body->>'text' AS text FROM run_events
-              WHERE run_id = $1 AND type = 'message' AND execution < $2 ORDER BY id`,
-            [runId, run.execution],
-          )
-        : [];
-    // The prompt and the follow-ups it carries open this execution's part of the conversation.
-    await this.insertEvents(this.db, runId, run.team_id, run.execution, [
-      ...(run.execution === 1 ? [{ type: 'message' as const, role: 'user', text: run.prompt }] : []),
-    ]);
     return {
-      run_id: runId,
+      run_id: run.id,
       team_id: run.team_id,
       execution: run.execution,
       session_id: run.session_id,
       prompt: run.prompt,
       base_prompt: basePrompt,
       agent_config: config,
-      followups,
-      attachments: attachments.map((a) => ({ file_name: a.file_name, data: a.content.toString('base64') })),
-      skills,
-      history,
+      followups: run.followups ?? [],
+      // PostgreSQL's base64 wraps lines every 76 characters
+      attachments: (run.attachments ?? []).map((a) => ({ file_name: a.file_name, data: a.data.replace(/\n/g, '') })),
+      skills: run.skills ?? [],
+      history: run.history ?? [],
       idle_timeout_minutes:
         typeof config.idle_timeout_minutes === 'number' ? config.idle_timeout_minutes : undefined,
     };
@@ -142,22 +178,21 @@ export class WorkerRunsService {
   }
 
   async started(w: WorkerIdentity, runId: string): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      if (!(await this.holds(tx, w, runId, 'CLAIMED'))) return;
-      const now = this.now();
-      await this.runs.transition(tx, runId, 'CLAIMED', 'start', now);
-      await tx.execute(`UPDATE runs SET started_at = coalesce(started_at, $2) WHERE id = $1`, [runId, now]);
-    });
+    await this.runs.transition(this.db, runId, 'CLAIMED', 'start', this.now(), { leaseOwner: w.id });
   }
 
   async record(w: WorkerIdentity, runId: string, execution: number, events: HarnessEvent[]): Promise<void> {
     if (!events.length) return;
-    const [run] = await this.db.query<{ team_id: string }>(
-      `SELECT team_id FROM runs WHERE id = $1 AND lease_owner = $2`,
-      [runId, w.id],
+    const cols = eventColumns(events);
+    const inserted = await this.db.execute(
+      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at)
+       SELECT r.id, r.team_id, $3, e.type, e.role, e.kind, e.body, $4
+         FROM runs r, unnest($5::text[], $6::text[], $7::text[], $8::jsonb[]) WITH ORDINALITY AS e(type, role, kind, body, n)
+        WHERE r.id = $1 AND r.lease_owner = $2 AND r.execution = $3
+        ORDER BY e.n`,
+      [runId, w.id, execution, this.now(), cols.types, cols.roles, cols.kinds, cols.bodies],
     );
-    if (!run) return;
-    await this.insertEvents(this.db, runId, run.team_id, execution, events);
+    if (!inserted) return;
     const artifacts = events
       .filter((e) => e.type === 'action' && e.kind === 'artifact')
       .map((e) => (e as { input: Record<string, unknown> }).input);
@@ -168,14 +203,11 @@ export class WorkerRunsService {
       );
     }
     const blocked = events.find((e) => e.type === 'status');
-    if (blocked) {
-      await this.db.transaction(async (tx) => {
-        if (await this.holds(tx, w, runId, 'INPROGRESS'))
-          await this.runs.transition(tx, runId, 'INPROGRESS', 'block', this.now(), {
-            statusMessage: { message: blocked.message },
-          });
+    if (blocked)
+      await this.runs.transition(this.db, runId, 'INPROGRESS', 'block', this.now(), {
+        statusMessage: { message: blocked.message },
+        leaseOwner: w.id,
       });
-    }
   }
 
   /** Follow-ups not yet delivered (a BLOCKED run resumes), or `stop` when the run is no longer ours. */
@@ -207,6 +239,12 @@ export class WorkerRunsService {
 
   /** The harness ended: its exit decides SUCCEEDED or FAILED, unless the run moved on (cancelled, lost). */
   async finish(w: WorkerIdentity, runId: string, execution: number, outcome: Outcome): Promise<void> {
+    // The usual end, in one statement: a run in progress whose harness exited by itself.
+    if (!outcome.stoppedBy) {
+      const [event, message] = endOf(outcome);
+      if (await this.runs.transition(this.db, runId, 'INPROGRESS', event, this.now(), { statusMessage: message, leaseOwner: w.id }))
+        return;
+    }
     await this.db.transaction(async (tx) => {
       const [run] = await tx.query<{ state: RunState; lease_owner: string; team_id: string; execution: number }>(
         `SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`,
@@ -226,21 +264,14 @@ export class WorkerRunsService {
       }
       if (state === 'BLOCKED') await step('resume');
       if (state === 'CLAIMED') await step('start');
-      const tail = outcome.lastLines.slice(-LAST_LINES_IN_MESSAGE).join('\n');
       if (outcome.stoppedBy === 'idle') {
         return step('fail', {
           message: 'The agent was idle (no output, no input) for longer than idle_timeout_minutes and was stopped',
           error_code: 'idle_timeout',
         });
       }
-      if (outcome.exitCode === 0) {
-        return step('succeed', { message: outcome.result?.message || 'The agent finished' });
-      }
-      const how = outcome.exitCode === null ? `was killed by ${outcome.signal}` : `exited with status ${outcome.exitCode}`;
-      return step('fail', {
-        message: `The agent ${how}${tail ? `:\n${tail}` : ''}`,
-        error_code: 'agent_failed',
-      });
+      const [event, message] = endOf(outcome);
+      return step(event, message);
     });
   }
 
