@@ -20,7 +20,8 @@ const LATENCY_SAMPLES = 200;
 const HARNESS = `echo '{"type":"result","status":"succeeded","message":"ok"}'`;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
+const pct = (xs, p) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
 
 async function baseline() {
   const started = performance.now();
@@ -72,17 +73,25 @@ async function main() {
     agentConfig: {},
   });
   const ended = async () =>
-    Number((await service.db.query(`SELECT count(*) AS n FROM runs WHERE state IN ('SUCCEEDED','FAILED','ERROR')`))[0].n);
+    Number(
+      (
+        await service.db.query(`SELECT count(*) AS n FROM runs WHERE state IN ('SUCCEEDED','FAILED','ERROR')`)
+      )[0].n,
+    );
 
   const baseRate = await baseline();
 
   // Throughput: 1,000 runs queued as fast as they can be created; time until the last one ended.
   const t0 = performance.now();
   for (let i = 0; i < RUNS; i += 50)
-    await Promise.all(Array.from({ length: Math.min(50, RUNS - i) }, (_, k) => runs.create(newRun(i + k), new Date())));
+    await Promise.all(
+      Array.from({ length: Math.min(50, RUNS - i) }, (_, k) => runs.create(newRun(i + k), new Date())),
+    );
   while ((await ended()) < RUNS) await sleep(20);
   const rate = RUNS / ((performance.now() - t0) / 1000);
-  const failed = Number((await service.db.query(`SELECT count(*) AS n FROM runs WHERE state <> 'SUCCEEDED'`))[0].n);
+  const failed = Number(
+    (await service.db.query(`SELECT count(*) AS n FROM runs WHERE state <> 'SUCCEEDED'`))[0].n,
+  );
 
   // Claim latency: one run at a time while the slots are idle.
   const ids = [];
@@ -97,8 +106,12 @@ async function main() {
   );
   const lat = rows.map((r) => Number(r.ms));
 
-  console.log(`runs:        ${RUNS} runs through ${SLOTS} slots: ${rate.toFixed(1)} runs/s (${failed} not SUCCEEDED)`);
-  console.log(`baseline:    spawning the same command ${RUNS}x, ${SLOTS} at a time: ${baseRate.toFixed(1)} runs/s`);
+  console.log(
+    `runs:        ${RUNS} runs through ${SLOTS} slots: ${rate.toFixed(1)} runs/s (${failed} not SUCCEEDED)`,
+  );
+  console.log(
+    `baseline:    spawning the same command ${RUNS}x, ${SLOTS} at a time: ${baseRate.toFixed(1)} runs/s`,
+  );
   console.log(`ratio:       ${(rate / baseRate).toFixed(2)} of baseline (target >= 0.8)`);
   console.log(
     `claim:       QUEUED->CLAIMED p50 ${pct(lat, 50).toFixed(1)} ms, p95 ${pct(lat, 95).toFixed(1)} ms over ${lat.length} runs (target p95 <= 20 ms)`,

@@ -7,20 +7,39 @@ import { fromRoot } from '../src/common/paths.js';
 import { parseHarnessLine } from '../src/workers/harness-protocol.js';
 
 const fixture = fromRoot('test/fixtures/claude-stream.jsonl');
-const events = readFileSync(fixture, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+const events = readFileSync(fixture, 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l));
 
 describe('Claude Code stream-json adapter', () => {
   it('turns a recorded session into messages, skill loads, tool actions and a result', () => {
     const out = events.flatMap((e) => translate(e));
     expect(out).toEqual([
-      { type: 'message', role: 'system', text: 'Claude Code session 8f1c2a9e-0d5b-4c7e-9a51-3f2b6c1d7e40 (claude-sonnet-4-5)' },
-      { type: 'message', role: 'assistant', text: "I'll start by reading the triage skill and the event payload." },
-      { type: 'action', kind: 'read_skill', input: { skill_path: 'factory-skills/acme/skills/triage/SKILL.md' } },
+      {
+        type: 'message',
+        role: 'system',
+        text: 'Claude Code session 8f1c2a9e-0d5b-4c7e-9a51-3f2b6c1d7e40 (claude-sonnet-4-5)',
+      },
+      {
+        type: 'message',
+        role: 'assistant',
+        text: "I'll start by reading the triage skill and the event payload.",
+      },
+      {
+        type: 'action',
+        kind: 'read_skill',
+        input: { skill_path: 'factory-skills/acme/skills/triage/SKILL.md' },
+      },
       { type: 'action', kind: 'read_skill', input: { skill_name: 'pr-comments' } },
       {
         type: 'action',
         kind: 'tool_call',
-        input: { tool: 'Bash', id: 'toolu_01C', input: { command: 'cat event-payload.json', description: 'Read the webhook payload' } },
+        input: {
+          tool: 'Bash',
+          id: 'toolu_01C',
+          input: { command: 'cat event-payload.json', description: 'Read the webhook payload' },
+        },
       },
       { type: 'message', role: 'assistant', text: 'The issue is a crash in the API: labelled area/api.' },
       { type: 'result', status: 'succeeded', message: 'The issue is a crash in the API: labelled area/api.' },
@@ -43,7 +62,18 @@ describe('Claude Code stream-json adapter', () => {
       encoding: 'utf8',
     });
     expect(r.status).toBe(0);
-    const lines = r.stdout.trim().split('\n').map((l) => parseHarnessLine(l));
-    expect(lines.map((l) => l.type)).toEqual(['message', 'message', 'action', 'action', 'action', 'message', 'result']);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => parseHarnessLine(l));
+    expect(lines.map((l) => l.type)).toEqual([
+      'message',
+      'message',
+      'action',
+      'action',
+      'action',
+      'message',
+      'result',
+    ]);
   });
 });

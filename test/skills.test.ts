@@ -36,7 +36,10 @@ async function finished(id: string): Promise<any> {
 
 describe('skills', () => {
   it('starts a run from a skill: the skill is its base prompt and its name the config name', async () => {
-    const res = await t.call('POST', '/api/v1/agent/runs', { skill: 'acme/factory:triage', prompt: 'New issue' });
+    const res = await t.call('POST', '/api/v1/agent/runs', {
+      skill: 'acme/factory:triage',
+      prompt: 'New issue',
+    });
     const run = await finished(res.body.run_id);
     expect(run.state).toBe('SUCCEEDED');
     expect(run.agent_config.name).toBe('triage');
@@ -57,7 +60,11 @@ describe('skills', () => {
     await t.service.db.execute(
       `INSERT INTO run_events (run_id, team_id, execution, type, kind, body, created_at)
        VALUES ($1, $2, 1, 'action', 'read_skill', $3, now())`,
-      [run.run_id, t.defaultTeam.id, JSON.stringify({ input: { skill_path: '/home/me/.agents/skills/triage/SKILL.md' } })],
+      [
+        run.run_id,
+        t.defaultTeam.id,
+        JSON.stringify({ input: { skill_path: '/home/me/.agents/skills/triage/SKILL.md' } }),
+      ],
     );
     const usage = await t.call('GET', '/api/v1/skills/usage');
     expect(usage.status).toBe(200);

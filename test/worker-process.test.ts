@@ -8,7 +8,11 @@ import { startTestService, type TestService } from './support/service.js';
 let t: TestService;
 const children: ChildProcess[] = [];
 beforeAll(async () => {
-  execFileSync(process.execPath, [fromRoot('node_modules/typescript/bin/tsc'), '-p', fromRoot('tsconfig.build.json')]);
+  execFileSync(process.execPath, [
+    fromRoot('node_modules/typescript/bin/tsc'),
+    '-p',
+    fromRoot('tsconfig.build.json'),
+  ]);
   t = await startTestService({ WORKER_LEASE_SECONDS: '2' });
 }, 180_000);
 afterEach(() => {
@@ -41,7 +45,8 @@ async function waitFor(runId: string, states: string[], timeoutMs = 20_000, key?
   for (;;) {
     const res = await t.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key);
     if (states.includes(res.body.state)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} is ${res.body.state}, expected ${states.join('|')}`);
+    if (Date.now() > deadline)
+      throw new Error(`run ${runId} is ${res.body.state}, expected ${states.join('|')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -71,22 +76,35 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     const mine = await create({ prompt: 'On box a', config: { worker_host: 'box-a' } });
     const elsewhere = await create({ prompt: 'On box b', config: { worker_host: 'box-b' } });
     const serviceHosted = await create({ prompt: 'On the service' });
-    const otherTeams = await create({ prompt: 'Other team, same host id', config: { worker_host: 'box-a' } }, other.key);
+    const otherTeams = await create(
+      { prompt: 'Other team, same host id', config: { worker_host: 'box-a' } },
+      other.key,
+    );
 
     const run = await waitFor(mine, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state).toBe('SUCCEEDED');
     expect(run.execution_location).toBe('self_hosted');
-    expect((await t.call('GET', `/api/v1/agent/runs/${mine}/conversation`)).body.messages.length).toBeGreaterThan(2);
+    expect(
+      (await t.call('GET', `/api/v1/agent/runs/${mine}/conversation`)).body.messages.length,
+    ).toBeGreaterThan(2);
     await new Promise((r) => setTimeout(r, 500));
-    for (const id of [elsewhere, serviceHosted]) expect((await waitFor(id, ['QUEUED', 'CLAIMED', 'INPROGRESS'])).state).toBe('QUEUED');
+    for (const id of [elsewhere, serviceHosted])
+      expect((await waitFor(id, ['QUEUED', 'CLAIMED', 'INPROGRESS'])).state).toBe('QUEUED');
     expect((await waitFor(otherTeams, ['QUEUED', 'CLAIMED'], 1000, other.key)).state).toBe('QUEUED');
 
     const connected = await t.call('GET', '/api/v1/agent/connected-self-hosted-workers');
     expect(connected.status).toBe(200);
     expect(connected.body.workers).toEqual([
-      { worker_host: 'box-a', connection_count: 1, connected_at: expect.any(String), last_seen_at: expect.any(String) },
+      {
+        worker_host: 'box-a',
+        connection_count: 1,
+        connected_at: expect.any(String),
+        last_seen_at: expect.any(String),
+      },
     ]);
-    expect((await t.call('GET', '/api/v1/agent/connected-self-hosted-workers', undefined, other.key)).body.workers).toEqual([]);
+    expect(
+      (await t.call('GET', '/api/v1/agent/connected-self-hosted-workers', undefined, other.key)).body.workers,
+    ).toEqual([]);
   });
 
   it('follows a follow-up and a cancel over HTTP, and a restarted worker picks up new runs', async () => {
@@ -120,7 +138,12 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     expect(res.body.detail).toMatch(/reserved/);
     const bad = await t.call('POST', '/api/v1/agent/workers/claim', { worker_id: 'a b', worker_host: 'box' });
     expect(bad.status).toBe(400);
-    const unauth = await t.call('POST', '/api/v1/agent/workers/claim', { worker_id: 'w', worker_host: 'box' }, '');
+    const unauth = await t.call(
+      'POST',
+      '/api/v1/agent/workers/claim',
+      { worker_id: 'w', worker_host: 'box' },
+      '',
+    );
     expect(unauth.status).toBe(401);
   });
 });

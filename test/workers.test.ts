@@ -5,7 +5,11 @@ import { startTestService, type TestService } from './support/service.js';
 // Real service, real PostgreSQL, two service-hosted worker slots running the shipped example harness.
 let t: TestService;
 beforeAll(async () => {
-  t = await startTestService({ WORKER_CONCURRENCY: '2', WORKER_LEASE_SECONDS: '3', HARNESS_KILL_GRACE_MS: '1000' });
+  t = await startTestService({
+    WORKER_CONCURRENCY: '2',
+    WORKER_LEASE_SECONDS: '3',
+    HARNESS_KILL_GRACE_MS: '1000',
+  });
 });
 afterAll(async () => t?.stop());
 
@@ -20,19 +24,29 @@ async function waitFor(runId: string, states: string[], timeoutMs = 20_000): Pro
   for (;;) {
     const res = await t.call('GET', `/api/v1/agent/runs/${runId}`);
     if (states.includes(res.body.state)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} is ${res.body.state}, expected ${states.join('|')}: ${JSON.stringify(res.body.status_message)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `run ${runId} is ${res.body.state}, expected ${states.join('|')}: ${JSON.stringify(res.body.status_message)}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
-const conversation = async (runId: string) => (await t.call('GET', `/api/v1/agent/runs/${runId}/conversation`)).body;
+const conversation = async (runId: string) =>
+  (await t.call('GET', `/api/v1/agent/runs/${runId}/conversation`)).body;
 
 describe('service-hosted workers running the example harness', () => {
   it('runs a run to SUCCEEDED with its attachment, a summary artifact and a conversation', async () => {
-    const payload = { action: 'opened', repository: { full_name: 'acme/api' }, issue: { title: 'Crash on start' } };
+    const payload = {
+      action: 'opened',
+      repository: { full_name: 'acme/api' },
+      issue: { title: 'Crash on start' },
+    };
     const id = await create({
       prompt: 'Triage the new issue',
-      attachments: [{ file_name: 'event-payload.json', data: Buffer.from(JSON.stringify(payload)).toString('base64') }],
+      attachments: [
+        { file_name: 'event-payload.json', data: Buffer.from(JSON.stringify(payload)).toString('base64') },
+      ],
     });
     const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state).toBe('SUCCEEDED');
@@ -90,7 +104,9 @@ describe('service-hosted workers running the example harness', () => {
     await new Promise((r) => setTimeout(r, 50));
     const second = await waitFor(id, ['SUCCEEDED'], 20_000);
     const conv = await conversation(id);
-    expect(conv.messages.some((m: any) => m.text === 'Continuing our conversation (2 earlier messages).')).toBe(true);
+    expect(
+      conv.messages.some((m: any) => m.text === 'Continuing our conversation (2 earlier messages).'),
+    ).toBe(true);
     expect(conv.messages.filter((m: any) => m.execution === 2).length).toBeGreaterThan(0);
     expect(second.session_id).toBe(first.session_id);
     expect(second.artifacts.length).toBe(2);
@@ -130,7 +146,8 @@ async function waitForProcess(pattern: string, present: boolean, timeoutMs = 10_
   for (;;) {
     const found = processes().some((c) => c.includes(pattern));
     if (found === present) return;
-    if (Date.now() > deadline) throw new Error(`process "${pattern}" ${present ? 'never started' : 'is still running'}`);
+    if (Date.now() > deadline)
+      throw new Error(`process "${pattern}" ${present ? 'never started' : 'is still running'}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }

@@ -68,7 +68,8 @@ async function main() {
   const title = first.prompt.trim().split('\n')[0] || '(no prompt)';
   if (continued) say(`Continuing our conversation (${first.history.length} earlier messages).`);
   else say(`Working on: ${title}`);
-  if (first.base_prompt) say(`Following my instructions (${first.base_prompt.split('\n').length} lines of base prompt).`);
+  if (first.base_prompt)
+    say(`Following my instructions (${first.base_prompt.split('\n').length} lines of base prompt).`);
   for (const name of first.attachments ?? []) {
     if (name.endsWith('.json')) readPayload(name);
   }
@@ -186,7 +187,11 @@ function finish(prompt) {
   const text = `${lines.join('\n')}\n`;
   writeFileSync(join(workspace, 'summary.md'), text);
   emit({ type: 'action', kind: 'artifact', input: { type: 'file', name: 'summary.md', content: text } });
-  emit({ type: 'result', status: 'succeeded', message: `Done: ${lines.length - 2} findings written to summary.md` });
+  emit({
+    type: 'result',
+    status: 'succeeded',
+    message: `Done: ${lines.length - 2} findings written to summary.md`,
+  });
   process.exit(0);
 }
 

@@ -21,7 +21,10 @@ function turn(text) {
     const args = ['-p', text, '--output-format', 'stream-json', '--verbose'];
     if (session) args.push('--resume', session);
     if (process.env.FACTORYD_MODEL_ID) args.push('--model', process.env.FACTORYD_MODEL_ID);
-    current = spawn(claude, args, { stdio: ['ignore', 'pipe', 'inherit'], shell: !!process.env.CLAUDE_COMMAND });
+    current = spawn(claude, args, {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      shell: !!process.env.CLAUDE_COMMAND,
+    });
     createInterface({ input: current.stdout }).on('line', (line) => {
       let event;
       try {
@@ -68,7 +71,9 @@ createInterface({ input: process.stdin })
     if (msg.type === 'prompt') {
       const parts = [msg.base_prompt, msg.prompt, ...(msg.followups ?? [])].filter(Boolean);
       if (msg.history?.length)
-        parts.unshift(`Earlier in this conversation:\n${msg.history.map((h) => `${h.role}: ${h.text}`).join('\n')}`);
+        parts.unshift(
+          `Earlier in this conversation:\n${msg.history.map((h) => `${h.role}: ${h.text}`).join('\n')}`,
+        );
       queue.push(parts.join('\n\n'));
     } else if (msg.type === 'followup') queue.push(msg.message);
     void drain();

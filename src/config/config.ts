@@ -62,7 +62,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 2, 0, 256),
     workerLeaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 30, 1, 3600),
-    harnessCommand: str(env, 'HARNESS_COMMAND') ?? `"${process.execPath}" "${fromRoot('examples', 'harness', 'agent.js')}"`,
+    harnessCommand:
+      str(env, 'HARNESS_COMMAND') ?? `"${process.execPath}" "${fromRoot('examples', 'harness', 'agent.js')}"`,
     harnessKillGraceMs: int(env, 'HARNESS_KILL_GRACE_MS', 3000, 0, 600_000),
   };
 }

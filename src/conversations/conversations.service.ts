@@ -25,9 +25,14 @@ export class ConversationsService {
     if (since !== undefined) {
       from = new Date(since);
       if (!/^\d{4}-\d{2}-\d{2}/.test(since) || Number.isNaN(from.getTime()))
-        throw new InvalidRequest(`since must be a date or an RFC 3339 timestamp (e.g. 2026-01-31), got "${since}"`);
+        throw new InvalidRequest(
+          `since must be a date or an RFC 3339 timestamp (e.g. 2026-01-31), got "${since}"`,
+        );
     }
-    const report = skillUsage(await this.repo.skillLoads(teamId, from), await this.repo.managedFactories(teamId));
+    const report = skillUsage(
+      await this.repo.skillLoads(teamId, from),
+      await this.repo.managedFactories(teamId),
+    );
     return from ? { since: from.toISOString(), ...report } : report;
   }
 }

@@ -20,8 +20,22 @@ describe('skillUsage (CONTRACT.md §6)', () => {
       factories,
     );
     expect(r.skills).toEqual([
-      { factory: 'acme', skill: 'triage', path: 'skills/triage/SKILL.md', loads: 2, runs: 2, last_loaded_at: at.toISOString() },
-      { factory: 'acme', skill: 'release', path: 'skills/release/SKILL.md', loads: 1, runs: 1, last_loaded_at: at.toISOString() },
+      {
+        factory: 'acme',
+        skill: 'triage',
+        path: 'skills/triage/SKILL.md',
+        loads: 2,
+        runs: 2,
+        last_loaded_at: at.toISOString(),
+      },
+      {
+        factory: 'acme',
+        skill: 'release',
+        path: 'skills/release/SKILL.md',
+        loads: 1,
+        runs: 1,
+        last_loaded_at: at.toISOString(),
+      },
     ]);
     expect(r.not_counted.outside_managed_roots).toBe(0);
   });

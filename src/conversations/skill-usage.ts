@@ -18,7 +18,14 @@ export interface ManagedFactory {
 }
 
 export interface SkillUsageReport {
-  skills: Array<{ factory: string; skill: string; path: string; loads: number; runs: number; last_loaded_at: string }>;
+  skills: Array<{
+    factory: string;
+    skill: string;
+    path: string;
+    loads: number;
+    runs: number;
+    last_loaded_at: string;
+  }>;
   bundled: Array<{ bundled_skill_id: string; loads: number }>;
   not_counted: { outside_managed_roots: number };
 }
@@ -30,14 +37,22 @@ export interface SkillUsageReport {
  */
 export function managedRoots(f: ManagedFactory): string[] {
   const roots = [`factory-skills/${f.name}/skills/`];
-  const repo = f.repoUrl.replace(/\.git$/, '').replace(/\/+$/, '').split(/[/:]/).slice(-2).join('/');
+  const repo = f.repoUrl
+    .replace(/\.git$/, '')
+    .replace(/\/+$/, '')
+    .split(/[/:]/)
+    .slice(-2)
+    .join('/');
   if (repo.includes('/')) roots.push(`${repo}:skills/`);
   return roots;
 }
 
 export function skillUsage(loads: SkillLoad[], factories: ManagedFactory[]): SkillUsageReport {
   const roots = factories.flatMap((f) => managedRoots(f).map((root) => ({ root, factory: f.name })));
-  const skills = new Map<string, { factory: string; skill: string; path: string; loads: number; runs: Set<string>; last: Date }>();
+  const skills = new Map<
+    string,
+    { factory: string; skill: string; path: string; loads: number; runs: Set<string>; last: Date }
+  >();
   const bundled = new Map<string, number>();
   let outside = 0;
   for (const load of loads) {
@@ -55,7 +70,14 @@ export function skillUsage(loads: SkillLoad[], factories: ManagedFactory[]): Ski
     const inRoot = path.slice(hit.root.length);
     const skill = inRoot.split('/')[0].replace(/\.md$/, '');
     const key = `${hit.factory}\u0000${skill}`;
-    const entry = skills.get(key) ?? { factory: hit.factory, skill, path: `skills/${inRoot}`, loads: 0, runs: new Set(), last: load.at };
+    const entry = skills.get(key) ?? {
+      factory: hit.factory,
+      skill,
+      path: `skills/${inRoot}`,
+      loads: 0,
+      runs: new Set(),
+      last: load.at,
+    };
     entry.loads++;
     entry.runs.add(load.runId);
     if (load.at > entry.last) entry.last = load.at;
@@ -63,8 +85,17 @@ export function skillUsage(loads: SkillLoad[], factories: ManagedFactory[]): Ski
   }
   return {
     skills: [...skills.values()]
-      .sort((a, b) => b.loads - a.loads || a.factory.localeCompare(b.factory) || a.skill.localeCompare(b.skill))
-      .map((s) => ({ factory: s.factory, skill: s.skill, path: s.path, loads: s.loads, runs: s.runs.size, last_loaded_at: s.last.toISOString() })),
+      .sort(
+        (a, b) => b.loads - a.loads || a.factory.localeCompare(b.factory) || a.skill.localeCompare(b.skill),
+      )
+      .map((s) => ({
+        factory: s.factory,
+        skill: s.skill,
+        path: s.path,
+        loads: s.loads,
+        runs: s.runs.size,
+        last_loaded_at: s.last.toISOString(),
+      })),
     bundled: [...bundled.entries()]
       .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
       .map(([bundled_skill_id, n]) => ({ bundled_skill_id, loads: n })),
@@ -75,7 +106,9 @@ export function skillUsage(loads: SkillLoad[], factories: ManagedFactory[]): Ski
 /** `./a/../b` → `b`; a path that climbs out (`..`) or is absolute matches no root. */
 function normalise(p: unknown): string | undefined {
   if (typeof p !== 'string' || !p) return undefined;
-  const [spec, rest] = p.includes(':') ? [p.slice(0, p.indexOf(':') + 1), p.slice(p.indexOf(':') + 1)] : ['', p];
+  const [spec, rest] = p.includes(':')
+    ? [p.slice(0, p.indexOf(':') + 1), p.slice(p.indexOf(':') + 1)]
+    : ['', p];
   const n = posix.normalize(rest);
   if (n.startsWith('..') || n.startsWith('/')) return undefined;
   return spec + n;

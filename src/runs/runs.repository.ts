@@ -138,7 +138,16 @@ export class RunsRepository {
               started_at = CASE WHEN $3 = 'INPROGRESS' THEN coalesce(started_at, $4) ELSE started_at END,
               status_message = CASE WHEN $6::jsonb IS NOT NULL THEN $6::jsonb WHEN $3 = 'QUEUED' THEN NULL ELSE status_message END
         WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[]) AND ($8::text IS NULL OR lease_owner = $8)`,
-      [runId, from, to, now, ended, extra.statusMessage ?? null, statesAllowing(event), extra.leaseOwner ?? null],
+      [
+        runId,
+        from,
+        to,
+        now,
+        ended,
+        extra.statusMessage ?? null,
+        statesAllowing(event),
+        extra.leaseOwner ?? null,
+      ],
     );
     if (changed && to === 'QUEUED') this.signal?.queued();
     return changed ? to : undefined;

@@ -39,19 +39,30 @@ export function parseHarnessLine(line: string): HarnessEvent {
     switch (e.type) {
       case 'message':
         if (typeof e.text === 'string')
-          return { type: 'message', role: typeof e.role === 'string' ? e.role : 'assistant', text: text(e.text) };
+          return {
+            type: 'message',
+            role: typeof e.role === 'string' ? e.role : 'assistant',
+            text: text(e.text),
+          };
         break;
       case 'action':
         if (typeof e.kind === 'string' && /^[a-z][a-z0-9_.-]{0,63}$/.test(e.kind))
           return {
             type: 'action',
             kind: e.kind,
-            input: e.input && typeof e.input === 'object' && !Array.isArray(e.input) ? (e.input as Record<string, unknown>) : {},
+            input:
+              e.input && typeof e.input === 'object' && !Array.isArray(e.input)
+                ? (e.input as Record<string, unknown>)
+                : {},
           };
         break;
       case 'status':
         if (e.state === 'BLOCKED')
-          return { type: 'status', state: 'BLOCKED', message: text(e.message) || 'The agent is waiting for input' };
+          return {
+            type: 'status',
+            state: 'BLOCKED',
+            message: text(e.message) || 'The agent is waiting for input',
+          };
         break;
       case 'result':
         return {

@@ -20,7 +20,10 @@ export class HttpBackend implements WorkerBackend {
   ) {}
 
   async claim(max: number): Promise<Assignment[]> {
-    const res = await this.post<{ runs: Assignment[] }>('/agent/workers/claim', { max, wait_seconds: LONG_POLL_SECONDS });
+    const res = await this.post<{ runs: Assignment[] }>('/agent/workers/claim', {
+      max,
+      wait_seconds: LONG_POLL_SECONDS,
+    });
     return res.runs;
   }
   async waitForWork(): Promise<void> {

@@ -83,7 +83,9 @@ export class RunExecution {
         this.backend.finish(a.run_id, a.execution, {
           exitCode: 127,
           signal: null,
-          lastLines: [`factoryd could not start the harness: ${err instanceof Error ? err.message : String(err)}`],
+          lastLines: [
+            `factoryd could not start the harness: ${err instanceof Error ? err.message : String(err)}`,
+          ],
         }),
       );
     } finally {
@@ -126,7 +128,8 @@ export class RunExecution {
   /** A path in the workspace; names that would escape it are refused. */
   private inside(name: string): string {
     const path = resolve(this.workspace, name);
-    if (!path.startsWith(this.workspace + sep)) throw new Error(`attachment name escapes the workspace: ${name}`);
+    if (!path.startsWith(this.workspace + sep))
+      throw new Error(`attachment name escapes the workspace: ${name}`);
     return path;
   }
 
@@ -152,7 +155,10 @@ export class RunExecution {
     }
     if (event.type === 'result') this.result = event;
     if (event.type === 'action' && typeof event.input.skill_path === 'string') {
-      event = { ...event, input: { ...event.input, skill_path: this.workspaceRelative(event.input.skill_path) } };
+      event = {
+        ...event,
+        input: { ...event.input, skill_path: this.workspaceRelative(event.input.skill_path) },
+      };
     }
     this.pending.push(event);
     // A status change is reported at once; other events are batched briefly.

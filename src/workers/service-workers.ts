@@ -10,7 +10,8 @@ import { WorkerPool } from './worker-pool.js';
 import type { WorkerRunsService } from './worker-runs.service.js';
 
 /** Heartbeat: a third of the lease, so two can be missed before the run is lost. */
-export const heartbeatMs = (config: Config) => Math.max(200, Math.floor((config.workerLeaseSeconds * 1000) / 3));
+export const heartbeatMs = (config: Config) =>
+  Math.max(200, Math.floor((config.workerLeaseSeconds * 1000) / 3));
 const SAFETY_POLL_MS = 2000;
 
 export interface Housekeeping {
@@ -18,7 +19,11 @@ export interface Housekeeping {
 }
 
 /** The reaper (lapsed leases → ERROR) and the "no self-hosted worker connected" notes; any process may run it. */
-export function startHousekeeping(service: WorkerRunsService, config: Config, onError: (e: unknown) => void): Housekeeping {
+export function startHousekeeping(
+  service: WorkerRunsService,
+  config: Config,
+  onError: (e: unknown) => void,
+): Housekeeping {
   let busy: Promise<void> = Promise.resolve();
   const tick = () => {
     busy = busy.then(async () => {
@@ -48,7 +53,11 @@ export function startServiceHostedPool(
   onError: (e: unknown) => void,
   concurrency = config.workerConcurrency,
 ): WorkerPool {
-  const worker = { id: `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`, host: SERVICE_WORKER_HOST, teamId: null };
+  const worker = {
+    id: `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`,
+    host: SERVICE_WORKER_HOST,
+    teamId: null,
+  };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
     concurrency,
     harnessCommand: config.harnessCommand,

@@ -81,7 +81,15 @@ export class WorkerPool {
       }
       if (!this.running) {
         // Claimed while stopping: hand them back as lost rather than leave them held.
-        for (const a of claimed) await this.backend.finish(a.run_id, a.execution, { stoppedBy: 'shutdown', exitCode: null, signal: null, lastLines: [] }).catch(() => undefined);
+        for (const a of claimed)
+          await this.backend
+            .finish(a.run_id, a.execution, {
+              stoppedBy: 'shutdown',
+              exitCode: null,
+              signal: null,
+              lastLines: [],
+            })
+            .catch(() => undefined);
         break;
       }
       for (const a of claimed) this.launch(new RunExecution(a, this.backend, this.opts));

@@ -34,14 +34,21 @@ type StatusMessage = { message: string; error_code?: string; retryable?: boolean
 
 /** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
 function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
-  if (outcome.exitCode === 0) return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
+  if (outcome.exitCode === 0)
+    return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
   const tail = outcome.lastLines.slice(-LAST_LINES_IN_MESSAGE).join('\n');
-  const how = outcome.exitCode === null ? `was killed by ${outcome.signal}` : `exited with status ${outcome.exitCode}`;
+  const how =
+    outcome.exitCode === null ? `was killed by ${outcome.signal}` : `exited with status ${outcome.exitCode}`;
   return ['fail', { message: `The agent ${how}${tail ? `:\n${tail}` : ''}`, error_code: 'agent_failed' }];
 }
 
 function eventColumns(events: HarnessEvent[]) {
-  const out = { types: [] as string[], roles: [] as (string | null)[], kinds: [] as (string | null)[], bodies: [] as string[] };
+  const out = {
+    types: [] as string[],
+    roles: [] as (string | null)[],
+    kinds: [] as (string | null)[],
+    bodies: [] as string[],
+  };
   for (const e of events) {
     out.types.push(e.type);
     out.roles.push(e.type === 'message' ? e.role : e.type === 'transcript' ? e.stream : null);
@@ -149,7 +156,10 @@ export class WorkerRunsService {
       agent_config: config,
       followups: run.followups ?? [],
       // PostgreSQL's base64 wraps lines every 76 characters
-      attachments: (run.attachments ?? []).map((a) => ({ file_name: a.file_name, data: a.data.replace(/\n/g, '') })),
+      attachments: (run.attachments ?? []).map((a) => ({
+        file_name: a.file_name,
+        data: a.data.replace(/\n/g, ''),
+      })),
       skills: run.skills ?? [],
       history: run.history ?? [],
       idle_timeout_minutes:
@@ -172,7 +182,10 @@ export class WorkerRunsService {
     );
     const repoName = repo.split('/')[1] ?? repo;
     const matches = (r: { repo_url: string; fname: string }) =>
-      r.repo_url.replace(/\.git$/, '').replace(/\/+$/, '').endsWith(repo) || r.fname === repoName;
+      r.repo_url
+        .replace(/\.git$/, '')
+        .replace(/\/+$/, '')
+        .endsWith(repo) || r.fname === repoName;
     const exact = rows.filter(matches).find((r) => r.path === rest) ?? rows.filter(matches)[0];
     return exact?.content;
   }
@@ -213,10 +226,12 @@ export class WorkerRunsService {
   /** Follow-ups not yet delivered (a BLOCKED run resumes), or `stop` when the run is no longer ours. */
   async control(w: WorkerIdentity, runId: string): Promise<Control> {
     return this.db.transaction(async (tx) => {
-      const [run] = await tx.query<{ state: RunState; lease_owner: string; team_id: string; execution: number }>(
-        `SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`,
-        [runId],
-      );
+      const [run] = await tx.query<{
+        state: RunState;
+        lease_owner: string;
+        team_id: string;
+        execution: number;
+      }>(`SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`, [runId]);
       if (!run || run.lease_owner !== w.id || !HELD.includes(run.state)) return { stop: true, followups: [] };
       const followups = await this.takeFollowups(tx, runId, run.team_id, run.execution);
       if (followups.length && run.state === 'BLOCKED') {
@@ -242,31 +257,53 @@ export class WorkerRunsService {
     // The usual end, in one statement: a run in progress whose harness exited by itself.
     if (!outcome.stoppedBy) {
       const [event, message] = endOf(outcome);
-      if (await this.runs.transition(this.db, runId, 'INPROGRESS', event, this.now(), { statusMessage: message, leaseOwner: w.id }))
+      if (
+        await this.runs.transition(this.db, runId, 'INPROGRESS', event, this.now(), {
+          statusMessage: message,
+          leaseOwner: w.id,
+        })
+      )
         return;
     }
     await this.db.transaction(async (tx) => {
-      const [run] = await tx.query<{ state: RunState; lease_owner: string; team_id: string; execution: number }>(
-        `SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`,
-        [runId],
-      );
+      const [run] = await tx.query<{
+        state: RunState;
+        lease_owner: string;
+        team_id: string;
+        execution: number;
+      }>(`SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`, [runId]);
       if (!run || run.lease_owner !== w.id || run.execution !== execution) return;
       await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [runId]);
       if (!HELD.includes(run.state)) return;
       const now = this.now();
       let state = run.state;
-      const step = async (event: RunEvent, message?: { message: string; error_code?: string; retryable?: boolean }) => {
-        const next = await this.runs.transition(tx, runId, state, event, now, message ? { statusMessage: message } : {});
+      const step = async (
+        event: RunEvent,
+        message?: { message: string; error_code?: string; retryable?: boolean },
+      ) => {
+        const next = await this.runs.transition(
+          tx,
+          runId,
+          state,
+          event,
+          now,
+          message ? { statusMessage: message } : {},
+        );
         if (next) state = next;
       };
       if (outcome.stoppedBy === 'shutdown') {
-        return step('lose', { message: `The worker ${w.id} shut down while running this run`, error_code: 'worker_lost', retryable: true });
+        return step('lose', {
+          message: `The worker ${w.id} shut down while running this run`,
+          error_code: 'worker_lost',
+          retryable: true,
+        });
       }
       if (state === 'BLOCKED') await step('resume');
       if (state === 'CLAIMED') await step('start');
       if (outcome.stoppedBy === 'idle') {
         return step('fail', {
-          message: 'The agent was idle (no output, no input) for longer than idle_timeout_minutes and was stopped',
+          message:
+            'The agent was idle (no output, no input) for longer than idle_timeout_minutes and was stopped',
           error_code: 'idle_timeout',
         });
       }
@@ -279,7 +316,12 @@ export class WorkerRunsService {
   async reap(): Promise<number> {
     return this.db.transaction(async (tx) => {
       const now = this.now();
-      const rows = await tx.query<{ id: string; state: RunState; lease_owner: string; lease_expires_at: Date }>(
+      const rows = await tx.query<{
+        id: string;
+        state: RunState;
+        lease_owner: string;
+        lease_expires_at: Date;
+      }>(
         `SELECT id, state, lease_owner, lease_expires_at FROM runs
           WHERE state = ANY($1::text[]) AND lease_expires_at < $2 ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
         [HELD, now],
@@ -316,13 +358,22 @@ export class WorkerRunsService {
                         AND w.last_seen_at > $1)`,
       [seenAfter],
     );
-    await this.db.execute(`DELETE FROM workers WHERE last_seen_at < $1`, [new Date(seenAfter.getTime() - 3600_000)]);
+    await this.db.execute(`DELETE FROM workers WHERE last_seen_at < $1`, [
+      new Date(seenAfter.getTime() - 3600_000),
+    ]);
   }
 
-  async connectedSelfHosted(teamId: string): Promise<
+  async connectedSelfHosted(
+    teamId: string,
+  ): Promise<
     Array<{ worker_host: string; connection_count: number; connected_at: string; last_seen_at: string }>
   > {
-    const rows = await this.db.query<{ worker_host: string; n: string; connected_at: Date; last_seen_at: Date }>(
+    const rows = await this.db.query<{
+      worker_host: string;
+      n: string;
+      connected_at: Date;
+      last_seen_at: Date;
+    }>(
       `SELECT worker_host, count(*) AS n, min(connected_at) AS connected_at, max(last_seen_at) AS last_seen_at
          FROM workers WHERE team_id = $1 AND self_hosted AND last_seen_at > $2
         GROUP BY worker_host ORDER BY worker_host`,
@@ -344,7 +395,12 @@ export class WorkerRunsService {
     return rows.length > 0;
   }
 
-  private async takeFollowups(tx: Queryable, runId: string, teamId: string, execution: number): Promise<string[]> {
+  private async takeFollowups(
+    tx: Queryable,
+    runId: string,
+    teamId: string,
+    execution: number,
+  ): Promise<string[]> {
     const rows = await tx.query<{ message: string; created_at: Date }>(
       `UPDATE run_followups SET delivered_at = $2
         WHERE id IN (SELECT id FROM run_followups WHERE run_id = $1 AND delivered_at IS NULL ORDER BY created_at FOR UPDATE)

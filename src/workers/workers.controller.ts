@@ -38,10 +38,15 @@ export class WorkersController {
   @Post('workers/claim')
   @HttpCode(200)
   @RequireScope('runs:write')
-  async claim(@Auth() auth: AuthContext, @Body() body: WorkerBody & { max?: unknown; wait_seconds?: unknown }) {
+  async claim(
+    @Auth() auth: AuthContext,
+    @Body() body: WorkerBody & { max?: unknown; wait_seconds?: unknown },
+  ) {
     const w = identity(auth, body);
-    const max = typeof body.max === 'number' && Number.isInteger(body.max) ? Math.min(Math.max(body.max, 1), 16) : 1;
-    const wait = typeof body.wait_seconds === 'number' ? Math.min(Math.max(body.wait_seconds, 0), MAX_WAIT_SECONDS) : 0;
+    const max =
+      typeof body.max === 'number' && Number.isInteger(body.max) ? Math.min(Math.max(body.max, 1), 16) : 1;
+    const wait =
+      typeof body.wait_seconds === 'number' ? Math.min(Math.max(body.wait_seconds, 0), MAX_WAIT_SECONDS) : 0;
     const deadline = Date.now() + wait * 1000;
     for (;;) {
       await this.service.register(w);
@@ -56,7 +61,9 @@ export class WorkersController {
   @HttpCode(200)
   @RequireScope('runs:write')
   async heartbeat(@Auth() auth: AuthContext, @Body() body: WorkerBody & { run_ids?: unknown }) {
-    const ids = Array.isArray(body.run_ids) ? body.run_ids.filter((i): i is string => typeof i === 'string' && UUID.test(i)) : [];
+    const ids = Array.isArray(body.run_ids)
+      ? body.run_ids.filter((i): i is string => typeof i === 'string' && UUID.test(i))
+      : [];
     await this.service.heartbeat(identity(auth, body), ids);
     return {};
   }
@@ -79,7 +86,12 @@ export class WorkersController {
   ) {
     if (!Array.isArray(body.events) || body.events.length > 1000)
       throw new InvalidRequest('events must be an array of at most 1000 harness events');
-    await this.service.record(identity(auth, body), runParam(runId), execution(body), body.events.map(toEvent));
+    await this.service.record(
+      identity(auth, body),
+      runParam(runId),
+      execution(body),
+      body.events.map(toEvent),
+    );
     return {};
   }
 
@@ -100,10 +112,15 @@ export class WorkersController {
   ) {
     const o = body.outcome ?? {};
     const outcome: Outcome = {
-      stoppedBy: o.stoppedBy === 'cancel' || o.stoppedBy === 'idle' || o.stoppedBy === 'shutdown' ? o.stoppedBy : undefined,
+      stoppedBy:
+        o.stoppedBy === 'cancel' || o.stoppedBy === 'idle' || o.stoppedBy === 'shutdown'
+          ? o.stoppedBy
+          : undefined,
       exitCode: typeof o.exitCode === 'number' ? o.exitCode : null,
       signal: typeof o.signal === 'string' ? o.signal : null,
-      lastLines: Array.isArray(o.lastLines) ? o.lastLines.filter((l) => typeof l === 'string').slice(-20) : [],
+      lastLines: Array.isArray(o.lastLines)
+        ? o.lastLines.filter((l) => typeof l === 'string').slice(-20)
+        : [],
       result: o.result ? (toEvent(o.result) as Outcome['result']) : undefined,
     };
     if (outcome.result && outcome.result.type !== 'result') outcome.result = undefined;
@@ -117,7 +134,9 @@ function identity(auth: AuthContext, body: WorkerBody): WorkerIdentity {
   if (typeof body.worker_host !== 'string' || !NAME.test(body.worker_host))
     throw new InvalidRequest('worker_host must be 1-64 characters of [A-Za-z0-9._-]');
   if (body.worker_host === SERVICE_WORKER_HOST)
-    throw new InvalidRequest(`worker_host "${SERVICE_WORKER_HOST}" is reserved for the service-hosted workers`);
+    throw new InvalidRequest(
+      `worker_host "${SERVICE_WORKER_HOST}" is reserved for the service-hosted workers`,
+    );
   if (typeof body.worker_id !== 'string' || !WORKER_ID.test(body.worker_id))
     throw new InvalidRequest('worker_id must be 1-128 characters of [A-Za-z0-9._:-]');
   return { id: `${auth.team.uid}/${body.worker_id}`, host: body.worker_host, teamId: auth.team.id };
@@ -137,7 +156,11 @@ function execution(body: { execution?: unknown }): number {
 function toEvent(e: unknown): HarnessEvent {
   if (e && typeof e === 'object' && (e as { type?: unknown }).type === 'transcript') {
     const t = e as { stream?: unknown; text?: unknown };
-    return { type: 'transcript', stream: t.stream === 'stderr' ? 'stderr' : 'stdout', text: String(t.text ?? '').slice(0, 65536) };
+    return {
+      type: 'transcript',
+      stream: t.stream === 'stderr' ? 'stderr' : 'stdout',
+      text: String(t.text ?? '').slice(0, 65536),
+    };
   }
   return parseHarnessLine(JSON.stringify(e));
 }

@@ -32,7 +32,8 @@ export class ServiceWorkers implements OnApplicationBootstrap, OnApplicationShut
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const onError = (err: unknown) => this.log.warn(`worker: ${err instanceof Error ? err.message : String(err)}`);
+    const onError = (err: unknown) =>
+      this.log.warn(`worker: ${err instanceof Error ? err.message : String(err)}`);
     await this.wakeups.start();
     this.housekeeping = startHousekeeping(this.service, this.config, onError);
     if (this.config.workerConcurrency > 0)

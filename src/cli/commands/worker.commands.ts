@@ -52,7 +52,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   };
   if (opts.workerHost) {
     const apiKey = opts.apiKey ?? process.env.FACTORYD_API_KEY;
-    if (!opts.api || !apiKey) throw new Error('--worker-host needs --api URL and --api-key KEY (or FACTORYD_API_KEY)');
+    if (!opts.api || !apiKey)
+      throw new Error('--worker-host needs --api URL and --api-key KEY (or FACTORYD_API_KEY)');
     const api = opts.api.replace(/\/+$/, '');
     const workerId = `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`;
     const pool = new WorkerPool(new HttpBackend(api, apiKey, workerId, opts.workerHost), {
