@@ -3,6 +3,7 @@
 // QUEUED→CLAIMED latency of runs created one at a time while slots are free (p50/p95).
 // Uses DATABASE_URL when set, else a throwaway embedded PostgreSQL.
 import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../database/database.js';
 import { nextState, statesAllowing, type RunEvent, type RunState } from '../runs/run-state.js';
 import { skillName } from '../runs/runs.service.js';
