@@ -1,4 +1,5 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { InvalidRequest } from '../common/problem.js';
@@ -41,6 +42,7 @@ export class WorkersController {
   async claim(
     @Auth() auth: AuthContext,
     @Body() body: WorkerBody & { max?: unknown; wait_seconds?: unknown },
+    @Req() req: FastifyRequest,
   ) {
     const w = identity(auth, body);
     const max =
@@ -49,6 +51,8 @@ export class WorkersController {
       typeof body.wait_seconds === 'number' ? Math.min(Math.max(body.wait_seconds, 0), MAX_WAIT_SECONDS) : 0;
     const deadline = Date.now() + wait * 1000;
     for (;;) {
+      // A worker that hung up (stopped, restarted) must not be handed runs it will never see.
+      if (req.raw.destroyed || req.raw.socket?.destroyed) return { runs: [] };
       await this.service.register(w);
       const runs = await this.service.claim(w, max);
       const left = deadline - Date.now();
