@@ -52,7 +52,7 @@ export class WorkersController {
     const deadline = Date.now() + wait * 1000;
     for (;;) {
       // A worker that hung up (stopped, restarted) must not be handed runs it will never see.
-      if (req.raw.destroyed || req.raw.socket?.destroyed) return { runs: [] };
+      if (req.raw.socket?.destroyed) return { runs: [] };
       await this.service.register(w);
       const runs = await this.service.claim(w, max);
       const left = deadline - Date.now();
