@@ -16,6 +16,8 @@ import { ReconcilerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
+import { ConversationsModule } from './conversations/conversations.module.js';
+import { WorkersModule } from './workers/workers.module.js';
 
 /** What every module may inject: configuration, the database, the clock, the schemas. */
 @Global()
@@ -49,6 +51,8 @@ export class AppModule {
         FactoriesModule,
         AutomationsModule,
         WebhooksModule,
+        ConversationsModule,
+        WorkersModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

@@ -4,6 +4,8 @@ import { registerRunsCommands } from './commands/runs.commands.js';
 import { registerFactoryCommands } from './commands/factories.commands.js';
 import { registerSecretsCommands } from './commands/secrets.commands.js';
 import { registerServeCommand } from './commands/serve.command.js';
+import { registerSkillsCommands } from './commands/skills.commands.js';
+import { registerWorkerCommands } from './commands/worker.commands.js';
 
 /** Each module's commands, in the order `factoryd --help` lists them. */
 const COMMANDS: Array<(program: Command) => void> = [
@@ -12,6 +14,8 @@ const COMMANDS: Array<(program: Command) => void> = [
   registerRunsCommands,
   registerFactoryCommands,
   registerSecretsCommands,
+  registerWorkerCommands,
+  registerSkillsCommands,
 ];
 
 export function buildProgram(): Command {

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { fromRoot } from '../common/paths.js';
 
 /**
  * The service's configuration, read once from the environment and validated at boot. A bad value
@@ -22,6 +23,14 @@ export interface Config {
   /** Authenticated deliveries per webhook per minute (contract: 60; raised only for benchmarks). */
   webhookRateLimitPerMinute: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Service-hosted worker slots `factoryd serve` runs in process (0: none). */
+  workerConcurrency: number;
+  /** How long a claimed run stays owned without a heartbeat before it ends as ERROR. */
+  workerLeaseSeconds: number;
+  /** The agent harness started per run (a shell command line); default: the shipped example. */
+  harnessCommand: string;
+  /** After `cancel` and SIGTERM, how long a harness's process group may linger before SIGKILL. */
+  harnessKillGraceMs: number;
 }
 
 export class ConfigError extends Error {
@@ -54,6 +63,11 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     webhookRateLimitPerMinute: int(env, 'WEBHOOK_RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 2, 0, 256),
+    workerLeaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 30, 1, 3600),
+    harnessCommand:
+      str(env, 'HARNESS_COMMAND') ?? `"${process.execPath}" "${fromRoot('examples', 'harness', 'agent.js')}"`,
+    harnessKillGraceMs: int(env, 'HARNESS_KILL_GRACE_MS', 3000, 0, 600_000),
   };
 }
 

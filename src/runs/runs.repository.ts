@@ -1,8 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { newUuid } from '../common/ids.js';
 import { Database, type Queryable } from '../database/database.js';
 import type { RunEvent, RunState } from './run-state.js';
 import { nextState, statesAllowing } from './run-state.js';
+import { RunsSignal } from './runs-signal.js';
 import { SERVICE_WORKER_HOST, type NewRun, type Run } from './run.js';
 
 /** The columns every run read selects, creator joined; `r` is runs, `p` principals. */
@@ -48,7 +49,10 @@ export function toRun(row: Record<string, unknown>): Run {
 
 @Injectable()
 export class RunsRepository {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Optional() @Inject(RunsSignal) private readonly signal?: RunsSignal,
+  ) {}
 
   /**
    * Inserts a QUEUED run (and its attachments) through `tx`, so callers that start runs as part of a
@@ -88,6 +92,7 @@ export class RunsRepository {
         [id, a.fileName, a.contentType, a.content],
       );
     }
+    this.signal?.queued();
     return id;
   }
 
@@ -122,17 +127,29 @@ export class RunsRepository {
     from: RunState,
     event: RunEvent,
     now: Date,
-    extra: { statusMessage?: Run['statusMessage'] } = {},
+    /** `leaseOwner`: only if this worker still holds the run (a worker's own reports). */
+    extra: { statusMessage?: Run['statusMessage']; leaseOwner?: string } = {},
   ): Promise<RunState | undefined> {
     const to = nextState(from, event);
     const ended = to === 'SUCCEEDED' || to === 'FAILED' || to === 'ERROR' || to === 'CANCELLED';
     const changed = await tx.execute(
       `UPDATE runs SET state = $3, updated_at = $4,
               ended_at = CASE WHEN $5 THEN $4 WHEN $3 = 'QUEUED' THEN NULL ELSE ended_at END,
+              started_at = CASE WHEN $3 = 'INPROGRESS' THEN coalesce(started_at, $4) ELSE started_at END,
               status_message = CASE WHEN $6::jsonb IS NOT NULL THEN $6::jsonb WHEN $3 = 'QUEUED' THEN NULL ELSE status_message END
-        WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[])`,
-      [runId, from, to, now, ended, extra.statusMessage ?? null, statesAllowing(event)],
+        WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[]) AND ($8::text IS NULL OR lease_owner = $8)`,
+      [
+        runId,
+        from,
+        to,
+        now,
+        ended,
+        extra.statusMessage ?? null,
+        statesAllowing(event),
+        extra.leaseOwner ?? null,
+      ],
     );
+    if (changed && to === 'QUEUED') this.signal?.queued();
     return changed ? to : undefined;
   }
 

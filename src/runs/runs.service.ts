@@ -9,6 +9,7 @@ import { buildRunListSql, pageOf, parseRunListQuery } from './run-list.js';
 import { isTerminal } from './run-state.js';
 import type { AgentConfig, NewAttachment, NewRun, Run } from './run.js';
 import { RUN_COLUMNS, RUN_FROM, RunsRepository, toRun } from './runs.repository.js';
+import { RunsSignal } from './runs-signal.js';
 
 export interface RunCreateRequest {
   prompt?: string;
@@ -32,6 +33,7 @@ export class RunsService {
     @Inject(RunsRepository) private readonly runs: RunsRepository,
     @Inject(Database) private readonly db: Database,
     @Inject(Clock) private readonly clock: Clock,
+    @Inject(RunsSignal) private readonly signal: RunsSignal,
   ) {}
 
   /** POST /agent/runs: a QUEUED run owned by the caller's team. */
@@ -106,6 +108,7 @@ export class RunsService {
       if (isTerminal(state)) await this.runs.transition(tx, runId, state, 'continue', this.clock.now());
       await this.runs.addFollowup(tx, runId, message, mode);
     });
+    await this.signal.control(runId, 'followup');
   }
 
   async cancel(auth: AuthContext, runId: string): Promise<void> {
@@ -120,6 +123,7 @@ export class RunsService {
         statusMessage: { message: `Cancelled by ${auth.principal.displayName}` },
       });
     });
+    await this.signal.control(runId, 'cancel');
   }
 }
 

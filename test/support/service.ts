@@ -51,6 +51,8 @@ export async function startTestService(
     PORT: '0',
     LOG_LEVEL: 'silent',
     DATA_DIR: dataDir,
+    // Runs stay QUEUED unless a test starts workers (WORKER_CONCURRENCY) on purpose.
+    WORKER_CONCURRENCY: '0',
     ...env,
     DATABASE_URL: database.url,
   });

@@ -2,6 +2,7 @@ import { Foundation1763683200000 } from './1763683200000-foundation.js';
 import { Definitions1763683300000 } from './1763683300000-definitions.js';
 import { RunListIndexes1763683350000 } from './1763683350000-run-list-indexes.js';
 import { Deliveries1763683500000 } from './1763683500000-deliveries.js';
+import { Workers1763683600000 } from './1763683600000-workers.js';
 
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
@@ -9,4 +10,5 @@ export const MIGRATIONS = [
   Definitions1763683300000,
   RunListIndexes1763683350000,
   Deliveries1763683500000,
+  Workers1763683600000,
 ];

@@ -1,0 +1,128 @@
+// bench/runs-exec: 1,000 runs of a trivial harness through 4 service-hosted worker slots, against
+// the baseline of spawning the same command 1,000 times, 4 at a time, with no service. Then the
+// QUEUED→CLAIMED latency of runs created one at a time while slots are free (p50/p95).
+// Uses DATABASE_URL when set, else a throwaway embedded PostgreSQL.
+import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../dist/config/config.js';
+import { EmbeddedPostgres } from '../dist/database/embedded-postgres.js';
+import { RunsRepository } from '../dist/runs/runs.repository.js';
+import { startService } from '../dist/service.js';
+import { AuthRepository } from '../dist/auth/auth.repository.js';
+import { AuthService } from '../dist/auth/auth.service.js';
+import { bootstrapDefaultTeam } from '../dist/auth/bootstrap.js';
+
+const RUNS = 1000;
+const SLOTS = 4;
+const LATENCY_SAMPLES = 200;
+const HARNESS = `echo '{"type":"result","status":"succeeded","message":"ok"}'`;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs, p) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
+
+async function baseline() {
+  const started = performance.now();
+  let next = 0;
+  const one = () =>
+    new Promise((resolve) => {
+      const child = spawn(HARNESS, { shell: true, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      child.stdout.resume();
+      child.stderr.resume();
+      child.stdin.end();
+      child.on('exit', resolve);
+    });
+  await Promise.all(
+    Array.from({ length: SLOTS }, async () => {
+      while (next++ < RUNS) await one();
+    }),
+  );
+  return RUNS / ((performance.now() - started) / 1000);
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'factoryd-bench-'));
+  chmodSync(dir, 0o755); // as root the embedded server runs as `postgres`, which must reach it
+  let pg;
+  let url = process.env.DATABASE_URL;
+  if (!url) {
+    pg = new EmbeddedPostgres({ dir: join(dir, 'pg'), durable: false });
+    url = await pg.start();
+  }
+  const config = loadConfig({
+    DATABASE_URL: url,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    DATA_DIR: join(dir, 'data'),
+    WORKER_CONCURRENCY: String(SLOTS),
+    HARNESS_COMMAND: HARNESS,
+  });
+  const service = await startService(config);
+  const authRepo = new AuthRepository(service.db);
+  await bootstrapDefaultTeam(authRepo, new AuthService(authRepo));
+  const team = await authRepo.findTeamByName('default');
+  const runs = service.app.get(RunsRepository);
+  const newRun = (i) => ({
+    teamId: team.id,
+    title: `bench ${i}`,
+    prompt: `bench ${i}`,
+    source: 'API',
+    creatorId: null,
+    agentConfig: {},
+  });
+  const ended = async () =>
+    Number(
+      (
+        await service.db.query(`SELECT count(*) AS n FROM runs WHERE state IN ('SUCCEEDED','FAILED','ERROR')`)
+      )[0].n,
+    );
+
+  const baseRate = await baseline();
+
+  // Throughput: 1,000 runs queued as fast as they can be created; time until the last one ended.
+  const t0 = performance.now();
+  for (let i = 0; i < RUNS; i += 50)
+    await Promise.all(
+      Array.from({ length: Math.min(50, RUNS - i) }, (_, k) => runs.create(newRun(i + k), new Date())),
+    );
+  while ((await ended()) < RUNS) await sleep(20);
+  const rate = RUNS / ((performance.now() - t0) / 1000);
+  const failed = Number(
+    (await service.db.query(`SELECT count(*) AS n FROM runs WHERE state <> 'SUCCEEDED'`))[0].n,
+  );
+
+  // Claim latency: one run at a time while the slots are idle.
+  const ids = [];
+  for (let i = 0; i < LATENCY_SAMPLES; i++) {
+    ids.push(await runs.create(newRun(`latency ${i}`), new Date()));
+    await sleep(15);
+  }
+  while ((await ended()) < RUNS + LATENCY_SAMPLES) await sleep(20);
+  const rows = await service.db.query(
+    `SELECT extract(epoch FROM claimed_at - created_at) * 1000 AS ms FROM runs WHERE id = ANY($1::uuid[])`,
+    [ids],
+  );
+  const lat = rows.map((r) => Number(r.ms));
+
+  console.log(
+    `runs:        ${RUNS} runs through ${SLOTS} slots: ${rate.toFixed(1)} runs/s (${failed} not SUCCEEDED)`,
+  );
+  console.log(
+    `baseline:    spawning the same command ${RUNS}x, ${SLOTS} at a time: ${baseRate.toFixed(1)} runs/s`,
+  );
+  console.log(`ratio:       ${(rate / baseRate).toFixed(2)} of baseline (target >= 0.8)`);
+  console.log(
+    `claim:       QUEUED->CLAIMED p50 ${pct(lat, 50).toFixed(1)} ms, p95 ${pct(lat, 95).toFixed(1)} ms over ${lat.length} runs (target p95 <= 20 ms)`,
+  );
+  await service.stop();
+  await pg?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,201 @@
+#!/usr/bin/env node
+// The example agent harness: a small, deterministic agent that speaks the factoryd harness protocol
+// (docs/workers.md). No model: it reads the prompt and the workspace, follows a few directives, and
+// writes a summary. Plain Node, no dependencies.
+//
+// Directives (one per line, in the prompt or a follow-up):
+//   /skill NAME        load a skill the team manages (factory-skills/*/skills/NAME/SKILL.md)
+//   /bundled-skill ID  load a bundled skill by id
+//   /ask QUESTION      ask for input: the run turns BLOCKED until a follow-up answers
+//   /wait SECONDS      work for a while (a child `sleep`; cancel stops it)
+//   /fail MESSAGE      fail: the message on stderr, exit status 2
+// "use skill NAME" / "load skill NAME" in prose also loads a skill.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const workspace = process.cwd();
+const emit = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
+const say = (text) => emit({ type: 'message', role: 'assistant', text });
+
+const inbox = [];
+let wake;
+let ended = false;
+let child;
+createInterface({ input: process.stdin })
+  .on('line', (line) => {
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      return;
+    }
+    if (msg.type === 'cancel') {
+      say('Cancelled; stopping.');
+      child?.kill('SIGTERM');
+      process.exit(130);
+    }
+    inbox.push(msg);
+    wake?.();
+  })
+  .on('close', () => {
+    // The worker is gone (or has nothing more to say): stop waiting and stop working.
+    ended = true;
+    child?.kill('SIGTERM');
+    wake?.();
+  });
+
+/** The next input line (prompt or follow-up); undefined when stdin closed. */
+async function next() {
+  while (!inbox.length) {
+    if (ended) return undefined;
+    await new Promise((r) => (wake = r));
+  }
+  return inbox.shift();
+}
+
+const notes = { skills: [], answers: [], followups: [], payload: undefined };
+
+async function main() {
+  const first = await next();
+  if (!first || first.type !== 'prompt') {
+    process.stderr.write('expected a prompt first\n');
+    process.exit(1);
+  }
+  // A continued run has done the prompt's work already: it only acts on the new follow-ups.
+  const continued = first.history?.length > 0;
+  const title = first.prompt.trim().split('\n')[0] || '(no prompt)';
+  if (continued) say(`Continuing our conversation (${first.history.length} earlier messages).`);
+  else say(`Working on: ${title}`);
+  if (first.base_prompt)
+    say(`Following my instructions (${first.base_prompt.split('\n').length} lines of base prompt).`);
+  for (const name of first.attachments ?? []) {
+    if (name.endsWith('.json')) readPayload(name);
+  }
+  if (!continued) await work(first.prompt);
+  if (first.base_prompt && !continued) await work(first.base_prompt, { directivesOnly: true });
+  for (const f of first.followups ?? []) {
+    notes.followups.push(f);
+    say(`Noted your follow-up: ${f}`);
+    await work(f);
+  }
+  // Follow-ups that came in while working.
+  while (inbox.length) {
+    const msg = inbox.shift();
+    if (msg.type === 'followup') {
+      notes.followups.push(msg.message);
+      say(`Noted your follow-up: ${msg.message}`);
+      await work(msg.message);
+    }
+  }
+  finish(first.prompt);
+}
+
+function readPayload(name) {
+  try {
+    const payload = JSON.parse(readFileSync(join(workspace, name), 'utf8'));
+    const facts = describe(payload);
+    notes.payload = { file: name, facts };
+    say(`Read ${name}: ${facts.join('; ') || 'an empty document'}.`);
+  } catch (err) {
+    say(`Could not read ${name}: ${err.message}`);
+  }
+}
+
+/** A few facts about a webhook payload: its shape and the fields senders usually carry. */
+function describe(p) {
+  if (p === null || typeof p !== 'object') return [`a JSON ${p === null ? 'null' : typeof p}`];
+  if (Array.isArray(p)) return [`a list of ${p.length} items`];
+  const facts = [`keys: ${Object.keys(p).slice(0, 10).join(', ')}`];
+  if (typeof p.action === 'string') facts.push(`action ${p.action}`);
+  if (p.repository?.full_name) facts.push(`repository ${p.repository.full_name}`);
+  const item = p.issue ?? p.pull_request;
+  if (item?.title) facts.push(`${p.issue ? 'issue' : 'pull request'} "${item.title}"`);
+  if (p.sender?.login) facts.push(`sender ${p.sender.login}`);
+  if (typeof p.type === 'string') facts.push(`type ${p.type}`);
+  return facts;
+}
+
+async function work(text, { directivesOnly = false } = {}) {
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    const [cmd, ...rest] = line.split(/\s+/);
+    const arg = rest.join(' ');
+    if (cmd === '/skill') loadSkill(arg);
+    else if (cmd === '/bundled-skill') {
+      emit({ type: 'action', kind: 'read_skill', input: { bundled_skill_id: arg } });
+      notes.skills.push(`bundled:${arg}`);
+    } else if (cmd === '/ask') await ask(arg);
+    else if (cmd === '/wait') await sleep(Number(arg) || 1);
+    else if (cmd === '/fail') {
+      process.stderr.write(`error: ${arg || 'asked to fail'}\n`);
+      process.exit(2);
+    } else if (!directivesOnly) {
+      for (const m of line.matchAll(/\b(?:use|load) skill ([A-Za-z0-9_-]+)/gi)) loadSkill(m[1]);
+    }
+  }
+}
+
+function loadSkill(name) {
+  const root = join(workspace, 'factory-skills');
+  const factories = existsSync(root) ? readdirSync(root) : [];
+  for (const factory of factories) {
+    const rel = join('factory-skills', factory, 'skills', name, 'SKILL.md');
+    if (existsSync(join(workspace, rel))) {
+      emit({ type: 'action', kind: 'read_skill', input: { skill_path: rel } });
+      const body = readFileSync(join(workspace, rel), 'utf8');
+      notes.skills.push(name);
+      say(`Loaded skill ${name} (${body.split('\n').length} lines).`);
+      return;
+    }
+  }
+  say(`There is no skill named ${name} in this team's factories.`);
+}
+
+async function ask(question) {
+  emit({ type: 'status', state: 'BLOCKED', message: question || 'I need more input to continue' });
+  const msg = await next();
+  if (!msg) {
+    process.stderr.write('no answer: the input closed while waiting\n');
+    process.exit(1);
+  }
+  const answer = msg.type === 'followup' ? msg.message : JSON.stringify(msg);
+  notes.answers.push({ question, answer });
+  say(`Thanks, continuing with: ${answer}`);
+  await work(answer);
+}
+
+function sleep(seconds) {
+  return new Promise((resolve) => {
+    child = spawn('sleep', [String(seconds)], { stdio: 'ignore' });
+    child.on('exit', () => resolve());
+  });
+}
+
+function finish(prompt) {
+  const lines = [
+    '# Summary',
+    '',
+    `Prompt: ${prompt.trim().split('\n')[0]}`,
+    `Words in prompt: ${prompt.split(/\s+/).filter(Boolean).length}`,
+  ];
+  if (notes.payload) lines.push(`Payload (${notes.payload.file}): ${notes.payload.facts.join('; ')}`);
+  if (notes.skills.length) lines.push(`Skills loaded: ${notes.skills.join(', ')}`);
+  for (const a of notes.answers) lines.push(`Asked "${a.question}", answered "${a.answer}"`);
+  for (const f of notes.followups) lines.push(`Follow-up: ${f}`);
+  const text = `${lines.join('\n')}\n`;
+  writeFileSync(join(workspace, 'summary.md'), text);
+  emit({ type: 'action', kind: 'artifact', input: { type: 'file', name: 'summary.md', content: text } });
+  emit({
+    type: 'result',
+    status: 'succeeded',
+    message: `Done: ${lines.length - 2} findings written to summary.md`,
+  });
+  process.exit(0);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err.stack ?? err}\n`);
+  process.exit(1);
+});

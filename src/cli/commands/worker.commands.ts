@@ -1,0 +1,94 @@
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { newUid } from '../../common/ids.js';
+import { loadConfig } from '../../config/config.js';
+import { RunsRepository } from '../../runs/runs.repository.js';
+import { HttpBackend, RefusedError } from '../../workers/http-backend.js';
+import { RunWakeups } from '../../workers/run-wakeups.js';
+import { heartbeatMs, startHousekeeping, startServiceHostedPool } from '../../workers/service-workers.js';
+import { WorkerPool } from '../../workers/worker-pool.js';
+import { WorkerRunsService } from '../../workers/worker-runs.service.js';
+import { withDatabase } from '../context.js';
+
+interface WorkerOptions {
+  workerHost?: string;
+  api?: string;
+  apiKey?: string;
+  concurrency?: string;
+}
+
+/** `factoryd worker`: service-hosted slots on the database, or a self-hosted worker over HTTP(S). */
+export function registerWorkerCommands(program: Command): void {
+  program
+    .command('worker')
+    .description(
+      'Run agent harnesses for queued runs. Without --worker-host: a service-hosted worker on the database. ' +
+        'With --worker-host: a self-hosted worker that connects out to the API and takes only that host’s runs.',
+    )
+    .option('--worker-host <id>', 'self-hosted worker id; runs with agent_config.worker_host = ID')
+    .option('--api <url>', 'the API base URL, e.g. https://factoryd.example.com/api/v1')
+    .option('--api-key <key>', 'an API key with runs:write (default: $FACTORYD_API_KEY)')
+    .option('--concurrency <n>', 'harnesses at a time (default: WORKER_CONCURRENCY)')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  DATABASE_URL=postgres://… npx factoryd worker --concurrency 8\n' +
+        '  npx factoryd worker --worker-host build-box --api https://factoryd.example.com/api/v1 --api-key $KEY',
+    )
+    .action(runWorker);
+}
+
+async function runWorker(opts: WorkerOptions): Promise<void> {
+  const config = loadConfig();
+  const concurrency = opts.concurrency ? Number(opts.concurrency) : Math.max(config.workerConcurrency, 1);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)
+    throw new Error(`--concurrency must be a whole number from 1 to 256, got "${opts.concurrency}"`);
+  const log = (err: unknown) => {
+    if (err instanceof RefusedError) {
+      process.stderr.write(`factoryd worker: ${err.message}\n`);
+      process.exit(1);
+    }
+    process.stderr.write(`factoryd worker: ${err instanceof Error ? err.message : String(err)}\n`);
+  };
+  if (opts.workerHost) {
+    const apiKey = opts.apiKey ?? process.env.FACTORYD_API_KEY;
+    if (!opts.api || !apiKey)
+      throw new Error('--worker-host needs --api URL and --api-key KEY (or FACTORYD_API_KEY)');
+    const api = opts.api.replace(/\/+$/, '');
+    const workerId = `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`;
+    const pool = new WorkerPool(new HttpBackend(api, apiKey, workerId, opts.workerHost), {
+      concurrency,
+      harnessCommand: config.harnessCommand,
+      killGraceMs: config.harnessKillGraceMs,
+      workspaceRoot: join(tmpdir(), 'factoryd-workspaces'),
+      // Follow-ups and cancels arrive with these polls, so they are frequent.
+      heartbeatMs: Math.min(1000, heartbeatMs(config)),
+      pollMs: 0,
+      onError: log,
+    });
+    pool.start();
+    process.stdout.write(`factoryd worker ${workerId}: self-hosted "${opts.workerHost}" → ${api}\n`);
+    await untilSignal();
+    await pool.stop();
+    return;
+  }
+  await withDatabase(async (db, cfg) => {
+    const service = new WorkerRunsService(db, new RunsRepository(db), cfg.workerLeaseSeconds * 1000);
+    const wakeups = new RunWakeups(db);
+    await wakeups.start();
+    const housekeeping = startHousekeeping(service, cfg, log);
+    const pool = startServiceHostedPool(db, service, wakeups, cfg, log, concurrency);
+    process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
+    await untilSignal();
+    await pool.stop();
+    await housekeeping.stop();
+    await wakeups.close();
+  });
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}

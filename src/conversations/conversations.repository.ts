@@ -1,0 +1,78 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Database } from '../database/database.js';
+import type { ManagedFactory, SkillLoad } from './skill-usage.js';
+
+export type ConversationItem =
+  | { type: 'message'; role: string; text: string; execution: number; created_at: string }
+  | { type: 'action'; kind: string; input: Record<string, unknown>; execution: number; created_at: string };
+
+/** Reads what workers recorded in run_events: conversations and skill loads. */
+@Injectable()
+export class ConversationsRepository {
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  async findRun(
+    teamId: string,
+    runId: string,
+  ): Promise<{ id: string; conversation_id: string; session_id: string | null } | undefined> {
+    const rows = await this.db.query<{ id: string; conversation_id: string; session_id: string | null }>(
+      `SELECT id, conversation_id, session_id FROM runs WHERE id = $1 AND team_id = $2`,
+      [runId, teamId],
+    );
+    return rows[0];
+  }
+
+  async items(runId: string): Promise<ConversationItem[]> {
+    const rows = await this.db.query<{
+      type: string;
+      role: string;
+      kind: string;
+      body: Record<string, unknown>;
+      execution: number;
+      created_at: Date;
+    }>(
+      `SELECT type, role, kind, body, execution, created_at FROM run_events
+        WHERE run_id = $1 AND type IN ('message', 'action') ORDER BY id`,
+      [runId],
+    );
+    return rows.map((r) =>
+      r.type === 'message'
+        ? {
+            type: 'message',
+            role: r.role,
+            text: String(r.body.text ?? ''),
+            execution: r.execution,
+            created_at: r.created_at.toISOString(),
+          }
+        : {
+            type: 'action',
+            kind: r.kind,
+            input: (r.body.input ?? {}) as Record<string, unknown>,
+            execution: r.execution,
+            created_at: r.created_at.toISOString(),
+          },
+    );
+  }
+
+  async skillLoads(teamId: string, since: Date | undefined): Promise<SkillLoad[]> {
+    const rows = await this.db.query<{
+      run_id: string;
+      body: { input?: Record<string, unknown> };
+      created_at: Date;
+    }>(
+      `SELECT run_id, body, created_at FROM run_events
+        WHERE team_id = $1 AND type = 'action' AND kind = 'read_skill' AND ($2::timestamptz IS NULL OR created_at >= $2)
+        ORDER BY id`,
+      [teamId, since ?? null],
+    );
+    return rows.map((r) => ({ input: r.body.input ?? {}, runId: r.run_id, at: r.created_at }));
+  }
+
+  async managedFactories(teamId: string): Promise<ManagedFactory[]> {
+    const rows = await this.db.query<{ name: string; repo_url: string }>(
+      `SELECT name, repo_url FROM factories WHERE team_id = $1 ORDER BY name`,
+      [teamId],
+    );
+    return rows.map((r) => ({ name: r.name, repoUrl: r.repo_url }));
+  }
+}

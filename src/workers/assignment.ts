@@ -1,0 +1,52 @@
+import type { HarnessEvent } from './harness-protocol.js';
+
+/** A claimed run, with everything a worker needs to start its harness (JSON-safe: it crosses HTTP). */
+export interface Assignment {
+  run_id: string;
+  team_id: string;
+  execution: number;
+  session_id: string;
+  prompt: string;
+  base_prompt?: string;
+  agent_config: Record<string, unknown>;
+  followups: string[];
+  /** Base64 contents by file name. */
+  attachments: Array<{ file_name: string; data: string }>;
+  /** The team's managed skills, written under `factory-skills/<factory>/<path>` in the workspace. */
+  skills: Array<{ factory: string; path: string; content: string }>;
+  history: Array<{ role: string; text: string }>;
+  idle_timeout_minutes?: number;
+}
+
+/** What a harness ended with. */
+export interface Outcome {
+  /** Set when the worker stopped the harness itself. */
+  stoppedBy?: 'cancel' | 'idle' | 'shutdown';
+  exitCode: number | null;
+  signal: string | null;
+  lastLines: string[];
+  result?: Extract<HarnessEvent, { type: 'result' }>;
+}
+
+/** What the worker learns when it asks about a run it holds. */
+export interface Control {
+  /** The run is no longer this worker's to run (cancelled, or lost its lease). */
+  stop: boolean;
+  followups: string[];
+}
+
+/**
+ * How a worker talks to the service: straight to PostgreSQL (service-hosted workers) or over the
+ * worker HTTP API (self-hosted workers). Both end in WorkerRunsService.
+ */
+export interface WorkerBackend {
+  claim(max: number): Promise<Assignment[]>;
+  /** Resolves when there may be work, or after `ms`. */
+  waitForWork(ms: number): Promise<void>;
+  started(runId: string): Promise<void>;
+  record(runId: string, execution: number, events: HarnessEvent[]): Promise<void>;
+  control(runId: string): Promise<Control>;
+  heartbeat(runIds: string[]): Promise<void>;
+  finish(runId: string, execution: number, outcome: Outcome): Promise<void>;
+  close(): Promise<void>;
+}

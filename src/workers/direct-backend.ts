@@ -1,0 +1,42 @@
+import type { Assignment, Control, Outcome, WorkerBackend } from './assignment.js';
+import type { HarnessEvent } from './harness-protocol.js';
+import type { RunWakeups } from './run-wakeups.js';
+import type { WorkerIdentity, WorkerRunsService } from './worker-runs.service.js';
+
+/** A worker beside the database (service-hosted): WorkerRunsService called in process. */
+export class DirectBackend implements WorkerBackend {
+  constructor(
+    private readonly service: WorkerRunsService,
+    private readonly worker: WorkerIdentity,
+    private readonly wakeups: RunWakeups,
+  ) {}
+
+  /** The wake-up generation the last claim saw: a signal after it means look again at once. */
+  private seen = 0;
+
+  claim(max: number): Promise<Assignment[]> {
+    this.seen = this.wakeups.generation;
+    return this.service.claim(this.worker, max);
+  }
+  waitForWork(ms: number): Promise<void> {
+    return this.wakeups.next(ms, this.seen);
+  }
+  started(runId: string): Promise<void> {
+    return this.service.started(this.worker, runId);
+  }
+  record(runId: string, execution: number, events: HarnessEvent[]): Promise<void> {
+    return this.service.record(this.worker, runId, execution, events);
+  }
+  control(runId: string): Promise<Control> {
+    return this.service.control(this.worker, runId);
+  }
+  heartbeat(runIds: string[]): Promise<void> {
+    return this.service.heartbeat(this.worker, runIds);
+  }
+  finish(runId: string, execution: number, outcome: Outcome): Promise<void> {
+    return this.service.finish(this.worker, runId, execution, outcome);
+  }
+  async close(): Promise<void> {
+    await this.service.unregister(this.worker).catch(() => undefined);
+  }
+}

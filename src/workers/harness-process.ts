@@ -1,0 +1,90 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+/**
+ * One harness process in its own process group (so cancel reaches every process it started), its
+ * stdout and stderr split into lines.
+ */
+export class HarnessProcess {
+  private readonly child: ChildProcess;
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /** stdout and stderr have ended (every line was read). */
+  private readonly closed: Promise<void>;
+  private killTimer?: NodeJS.Timeout;
+
+  constructor(
+    command: string,
+    cwd: string,
+    env: Record<string, string>,
+    onLine: (stream: 'stdout' | 'stderr', line: string) => void,
+  ) {
+    this.child = spawn(command, {
+      shell: true,
+      cwd,
+      env: { ...process.env, ...env },
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
+    createInterface({ input: this.child.stdout! }).on('line', (l) => onLine('stdout', l));
+    createInterface({ input: this.child.stderr! }).on('line', (l) => onLine('stderr', l));
+    this.closed = new Promise((resolve) => this.child.once('close', () => resolve()));
+    this.exited = new Promise((resolve) => {
+      this.child.once('error', () => resolve({ code: 127, signal: null }));
+      this.child.once('exit', (code, signal) => resolve({ code, signal }));
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  write(line: string): void {
+    if (this.child.stdin?.writable) this.child.stdin.write(line);
+  }
+
+  /** SIGTERM to the group, SIGKILL after `graceMs`; resolves when no process of the group is left. */
+  async terminate(graceMs: number): Promise<void> {
+    this.signalGroup('SIGTERM');
+    this.killTimer ??= setTimeout(() => this.signalGroup('SIGKILL'), graceMs);
+    await this.exited;
+    await this.reapGroup(graceMs);
+  }
+
+  /** Waits (at most `ms`) until the last output line was read. */
+  async drained(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.closed, new Promise((r) => (timer = setTimeout(r, ms)))]);
+    clearTimeout(timer);
+  }
+
+  /** After the leader exited, anything it left behind in its group is killed too. */
+  async reapGroup(graceMs: number): Promise<void> {
+    const deadline = Date.now() + graceMs;
+    while (this.groupAlive()) {
+      this.signalGroup(Date.now() < deadline ? 'SIGTERM' : 'SIGKILL');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    clearTimeout(this.killTimer);
+    this.child.stdin?.destroy();
+  }
+
+  private groupAlive(): boolean {
+    if (!this.child.pid) return false;
+    try {
+      process.kill(-this.child.pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private signalGroup(signal: NodeJS.Signals): void {
+    if (!this.child.pid) return;
+    try {
+      process.kill(-this.child.pid, signal);
+    } catch {
+      /* the group is gone */
+    }
+  }
+}

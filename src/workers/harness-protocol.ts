@@ -1,0 +1,88 @@
+/**
+ * The harness protocol (docs/workers.md), as pure functions: what the worker writes on a harness's
+ * stdin and how it reads a line of its stdout.
+ */
+
+/** stdin, one JSON document per line. */
+export type HarnessInput =
+  | {
+      type: 'prompt';
+      run_id: string;
+      prompt: string;
+      base_prompt?: string;
+      /** Follow-ups that arrived while the run was queued, oldest first. */
+      followups: string[];
+      /** The workspace files the run came with (e.g. event-payload.json). */
+      attachments: string[];
+      /** On a continued run: the conversation so far. */
+      history?: Array<{ role: string; text: string }>;
+    }
+  | { type: 'followup'; message: string }
+  | { type: 'cancel' };
+
+/** What a stdout line means to the worker. */
+export type HarnessEvent =
+  | { type: 'message'; role: string; text: string }
+  | { type: 'action'; kind: string; input: Record<string, unknown> }
+  | { type: 'status'; state: 'BLOCKED'; message: string }
+  | { type: 'result'; status: 'succeeded' | 'failed'; message: string }
+  | { type: 'transcript'; stream: 'stdout' | 'stderr'; text: string };
+
+const MAX_TEXT = 64 * 1024;
+
+/** A stdout line: a protocol event when it is one, otherwise a transcript line. */
+export function parseHarnessLine(line: string): HarnessEvent {
+  const raw = line.trim().startsWith('{') ? tryParse(line) : undefined;
+  const text = (v: unknown) => (typeof v === 'string' ? v.slice(0, MAX_TEXT) : '');
+  if (raw && typeof raw === 'object' && !Array.isArray(raw)) {
+    const e = raw as Record<string, unknown>;
+    switch (e.type) {
+      case 'message':
+        if (typeof e.text === 'string')
+          return {
+            type: 'message',
+            role: typeof e.role === 'string' ? e.role : 'assistant',
+            text: text(e.text),
+          };
+        break;
+      case 'action':
+        if (typeof e.kind === 'string' && /^[a-z][a-z0-9_.-]{0,63}$/.test(e.kind))
+          return {
+            type: 'action',
+            kind: e.kind,
+            input:
+              e.input && typeof e.input === 'object' && !Array.isArray(e.input)
+                ? (e.input as Record<string, unknown>)
+                : {},
+          };
+        break;
+      case 'status':
+        if (e.state === 'BLOCKED')
+          return {
+            type: 'status',
+            state: 'BLOCKED',
+            message: text(e.message) || 'The agent is waiting for input',
+          };
+        break;
+      case 'result':
+        return {
+          type: 'result',
+          status: e.status === 'failed' ? 'failed' : 'succeeded',
+          message: text(e.message),
+        };
+    }
+  }
+  return { type: 'transcript', stream: 'stdout', text: line.slice(0, MAX_TEXT) };
+}
+
+function tryParse(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
+
+export function encodeInput(input: HarnessInput): string {
+  return `${JSON.stringify(input)}\n`;
+}

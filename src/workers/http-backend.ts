@@ -1,0 +1,86 @@
+import type { Assignment, Control, Outcome, WorkerBackend } from './assignment.js';
+import type { HarnessEvent } from './harness-protocol.js';
+
+const LONG_POLL_SECONDS = 20;
+/** How long a report (start, events, end) is retried while the API is unreachable. */
+const REPORT_RETRY_MS = 5 * 60_000;
+
+/**
+ * A self-hosted worker's way to the service: it connects out over HTTP(S) to the worker API with
+ * its API key. Claims long-poll; reports are retried while the API restarts.
+ */
+export class HttpBackend implements WorkerBackend {
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly api: string,
+    private readonly apiKey: string,
+    private readonly workerId: string,
+    private readonly workerHost: string,
+  ) {}
+
+  async claim(max: number): Promise<Assignment[]> {
+    const res = await this.post<{ runs: Assignment[] }>('/agent/workers/claim', {
+      max,
+      wait_seconds: LONG_POLL_SECONDS,
+    });
+    return res.runs;
+  }
+  async waitForWork(): Promise<void> {
+    /* the claim itself waited */
+  }
+  async started(runId: string): Promise<void> {
+    await this.report(`/agent/workers/runs/${runId}/started`, {});
+  }
+  async record(runId: string, execution: number, events: HarnessEvent[]): Promise<void> {
+    await this.report(`/agent/workers/runs/${runId}/events`, { execution, events });
+  }
+  control(runId: string): Promise<Control> {
+    return this.post<Control>(`/agent/workers/runs/${runId}/control`, {});
+  }
+  async heartbeat(runIds: string[]): Promise<void> {
+    await this.post('/agent/workers/heartbeat', { run_ids: runIds });
+  }
+  async finish(runId: string, execution: number, outcome: Outcome): Promise<void> {
+    await this.report(`/agent/workers/runs/${runId}/finish`, { execution, outcome });
+  }
+  async close(): Promise<void> {
+    this.abort.abort();
+  }
+
+  private async report(path: string, body: Record<string, unknown>): Promise<void> {
+    const deadline = Date.now() + REPORT_RETRY_MS;
+    for (let delay = 200; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        await this.post(path, body);
+        return;
+      } catch (err) {
+        if (err instanceof RefusedError || Date.now() > deadline || this.abort.signal.aborted) throw err;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
+  private async post<T = unknown>(path: string, body: Record<string, unknown>): Promise<T> {
+    const res = await fetch(`${this.api}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ worker_id: this.workerId, worker_host: this.workerHost, ...body }),
+      signal: this.abort.signal,
+    });
+    const text = await res.text();
+    if (res.status >= 400 && res.status < 500 && res.status !== 429) throw new RefusedError(res.status, text);
+    if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+    return (text ? JSON.parse(text) : {}) as T;
+  }
+}
+
+/** The API answered and said no (bad key, bad request): retrying will not help. */
+export class RefusedError extends Error {
+  constructor(
+    readonly status: number,
+    body: string,
+  ) {
+    super(`the API refused the worker (HTTP ${status}): ${body.slice(0, 300)}`);
+  }
+}

@@ -1,0 +1,199 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
+import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
+import { HarnessProcess } from './harness-process.js';
+
+export interface ExecutionOptions {
+  harnessCommand: string;
+  killGraceMs: number;
+  /** Workspaces are made under this folder, one per execution, removed afterwards. */
+  workspaceRoot: string;
+  /** Test hook: the idle limit in ms instead of `idle_timeout_minutes`. */
+  idleTimeoutMs?: number;
+}
+
+const LAST_LINES = 20;
+const FLUSH_EVERY_MS = 50;
+
+/** One execution of one run: workspace, harness process, events out, follow-ups and cancel in. */
+export class RunExecution {
+  private harness?: HarnessProcess;
+  private readonly lastLines: string[] = [];
+  private pending: HarnessEvent[] = [];
+  private reports: Promise<void> = Promise.resolve();
+  private flushTimer?: NodeJS.Timeout;
+  private idleTimer?: NodeJS.Timeout;
+  private result?: Extract<HarnessEvent, { type: 'result' }>;
+  private stoppedBy?: Outcome['stoppedBy'];
+  private readonly workspace: string;
+
+  constructor(
+    readonly assignment: Assignment,
+    private readonly backend: WorkerBackend,
+    private readonly opts: ExecutionOptions,
+  ) {
+    this.workspace = join(opts.workspaceRoot, `${assignment.run_id}-${assignment.execution}`);
+  }
+
+  get runId(): string {
+    return this.assignment.run_id;
+  }
+
+  /**
+   * Runs the harness; resolves when its process tree is gone (the slot is free again). Reports to
+   * the service (start, events, end) go out in order behind it, without holding the slot: `reported`.
+   */
+  async run(): Promise<void> {
+    const a = this.assignment;
+    try {
+      this.prepareWorkspace();
+      this.harness = new HarnessProcess(this.opts.harnessCommand, this.workspace, this.env(), (s, l) =>
+        this.onLine(s, l),
+      );
+      this.report(() => this.backend.started(a.run_id));
+      this.harness.write(
+        encodeInput({
+          type: 'prompt',
+          run_id: a.run_id,
+          prompt: a.prompt,
+          base_prompt: a.base_prompt,
+          followups: a.followups,
+          attachments: a.attachments.map((f) => f.file_name),
+          ...(a.history.length ? { history: a.history } : {}),
+        }),
+      );
+      this.touch();
+      const exit = await this.harness.exited;
+      await this.harness.reapGroup(this.opts.killGraceMs);
+      await this.harness.drained(this.opts.killGraceMs);
+      clearTimeout(this.idleTimer);
+      void this.flush();
+      this.report(() =>
+        this.backend.finish(a.run_id, a.execution, {
+          stoppedBy: this.stoppedBy,
+          exitCode: exit.code,
+          signal: exit.signal,
+          lastLines: this.lastLines,
+          result: this.result,
+        }),
+      );
+    } catch (err) {
+      this.report(() =>
+        this.backend.finish(a.run_id, a.execution, {
+          exitCode: 127,
+          signal: null,
+          lastLines: [
+            `factoryd could not start the harness: ${err instanceof Error ? err.message : String(err)}`,
+          ],
+        }),
+      );
+    } finally {
+      clearTimeout(this.idleTimer);
+      clearTimeout(this.flushTimer);
+      rmSync(this.workspace, { recursive: true, force: true });
+    }
+  }
+
+  /** Resolves when every report of this execution has been sent. */
+  get reported(): Promise<void> {
+    return this.reports;
+  }
+
+  followup(message: string): void {
+    this.harness?.write(encodeInput({ type: 'followup', message }));
+    this.touch();
+  }
+
+  /** `cancel` on stdin, then SIGTERM to the process group, SIGKILL after the grace period. */
+  async stop(reason: NonNullable<Outcome['stoppedBy']>): Promise<void> {
+    if (this.stoppedBy || !this.harness) return;
+    this.stoppedBy = reason;
+    this.harness.write(encodeInput({ type: 'cancel' }));
+    await this.harness.terminate(this.opts.killGraceMs);
+  }
+
+  private prepareWorkspace(): void {
+    const a = this.assignment;
+    rmSync(this.workspace, { recursive: true, force: true });
+    mkdirSync(this.workspace, { recursive: true });
+    for (const f of a.attachments) writeFileSync(this.inside(f.file_name), Buffer.from(f.data, 'base64'));
+    for (const s of a.skills) {
+      const path = this.inside(join('factory-skills', s.factory, s.path));
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, s.content);
+    }
+  }
+
+  /** A path in the workspace; names that would escape it are refused. */
+  private inside(name: string): string {
+    const path = resolve(this.workspace, name);
+    if (!path.startsWith(this.workspace + sep))
+      throw new Error(`attachment name escapes the workspace: ${name}`);
+    return path;
+  }
+
+  private env(): Record<string, string> {
+    const a = this.assignment;
+    return {
+      FACTORYD_RUN_ID: a.run_id,
+      FACTORYD_SESSION_ID: a.session_id,
+      FACTORYD_EXECUTION: String(a.execution),
+      FACTORYD_WORKSPACE: this.workspace,
+      FACTORYD_AGENT_CONFIG: JSON.stringify(a.agent_config),
+      FACTORYD_MODEL_ID: typeof a.agent_config.model_id === 'string' ? a.agent_config.model_id : '',
+    };
+  }
+
+  private onLine(stream: 'stdout' | 'stderr', line: string): void {
+    this.touch();
+    let event: HarnessEvent =
+      stream === 'stdout' ? parseHarnessLine(line) : { type: 'transcript', stream: 'stderr', text: line };
+    if (event.type === 'transcript') {
+      this.lastLines.push(event.text);
+      if (this.lastLines.length > LAST_LINES) this.lastLines.shift();
+    }
+    if (event.type === 'result') this.result = event;
+    if (event.type === 'action' && typeof event.input.skill_path === 'string') {
+      event = {
+        ...event,
+        input: { ...event.input, skill_path: this.workspaceRelative(event.input.skill_path) },
+      };
+    }
+    this.pending.push(event);
+    // A status change is reported at once; other events are batched briefly.
+    if (event.type === 'status' || event.type === 'result') void this.flush();
+    else this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
+  }
+
+  private workspaceRelative(path: string): string {
+    if (!isAbsolute(path)) return path.replace(/^\.\//, '');
+    const rel = relative(this.workspace, path);
+    return rel.startsWith('..') ? path : rel;
+  }
+
+  /** Queues a report behind the earlier ones (reports keep their order; a failed one is skipped). */
+  private report(send: () => Promise<void>): Promise<void> {
+    this.reports = this.reports.then(send).catch(() => undefined);
+    return this.reports;
+  }
+
+  /** Sends pending events. */
+  private flush(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const batch = this.pending;
+    this.pending = [];
+    if (!batch.length) return this.reports;
+    return this.report(() => this.backend.record(this.runId, this.assignment.execution, batch));
+  }
+
+  private touch(): void {
+    const ms =
+      this.opts.idleTimeoutMs ??
+      (this.assignment.idle_timeout_minutes ? this.assignment.idle_timeout_minutes * 60_000 : undefined);
+    if (!ms) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => void this.stop('idle'), ms);
+  }
+}

@@ -1,0 +1,73 @@
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { Config } from '../config/config.js';
+import { newUid } from '../common/ids.js';
+import type { Database } from '../database/database.js';
+import { SERVICE_WORKER_HOST } from '../runs/run.js';
+import { DirectBackend } from './direct-backend.js';
+import type { RunWakeups } from './run-wakeups.js';
+import { WorkerPool } from './worker-pool.js';
+import type { WorkerRunsService } from './worker-runs.service.js';
+
+/** Heartbeat: a third of the lease, so two can be missed before the run is lost. */
+export const heartbeatMs = (config: Config) =>
+  Math.max(200, Math.floor((config.workerLeaseSeconds * 1000) / 3));
+const SAFETY_POLL_MS = 2000;
+
+export interface Housekeeping {
+  stop(): Promise<void>;
+}
+
+/** The reaper (lapsed leases → ERROR) and the "no self-hosted worker connected" notes; any process may run it. */
+export function startHousekeeping(
+  service: WorkerRunsService,
+  config: Config,
+  onError: (e: unknown) => void,
+): Housekeeping {
+  let busy: Promise<void> = Promise.resolve();
+  const tick = () => {
+    busy = busy.then(async () => {
+      try {
+        await service.reap();
+        await service.markUnservedHosts();
+      } catch (err) {
+        onError(err);
+      }
+    });
+  };
+  const timer = setInterval(tick, Math.min(1000, heartbeatMs(config)));
+  return {
+    async stop() {
+      clearInterval(timer);
+      await busy;
+    },
+  };
+}
+
+/** Service-hosted workers ('warp'): `concurrency` slots straight on the database, woken by NOTIFY. */
+export function startServiceHostedPool(
+  db: Database,
+  service: WorkerRunsService,
+  wakeups: RunWakeups,
+  config: Config,
+  onError: (e: unknown) => void,
+  concurrency = config.workerConcurrency,
+): WorkerPool {
+  const worker = {
+    id: `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`,
+    host: SERVICE_WORKER_HOST,
+    teamId: null,
+  };
+  const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
+    concurrency,
+    harnessCommand: config.harnessCommand,
+    killGraceMs: config.harnessKillGraceMs,
+    workspaceRoot: join(config.dataDir, 'workspaces'),
+    heartbeatMs: heartbeatMs(config),
+    pollMs: SAFETY_POLL_MS,
+    onError,
+  });
+  wakeups.on('control', (runId: string) => void pool.control(runId).catch(onError));
+  pool.start();
+  return pool;
+}

@@ -1,0 +1,123 @@
+import type { WorkerBackend } from './assignment.js';
+import { RunExecution, type ExecutionOptions } from './run-execution.js';
+
+export interface PoolOptions extends ExecutionOptions {
+  concurrency: number;
+  /** Lease renewal (and, for self-hosted workers, follow-up/cancel polling) interval. */
+  heartbeatMs: number;
+  /** The safety poll when no wake-up arrives. */
+  pollMs: number;
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * A worker: `concurrency` slots, each running one harness at a time. It claims when a slot is free
+ * and the backend says there may be work (NOTIFY or long poll), renews the leases of what it holds,
+ * and routes follow-ups and cancels to the live executions.
+ */
+export class WorkerPool {
+  private readonly active = new Map<string, RunExecution>();
+  /** Executions whose harness ended but whose reports are still on their way. */
+  private readonly reporting = new Set<Promise<void>>();
+  private running = false;
+  private loopDone?: Promise<void>;
+  private slotFreed?: () => void;
+  private heartbeatTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly backend: WorkerBackend,
+    private readonly opts: PoolOptions,
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loopDone = this.loop();
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.opts.heartbeatMs);
+    void this.heartbeat();
+  }
+
+  /** Follow-up or cancel for a run: acted on if this worker holds it. */
+  async control(runId: string): Promise<void> {
+    const exec = this.active.get(runId);
+    if (!exec) return;
+    const c = await this.backend.control(runId);
+    if (c.stop) await exec.stop('cancel');
+    else for (const m of c.followups) exec.followup(m);
+  }
+
+  get activeRunIds(): string[] {
+    return [...this.active.keys()];
+  }
+
+  /** Stops claiming; live harnesses are stopped and their runs end as ERROR (retryable). */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    clearInterval(this.heartbeatTimer);
+    this.slotFreed?.();
+    await Promise.all([...this.active.values()].map((e) => e.stop('shutdown')));
+    while (this.active.size) await new Promise((r) => setTimeout(r, 10));
+    await Promise.all(this.reporting);
+    await this.backend.close(); // also ends a claim that is waiting (long poll)
+    await this.loopDone;
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      const free = this.opts.concurrency - this.active.size;
+      if (free <= 0) {
+        await new Promise<void>((r) => (this.slotFreed = r));
+        continue;
+      }
+      let claimed;
+      try {
+        claimed = await this.backend.claim(free);
+      } catch (err) {
+        if (!this.running) break;
+        this.opts.onError?.(err);
+        await new Promise((r) => setTimeout(r, 1000));
+        continue;
+      }
+      if (!this.running) {
+        // Claimed while stopping: hand them back as lost rather than leave them held.
+        for (const a of claimed)
+          await this.backend
+            .finish(a.run_id, a.execution, {
+              stoppedBy: 'shutdown',
+              exitCode: null,
+              signal: null,
+              lastLines: [],
+            })
+            .catch(() => undefined);
+        break;
+      }
+      for (const a of claimed) this.launch(new RunExecution(a, this.backend, this.opts));
+      if (claimed.length === 0) await this.backend.waitForWork(this.opts.pollMs);
+    }
+  }
+
+  private launch(exec: RunExecution): void {
+    this.active.set(exec.runId, exec);
+    exec
+      .run()
+      .catch((err) => this.opts.onError?.(err))
+      .finally(() => {
+        const reported = exec.reported.finally(() => this.reporting.delete(reported));
+        this.reporting.add(reported);
+        this.active.delete(exec.runId);
+        this.slotFreed?.();
+        this.slotFreed = undefined;
+      });
+  }
+
+  private async heartbeat(): Promise<void> {
+    try {
+      await this.backend.heartbeat(this.activeRunIds);
+      // Also the safety net for a missed control notification.
+      await Promise.all(this.activeRunIds.map((id) => this.control(id)));
+    } catch (err) {
+      this.opts.onError?.(err);
+    }
+  }
+}

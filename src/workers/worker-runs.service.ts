@@ -1,0 +1,443 @@
+import type { Database, Queryable } from '../database/database.js';
+import { nextState, statesAllowing, type RunEvent, type RunState } from '../runs/run-state.js';
+import { skillName } from '../runs/runs.service.js';
+import type { RunsRepository } from '../runs/runs.repository.js';
+import type { Assignment, Control, Outcome } from './assignment.js';
+import type { HarnessEvent } from './harness-protocol.js';
+
+/** Who is asking: a worker process, serving one worker host (for one team when self-hosted). */
+export interface WorkerIdentity {
+  id: string;
+  host: string;
+  /** Self-hosted workers are scoped to the team of their API key; service-hosted ones serve all. */
+  teamId: string | null;
+}
+
+const HELD: RunState[] = ['CLAIMED', 'INPROGRESS', 'BLOCKED'];
+
+interface ClaimedRow {
+  id: string;
+  team_id: string;
+  prompt: string;
+  agent_config: Record<string, unknown> | null;
+  execution: number;
+  session_id: string;
+  skill_spec: string | null;
+  followups: string[] | null;
+  attachments: Array<{ file_name: string; data: string }> | null;
+  skills: Array<{ factory: string; path: string; content: string }> | null;
+  history: Array<{ role: string; text: string }> | null;
+}
+
+type StatusMessage = { message: string; error_code?: string; retryable?: boolean };
+
+/** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
+function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
+  if (outcome.exitCode === 0)
+    return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
+  const tail = outcome.lastLines.slice(-LAST_LINES_IN_MESSAGE).join('\n');
+  const how =
+    outcome.exitCode === null ? `was killed by ${outcome.signal}` : `exited with status ${outcome.exitCode}`;
+  return ['fail', { message: `The agent ${how}${tail ? `:\n${tail}` : ''}`, error_code: 'agent_failed' }];
+}
+
+function eventColumns(events: HarnessEvent[]) {
+  const out = {
+    types: [] as string[],
+    roles: [] as (string | null)[],
+    kinds: [] as (string | null)[],
+    bodies: [] as string[],
+  };
+  for (const e of events) {
+    out.types.push(e.type);
+    out.roles.push(e.type === 'message' ? e.role : e.type === 'transcript' ? e.stream : null);
+    out.kinds.push(e.type === 'action' ? e.kind : null);
+    out.bodies.push(JSON.stringify(e.type === 'action' ? { input: e.input } : e));
+  }
+  return out;
+}
+const LAST_LINES_IN_MESSAGE = 5;
+
+/**
+ * The database side of run execution: claim, lease, events, control, end, and the reaper. Every
+ * state change goes through RunsRepository.transition (the state machine, compare-and-set).
+ */
+export class WorkerRunsService {
+  constructor(
+    private readonly db: Database,
+    private readonly runs: RunsRepository,
+    private readonly leaseMs: number,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async register(w: WorkerIdentity): Promise<void> {
+    const now = this.now();
+    await this.db.execute(
+      `INSERT INTO workers (id, worker_host, team_id, self_hosted, connected_at, last_seen_at)
+       VALUES ($1, $2, $3, $4, $5, $5)
+       ON CONFLICT (id) DO UPDATE SET last_seen_at = $5`,
+      [w.id, w.host, w.teamId, w.teamId !== null, now],
+    );
+  }
+
+  async unregister(w: WorkerIdentity): Promise<void> {
+    await this.db.execute(`DELETE FROM workers WHERE id = $1`, [w.id]);
+  }
+
+  /**
+   * Claims up to `max` of the oldest QUEUED runs of the worker's host (SKIP LOCKED: claimers never
+   * wait on each other) and gathers what their harnesses need, in one statement: follow-ups taken
+   * (and recorded in the conversation), attachments, the team's skills, the conversation so far.
+   * It is the one state change that cannot go through RunsRepository.transition (a batch decided
+   * by the lock), so it takes its states from the state machine itself.
+   */
+  async claim(w: WorkerIdentity, max: number): Promise<Assignment[]> {
+    if (max <= 0) return [];
+    const now = this.now();
+    const rows = await this.db.query<ClaimedRow>(
+      `WITH c AS (
+         UPDATE runs r SET state = $4, updated_at = $5, lease_owner = $6, lease_expires_at = $7, claimed_at = $5,
+                execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
+          WHERE r.id IN (SELECT id FROM runs WHERE state = $8 AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
+                          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+            AND r.state = ANY($9::text[])
+          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
+       f AS (
+         UPDATE run_followups u SET delivered_at = $5 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
+         RETURNING u.run_id, u.message, u.created_at),
+       opening AS (
+         INSERT INTO run_events (run_id, team_id, execution, type, role, body, created_at)
+         SELECT m.run_id, m.team_id, m.execution, 'message', 'user',
+                jsonb_build_object('type', 'message', 'role', 'user', 'text', m.text), $5
+           FROM (SELECT c.id AS run_id, c.team_id, c.execution, c.prompt AS text, 0 AS k, $5::timestamptz AS at FROM c WHERE c.execution = 1
+                 UNION ALL
+                 SELECT f.run_id, c.team_id, c.execution, f.message, 1, f.created_at FROM f JOIN c ON c.id = f.run_id) m
+          ORDER BY m.run_id, m.k, m.at)
+       SELECT c.*,
+         (SELECT json_agg(f.message ORDER BY f.created_at) FROM f WHERE f.run_id = c.id) AS followups,
+         (SELECT json_agg(json_build_object('file_name', a.file_name, 'data', encode(a.content, 'base64')) ORDER BY a.file_name)
+            FROM run_attachments a WHERE a.run_id = c.id) AS attachments,
+         (SELECT json_agg(json_build_object('factory', fa.name, 'path', s.path, 'content', s.content) ORDER BY fa.name, s.path)
+            FROM factory_skills s JOIN factories fa ON fa.id = s.factory_id
+           WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
+         (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
+            FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history
+       FROM c`,
+      [
+        w.host,
+        w.teamId,
+        max,
+        nextState('QUEUED', 'claim'),
+        now,
+        w.id,
+        new Date(now.getTime() + this.leaseMs),
+        'QUEUED',
+        statesAllowing('claim'),
+      ],
+    );
+    return Promise.all(rows.map((r) => this.assignment(r)));
+  }
+
+  private async assignment(run: ClaimedRow): Promise<Assignment> {
+    const config = (run.agent_config ?? {}) as Record<string, unknown>;
+    let basePrompt = typeof config.base_prompt === 'string' ? config.base_prompt : undefined;
+    if (run.skill_spec) {
+      const skill = await this.resolveSkill(run.team_id, run.skill_spec);
+      if (skill) basePrompt = basePrompt ? `${skill}\n\n${basePrompt}` : skill;
+    }
+    return {
+      run_id: run.id,
+      team_id: run.team_id,
+      execution: run.execution,
+      session_id: run.session_id,
+      prompt: run.prompt,
+      base_prompt: basePrompt,
+      agent_config: config,
+      followups: run.followups ?? [],
+      // PostgreSQL's base64 wraps lines every 76 characters
+      attachments: (run.attachments ?? []).map((a) => ({
+        file_name: a.file_name,
+        data: a.data.replace(/\n/g, ''),
+      })),
+      skills: run.skills ?? [],
+      history: run.history ?? [],
+      idle_timeout_minutes:
+        typeof config.idle_timeout_minutes === 'number' ? config.idle_timeout_minutes : undefined,
+    };
+  }
+
+  /**
+   * `owner/repo:name` or `owner/repo:path/SKILL.md` → the skill's text, from a factory of the team
+   * whose repository is owner/repo (or, for a local factory, whose name is repo).
+   */
+  async resolveSkill(teamId: string, spec: string): Promise<string | undefined> {
+    const [repo, rest] = spec.split(':', 2);
+    if (!rest) return undefined;
+    const name = skillName(spec);
+    const rows = await this.db.query<{ content: string; repo_url: string; fname: string; path: string }>(
+      `SELECT s.content, f.repo_url, f.name AS fname, s.path FROM factory_skills s JOIN factories f ON f.id = s.factory_id
+        WHERE f.team_id = $1 AND s.deleted_at IS NULL AND (s.path = $2 OR s.name = $3)`,
+      [teamId, rest, name],
+    );
+    const repoName = repo.split('/')[1] ?? repo;
+    const matches = (r: { repo_url: string; fname: string }) =>
+      r.repo_url
+        .replace(/\.git$/, '')
+        .replace(/\/+$/, '')
+        .endsWith(repo) || r.fname === repoName;
+    const exact = rows.filter(matches).find((r) => r.path === rest) ?? rows.filter(matches)[0];
+    return exact?.content;
+  }
+
+  async started(w: WorkerIdentity, runId: string): Promise<void> {
+    await this.runs.transition(this.db, runId, 'CLAIMED', 'start', this.now(), { leaseOwner: w.id });
+  }
+
+  async record(w: WorkerIdentity, runId: string, execution: number, events: HarnessEvent[]): Promise<void> {
+    if (!events.length) return;
+    const cols = eventColumns(events);
+    const inserted = await this.db.execute(
+      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at)
+       SELECT r.id, r.team_id, $3, e.type, e.role, e.kind, e.body, $4
+         FROM runs r, unnest($5::text[], $6::text[], $7::text[], $8::jsonb[]) WITH ORDINALITY AS e(type, role, kind, body, n)
+        WHERE r.id = $1 AND r.lease_owner = $2 AND r.execution = $3
+        ORDER BY e.n`,
+      [runId, w.id, execution, this.now(), cols.types, cols.roles, cols.kinds, cols.bodies],
+    );
+    if (!inserted) return;
+    const artifacts = events
+      .filter((e) => e.type === 'action' && e.kind === 'artifact')
+      .map((e) => (e as { input: Record<string, unknown> }).input);
+    if (artifacts.length) {
+      await this.db.execute(
+        `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
+        [runId, JSON.stringify(artifacts)],
+      );
+    }
+    const blocked = events.find((e) => e.type === 'status');
+    if (blocked)
+      await this.runs.transition(this.db, runId, 'INPROGRESS', 'block', this.now(), {
+        statusMessage: { message: blocked.message },
+        leaseOwner: w.id,
+      });
+  }
+
+  /** Follow-ups not yet delivered (a BLOCKED run resumes), or `stop` when the run is no longer ours. */
+  async control(w: WorkerIdentity, runId: string): Promise<Control> {
+    return this.db.transaction(async (tx) => {
+      const [run] = await tx.query<{
+        state: RunState;
+        lease_owner: string;
+        team_id: string;
+        execution: number;
+      }>(`SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`, [runId]);
+      if (!run || run.lease_owner !== w.id || !HELD.includes(run.state)) return { stop: true, followups: [] };
+      const followups = await this.takeFollowups(tx, runId, run.team_id, run.execution);
+      if (followups.length && run.state === 'BLOCKED') {
+        await this.runs.transition(tx, runId, 'BLOCKED', 'resume', this.now());
+        await tx.execute(`UPDATE runs SET status_message = NULL WHERE id = $1`, [runId]);
+      }
+      return { stop: false, followups };
+    });
+  }
+
+  async heartbeat(w: WorkerIdentity, runIds: string[]): Promise<void> {
+    const now = this.now();
+    await this.register(w);
+    if (runIds.length)
+      await this.db.execute(
+        `UPDATE runs SET lease_expires_at = $3 WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND state = ANY($4::text[])`,
+        [runIds, w.id, new Date(now.getTime() + this.leaseMs), HELD],
+      );
+  }
+
+  /** The harness ended: its exit decides SUCCEEDED or FAILED, unless the run moved on (cancelled, lost). */
+  async finish(w: WorkerIdentity, runId: string, execution: number, outcome: Outcome): Promise<void> {
+    // The usual end, in one statement: a run in progress whose harness exited by itself.
+    if (!outcome.stoppedBy) {
+      const [event, message] = endOf(outcome);
+      if (
+        await this.runs.transition(this.db, runId, 'INPROGRESS', event, this.now(), {
+          statusMessage: message,
+          leaseOwner: w.id,
+        })
+      )
+        return;
+    }
+    await this.db.transaction(async (tx) => {
+      const [run] = await tx.query<{
+        state: RunState;
+        lease_owner: string;
+        team_id: string;
+        execution: number;
+      }>(`SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`, [runId]);
+      if (!run || run.lease_owner !== w.id || run.execution !== execution) return;
+      await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [runId]);
+      if (!HELD.includes(run.state)) return;
+      const now = this.now();
+      let state = run.state;
+      const step = async (
+        event: RunEvent,
+        message?: { message: string; error_code?: string; retryable?: boolean },
+      ) => {
+        const next = await this.runs.transition(
+          tx,
+          runId,
+          state,
+          event,
+          now,
+          message ? { statusMessage: message } : {},
+        );
+        if (next) state = next;
+      };
+      if (outcome.stoppedBy === 'shutdown') {
+        return step('lose', {
+          message: `The worker ${w.id} shut down while running this run`,
+          error_code: 'worker_lost',
+          retryable: true,
+        });
+      }
+      if (state === 'BLOCKED') await step('resume');
+      if (state === 'CLAIMED') await step('start');
+      if (outcome.stoppedBy === 'idle') {
+        return step('fail', {
+          message:
+            'The agent was idle (no output, no input) for longer than idle_timeout_minutes and was stopped',
+          error_code: 'idle_timeout',
+        });
+      }
+      const [event, message] = endOf(outcome);
+      return step(event, message);
+    });
+  }
+
+  /** Runs whose lease lapsed end as ERROR (retryable); returns how many. */
+  async reap(): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const now = this.now();
+      const rows = await tx.query<{
+        id: string;
+        state: RunState;
+        lease_owner: string;
+        lease_expires_at: Date;
+      }>(
+        `SELECT id, state, lease_owner, lease_expires_at FROM runs
+          WHERE state = ANY($1::text[]) AND lease_expires_at < $2 ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
+        [HELD, now],
+      );
+      for (const r of rows) {
+        await this.runs.transition(tx, r.id, r.state, 'lose', now, {
+          statusMessage: {
+            message: `The worker ${r.lease_owner} stopped renewing its lease (expired ${r.lease_expires_at.toISOString()}); the run was lost`,
+            error_code: 'lease_expired',
+            retryable: true,
+          },
+        });
+        await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [r.id]);
+      }
+      return rows.length;
+    });
+  }
+
+  /** QUEUED runs for a self-hosted host that no connected worker serves say so in their status message. */
+  async markUnservedHosts(): Promise<void> {
+    const seenAfter = new Date(this.now().getTime() - this.leaseMs);
+    await this.db.execute(
+      `UPDATE runs r SET status_message = jsonb_build_object('message',
+              'Waiting for self-hosted worker "' || r.worker_host || '": no worker with this id is connected')
+        WHERE r.state = 'QUEUED' AND r.worker_host <> 'warp' AND r.status_message IS NULL
+          AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.team_id = r.team_id AND w.worker_host = r.worker_host
+                            AND w.last_seen_at > $1)`,
+      [seenAfter],
+    );
+    await this.db.execute(
+      `UPDATE runs r SET status_message = NULL
+        WHERE r.state = 'QUEUED' AND r.worker_host <> 'warp' AND r.status_message->>'message' LIKE 'Waiting for self-hosted worker%'
+          AND EXISTS (SELECT 1 FROM workers w WHERE w.team_id = r.team_id AND w.worker_host = r.worker_host
+                        AND w.last_seen_at > $1)`,
+      [seenAfter],
+    );
+    await this.db.execute(`DELETE FROM workers WHERE last_seen_at < $1`, [
+      new Date(seenAfter.getTime() - 3600_000),
+    ]);
+  }
+
+  async connectedSelfHosted(
+    teamId: string,
+  ): Promise<
+    Array<{ worker_host: string; connection_count: number; connected_at: string; last_seen_at: string }>
+  > {
+    const rows = await this.db.query<{
+      worker_host: string;
+      n: string;
+      connected_at: Date;
+      last_seen_at: Date;
+    }>(
+      `SELECT worker_host, count(*) AS n, min(connected_at) AS connected_at, max(last_seen_at) AS last_seen_at
+         FROM workers WHERE team_id = $1 AND self_hosted AND last_seen_at > $2
+        GROUP BY worker_host ORDER BY worker_host`,
+      [teamId, new Date(this.now().getTime() - this.leaseMs)],
+    );
+    return rows.map((r) => ({
+      worker_host: r.worker_host,
+      connection_count: Number(r.n),
+      connected_at: r.connected_at.toISOString(),
+      last_seen_at: r.last_seen_at.toISOString(),
+    }));
+  }
+
+  private async holds(tx: Queryable, w: WorkerIdentity, runId: string, state: RunState): Promise<boolean> {
+    const rows = await tx.query(
+      `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND state = $3 FOR UPDATE`,
+      [runId, w.id, state],
+    );
+    return rows.length > 0;
+  }
+
+  private async takeFollowups(
+    tx: Queryable,
+    runId: string,
+    teamId: string,
+    execution: number,
+  ): Promise<string[]> {
+    const rows = await tx.query<{ message: string; created_at: Date }>(
+      `UPDATE run_followups SET delivered_at = $2
+        WHERE id IN (SELECT id FROM run_followups WHERE run_id = $1 AND delivered_at IS NULL ORDER BY created_at FOR UPDATE)
+        RETURNING message, created_at`,
+      [runId, this.now()],
+    );
+    const messages = rows.sort((a, b) => +a.created_at - +b.created_at).map((r) => r.message);
+    await this.insertEvents(
+      tx,
+      runId,
+      teamId,
+      execution,
+      messages.map((text) => ({ type: 'message', role: 'user', text })),
+    );
+    return messages;
+  }
+
+  private async insertEvents(
+    q: Queryable,
+    runId: string,
+    teamId: string,
+    execution: number,
+    events: HarnessEvent[],
+  ): Promise<void> {
+    if (!events.length) return;
+    const now = this.now();
+    const values: unknown[] = [];
+    const rows = events.map((e, i) => {
+      const role = e.type === 'message' ? e.role : e.type === 'transcript' ? e.stream : null;
+      const kind = e.type === 'action' ? e.kind : null;
+      const body = e.type === 'action' ? { input: e.input } : e;
+      values.push(e.type, role, kind, JSON.stringify(body));
+      const b = 5 + i * 4;
+      return `($1, $2, $3, $${b}, $${b + 1}, $${b + 2}, $${b + 3}::jsonb, $4)`;
+    });
+    await q.execute(
+      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at) VALUES ${rows.join(', ')}`,
+      [runId, teamId, execution, now, ...values],
+    );
+  }
+}

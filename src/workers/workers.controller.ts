@@ -1,0 +1,170 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import type { AuthContext } from '../auth/auth-context.js';
+import { Auth, RequireScope } from '../auth/auth.guard.js';
+import { InvalidRequest } from '../common/problem.js';
+import { SERVICE_WORKER_HOST } from '../runs/run.js';
+import type { Outcome } from './assignment.js';
+import { parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
+import { RunWakeups } from './run-wakeups.js';
+import { WorkerRunsService, type WorkerIdentity } from './worker-runs.service.js';
+
+const NAME = /^[A-Za-z0-9._-]{1,64}$/;
+const WORKER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const MAX_WAIT_SECONDS = 25;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface WorkerBody {
+  worker_id?: unknown;
+  worker_host?: unknown;
+}
+
+/**
+ * The self-hosted worker API: a worker connects out, long-polls for runs of its host (in its API
+ * key's team), streams events back, and learns of follow-ups and cancels when it asks.
+ */
+@Controller('api/v1/agent')
+export class WorkersController {
+  constructor(
+    @Inject(WorkerRunsService) private readonly service: WorkerRunsService,
+    @Inject(RunWakeups) private readonly wakeups: RunWakeups,
+  ) {}
+
+  @Get('connected-self-hosted-workers')
+  @RequireScope('runs:read')
+  async connected(@Auth() auth: AuthContext) {
+    return { workers: await this.service.connectedSelfHosted(auth.team.id) };
+  }
+
+  @Post('workers/claim')
+  @HttpCode(200)
+  @RequireScope('runs:write')
+  async claim(
+    @Auth() auth: AuthContext,
+    @Body() body: WorkerBody & { max?: unknown; wait_seconds?: unknown },
+    @Req() req: FastifyRequest,
+  ) {
+    const w = identity(auth, body);
+    const max =
+      typeof body.max === 'number' && Number.isInteger(body.max) ? Math.min(Math.max(body.max, 1), 16) : 1;
+    const wait =
+      typeof body.wait_seconds === 'number' ? Math.min(Math.max(body.wait_seconds, 0), MAX_WAIT_SECONDS) : 0;
+    const deadline = Date.now() + wait * 1000;
+    for (;;) {
+      // A worker that hung up (stopped, restarted) must not be handed runs it will never see.
+      if (req.raw.socket?.destroyed) return { runs: [] };
+      await this.service.register(w);
+      const runs = await this.service.claim(w, max);
+      const left = deadline - Date.now();
+      if (runs.length || left <= 0) return { runs };
+      await this.wakeups.next(Math.min(left, 2000));
+    }
+  }
+
+  @Post('workers/heartbeat')
+  @HttpCode(200)
+  @RequireScope('runs:write')
+  async heartbeat(@Auth() auth: AuthContext, @Body() body: WorkerBody & { run_ids?: unknown }) {
+    const ids = Array.isArray(body.run_ids)
+      ? body.run_ids.filter((i): i is string => typeof i === 'string' && UUID.test(i))
+      : [];
+    await this.service.heartbeat(identity(auth, body), ids);
+    return {};
+  }
+
+  @Post('workers/runs/:runId/started')
+  @HttpCode(200)
+  @RequireScope('runs:write')
+  async started(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: WorkerBody) {
+    await this.service.started(identity(auth, body), runParam(runId));
+    return {};
+  }
+
+  @Post('workers/runs/:runId/events')
+  @HttpCode(200)
+  @RequireScope('runs:write')
+  async events(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @Body() body: WorkerBody & { execution?: unknown; events?: unknown },
+  ) {
+    if (!Array.isArray(body.events) || body.events.length > 1000)
+      throw new InvalidRequest('events must be an array of at most 1000 harness events');
+    await this.service.record(
+      identity(auth, body),
+      runParam(runId),
+      execution(body),
+      body.events.map(toEvent),
+    );
+    return {};
+  }
+
+  @Post('workers/runs/:runId/control')
+  @HttpCode(200)
+  @RequireScope('runs:write')
+  control(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: WorkerBody) {
+    return this.service.control(identity(auth, body), runParam(runId));
+  }
+
+  @Post('workers/runs/:runId/finish')
+  @HttpCode(200)
+  @RequireScope('runs:write')
+  async finish(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @Body() body: WorkerBody & { execution?: unknown; outcome?: Partial<Outcome> },
+  ) {
+    const o = body.outcome ?? {};
+    const outcome: Outcome = {
+      stoppedBy:
+        o.stoppedBy === 'cancel' || o.stoppedBy === 'idle' || o.stoppedBy === 'shutdown'
+          ? o.stoppedBy
+          : undefined,
+      exitCode: typeof o.exitCode === 'number' ? o.exitCode : null,
+      signal: typeof o.signal === 'string' ? o.signal : null,
+      lastLines: Array.isArray(o.lastLines)
+        ? o.lastLines.filter((l) => typeof l === 'string').slice(-20)
+        : [],
+      result: o.result ? (toEvent(o.result) as Outcome['result']) : undefined,
+    };
+    if (outcome.result && outcome.result.type !== 'result') outcome.result = undefined;
+    await this.service.finish(identity(auth, body), runParam(runId), execution(body), outcome);
+    return {};
+  }
+}
+
+/** Worker ids are namespaced by team, so no team can act as another team's worker. */
+function identity(auth: AuthContext, body: WorkerBody): WorkerIdentity {
+  if (typeof body.worker_host !== 'string' || !NAME.test(body.worker_host))
+    throw new InvalidRequest('worker_host must be 1-64 characters of [A-Za-z0-9._-]');
+  if (body.worker_host === SERVICE_WORKER_HOST)
+    throw new InvalidRequest(
+      `worker_host "${SERVICE_WORKER_HOST}" is reserved for the service-hosted workers`,
+    );
+  if (typeof body.worker_id !== 'string' || !WORKER_ID.test(body.worker_id))
+    throw new InvalidRequest('worker_id must be 1-128 characters of [A-Za-z0-9._:-]');
+  return { id: `${auth.team.uid}/${body.worker_id}`, host: body.worker_host, teamId: auth.team.id };
+}
+
+function runParam(runId: string): string {
+  if (!UUID.test(runId)) throw new InvalidRequest(`run id ${runId} is not a UUID`);
+  return runId;
+}
+
+function execution(body: { execution?: unknown }): number {
+  if (typeof body.execution !== 'number' || !Number.isInteger(body.execution) || body.execution < 1)
+    throw new InvalidRequest('execution must be the positive integer given with the claimed run');
+  return body.execution;
+}
+
+function toEvent(e: unknown): HarnessEvent {
+  if (e && typeof e === 'object' && (e as { type?: unknown }).type === 'transcript') {
+    const t = e as { stream?: unknown; text?: unknown };
+    return {
+      type: 'transcript',
+      stream: t.stream === 'stderr' ? 'stderr' : 'stdout',
+      text: String(t.text ?? '').slice(0, 65536),
+    };
+  }
+  return parseHarnessLine(JSON.stringify(e));
+}

@@ -1,0 +1,64 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { CONFIG, type Config } from '../config/config.js';
+import { Database } from '../database/database.js';
+import { RunsModule } from '../runs/runs.module.js';
+import { RunsRepository } from '../runs/runs.repository.js';
+import { RunWakeups } from './run-wakeups.js';
+import { startHousekeeping, startServiceHostedPool, type Housekeeping } from './service-workers.js';
+import type { WorkerPool } from './worker-pool.js';
+import { WorkerRunsService } from './worker-runs.service.js';
+import { WorkersController } from './workers.controller.js';
+
+/** `factoryd serve`: the LISTEN connection, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
+@Injectable()
+export class ServiceWorkers implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = new Logger('workers');
+  private pool?: WorkerPool;
+  private housekeeping?: Housekeeping;
+
+  constructor(
+    @Inject(Database) private readonly db: Database,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(WorkerRunsService) private readonly service: WorkerRunsService,
+    @Inject(RunWakeups) private readonly wakeups: RunWakeups,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const onError = (err: unknown) =>
+      this.log.warn(`worker: ${err instanceof Error ? err.message : String(err)}`);
+    await this.wakeups.start();
+    this.housekeeping = startHousekeeping(this.service, this.config, onError);
+    if (this.config.workerConcurrency > 0)
+      this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.pool?.stop();
+    await this.housekeeping?.stop();
+    await this.wakeups.close();
+  }
+}
+
+@Module({
+  imports: [RunsModule],
+  controllers: [WorkersController],
+  providers: [
+    {
+      provide: WorkerRunsService,
+      inject: [Database, RunsRepository, CONFIG, Clock],
+      useFactory: (db: Database, runs: RunsRepository, config: Config, clock: Clock) =>
+        new WorkerRunsService(db, runs, config.workerLeaseSeconds * 1000, () => clock.now()),
+    },
+    { provide: RunWakeups, inject: [Database], useFactory: (db: Database) => new RunWakeups(db) },
+    ServiceWorkers,
+  ],
+})
+export class WorkersModule {}

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from './support/service.js';
+
+// Skills through real runs: a run's skill_spec resolves from a factory the team has, and the
+// usage report counts loads by the rules of CONTRACT.md §6.
+let t: TestService;
+let factoryId: string;
+beforeAll(async () => {
+  t = await startTestService({ WORKER_CONCURRENCY: '2' });
+  const db = t.service.db;
+  [{ id: factoryId }] = await db.query<{ id: string }>(
+    `INSERT INTO factories (uid, team_id, name, repo_url) VALUES ('FactoryUid0000000000001', $1, 'acme', 'https://github.com/acme/factory.git') RETURNING id`,
+    [t.defaultTeam.id],
+  );
+  for (const [name, content] of [
+    ['triage', '---\nname: triage\n---\nLabel the issue.\n/skill release'],
+    ['release', '---\nname: release\n---\nCut a release.'],
+  ])
+    await db.execute(`INSERT INTO factory_skills (factory_id, name, path, content) VALUES ($1, $2, $3, $4)`, [
+      factoryId,
+      name,
+      `skills/${name}/SKILL.md`,
+      content,
+    ]);
+});
+afterAll(async () => t?.stop());
+
+async function finished(id: string): Promise<any> {
+  for (let i = 0; i < 400; i++) {
+    const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
+    if (['SUCCEEDED', 'FAILED', 'ERROR'].includes(run.state)) return run;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`run ${id} did not end`);
+}
+
+describe('skills', () => {
+  it('starts a run from a skill: the skill is its base prompt and its name the config name', async () => {
+    const res = await t.call('POST', '/api/v1/agent/runs', {
+      skill: 'acme/factory:triage',
+      prompt: 'New issue',
+    });
+    const run = await finished(res.body.run_id);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(run.agent_config.name).toBe('triage');
+    const texts = (await t.call('GET', `/api/v1/agent/runs/${run.run_id}/conversation`)).body.messages.map(
+      (m: any) => m.text ?? m.input?.skill_path,
+    );
+    expect(texts).toContain('Following my instructions (5 lines of base prompt).');
+    // The skill's own directive loaded another managed skill from the workspace.
+    expect(texts).toContain('factory-skills/acme/skills/release/SKILL.md');
+  });
+
+  it('reports team-owned skill usage: managed paths counted, bundled grouped apart, others not counted', async () => {
+    const res = await t.call('POST', '/api/v1/agent/runs', {
+      prompt: 'Crafted\n/skill triage\n/bundled-skill pr-comments\nplease use skill nonexistent',
+    });
+    const run = await finished(res.body.run_id);
+    // A load outside any managed root, as another harness might report it.
+    await t.service.db.execute(
+      `INSERT INTO run_events (run_id, team_id, execution, type, kind, body, created_at)
+       VALUES ($1, $2, 1, 'action', 'read_skill', $3, now())`,
+      [
+        run.run_id,
+        t.defaultTeam.id,
+        JSON.stringify({ input: { skill_path: '/home/me/.agents/skills/triage/SKILL.md' } }),
+      ],
+    );
+    const usage = await t.call('GET', '/api/v1/skills/usage');
+    expect(usage.status).toBe(200);
+    const triage = usage.body.skills.find((s: any) => s.skill === 'triage');
+    expect(triage).toMatchObject({ factory: 'acme', path: 'skills/triage/SKILL.md', loads: 1, runs: 1 });
+    expect(usage.body.skills.find((s: any) => s.skill === 'release')).toMatchObject({ loads: 1, runs: 1 });
+    expect(usage.body.bundled).toEqual([{ bundled_skill_id: 'pr-comments', loads: 1 }]);
+    expect(usage.body.not_counted).toEqual({ outside_managed_roots: 1 });
+
+    const later = await t.call('GET', '/api/v1/skills/usage?since=2999-01-01');
+    expect(later.body.skills).toEqual([]);
+    const bad = await t.call('GET', '/api/v1/skills/usage?since=yesterday');
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail).toMatch(/since must be a date/);
+    // Another team sees none of it.
+    const other = await t.newTeam('skills-other');
+    expect((await t.call('GET', '/api/v1/skills/usage', undefined, other.key)).body.skills).toEqual([]);
+  });
+
+  it('answers 404 for the conversation of an unknown run', async () => {
+    const res = await t.call('GET', '/api/v1/agent/runs/00000000-0000-4000-8000-000000000000/conversation');
+    expect(res.status).toBe(404);
+  });
+});

@@ -1,0 +1,157 @@
+import { execFileSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from './support/service.js';
+
+// Real service, real PostgreSQL, two service-hosted worker slots running the shipped example harness.
+let t: TestService;
+beforeAll(async () => {
+  t = await startTestService({
+    WORKER_CONCURRENCY: '2',
+    WORKER_LEASE_SECONDS: '3',
+    HARNESS_KILL_GRACE_MS: '1000',
+  });
+});
+afterAll(async () => t?.stop());
+
+async function create(body: Record<string, unknown>): Promise<string> {
+  const res = await t.call('POST', '/api/v1/agent/runs', body);
+  expect(res.status).toBe(200);
+  return res.body.run_id;
+}
+
+async function waitFor(runId: string, states: string[], timeoutMs = 20_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await t.call('GET', `/api/v1/agent/runs/${runId}`);
+    if (states.includes(res.body.state)) return res.body;
+    if (Date.now() > deadline)
+      throw new Error(
+        `run ${runId} is ${res.body.state}, expected ${states.join('|')}: ${JSON.stringify(res.body.status_message)}`,
+      );
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const conversation = async (runId: string) =>
+  (await t.call('GET', `/api/v1/agent/runs/${runId}/conversation`)).body;
+
+describe('service-hosted workers running the example harness', () => {
+  it('runs a run to SUCCEEDED with its attachment, a summary artifact and a conversation', async () => {
+    const payload = {
+      action: 'opened',
+      repository: { full_name: 'acme/api' },
+      issue: { title: 'Crash on start' },
+    };
+    const id = await create({
+      prompt: 'Triage the new issue',
+      attachments: [
+        { file_name: 'event-payload.json', data: Buffer.from(JSON.stringify(payload)).toString('base64') },
+      ],
+    });
+    const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(run.started_at).toEqual(expect.any(String));
+    expect(run.run_time).toMatch(/^PT/);
+    expect(run.session_id).toEqual(expect.any(String));
+    expect(run.session_link).toContain(`/agent/runs/${id}/conversation`);
+    expect(run.status_message.message).toMatch(/summary\.md/);
+    expect(run.artifacts[0]).toMatchObject({ name: 'summary.md' });
+    expect(run.artifacts[0].content).toContain('issue "Crash on start"');
+    const conv = await conversation(id);
+    expect(conv.session_id).toBe(run.session_id);
+    expect(conv.messages[0]).toMatchObject({ type: 'message', role: 'user', text: 'Triage the new issue' });
+    expect(conv.messages.map((m: any) => m.text ?? m.kind)).toContain(
+      'Read event-payload.json: keys: action, repository, issue; action opened; repository acme/api; issue "Crash on start".',
+    );
+    expect(conv.messages.at(-1)).toMatchObject({ type: 'action', kind: 'artifact' });
+  });
+
+  it('ends a run as FAILED with the last lines of output when the harness exits non-zero', async () => {
+    const id = await create({ prompt: 'Try this\n/fail the build is red' });
+    const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message.message).toContain('exited with status 2');
+    expect(run.status_message.message).toContain('error: the build is red');
+  });
+
+  it('turns BLOCKED when the agent asks, and a follow-up resumes it', async () => {
+    const id = await create({ prompt: 'Label the issue\n/ask Which label should I use?' });
+    const blocked = await waitFor(id, ['BLOCKED', 'SUCCEEDED', 'FAILED']);
+    expect(blocked.state).toBe('BLOCKED');
+    expect(blocked.status_message.message).toBe('Which label should I use?');
+    expect((await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: 'bug' })).status).toBe(200);
+    const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(run.artifacts[0].content).toContain('Asked "Which label should I use?", answered "bug"');
+    const texts = (await conversation(id)).messages.map((m: any) => m.text);
+    expect(texts.indexOf('bug')).toBeGreaterThan(-1);
+    expect(texts.indexOf('Thanks, continuing with: bug')).toBeGreaterThan(texts.indexOf('bug'));
+  });
+
+  it('writes a follow-up to a live run into its harness', async () => {
+    const id = await create({ prompt: 'Work a while\n/wait 2' });
+    await waitFor(id, ['INPROGRESS']);
+    await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: 'also check the docs' });
+    const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(run.artifacts[0].content).toContain('Follow-up: also check the docs');
+  });
+
+  it('continues an ended run in the same conversation with a new execution', async () => {
+    const id = await create({ prompt: 'First pass' });
+    const first = await waitFor(id, ['SUCCEEDED']);
+    await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: 'Now a second pass' });
+    await new Promise((r) => setTimeout(r, 50));
+    const second = await waitFor(id, ['SUCCEEDED'], 20_000);
+    const conv = await conversation(id);
+    expect(
+      conv.messages.some((m: any) => m.text === 'Continuing our conversation (2 earlier messages).'),
+    ).toBe(true);
+    expect(conv.messages.filter((m: any) => m.execution === 2).length).toBeGreaterThan(0);
+    expect(second.session_id).toBe(first.session_id);
+    expect(second.artifacts.length).toBe(2);
+  });
+
+  it('cancels a live run: CANCELLED, and no process of its harness is left', async () => {
+    const id = await create({ prompt: 'Long job\n/wait 300' });
+    await waitFor(id, ['INPROGRESS']);
+    await waitForProcess(`sleep 300`, true);
+    const res = await t.call('POST', `/api/v1/agent/runs/${id}/cancel`);
+    expect(res.status).toBe(200);
+    expect(res.body).toBe(id);
+    expect((await waitFor(id, ['CANCELLED'])).state).toBe('CANCELLED');
+    await waitForProcess(`sleep 300`, false, 1500);
+    // The worker did not overwrite the cancel when the harness died.
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CANCELLED');
+  });
+
+  it('keeps a run for a self-hosted host that is not connected QUEUED, saying so', async () => {
+    const id = await create({ prompt: 'Build on my box', config: { worker_host: 'nobody-here' } });
+    const deadline = Date.now() + 5000;
+    let run;
+    do {
+      run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
+      if (run.status_message) break;
+      await new Promise((r) => setTimeout(r, 100));
+    } while (Date.now() < deadline);
+    expect(run.state).toBe('QUEUED');
+    expect(run.status_message.message).toContain('no worker with this id is connected');
+  });
+});
+
+/** Waits until a process whose command line contains `pattern` exists (or is gone). */
+async function waitForProcess(pattern: string, present: boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = processes().some((c) => c.includes(pattern));
+    if (found === present) return;
+    if (Date.now() > deadline)
+      throw new Error(`process "${pattern}" ${present ? 'never started' : 'is still running'}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function processes(): string[] {
+  return execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n');
+}
