@@ -32,26 +32,77 @@ export function buildOpenApi(app: NestFastifyApplication): OpenAPIObject {
       },
     },
   };
+  for (const path of ['/webhooks/w/{uid}', '/webhooks/w/{uid}/{token}'])
+    doc.paths[path] = { post: ingressOperation(path) as unknown as OpenAPIObject['paths'][string]['post'] };
   return doc;
+}
+
+/** Webhook ingress is served by Fastify directly (it reads the raw body as a stream). */
+function ingressOperation(path: string): Record<string, unknown> {
+  const problem = (description: string) => ({
+    description,
+    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+  });
+  return {
+    operationId: path.includes('{token}') ? 'webhookIngressUrlToken' : 'webhookIngress',
+    summary: 'Deliver an event to a custom webhook',
+    description:
+      'Any JSON body up to 262,144 bytes; Content-Type is not enforced. Authenticated by bearer token, URL token ' +
+      'or the provider signature, per the webhook. Other methods answer 405 with `Allow: POST`.',
+    tags: ['Webhook ingress'],
+    security: [],
+    parameters: [
+      { name: 'uid', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9]{22}$' } },
+      ...(path.includes('{token}')
+        ? [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }]
+        : []),
+    ],
+    requestBody: { required: true, content: { '*/*': { schema: {} } } },
+    responses: {
+      202: {
+        description: 'Accepted (or a duplicate of an accepted delivery)',
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['delivery_id'],
+              properties: { delivery_id: { type: 'string' } },
+            },
+          },
+        },
+      },
+      400: problem('The body is not valid JSON'),
+      401: problem('Missing or wrong credential or signature'),
+      404: problem('Unknown, disabled or deleted webhook'),
+      413: problem('Body over 262,144 bytes'),
+      429: problem('Too many failed authentications or deliveries; see Retry-After'),
+    },
+  };
 }
 
 /** The registry's schemas with `$ref: "Name"` rewritten to `#/components/schemas/Name`. */
 function componentSchemas(schemas: Record<string, Record<string, unknown>>): Record<string, object> {
   const ids = new Set(Object.keys(schemas));
-  const rewrite = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(rewrite);
+  // A schema's own `#/$defs/x` points into that schema, which now lives under components.
+  const target = (ref: string, owner: string) =>
+    ids.has(ref)
+      ? `#/components/schemas/${ref}`
+      : ref.startsWith('#/')
+        ? `#/components/schemas/${owner}/${ref.slice(2)}`
+        : ref;
+  const rewrite = (node: unknown, owner: string): unknown => {
+    if (Array.isArray(node)) return node.map((n) => rewrite(n, owner));
     if (node && typeof node === 'object') {
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(node)) {
         if (k === '$schema' || k === '$id') continue;
-        out[k] =
-          k === '$ref' && typeof v === 'string' && ids.has(v) ? `#/components/schemas/${v}` : rewrite(v);
+        out[k] = k === '$ref' && typeof v === 'string' ? target(v, owner) : rewrite(v, owner);
       }
       return out;
     }
     return node;
   };
-  return Object.fromEntries(Object.entries(schemas).map(([id, s]) => [id, rewrite(s) as object]));
+  return Object.fromEntries(Object.entries(schemas).map(([id, s]) => [id, rewrite(s, id) as object]));
 }
 
 export function installOpenApi(app: NestFastifyApplication): void {

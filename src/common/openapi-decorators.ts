@@ -17,7 +17,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
 };
 
 /** Error responses as RFC 7807 problem+json (`Problem`). 400, 401 and 500 apply to every route. */
-export function ApiProblems(...statuses: number[]): MethodDecorator {
+export function ApiProblems(...statuses: number[]): MethodDecorator & ClassDecorator {
   const all = [...new Set([400, 401, 500, ...statuses])].sort();
   return applyDecorators(
     ...all.map((status) =>

@@ -39,11 +39,12 @@ export class IngressRoutes implements OnModuleInit {
           method: otherMethods,
           url,
           exposeHeadRoute: false,
+          config: { refusesOnly: true },
           handler: (req, reply) => this.fail(req, reply, new MethodNotAllowed()),
         });
       }
       // Deeper paths under the ingress: 404 here, so a URL token never echoes in a generic 404 body.
-      scope.all('/webhooks/w/*', (req, reply) =>
+      scope.all('/webhooks/w/*', { config: { refusesOnly: true } }, (req, reply) =>
         this.fail(req, reply, new NotFound('No such webhook endpoint.')),
       );
     });

@@ -1,5 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
+import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { InvalidRequest } from '../common/problem.js';
@@ -24,6 +26,9 @@ interface WorkerBody {
  * key's team), streams events back, and learns of follow-ups and cancels when it asks.
  */
 @Controller('api/v1/agent')
+@ApiTags('Runs')
+@ApiBearerAuth()
+@ApiProblems(403, 404)
 export class WorkersController {
   constructor(
     @Inject(WorkerRunsService) private readonly service: WorkerRunsService,
@@ -31,12 +36,33 @@ export class WorkersController {
   ) {}
 
   @Get('connected-self-hosted-workers')
+  @ApiOperation({ summary: 'Self-hosted workers connected now (from heartbeats)' })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['workers'],
+    properties: {
+      workers: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: {
+            worker_host: { type: 'string' },
+            connection_count: { type: 'integer' },
+            connected_at: { type: 'string', format: 'date-time' },
+            last_seen_at: { type: 'string', format: 'date-time' },
+          },
+        },
+      },
+    },
+  })
   @RequireScope('runs:read')
   async connected(@Auth() auth: AuthContext) {
     return { workers: await this.service.connectedSelfHosted(auth.team.id) };
   }
 
   @Post('workers/claim')
+  @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('runs:write')
   async claim(
@@ -62,6 +88,8 @@ export class WorkersController {
   }
 
   @Post('workers/heartbeat')
+  @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('runs:write')
   async heartbeat(@Auth() auth: AuthContext, @Body() body: WorkerBody & { run_ids?: unknown }) {
@@ -73,6 +101,8 @@ export class WorkersController {
   }
 
   @Post('workers/runs/:runId/started')
+  @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('runs:write')
   async started(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: WorkerBody) {
@@ -81,6 +111,8 @@ export class WorkersController {
   }
 
   @Post('workers/runs/:runId/events')
+  @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('runs:write')
   async events(
@@ -100,6 +132,8 @@ export class WorkersController {
   }
 
   @Post('workers/runs/:runId/control')
+  @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('runs:write')
   control(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: WorkerBody) {
@@ -107,6 +141,8 @@ export class WorkersController {
   }
 
   @Post('workers/runs/:runId/finish')
+  @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('runs:write')
   async finish(
