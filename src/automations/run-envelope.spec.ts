@@ -1,35 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resolveAgentConfig } from './run-config.js';
 import { EVENT_PAYLOAD_FILE, webhookRun } from './run-envelope.js';
-
-describe('resolveAgentConfig', () => {
-  it('layers factory defaults, then the agent, then the automation, key by key', () => {
-    const config = resolveAgentConfig(
-      {
-        model: 'm-default',
-        environmentId: 'env',
-        workerHost: 'warp',
-        mcpServers: { a: { url: 'http://a' } },
-      },
-      { name: 'triage', basePrompt: 'You triage.', overrides: { model: 'm-agent', skillSpec: 'o/r:s' } },
-      { workerHost: 'box', idle_timeout_minutes: 5 },
-    );
-    expect(config).toEqual({
-      name: 'triage',
-      model_id: 'm-agent',
-      environment_id: 'env',
-      worker_host: 'box',
-      mcp_servers: { a: { url: 'http://a' } },
-      base_prompt: 'You triage.',
-      skill_spec: 'o/r:s',
-      idle_timeout_minutes: 5,
-    });
-  });
-
-  it('ignores unknown keys and nulls', () => {
-    expect(resolveAgentConfig({ model: null, colour: 'red' }, undefined, undefined)).toEqual({});
-  });
-});
 
 describe('webhookRun', () => {
   const delivery = {

@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database.js';
 import { compilePayloadFilter, type PayloadPredicate } from './payload-filter.js';
-import { resolveAgentConfig } from './run-config.js';
+import type { AgentOverrides } from '../definitions/definition.js';
+import { resolveAgentConfig } from '../definitions/agent-config.js';
 import type { AutomationTarget } from './run-envelope.js';
 
 /** An automation that a webhook's delivery may start, with its payload filters compiled. */
@@ -55,12 +56,17 @@ export class TriggerIndex {
       const agentRow = a.agent_name
         ? agents.find((g) => g.name === a.agent_name)
         : agents.find((g) => g.agent_type === 'FOREMAN');
-      const agent = agentRow && {
-        name: agentRow.name,
-        basePrompt: agentRow.base_prompt,
-        overrides: agentRow.overrides,
+      // Validation guarantees the agent at apply; should it be gone, the run still gets the defaults.
+      const agent = {
+        name: agentRow?.name ?? a.name,
+        basePrompt: agentRow?.base_prompt ?? '',
+        overrides: (agentRow?.overrides ?? {}) as AgentOverrides,
       };
-      const config = resolveAgentConfig(factory?.definition?.agentDefaults, agent, a.overrides);
+      const config = resolveAgentConfig(
+        (factory?.definition?.agentDefaults ?? {}) as AgentOverrides,
+        agent,
+        (a.overrides ?? {}) as AgentOverrides,
+      );
       const byUid = new Map<string, PayloadPredicate[]>();
       for (const t of Array.isArray(a.triggers) ? a.triggers : []) {
         if (t.provider !== 'webhook' || (t.event !== undefined && t.event !== 'received')) continue;
