@@ -58,19 +58,7 @@ const LIST_QUERY = [
     name: 'source',
     required: false,
     schema: {
-      enum: [
-        'API',
-        'CLI',
-        'WEBHOOK',
-        'FACTORY',
-        'SCHEDULED_AGENT',
-        'LINEAR',
-        'SLACK',
-        'LOCAL',
-        'WEB_APP',
-        'GITHUB_ACTION',
-        'CLOUD_MODE',
-      ],
+      enum: [...RUN_SOURCES],
     },
   }),
   ApiQuery({
