@@ -18,6 +18,7 @@ import { publicBaseUrl, searchParams } from '../common/base-url.js';
 import { Clock } from '../common/clock.js';
 import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
+import { RUN_SOURCES } from './run.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { presentRun } from './run.presenter.js';
 import { RunsService, type RunCreateRequest } from './runs.service.js';
