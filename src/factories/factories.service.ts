@@ -3,6 +3,7 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { Clock } from '../common/clock.js';
 import { decodeCursor, encodeCursor, type PageInfo } from '../common/cursor.js';
 import { Conflict, InvalidRequest, NotFound } from '../common/problem.js';
+import { titleFromPrompt } from '../runs/run.js';
 import { Database } from '../database/database.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
 import type { AgentOverrides } from '../definitions/definition.js';
@@ -95,13 +96,12 @@ export class FactoriesService {
       overrides: foreman.overrides as AgentOverrides,
       basePrompt: foreman.base_prompt,
     });
-    const firstLine = req.prompt.trim().split('\n')[0].trim();
     const runId = await this.db.transaction((tx) =>
       this.runs.insert(
         tx,
         {
           teamId: auth.team.id,
-          title: req.title ?? (firstLine.length > 100 ? `${firstLine.slice(0, 99)}…` : firstLine),
+          title: req.title ?? titleFromPrompt(req.prompt, ''),
           prompt: req.prompt,
           source: 'FACTORY',
           creatorId: auth.principal.id,

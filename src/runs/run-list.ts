@@ -1,5 +1,6 @@
 import { decodeCursor, encodeCursor, type CursorPosition, type PageInfo } from '../common/cursor.js';
 import { invalidParam } from '../common/problem.js';
+import { UUID_PATTERN } from '../common/ids.js';
 import { RUN_STATES, type RunState } from './run-state.js';
 import { RUN_SOURCES, type RunSource } from './run.js';
 
@@ -159,12 +160,11 @@ export function parseRunListQuery(search: URLSearchParams): RunListFilter {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const PG_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2})?$/;
 
 /** A decoded cursor must hold values the SQL can take, or a forged one would reach the database. */
 function cursorFits(after: CursorPosition, sortBy: SortKey): boolean {
-  if (!UUID.test(after.id)) return false;
+  if (!UUID_PATTERN.test(after.id)) return false;
   return sortBy === 'title'
     ? typeof after.key === 'string'
     : typeof after.key === 'string' && PG_TIMESTAMP.test(after.key);

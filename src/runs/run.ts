@@ -31,6 +31,13 @@ export interface AgentConfig {
 
 export const SERVICE_WORKER_HOST = 'warp';
 
+/** A run's default title: the prompt's first line, at most 100 characters; `fallback` when there is none. */
+export function titleFromPrompt(prompt: string, fallback: string): string {
+  const firstLine = prompt.trim().split('\n')[0]?.trim() ?? '';
+  if (!firstLine) return fallback;
+  return firstLine.length > 100 ? `${firstLine.slice(0, 99)}…` : firstLine;
+}
+
 /** A run row, as the service reads it (creator joined in). */
 export interface Run {
   id: string;

@@ -1,13 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Clock } from '../common/clock.js';
+import { UUID_PATTERN } from '../common/ids.js';
 import type { PageInfo } from '../common/cursor.js';
 import { Conflict, InvalidRequest, NotFound } from '../common/problem.js';
 import { RequestInvalid } from '../common/request-validation.js';
 import { Database } from '../database/database.js';
 import { buildRunListSql, pageOf, parseRunListQuery } from './run-list.js';
 import { isTerminal } from './run-state.js';
-import type { AgentConfig, NewAttachment, NewRun, Run } from './run.js';
+import { titleFromPrompt, type AgentConfig, type NewAttachment, type NewRun, type Run } from './run.js';
 import { RUN_COLUMNS, RUN_FROM, RunsRepository, toRun } from './runs.repository.js';
 import { RunsSignal } from './runs-signal.js';
 
@@ -68,7 +69,7 @@ export class RunsService {
     const prompt = req.prompt ?? '';
     const run: NewRun = {
       teamId,
-      title: req.title ?? defaultTitle(prompt, config),
+      title: req.title ?? titleFromPrompt(prompt, config.name ?? 'Agent run'),
       prompt,
       source,
       creatorId: auth.principal.id,
@@ -92,7 +93,7 @@ export class RunsService {
   }
 
   async get(auth: AuthContext, runId: string): Promise<Run> {
-    const run = UUID.test(runId) ? await this.runs.findForTeam(auth.team.id, runId) : undefined;
+    const run = UUID_PATTERN.test(runId) ? await this.runs.findForTeam(auth.team.id, runId) : undefined;
     if (!run) throw new NotFound(`run ${runId} does not exist`);
     return run;
   }
@@ -103,7 +104,9 @@ export class RunsService {
    */
   async followup(auth: AuthContext, runId: string, message: string, mode?: string): Promise<void> {
     await this.db.transaction(async (tx) => {
-      const state = UUID.test(runId) ? await this.runs.lockForUpdate(tx, auth.team.id, runId) : undefined;
+      const state = UUID_PATTERN.test(runId)
+        ? await this.runs.lockForUpdate(tx, auth.team.id, runId)
+        : undefined;
       if (!state) throw new NotFound(`run ${runId} does not exist`);
       if (isTerminal(state)) await this.runs.transition(tx, runId, state, 'continue', this.clock.now());
       await this.runs.addFollowup(tx, runId, message, mode);
@@ -113,7 +116,9 @@ export class RunsService {
 
   async cancel(auth: AuthContext, runId: string): Promise<void> {
     await this.db.transaction(async (tx) => {
-      const state = UUID.test(runId) ? await this.runs.lockForUpdate(tx, auth.team.id, runId) : undefined;
+      const state = UUID_PATTERN.test(runId)
+        ? await this.runs.lockForUpdate(tx, auth.team.id, runId)
+        : undefined;
       if (!state) throw new NotFound(`run ${runId} does not exist`);
       if (isTerminal(state))
         throw new InvalidRequest(`run ${runId} has already ended (${state}); there is nothing to cancel`);
@@ -127,20 +132,12 @@ export class RunsService {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** `owner/repo:name` → name; `owner/repo:path/to/name/SKILL.md` → name; `owner/repo:SKILL.md` → repo. */
 export function skillName(spec: string): string {
   const [repoPart, path] = spec.split(':', 2);
   if (!path.endsWith('SKILL.md')) return path;
   const folders = path.split('/').slice(0, -1);
   return folders[folders.length - 1] ?? repoPart.split('/')[1];
-}
-
-function defaultTitle(prompt: string, config: AgentConfig): string {
-  const firstLine = prompt.trim().split('\n')[0]?.trim() ?? '';
-  if (firstLine) return firstLine.length > 100 ? `${firstLine.slice(0, 99)}…` : firstLine;
-  return config.name ?? 'Agent run';
 }
 
 function attachmentsOf(req: RunCreateRequest): NewAttachment[] {

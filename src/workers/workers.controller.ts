@@ -5,6 +5,7 @@ import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { InvalidRequest } from '../common/problem.js';
+import { UUID_PATTERN } from '../common/ids.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import type { Outcome } from './assignment.js';
 import { parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
@@ -14,7 +15,6 @@ import { WorkerRunsService, type WorkerIdentity } from './worker-runs.service.js
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const WORKER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_WAIT_SECONDS = 25;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface WorkerBody {
   worker_id?: unknown;
@@ -94,7 +94,7 @@ export class WorkersController {
   @RequireScope('runs:write')
   async heartbeat(@Auth() auth: AuthContext, @Body() body: WorkerBody & { run_ids?: unknown }) {
     const ids = Array.isArray(body.run_ids)
-      ? body.run_ids.filter((i): i is string => typeof i === 'string' && UUID.test(i))
+      ? body.run_ids.filter((i): i is string => typeof i === 'string' && UUID_PATTERN.test(i))
       : [];
     await this.service.heartbeat(identity(auth, body), ids);
     return {};
@@ -183,7 +183,7 @@ function identity(auth: AuthContext, body: WorkerBody): WorkerIdentity {
 }
 
 function runParam(runId: string): string {
-  if (!UUID.test(runId)) throw new InvalidRequest(`run id ${runId} is not a UUID`);
+  if (!UUID_PATTERN.test(runId)) throw new InvalidRequest(`run id ${runId} is not a UUID`);
   return runId;
 }
 
