@@ -5,6 +5,7 @@ import { registerFactoryCommands } from './commands/factories.commands.js';
 import { registerSecretsCommands } from './commands/secrets.commands.js';
 import { registerServeCommand } from './commands/serve.command.js';
 import { registerSkillsCommands } from './commands/skills.commands.js';
+import { registerWebhooksCommands } from './commands/webhooks.commands.js';
 import { registerWorkerCommands } from './commands/worker.commands.js';
 
 /** Each module's commands, in the order `factoryd --help` lists them. */
@@ -14,6 +15,7 @@ const COMMANDS: Array<(program: Command) => void> = [
   registerRunsCommands,
   registerFactoryCommands,
   registerSecretsCommands,
+  registerWebhooksCommands,
   registerWorkerCommands,
   registerSkillsCommands,
 ];

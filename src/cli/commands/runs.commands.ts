@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
 import { print, renderTable } from '../output.js';
+import { readStdin } from '../stdin.js';
 
 interface RunItem {
   run_id: string;
@@ -55,7 +56,11 @@ export function registerRunsCommands(program: Command): void {
         const client = new ApiClient(o);
         const prompt =
           o.prompt ??
-          (o.promptFile ? readFileSync(o.promptFile, 'utf8') : o.skill ? undefined : await readStdin());
+          (o.promptFile
+            ? readFileSync(o.promptFile, 'utf8')
+            : o.skill
+              ? undefined
+              : await readStdin('the prompt (or give --prompt)'));
         const body: Record<string, unknown> = { prompt, title: o.title, skill: o.skill };
         if (o.config) body.config = parseJson(o.config, '--config');
         if (o.metadata) body.metadata = Object.fromEntries(o.metadata.map((kv) => splitPair(kv)));
@@ -125,7 +130,7 @@ export function registerRunsCommands(program: Command): void {
     .description('Send a follow-up (message or stdin); an ended run continues in the same conversation.')
     .option('--json', 'print JSON')
     .action(async (runId: string, message: string | undefined, o: Opts) => {
-      const text = message ?? (await readStdin());
+      const text = message ?? (await readStdin('the message (or give it as an argument)'));
       await new ApiClient(o).request('POST', `/agent/runs/${encodeURIComponent(runId)}/followups`, {
         message: text,
       });
@@ -211,11 +216,4 @@ function parseJson(text: string, flag: string): unknown {
   } catch {
     throw new Error(`${flag} is not valid JSON`);
   }
-}
-
-async function readStdin(): Promise<string> {
-  if (process.stdin.isTTY) throw new Error('give the text as an argument or option, or pipe it on stdin');
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }

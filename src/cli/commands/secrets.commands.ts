@@ -2,16 +2,9 @@ import type { Command } from 'commander';
 import { SECRET_KINDS, type SecretKind } from '../../secrets/secret-generator.js';
 import { withDatabase } from '../context.js';
 import { print, renderTable } from '../output.js';
+import { readSecretFromStdin } from '../stdin.js';
 import { authOf } from './auth.commands.js';
 import { reconcilerOf } from './factories.commands.js';
-
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .replace(/\r?\n$/, '');
-}
 
 /** `factoryd secrets set|list`: team secrets; values go in, never come out (except a generated one, once). */
 export function registerSecretsCommands(program: Command): void {
@@ -49,9 +42,11 @@ export function registerSecretsCommands(program: Command): void {
           );
           return;
         }
-        if (process.stdin.isTTY)
-          throw new Error('pipe the value on stdin (or use --generate token|url-safe|whsec)');
-        const ref = await service.set(team.id, name, await readStdin());
+        const ref = await service.set(
+          team.id,
+          name,
+          await readSecretFromStdin('the value (or use --generate token|url-safe|whsec)'),
+        );
         print(
           opts,
           { name, team: team.name, version: ref.version },

@@ -1,0 +1,506 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { parse as parseYaml } from 'yaml';
+import { ApiCallFailed, ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
+import { print, renderTable } from '../output.js';
+import { readSecretFromStdin } from '../stdin.js';
+
+/** A webhook as the management API shows it (CONTRACT.md §2, "Webhook and factory resources"). */
+interface Webhook {
+  uid: string;
+  name: string;
+  auth_mode: string;
+  signature_scheme?: string;
+  secret_name: string;
+  delivery_id_header?: string;
+  enabled: boolean;
+  deleted: boolean;
+  ingress_url: string;
+  created_at: string;
+  factory_uid?: string;
+  description?: string;
+}
+
+/** The answer of the writes that may show a secret value once (create, rotate, set-secret). */
+interface WebhookWithSecret {
+  webhook: Webhook;
+  secret?: string;
+}
+
+interface Delivery {
+  id: string;
+  delivery_id: string | null;
+  status: string;
+  size_bytes: number;
+  received_at: string;
+  client_address: string | null;
+  headers?: Record<string, string>;
+  payload?: unknown;
+  runs?: Array<{ run_id: string; state: string }>;
+}
+
+interface DeliveryPage {
+  deliveries: Delivery[];
+  page_info: { has_next_page: boolean; next_cursor?: string };
+}
+
+interface Mismatch {
+  path: string;
+  condition: string;
+  expected: unknown;
+  actual?: unknown;
+  present: boolean;
+}
+
+interface FilterTest {
+  result: 'would_trigger' | 'would_not_trigger';
+  delivery: { id: string; delivery_id: string | null; received_at: string };
+  automation?: string;
+  webhook_check: { passed: boolean; message: string };
+  payload_check: { passed: boolean; message: string; mismatches: Mismatch[] };
+}
+
+type Opts = ApiOptions & { json?: boolean };
+
+/** How people read delivery statuses (the wire has `rejected_auth`, …). */
+const STATUS_LABELS: Record<string, string> = {
+  accepted: 'Accepted',
+  duplicate: 'Duplicate',
+  rejected_auth: 'Rejected (auth)',
+  rejected_invalid_json: 'Rejected (invalid JSON)',
+  rejected_too_large: 'Rejected (too large)',
+};
+
+const path = (uid: string, rest = '') => `/webhooks/${encodeURIComponent(uid)}${rest}`;
+
+/** `factoryd webhooks …`: the dashboard's webhook operations over the management API. */
+export function registerWebhooksCommands(program: Command): void {
+  const webhooks = program
+    .command('webhooks')
+    .description('Create, inspect, toggle, rotate and delete webhooks; read deliveries; test a filter.');
+
+  apiOptions(webhooks.command('list'))
+    .description('List the webhooks of a factory.')
+    .option('--factory <nameOrUid>', 'the factory (default: the team’s only factory)')
+    .option('--include-deleted', 'also list deleted webhooks')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd webhooks list --factory example')
+    .action(async (o: Opts & { factory?: string; includeDeleted?: boolean }) => {
+      const client = new ApiClient(o);
+      const factory = await resolveFactory(client, o.factory);
+      const qs = o.includeDeleted ? '?include_deleted=true' : '';
+      const res = await client.request<{ webhooks: Webhook[] }>(
+        'GET',
+        `/factory/${encodeURIComponent(factory.uid)}/webhooks${qs}`,
+      );
+      print(o, res, () =>
+        res.webhooks.length === 0
+          ? `Factory ${factory.name} has no webhooks; create one with \`factoryd webhooks create\`.`
+          : renderTable(
+              ['UID', 'NAME', 'AUTH', 'ENABLED', 'SECRET', 'URL'],
+              res.webhooks.map((w) => [
+                w.uid,
+                w.name,
+                authLabel(w),
+                w.deleted ? 'deleted' : w.enabled ? 'yes' : 'no',
+                w.secret_name,
+                w.ingress_url,
+              ]),
+            ),
+      );
+    });
+
+  apiOptions(webhooks.command('show <uid>'))
+    .description('Show one webhook (a url_token URL shows {token} in place of the secret).')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd webhooks show 7fK2pQ9xLm3Rt5Vw8Yz1Ab')
+    .action(async (uid: string, o: Opts) => {
+      const w = await new ApiClient(o).request<Webhook>('GET', path(uid));
+      print(o, w, () => describeWebhook(w));
+    });
+
+  apiOptions(webhooks.command('create <name>'))
+    .description(
+      'Create a webhook in a managed factory. A generated secret (token, url_token, Standard Webhooks) is printed once.',
+    )
+    .option('--factory <nameOrUid>', 'the factory (default: the team’s only factory)')
+    .option('--auth-mode <mode>', 'token | url_token | signature', 'token')
+    .option(
+      '--scheme <scheme>',
+      'signature scheme: standard_webhooks, github, stripe, slack, shopify, gitlab, linear, sentry, pagerduty, vercel',
+    )
+    .option(
+      '--secret-name <name>',
+      'team secret to hold the value (default: webhook-<name>); may name an existing one',
+    )
+    .option('--secret-stdin', 'read the provider’s signing secret from stdin (signature mode)')
+    .option('--delivery-id-header <header>', 'header that identifies a delivery, for dedupe')
+    .option('--description <text>', 'what the webhook is for')
+    .option('--disabled', 'create it disabled')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  npx factoryd webhooks create ci-alerts --factory ops',
+        '  printf %s "$GITHUB_SECRET" | npx factoryd webhooks create github --auth-mode signature --scheme github --secret-stdin',
+        '  npx factoryd webhooks create stripe --auth-mode signature --scheme stripe   # disabled until `set-secret`',
+      ].join('\n'),
+    )
+    .action(
+      async (
+        name: string,
+        o: Opts & {
+          factory?: string;
+          authMode: string;
+          scheme?: string;
+          secretName?: string;
+          secretStdin?: boolean;
+          deliveryIdHeader?: string;
+          description?: string;
+          disabled?: boolean;
+        },
+      ) => {
+        const client = new ApiClient(o);
+        const factory = await resolveFactory(client, o.factory);
+        const body: Record<string, unknown> = {
+          name,
+          auth_mode: o.authMode,
+          signature_scheme: o.scheme,
+          secret_name: o.secretName,
+          delivery_id_header: o.deliveryIdHeader,
+          description: o.description,
+          ...(o.disabled ? { enabled: false } : {}),
+        };
+        if (o.secretStdin)
+          body.secret = await readSecretFromStdin('the provider’s signing secret (--secret-stdin)');
+        const created = await client.request<WebhookWithSecret>(
+          'POST',
+          `/factory/${encodeURIComponent(factory.uid)}/webhooks`,
+          body,
+        );
+        print(o, created, () => describeWithSecret(`Created webhook ${created.webhook.name}`, created));
+      },
+    );
+
+  for (const [verb, description] of [
+    ['enable', 'Enable a webhook: senders are accepted again.'],
+    ['disable', 'Disable a webhook: senders get 404 until it is enabled.'],
+  ] as const) {
+    apiOptions(webhooks.command(`${verb} <uid>`))
+      .description(description)
+      .option('--json', 'print JSON')
+      .addHelpText('after', `\nExample:\n  npx factoryd webhooks ${verb} 7fK2pQ9xLm3Rt5Vw8Yz1Ab`)
+      .action(async (uid: string, o: Opts) => {
+        const w = await new ApiClient(o).request<Webhook>('POST', path(uid, `/${verb}`));
+        print(o, w, () => `Webhook ${w.name} (${w.uid}) is ${w.enabled ? 'enabled' : 'disabled'}.`);
+      });
+  }
+
+  apiOptions(webhooks.command('rotate <uid>'))
+    .description('Give a webhook a new generated secret, printed once; the old one stops working at once.')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd webhooks rotate 7fK2pQ9xLm3Rt5Vw8Yz1Ab')
+    .action(async (uid: string, o: Opts) => {
+      const res = await new ApiClient(o).request<WebhookWithSecret>('POST', path(uid, '/rotate'));
+      print(o, res, () => describeWithSecret(`Rotated the secret of ${res.webhook.name}`, res));
+    });
+
+  apiOptions(webhooks.command('set-secret <uid>'))
+    .description(
+      'Set the signing secret a provider issued (from stdin), or --generate one for Standard Webhooks; enables a webhook that waited for it.',
+    )
+    .option('--generate', 'let the service generate it (Standard Webhooks: whsec_…), printed once')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  printf %s "$STRIPE_WEBHOOK_SECRET" | npx factoryd webhooks set-secret 7fK2pQ9xLm3Rt5Vw8Yz1Ab',
+        '  npx factoryd webhooks set-secret 7fK2pQ9xLm3Rt5Vw8Yz1Ab --generate',
+      ].join('\n'),
+    )
+    .action(async (uid: string, o: Opts & { generate?: boolean }) => {
+      const secret = o.generate
+        ? undefined
+        : await readSecretFromStdin('the signing secret (or use --generate)');
+      const res = await new ApiClient(o).request<WebhookWithSecret>(
+        'POST',
+        path(uid, '/secret'),
+        secret === undefined ? {} : { secret },
+      );
+      print(o, res, () => describeWithSecret(`Set the secret of ${res.webhook.name}`, res));
+    });
+
+  apiOptions(webhooks.command('delete <uid>'))
+    .description('Delete a webhook: senders get 404 at once; its delivery log stays readable.')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd webhooks delete 7fK2pQ9xLm3Rt5Vw8Yz1Ab')
+    .action(async (uid: string, o: Opts) => {
+      await new ApiClient(o).request('DELETE', path(uid));
+      print(o, { uid, deleted: true }, () => `Deleted webhook ${uid}.`);
+    });
+
+  apiOptions(webhooks.command('deliveries <uid> [id]'))
+    .description(
+      'The delivery log, newest first; with an entry id, that entry (its payload when Accepted, and the runs it started).',
+    )
+    .option(
+      '--status <status>',
+      'accepted | duplicate | rejected_auth | rejected_invalid_json | rejected_too_large',
+    )
+    .option('--limit <n>', 'entries per page (1-100)', '20')
+    .option('--cursor <cursor>', 'next_cursor of the previous page')
+    .option(
+      '--follow',
+      'keep printing new deliveries as they arrive (Ctrl-C to stop; JSON lines with --json)',
+    )
+    .option('--interval <seconds>', 'poll interval for --follow', '1')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab --status rejected_auth',
+        '  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab --follow',
+        '  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab 0b9c…   # one entry with its payload and runs',
+      ].join('\n'),
+    )
+    .action(
+      async (
+        uid: string,
+        id: string | undefined,
+        o: Opts & { status?: string; limit: string; cursor?: string; follow?: boolean; interval: string },
+      ) => {
+        const client = new ApiClient(o);
+        if (id !== undefined) {
+          const entry = await client.request<Delivery>(
+            'GET',
+            path(uid, `/deliveries/${encodeURIComponent(id)}`),
+          );
+          print(o, entry, () => describeDelivery(entry));
+          return;
+        }
+        const qs = new URLSearchParams({ limit: o.limit });
+        if (o.status) qs.set('status', o.status);
+        if (o.cursor) qs.set('cursor', o.cursor);
+        const page = await client.request<DeliveryPage>('GET', path(uid, `/deliveries?${qs}`));
+        if (o.follow) return follow(client, uid, page.deliveries, o);
+        print(o, page, () =>
+          [
+            deliveryTable(page.deliveries),
+            page.page_info.has_next_page ? `\nmore: --cursor ${page.page_info.next_cursor}` : '',
+          ].join(''),
+        );
+      },
+    );
+
+  apiOptions(webhooks.command('test-filter <uid>'))
+    .description(
+      'Test a trigger filter against a stored Accepted delivery: Would trigger / Would not trigger, with each mismatching path.',
+    )
+    .option('--automation <name>', 'the filter of this automation of the webhook’s factory')
+    .option('--filter <yamlOrJson>', 'a filter given here: {webhook_ids: [...], payload: {...}}')
+    .option('--filter-file <path>', 'a filter in a YAML or JSON file')
+    .option('--delivery <id>', 'the delivery log entry to test (default: the newest Accepted one)')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  npx factoryd webhooks test-filter 7fK2pQ9xLm3Rt5Vw8Yz1Ab --automation triage-issues',
+        `  npx factoryd webhooks test-filter 7fK2pQ9xLm3Rt5Vw8Yz1Ab --filter '{payload: {action: [opened]}}'`,
+      ].join('\n'),
+    )
+    .action(
+      async (
+        uid: string,
+        o: Opts & { automation?: string; filter?: string; filterFile?: string; delivery?: string },
+      ) => {
+        const given = [o.automation, o.filter, o.filterFile].filter((v) => v !== undefined).length;
+        if (given !== 1) throw new Error('give exactly one of --automation, --filter, --filter-file');
+        const filterText = o.filterFile !== undefined ? readFileSync(o.filterFile, 'utf8') : o.filter;
+        const body: Record<string, unknown> = { delivery: o.delivery, automation: o.automation };
+        if (filterText !== undefined) body.filter = parseFilter(filterText);
+        const res = await new ApiClient(o).request<FilterTest>('POST', path(uid, '/test-filter'), body);
+        print(o, res, () => describeFilterTest(res));
+      },
+    );
+}
+
+/** A factory named by uid or name; none named: the team's only factory. */
+async function resolveFactory(
+  client: ApiClient,
+  ref: string | undefined,
+): Promise<{ uid: string; name: string }> {
+  if (ref !== undefined) {
+    try {
+      return await client.request('GET', `/factory/${encodeURIComponent(ref)}`);
+    } catch (err) {
+      if (!(err instanceof ApiCallFailed) || err.status !== 404) throw err;
+    }
+  }
+  const qs = new URLSearchParams({ limit: '100', ...(ref !== undefined ? { search: ref } : {}) });
+  const { factories } = await client.request<{ factories: Array<{ uid: string; name: string }> }>(
+    'GET',
+    `/factory?${qs}`,
+  );
+  const candidates = ref === undefined ? factories : factories.filter((f) => f.name === ref);
+  if (candidates.length === 1) return candidates[0];
+  if (ref !== undefined) throw new Error(`no factory named ${ref}; see \`factoryd factories list\``);
+  if (candidates.length === 0)
+    throw new Error('the team has no factory; add one with `factoryd factories add`');
+  throw new Error(
+    `the team has several factories; say which with --factory (${candidates.map((f) => f.name).join(', ')})`,
+  );
+}
+
+async function follow(
+  client: ApiClient,
+  uid: string,
+  newestFirst: Delivery[],
+  o: Opts & { status?: string; interval: string },
+) {
+  const interval = Math.max(0.2, Number(o.interval)) * 1000;
+  const printEntry = (d: Delivery) =>
+    process.stdout.write(o.json ? `${JSON.stringify(d)}\n` : `${deliveryRow(d).join('  ')}\n`);
+  if (!o.json) process.stdout.write(`${renderTable(DELIVERY_HEADERS, [])}\n`);
+  const seen = new Set<string>();
+  for (const d of [...newestFirst].reverse()) {
+    seen.add(d.id);
+    printEntry(d);
+  }
+  let stopped = false;
+  process.once('SIGINT', () => (stopped = true));
+  const qs = new URLSearchParams({ limit: '100', ...(o.status ? { status: o.status } : {}) });
+  while (!stopped) {
+    await new Promise((r) => setTimeout(r, interval));
+    // The newest page is enough: fewer than 100 deliveries arrive per poll (the rate limit is 60/minute).
+    const page = await client.request<DeliveryPage>('GET', path(uid, `/deliveries?${qs}`));
+    for (const d of [...page.deliveries].reverse()) {
+      if (seen.has(d.id)) continue;
+      seen.add(d.id);
+      printEntry(d);
+    }
+  }
+}
+
+const DELIVERY_HEADERS = ['RECEIVED', 'STATUS', 'DELIVERY ID', 'SIZE', 'FROM', 'ENTRY'];
+
+function deliveryRow(d: Delivery): string[] {
+  return [
+    d.received_at,
+    STATUS_LABELS[d.status] ?? d.status,
+    d.delivery_id ?? '-',
+    `${d.size_bytes} B`,
+    d.client_address ?? '-',
+    d.id,
+  ];
+}
+
+function deliveryTable(list: Delivery[]): string {
+  if (list.length === 0) return 'No deliveries.';
+  return renderTable(DELIVERY_HEADERS, list.map(deliveryRow));
+}
+
+function describeDelivery(d: Delivery): string {
+  const lines = [
+    `Entry      ${d.id}`,
+    `Status     ${STATUS_LABELS[d.status] ?? d.status}`,
+    `Delivery   ${d.delivery_id ?? '-'}`,
+    `Received   ${d.received_at} from ${d.client_address ?? '-'}`,
+    `Size       ${d.size_bytes} bytes`,
+  ];
+  if (d.runs?.length) {
+    lines.push(
+      '',
+      'Runs started:',
+      renderTable(
+        ['RUN', 'STATE'],
+        d.runs.map((r) => [r.run_id, r.state]),
+      ),
+    );
+  }
+  if (d.payload !== undefined) lines.push('', 'Payload:', JSON.stringify(d.payload, null, 2));
+  return lines.join('\n');
+}
+
+function authLabel(w: Webhook): string {
+  return w.signature_scheme ? `${w.auth_mode}/${w.signature_scheme}` : w.auth_mode;
+}
+
+function describeWebhook(w: Webhook): string {
+  const rows: Array<[string, string | undefined]> = [
+    ['UID', w.uid],
+    ['Name', w.name],
+    ['Factory', w.factory_uid],
+    ['Auth', authLabel(w)],
+    ['Secret', `${w.secret_name} (team secret; its value is never shown again)`],
+    ['Delivery id', w.delivery_id_header],
+    ['Enabled', w.deleted ? 'deleted' : w.enabled ? 'yes' : 'no'],
+    ['URL', w.ingress_url],
+    ['Created', w.created_at],
+    ['About', w.description],
+  ];
+  return rows
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k.padEnd(12)}${v}`)
+    .join('\n');
+}
+
+/** The webhook, and a secret shown now and never again (with how a sender uses it). */
+function describeWithSecret(headline: string, res: WebhookWithSecret): string {
+  const w = res.webhook;
+  const lines = [`${headline} (${w.uid}).`, '', describeWebhook(w)];
+  if (res.secret !== undefined) {
+    lines.push('', 'Secret (shown only this once; store it in the sender now):', '', `  ${res.secret}`, '');
+    if (w.auth_mode === 'url_token')
+      lines.push(`Senders POST to ${w.ingress_url.replace('{token}', res.secret)}`);
+    else if (w.auth_mode === 'token')
+      lines.push(`Senders POST to ${w.ingress_url} with the header "Authorization: Bearer <secret>".`);
+    else lines.push(`Give the sender this signing secret and the URL ${w.ingress_url}.`);
+  } else if (w.auth_mode === 'signature' && !w.enabled) {
+    lines.push('', `Disabled until its signing secret is set: factoryd webhooks set-secret ${w.uid}`);
+  }
+  return lines.join('\n');
+}
+
+function describeFilterTest(t: FilterTest): string {
+  const mark = (passed: boolean) => (passed ? 'pass' : 'FAIL');
+  const lines = [
+    t.result === 'would_trigger' ? 'Would trigger' : 'Would not trigger',
+    '',
+    `Delivery       ${t.delivery.id} (${t.delivery.delivery_id ?? '-'}, ${t.delivery.received_at})`,
+    ...(t.automation ? [`Automation     ${t.automation}`] : []),
+    `Webhook check  ${mark(t.webhook_check.passed)}  ${t.webhook_check.message}`,
+    `Payload check  ${mark(t.payload_check.passed)}  ${t.payload_check.message}`,
+  ];
+  if (t.payload_check.mismatches.length) {
+    lines.push(
+      '',
+      renderTable(
+        ['PATH', 'CONDITION', 'EXPECTED', 'ACTUAL'],
+        t.payload_check.mismatches.map((m) => [
+          m.path,
+          m.condition,
+          JSON.stringify(m.expected),
+          m.present ? JSON.stringify(m.actual) : '(missing)',
+        ]),
+      ),
+    );
+  }
+  return lines.join('\n');
+}
+
+/** A filter as people write it in automation files: YAML (JSON is YAML too). */
+function parseFilter(text: string): unknown {
+  try {
+    return parseYaml(text) as unknown;
+  } catch (err) {
+    throw new Error(`the filter is not valid YAML or JSON: ${(err as Error).message}`, { cause: err });
+  }
+}
