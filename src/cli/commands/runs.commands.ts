@@ -25,7 +25,11 @@ const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
 export function registerRunsCommands(program: Command): void {
   const runs = program
     .command('runs')
-    .description('Start, list, inspect, continue, cancel and follow agent runs (over the API).');
+    .description('Start, list, inspect, continue, cancel and follow agent runs (over the API).')
+    .addHelpText(
+      'after',
+      '\nExample:\n  FACTORYD_API_KEY=fdk_… npx factoryd runs create --prompt "Fix the flaky test" --watch',
+    );
 
   apiOptions(runs.command('create'))
     .description('Start a run; prints its id.')
@@ -119,8 +123,9 @@ export function registerRunsCommands(program: Command): void {
     );
 
   apiOptions(runs.command('show <runId>'))
-    .description('Show one run.')
+    .description('Show one run: state, source, times, status message, session link and prompt.')
     .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd runs show 6f1c2d3e-… --json')
     .action(async (runId: string, o: Opts) => {
       const run = await new ApiClient(o).request<RunItem>('GET', `/agent/runs/${encodeURIComponent(runId)}`);
       print(o, run, () => describe(run));
@@ -129,6 +134,10 @@ export function registerRunsCommands(program: Command): void {
   apiOptions(runs.command('followup <runId> [message]'))
     .description('Send a follow-up (message or stdin); an ended run continues in the same conversation.')
     .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  npx factoryd runs followup 6f1c2d3e-… "Also update the changelog"\n  cat review.md | npx factoryd runs followup 6f1c2d3e-…',
+    )
     .action(async (runId: string, message: string | undefined, o: Opts) => {
       const text = message ?? (await readStdin('the message (or give it as an argument)'));
       await new ApiClient(o).request('POST', `/agent/runs/${encodeURIComponent(runId)}/followups`, {
@@ -138,8 +147,9 @@ export function registerRunsCommands(program: Command): void {
     });
 
   apiOptions(runs.command('cancel <runId>'))
-    .description('Cancel a queued or running run.')
+    .description('Cancel a queued or running run (its agent process is stopped).')
     .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd runs cancel 6f1c2d3e-…')
     .action(async (runId: string, o: Opts) => {
       const id = await new ApiClient(o).request<string>(
         'POST',

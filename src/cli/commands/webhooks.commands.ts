@@ -77,7 +77,11 @@ const path = (uid: string, rest = '') => `/webhooks/${encodeURIComponent(uid)}${
 export function registerWebhooksCommands(program: Command): void {
   const webhooks = program
     .command('webhooks')
-    .description('Create, inspect, toggle, rotate and delete webhooks; read deliveries; test a filter.');
+    .description('Create, inspect, toggle, rotate and delete webhooks; read deliveries; test a filter.')
+    .addHelpText(
+      'after',
+      '\nExample:\n  FACTORYD_API_KEY=fdk_… npx factoryd webhooks create ci-alerts --factory ops',
+    );
 
   apiOptions(webhooks.command('list'))
     .description('List the webhooks of a factory.')
