@@ -81,6 +81,30 @@ describe('webhook management (CONTRACT.md ยง2 "Webhook and factory resources", ย
   const head = () => git(managed.dir, 'rev-parse', 'HEAD');
   const commits = () => Number(git(managed.dir, 'rev-list', '--count', 'HEAD'));
 
+  it('documents every management route in OpenAPI with the schemas that validate it', async () => {
+    const doc = (await t.call('GET', '/api/v1/openapi.json')).body;
+    const op = (path: string, method: string) => doc.paths[path]?.[method];
+    const body = (path: string, method: string) =>
+      op(path, method)?.requestBody?.content['application/json'].schema.$ref;
+    const ok = (path: string, method: string, status = '200') =>
+      op(path, method)?.responses[status]?.content?.['application/json']?.schema.$ref;
+    const ref = (id: string) => `#/components/schemas/${id}`;
+    expect(body('/api/v1/factory/{uid}/webhooks', 'post')).toBe(ref('WebhookCreateRequest'));
+    expect(ok('/api/v1/factory/{uid}/webhooks', 'post', '201')).toBe(ref('WebhookWithSecret'));
+    expect(ok('/api/v1/webhooks/{uid}', 'get')).toBe(ref('WebhookItem'));
+    expect(body('/api/v1/webhooks/{uid}', 'patch')).toBe(ref('WebhookUpdateRequest'));
+    for (const action of ['enable', 'disable'])
+      expect(ok(`/api/v1/webhooks/{uid}/${action}`, 'post')).toBe(ref('WebhookItem'));
+    expect(ok('/api/v1/webhooks/{uid}/rotate', 'post')).toBe(ref('WebhookWithSecret'));
+    expect(body('/api/v1/webhooks/{uid}/secret', 'post')).toBe(ref('WebhookSecretRequest'));
+    expect(op('/api/v1/webhooks/{uid}', 'delete').responses['204']).toBeDefined();
+    expect(body('/api/v1/webhooks/{uid}/test-filter', 'post')).toBe(ref('WebhookTestFilterRequest'));
+    expect(ok('/api/v1/webhooks/{uid}/test-filter', 'post')).toBe(ref('WebhookTestFilterResponse'));
+    expect(
+      op('/api/v1/webhooks/{uid}/rotate', 'post').responses['409'].content['application/problem+json'],
+    ).toBeDefined();
+  });
+
   describe('managed factories', () => {
     it('factoryd owns a repository under DATA_DIR/factories/teams/<team>/<name>, applied with a foreman', async () => {
       const dataDir = t.service.app.get<Config>(CONFIG).dataDir;
@@ -362,6 +386,23 @@ describe('webhook management (CONTRACT.md ยง2 "Webhook and factory resources", ย
       expect(git(managed.dir, 'log', '-1', '--format=%an|%s')).toBe(
         'Ada Lovelace|Rotate the secret of webhook rotating (team secret webhook-rotating, version 2)',
       );
+    });
+
+    it('rotate of a secret shared by webhooks of the factory: every one of them takes the new value at once', async () => {
+      await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'team-shared', 'team-shared-old');
+      const a = (await create({ name: 'shared-a', secret_name: 'team-shared' })).body.webhook;
+      const b = (await create({ name: 'shared-b', secret_name: 'team-shared' })).body.webhook;
+      const res = await t.call('POST', `/api/v1/webhooks/${a.uid}/rotate`, undefined, managerKey);
+      expect(res.status).toBe(200);
+      for (const w of [a, b]) {
+        expect(
+          (await deliver(t.url, `/webhooks/w/${w.uid}`, '{"s":1}', bearer('team-shared-old'))).status,
+        ).toBe(401);
+        expect(
+          (await deliver(t.url, `/webhooks/w/${w.uid}`, '{"s":2}', bearer(res.body.secret))).status,
+        ).toBe(202);
+      }
+      for (const w of [a, b]) await t.call('DELETE', `/api/v1/webhooks/${w.uid}`, undefined, managerKey);
     });
 
     it('rotate of a url_token webhook: the old URL fails at once', async () => {
