@@ -495,6 +495,29 @@ describe('webhook management (CONTRACT.md §2 "Webhook and factory resources", �
         ).toBe(202);
     });
 
+    it('two factories creating the same webhook name at once get separate default secrets', async () => {
+      const { factory } = await t.service.app.get(ManagedFactories).create({
+        team: t.defaultTeam,
+        name: 'support-2',
+        branch: 'main',
+        author: { name: 'Setup', email: 'setup@example.com' },
+      });
+      const [a, b] = await Promise.all([
+        create({ name: 'twin' }),
+        create({ name: 'twin' }, managerKey, factory.uid),
+      ]);
+      expect([a.status, b.status]).toEqual([201, 201]);
+      expect([a.body.webhook.secret_name, b.body.webhook.secret_name].sort()).toEqual([
+        'webhook-twin',
+        'webhook-twin-2',
+      ]);
+      for (const r of [a, b])
+        expect(
+          (await deliver(t.url, `/webhooks/w/${r.body.webhook.uid}`, '{}', bearer(r.body.secret))).status,
+        ).toBe(202);
+      await t.call('DELETE', `/api/v1/webhooks/${a.body.webhook.uid}`, undefined, managerKey);
+    });
+
     it('the 21st webhook: the reconciler’s limit as 400, nothing committed, the secret withdrawn', async () => {
       const live = (await t.call('GET', `/api/v1/factory/${managed.uid}/webhooks`)).body.webhooks.length;
       for (let i = live; i < 20; i++) expect((await create({ name: `fill-${i}` })).status).toBe(201);

@@ -100,7 +100,6 @@ export class WebhookManagement {
         throw new Conflict(
           `team secret ${secretName} exists: omit secret to use its current value, or choose another secret_name`,
         );
-      secretName ??= await this.freeSecretName(auth, `webhook-${req.name}`);
       const awaiting = !reused && given === undefined && kind === undefined;
       if (awaiting && req.enabled === true)
         throw invalidParam(
@@ -109,18 +108,27 @@ export class WebhookManagement {
         );
       let shown: string | undefined;
       let added: SecretVersionRef | undefined;
-      if (!reused) {
-        if (given !== undefined) added = await this.secrets.set(auth.team.id, secretName, given);
-        else {
-          const generated = await this.secrets.generate(auth.team.id, secretName, kind ?? 'token');
-          added = generated.ref;
-          if (!awaiting) shown = generated.value;
+      while (!reused && !added) {
+        const name = secretName ?? (await this.freeSecretName(auth, `webhook-${req.name}`));
+        const made =
+          given !== undefined
+            ? { ref: await this.secrets.set(auth.team.id, name, given), value: undefined }
+            : await this.secrets.generate(auth.team.id, name, kind ?? 'token');
+        if (made.ref.version === 1) {
+          added = made.ref;
+          secretName = name;
+          if (!awaiting) shown = made.value;
+          continue;
         }
+        // Another request created a secret of this name meanwhile: ours must not become its new value.
+        await this.secrets.revert(made.ref);
+        if (secretName !== undefined)
+          throw new Conflict(`team secret ${name} was created by another request just now; try again`, true);
       }
       const fields: WebhookFileFields = {
         authMode,
         signatureScheme: req.signature_scheme,
-        secretName,
+        secretName: secretName!,
         deliveryIdHeader: req.delivery_id_header,
         enabled: awaiting ? false : (req.enabled ?? true),
         description: req.description,
