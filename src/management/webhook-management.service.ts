@@ -166,15 +166,8 @@ export class WebhookManagement {
         throw new Conflict(
           `webhook ${webhook.name} has no signing secret yet: set the secret its provider issued with POST /api/v1/webhooks/${uid}/secret, which enables it`,
         );
-      await this.changeFile(
-        auth,
-        factory,
-        current,
-        `${enabled ? 'Enable' : 'Disable'} webhook ${webhook.name}`,
-        {
-          enabled,
-        },
-      );
+      const verb = enabled ? 'Enable' : 'Disable';
+      await this.changeFile(auth, factory, current, `${verb} webhook ${webhook.name}`, { enabled });
       return this.live(auth, uid);
     });
   }
