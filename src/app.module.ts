@@ -11,6 +11,7 @@ import { CONFIG, type Config } from './config/config.js';
 import { Database } from './database/database.js';
 import { loggerOptions } from './logging.js';
 import { FactoriesModule } from './factories/factories.module.js';
+import { ManagementModule } from './management/management.module.js';
 import { OpsModule } from './ops/ops.module.js';
 import { ReconcilerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
@@ -53,6 +54,7 @@ export class AppModule {
         WebhooksModule,
         ConversationsModule,
         WorkersModule,
+        ManagementModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

@@ -83,13 +83,13 @@ function ingressOperation(path: string): Record<string, unknown> {
 /** The registry's schemas with `$ref: "Name"` rewritten to `#/components/schemas/Name`. */
 function componentSchemas(schemas: Record<string, Record<string, unknown>>): Record<string, object> {
   const ids = new Set(Object.keys(schemas));
-  // A schema's own `#/$defs/x` points into that schema, which now lives under components.
-  const target = (ref: string, owner: string) =>
-    ids.has(ref)
-      ? `#/components/schemas/${ref}`
-      : ref.startsWith('#/')
-        ? `#/components/schemas/${owner}/${ref.slice(2)}`
-        : ref;
+  // A schema's own `#/$defs/x` points into that schema, which now lives under components; so does
+  // another schema's `Name#/$defs/x`.
+  const target = (ref: string, owner: string) => {
+    const [id, pointer] = ref.split('#');
+    if (id === '') return `#/components/schemas/${owner}${pointer}`;
+    return ids.has(id) ? `#/components/schemas/${id}${pointer ?? ''}` : ref;
+  };
   const rewrite = (node: unknown, owner: string): unknown => {
     if (Array.isArray(node)) return node.map((n) => rewrite(n, owner));
     if (node && typeof node === 'object') {

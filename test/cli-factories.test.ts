@@ -1,6 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -98,6 +99,36 @@ describe('factoryd factories / secrets / plan / apply', () => {
     const list = JSON.parse((await factoryd(['factories', 'list', '--json'])).stdout).factories;
     expect(list.find((f: any) => f.name === 'demo')).toMatchObject({ ready: true, reason: 'Applied' });
     expect((await factoryd(['plan', '--factory', 'demo'])).stdout).toContain('no changes');
+  });
+
+  it('adds a managed factory: factoryd makes, commits and applies its repository under DATA_DIR', async () => {
+    const added = await factoryd(['factories', 'add', 'helpdesk', '--managed', '--json']);
+    expect(added.error).toBeUndefined();
+    const out = JSON.parse(added.stdout);
+    const dir = join(dataDir, 'factories', 'teams', 'default', 'helpdesk');
+    expect(out).toMatchObject({
+      name: 'helpdesk',
+      managed: true,
+      repository: dir,
+      result: 'applied',
+      errors: [],
+    });
+    const log = execFileSync('git', ['log', '--format=%an|%s'], { cwd: dir, encoding: 'utf8' }).trim();
+    expect(log).toBe(`${userInfo().username}|Create the managed factory helpdesk`);
+    const f = (await t.call('GET', `/api/v1/factory/${out.uid}`)).body;
+    expect(f).toMatchObject({ managed: true, ready: true, repository: dir });
+    const readable = await factoryd(['factories', 'add', 'helpdesk2', '--managed']);
+    expect(readable.stdout).toMatch(
+      /^Created the managed factory helpdesk2 \(uid \w{22}\) for team default in .*: applied\./,
+    );
+
+    expect((await factoryd(['factories', 'add', 'helpdesk', '--managed'])).error?.message).toMatch(
+      /already has a factory named helpdesk/,
+    );
+    expect(
+      (await factoryd(['factories', 'add', 'both', '--managed', '--repo', repo.dir])).error?.message,
+    ).toMatch(/either --repo URL_OR_PATH .* or --managed/);
+    expect((await factoryd(['factories', 'add', 'neither'])).error?.message).toMatch(/either --repo/);
   });
 
   it('records a repository it cannot fetch as FetchFailed; apply exits 1', async () => {

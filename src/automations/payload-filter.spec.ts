@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compilePayloadFilter } from './payload-filter.js';
+import { compilePayloadFilter, explainPayloadFilter } from './payload-filter.js';
 
 const scalar = fc.oneof(
   fc.string({ maxLength: 4 }),
@@ -105,4 +105,66 @@ describe('payload filter (CONTRACT.md §3)', () => {
       }),
     );
   });
+
+  it('explain passes exactly when the compiled filter matches, for any filter and body', () => {
+    const { filter, body } = fc.letrec((tie) => ({
+      condition: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        list,
+        scalar,
+        fc.record({ in: list }),
+        fc.record({ not_in: list }),
+        fc.record({ exists: fc.boolean() }),
+        fc.record({ in: list, not_in: list }, { requiredKeys: [] }),
+        tie('filter'),
+      ),
+      filter: fc.dictionary(key, tie('condition'), { maxKeys: 3 }),
+      body: fc.oneof(
+        { depthSize: 'small' },
+        scalar,
+        fc.array(scalar, { maxLength: 3 }),
+        fc.dictionary(key, tie('body'), { maxKeys: 4 }),
+      ),
+    }));
+    fc.assert(
+      fc.property(fc.option(filter, { nil: undefined }), body, (f, b) => {
+        const explained = explainPayloadFilter(f as Record<string, unknown> | undefined, b);
+        expect(explained.passed).toBe(match(f as Record<string, unknown> | undefined, b));
+        expect(explained.passed).toBe(explained.mismatches.length === 0 && (f === undefined || isObject(b)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('explain names each failing field by its dotted path, with expected and actual values', () => {
+    const filter = {
+      action: ['opened', 'reopened'],
+      sender: { type: { not_in: ['Bot'] } },
+      issue: { pull_request: { exists: false }, number: { in: [1, 2] } },
+      label: { exists: true },
+    };
+    const body = { action: 'closed', sender: { type: 'Bot' }, issue: { pull_request: null } };
+    expect(explainPayloadFilter(filter, body)).toEqual({
+      passed: false,
+      mismatches: [
+        {
+          path: 'action',
+          condition: 'in',
+          expected: ['opened', 'reopened'],
+          actual: 'closed',
+          present: true,
+        },
+        { path: 'sender.type', condition: 'not_in', expected: ['Bot'], actual: 'Bot', present: true },
+        { path: 'issue.pull_request', condition: 'exists', expected: false, actual: null, present: true },
+        { path: 'issue.number', condition: 'in', expected: [1, 2], present: false },
+        { path: 'label', condition: 'exists', expected: true, present: false },
+      ],
+    });
+    expect(explainPayloadFilter(filter, 'not an object')).toEqual({ passed: false, mismatches: [] });
+    expect(explainPayloadFilter(undefined, 'anything')).toEqual({ passed: true, mismatches: [] });
+  });
 });
+
+function isObject(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

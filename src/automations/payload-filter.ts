@@ -1,5 +1,6 @@
 /**
- * Payload filters (CONTRACT.md §3), compiled once per apply into a predicate over a parsed body.
+ * Payload filters (CONTRACT.md §3), compiled once per apply into a predicate over a parsed body, and
+ * explained (Test filter) by the same parsed conditions and the same field tests.
  *
  * - Every key must match (AND). A bare array or `{in: [...]}` matches when the field equals one value;
  *   `{not_in: [...]}` when it equals none; `{exists: true|false}` tests presence (null is present).
@@ -16,44 +17,126 @@ type Scalar = string | number | boolean | null;
 /** Tests one field: `present` is false when the key is absent. */
 type FieldTest = (value: unknown, present: boolean) => boolean;
 
-const OPERATORS = new Set(['in', 'not_in', 'exists']);
+export type Operator = 'in' | 'not_in' | 'exists';
+
+/** One operator on one field, e.g. `{not_in: [Bot]}`. */
+interface OperatorCondition {
+  operator: Operator;
+  expected: Scalar[] | boolean;
+  test: FieldTest;
+}
+
+/** A parsed filter: nested fields (AND), or the operators (AND) that test one field. */
+type Condition =
+  | { kind: 'fields'; fields: Array<{ key: string; condition: Condition }> }
+  | { kind: 'operators'; operators: OperatorCondition[] };
+
+/** Why a field failed its condition: what Test filter shows a person. */
+export interface Mismatch {
+  /** Dotted path of the field, e.g. `sender.type`. */
+  path: string;
+  condition: Operator;
+  expected: Scalar[] | boolean;
+  /** Absent when the field is missing. */
+  actual?: unknown;
+  present: boolean;
+}
+
+const OPERATORS = new Set<string>(['in', 'not_in', 'exists']);
 
 export function compilePayloadFilter(filter: Record<string, unknown> | undefined | null): PayloadPredicate {
   if (filter === undefined || filter === null) return () => true;
-  const test = compileObject(filter);
+  const test = compile(parseFields(filter));
   return (body) => isObject(body) && test(body, true);
 }
 
-function compileObject(filter: Record<string, unknown>): FieldTest {
-  const fields = Object.entries(filter).map(([key, condition]) => ({
-    key,
-    test: compileCondition(condition),
-  }));
-  return (value) => {
-    const obj = isObject(value) ? value : undefined;
-    return fields.every(({ key, test }) =>
-      obj !== undefined && Object.hasOwn(obj, key) ? test(obj[key], true) : test(undefined, false),
-    );
+/**
+ * Which conditions `body` fails, one entry per failing operator; `passed` is exactly what the compiled
+ * predicate answers. A body that is not an object fails a filter without any field mismatch.
+ */
+export function explainPayloadFilter(
+  filter: Record<string, unknown> | undefined | null,
+  body: unknown,
+): { passed: boolean; mismatches: Mismatch[] } {
+  if (filter === undefined || filter === null) return { passed: true, mismatches: [] };
+  if (!isObject(body)) return { passed: false, mismatches: [] };
+  const mismatches: Mismatch[] = [];
+  explain(parseFields(filter), body, true, [], mismatches);
+  return { passed: mismatches.length === 0, mismatches };
+}
+
+function parseFields(filter: Record<string, unknown>): Condition {
+  return {
+    kind: 'fields',
+    fields: Object.entries(filter).map(([key, condition]) => ({ key, condition: parse(condition) })),
   };
 }
 
-function compileCondition(condition: unknown): FieldTest {
-  if (Array.isArray(condition)) return isIn(condition as Scalar[]);
+function parse(condition: unknown): Condition {
+  if (Array.isArray(condition)) return operators({ in: condition });
   if (isObject(condition)) {
     const keys = Object.keys(condition);
-    if (keys.length > 0 && keys.every((k) => OPERATORS.has(k))) {
-      const tests: FieldTest[] = [];
-      if (Array.isArray(condition.in)) tests.push(isIn(condition.in as Scalar[]));
-      if (Array.isArray(condition.not_in)) tests.push(notIn(condition.not_in as Scalar[]));
-      if (typeof condition.exists === 'boolean') {
-        const want = condition.exists;
-        tests.push((_, present) => present === want);
-      }
-      return (value, present) => tests.every((t) => t(value, present));
-    }
-    return compileObject(condition);
+    if (keys.length > 0 && keys.every((k) => OPERATORS.has(k))) return operators(condition);
+    return parseFields(condition);
   }
-  return isIn([condition as Scalar]);
+  return operators({ in: [condition] });
+}
+
+function operators(condition: Record<string, unknown>): Condition {
+  const out: OperatorCondition[] = [];
+  if (Array.isArray(condition.in))
+    out.push({ operator: 'in', expected: condition.in as Scalar[], test: isIn(condition.in as Scalar[]) });
+  if (Array.isArray(condition.not_in))
+    out.push({
+      operator: 'not_in',
+      expected: condition.not_in as Scalar[],
+      test: notIn(condition.not_in as Scalar[]),
+    });
+  if (typeof condition.exists === 'boolean') {
+    const want = condition.exists;
+    out.push({ operator: 'exists', expected: want, test: (_, present) => present === want });
+  }
+  return { kind: 'operators', operators: out };
+}
+
+/** A nested field of `value`: missing when `value` is no object or lacks the key. */
+function field(value: unknown, key: string): { value: unknown; present: boolean } {
+  return isObject(value) && Object.hasOwn(value, key)
+    ? { value: value[key], present: true }
+    : { value: undefined, present: false };
+}
+
+function compile(condition: Condition): FieldTest {
+  if (condition.kind === 'operators') {
+    const { operators: ops } = condition;
+    return (value, present) => ops.every((o) => o.test(value, present));
+  }
+  const fields = condition.fields.map(({ key, condition: c }) => ({ key, test: compile(c) }));
+  return (value) =>
+    fields.every(({ key, test }) => {
+      const f = field(value, key);
+      return test(f.value, f.present);
+    });
+}
+
+function explain(condition: Condition, value: unknown, present: boolean, path: string[], out: Mismatch[]) {
+  if (condition.kind === 'operators') {
+    for (const o of condition.operators) {
+      if (o.test(value, present)) continue;
+      out.push({
+        path: path.join('.'),
+        condition: o.operator,
+        expected: o.expected,
+        ...(present ? { actual: value } : {}),
+        present,
+      });
+    }
+    return;
+  }
+  for (const { key, condition: c } of condition.fields) {
+    const f = field(value, key);
+    explain(c, f.value, f.present, [...path, key], out);
+  }
 }
 
 function isIn(allowed: Scalar[]): FieldTest {

@@ -17,6 +17,22 @@ interface WebhookTriggerSpec {
   filter?: { webhook_ids?: unknown; payload?: Record<string, unknown> | null };
 }
 
+/** An automation's triggers that fire on webhook deliveries: the UIDs each selects, and its payload filter. */
+export function webhookTriggers(
+  triggers: unknown,
+): Array<{ webhookIds: string[]; payload?: Record<string, unknown> | null }> {
+  const out: Array<{ webhookIds: string[]; payload?: Record<string, unknown> | null }> = [];
+  for (const t of (Array.isArray(triggers) ? triggers : []) as WebhookTriggerSpec[]) {
+    if (t.provider !== 'webhook' || (t.event !== undefined && t.event !== 'received')) continue;
+    const ids = Array.isArray(t.filter?.webhook_ids) ? (t.filter.webhook_ids as unknown[]) : [];
+    out.push({
+      webhookIds: ids.filter((x): x is string => typeof x === 'string'),
+      payload: t.filter?.payload,
+    });
+  }
+  return out;
+}
+
 /**
  * Builds, per applied factory, the triggers of each webhook UID from the enabled automations:
  * loaded and compiled once per apply (the caller refreshes it when an apply is announced).
@@ -43,7 +59,7 @@ export class TriggerIndex {
       id: string;
       name: string;
       agent_name: string | null;
-      triggers: WebhookTriggerSpec[];
+      triggers: unknown;
       overrides: Record<string, unknown>;
       prompt: string;
     }>(
@@ -68,11 +84,9 @@ export class TriggerIndex {
         (a.overrides ?? {}) as AgentOverrides,
       );
       const byUid = new Map<string, PayloadPredicate[]>();
-      for (const t of Array.isArray(a.triggers) ? a.triggers : []) {
-        if (t.provider !== 'webhook' || (t.event !== undefined && t.event !== 'received')) continue;
-        const ids = Array.isArray(t.filter?.webhook_ids) ? (t.filter.webhook_ids as unknown[]) : [];
-        for (const uid of ids.filter((x): x is string => typeof x === 'string')) {
-          byUid.set(uid, [...(byUid.get(uid) ?? []), compilePayloadFilter(t.filter?.payload)]);
+      for (const t of webhookTriggers(a.triggers)) {
+        for (const uid of t.webhookIds) {
+          byUid.set(uid, [...(byUid.get(uid) ?? []), compilePayloadFilter(t.payload)]);
         }
       }
       for (const [uid, predicates] of byUid) {

@@ -6,6 +6,14 @@ export function publicBaseUrl(req: FastifyRequest, configured: string | undefine
   return `${req.protocol}://${req.headers.host ?? 'localhost'}`;
 }
 
+/** Base of webhook ingress URLs: WEBHOOK_BASE_URL, else PUBLIC_BASE_URL, else the request's host. */
+export function webhookBaseUrl(
+  req: FastifyRequest,
+  config: { webhookBaseUrl?: string; publicBaseUrl?: string },
+): string {
+  return config.webhookBaseUrl ?? publicBaseUrl(req, config.publicBaseUrl);
+}
+
 /** The query string of a request, parsed the same way for every listing (repeatable keys kept). */
 export function searchParams(req: FastifyRequest): URLSearchParams {
   const i = req.url.indexOf('?');

@@ -7,6 +7,13 @@ export type FileKind = 'factory' | 'agent' | 'automation' | 'webhook' | 'skill';
 
 export const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** Why `name` cannot name an agent, automation, webhook or skill file; undefined when it can. */
+export function nameProblem(name: string): string | undefined {
+  return NAME.test(name)
+    ? undefined
+    : `"${name}" is not a valid name: use letters, digits, ".", "_", "-" (at most 64, starting with a letter or digit)`;
+}
+
 const SCHEMA_OF: Partial<Record<FileKind, string>> = {
   factory: 'FactoryFile',
   agent: 'AgentFrontMatter',
@@ -72,13 +79,8 @@ export function parseDefinitionFile(
       ? SourceFile.yaml(path, content)
       : SourceFile.markdown(path, content);
   const errors = [...source.errors];
-  if (kind !== 'factory' && !NAME.test(name)) {
-    errors.push({
-      path,
-      line: 1,
-      message: `"${name}" is not a valid name: use letters, digits, ".", "_", "-" (at most 64, starting with a letter or digit)`,
-    });
-  }
+  const badName = kind === 'factory' ? undefined : nameProblem(name);
+  if (badName) errors.push({ path, line: 1, message: badName });
   const schema = SCHEMA_OF[kind];
   if (schema && source.data !== undefined) {
     const whole = kind === 'factory' || kind === 'webhook' ? 'the file' : 'the front matter';

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nest
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
-import { publicBaseUrl, searchParams } from '../common/base-url.js';
+import { publicBaseUrl, searchParams, webhookBaseUrl } from '../common/base-url.js';
 import { NotFound } from '../common/problem.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { SchemaRegistry } from '../common/schema-validator.js';
@@ -44,7 +44,7 @@ export class FactoriesController {
   @RequireScope('runs:read')
   async webhooks(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
     const all = searchParams(req).get('include_deleted') === 'true';
-    const base = this.config.webhookBaseUrl ?? publicBaseUrl(req, this.config.publicBaseUrl);
+    const base = webhookBaseUrl(req, this.config);
     const rows = await this.factories.webhooks(auth, uid, all);
     return { webhooks: rows.map((w) => presentWebhook(w, base)) };
   }

@@ -9,5 +9,6 @@ import { FactoriesService } from './factories.service.js';
   imports: [ReconcilerModule, RunsModule],
   controllers: [FactoriesController],
   providers: [FactoriesRepository, FactoriesService],
+  exports: [FactoriesService],
 })
 export class FactoriesModule {}

@@ -76,11 +76,13 @@ export class DefinitionStore {
     name: string;
     repoUrl: string;
     branch: string;
+    /** factoryd owns the repository and writes it (management API); false: the team commits to it. */
+    managed?: boolean;
   }): Promise<FactoryRecord | undefined> {
     const rows = await this.db.query<{ id: string }>(
-      `INSERT INTO factories (uid, team_id, name, repo_url, branch) VALUES ($1, $2, $3, $4, $5)
+      `INSERT INTO factories (uid, team_id, name, repo_url, branch, managed) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (team_id, name) DO NOTHING RETURNING id`,
-      [newUid(), input.teamId, input.name, input.repoUrl, input.branch],
+      [newUid(), input.teamId, input.name, input.repoUrl, input.branch, input.managed ?? false],
     );
     return rows[0] ? this.find(rows[0].id) : undefined;
   }

@@ -39,6 +39,29 @@ export class SecretsRepository {
     });
   }
 
+  /**
+   * Withdraws `ref` if it is still its secret's current version: the version before it is current
+   * again, and a secret whose only version it was is removed. A pinned version cannot be removed.
+   */
+  async removeVersion(ref: SecretVersionRef): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const [secret] = await tx.query<{ current_version: number }>(
+        `SELECT current_version FROM secrets WHERE id = $1 FOR UPDATE`,
+        [ref.secretId],
+      );
+      if (secret?.current_version !== ref.version) return;
+      if (ref.version === 1) {
+        await tx.execute(`DELETE FROM secrets WHERE id = $1`, [ref.secretId]);
+        return;
+      }
+      await tx.execute(`DELETE FROM secret_versions WHERE id = $1`, [ref.versionId]);
+      await tx.execute(
+        `UPDATE secrets SET current_version = current_version - 1, updated_at = now() WHERE id = $1`,
+        [ref.secretId],
+      );
+    });
+  }
+
   async list(teamId: string): Promise<SecretListing[]> {
     return this.db.query<SecretListing>(
       `SELECT name, current_version, created_at, updated_at FROM secrets WHERE team_id = $1 ORDER BY name`,

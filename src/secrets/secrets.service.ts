@@ -33,6 +33,11 @@ export class SecretsService {
     return { value, ref: await this.set(teamId, name, value) };
   }
 
+  /** Undoes `set`/`generate` of `ref` (a change that then failed to apply), if nothing newer was set since. */
+  revert(ref: SecretVersionRef): Promise<void> {
+    return this.repo.removeVersion(ref);
+  }
+
   list(teamId: string): Promise<SecretListing[]> {
     return this.repo.list(teamId);
   }

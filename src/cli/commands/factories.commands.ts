@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { Clock } from '../../common/clock.js';
@@ -19,6 +20,9 @@ import { SecretsService } from '../../secrets/secrets.service.js';
 import { withDatabase } from '../context.js';
 import { print, renderTable } from '../output.js';
 import { authOf } from './auth.commands.js';
+import { FactoryWriteLock } from '../../management/factory-write-lock.js';
+import { ManagedFactories } from '../../management/managed-factories.js';
+import { ManagedRepositories, type Author } from '../../management/managed-repositories.js';
 
 /** The reconciler outside the server, on the service's database (for plan, apply and the first start). */
 export function reconcilerOf(
@@ -137,38 +141,82 @@ export function registerFactoryCommands(program: Command): void {
     .description('Factories: git repositories the service applies.');
   factories
     .command('add <name>')
-    .description('Register a factory repository (a git URL or a local repository path).')
-    .requiredOption('--repo <urlOrPath>', 'git URL or local repository path')
+    .description(
+      'Register a factory: a repository the team commits to (--repo), or one factoryd owns and writes (--managed).',
+    )
+    .option('--repo <urlOrPath>', 'git URL or local repository path')
+    .option(
+      '--managed',
+      'factoryd creates and owns the repository (DATA_DIR/factories/teams/<team>/<name>); change it through the API',
+    )
     .option('--branch <branch>', 'production branch', 'main')
     .option('--team <team>', 'team name or uid', 'default')
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
-      '\nExample:\n  npx factoryd factories add platform --repo https://github.com/acme/platform-factory.git --team platform',
+      '\nExamples:\n  npx factoryd factories add platform --repo https://github.com/acme/platform-factory.git --team platform\n  npx factoryd factories add support --managed',
     )
-    .action((name: string, opts: { repo: string; branch: string; team: string; json?: boolean }) =>
-      withDatabase(async (db) => {
-        if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name))
-          throw new Error('a factory name is 1-64 letters, digits, ".", "_", "-"');
-        if (!/^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$/.test(opts.branch))
-          throw new Error(`"${opts.branch}" is not a valid branch name`);
-        const team = await authOf(db).repo.findTeam(opts.team);
-        if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
-        const repoUrl = GitSource.isLocal(opts.repo) ? resolve(opts.repo) : opts.repo;
-        const f = await new DefinitionStore(db).register({
-          teamId: team.id,
-          name,
-          repoUrl,
-          branch: opts.branch,
-        });
-        if (!f) throw new Error(`team ${team.name} already has a factory named ${name}`);
-        print(
-          opts,
-          { uid: f.uid, name: f.name, team: team.name, branch: f.branch },
-          () =>
-            `Registered factory ${f.name} (uid ${f.uid}) for team ${team.name}; a running service applies it within FACTORY_POLL_SECONDS (or run \`factoryd apply --factory ${f.name}\`).`,
-        );
-      }),
+    .action(
+      (
+        name: string,
+        opts: { repo?: string; managed?: boolean; branch: string; team: string; json?: boolean },
+      ) =>
+        withDatabase(async (db, config) => {
+          if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name))
+            throw new Error('a factory name is 1-64 letters, digits, ".", "_", "-"');
+          if (!/^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$/.test(opts.branch))
+            throw new Error(`"${opts.branch}" is not a valid branch name`);
+          if (Boolean(opts.repo) === Boolean(opts.managed))
+            throw new Error('give either --repo URL_OR_PATH (a repository you commit to) or --managed');
+          const team = await authOf(db).repo.findTeam(opts.team);
+          if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
+          if (opts.managed) {
+            const { reconciler, store } = reconcilerOf(db, config);
+            const managed = new ManagedFactories(
+              new ManagedRepositories(config),
+              reconciler,
+              store,
+              new FactoryWriteLock(db),
+            );
+            const { factory: f, outcome } = await managed.create({
+              team,
+              name,
+              branch: opts.branch,
+              author: cliAuthor(),
+            });
+            print(
+              opts,
+              {
+                uid: f.uid,
+                name: f.name,
+                team: team.name,
+                branch: f.branch,
+                managed: true,
+                repository: f.repoUrl,
+                result: outcome.result,
+                errors: outcome.errors,
+              },
+              () =>
+                `Created the managed factory ${f.name} (uid ${f.uid}) for team ${team.name} in ${f.repoUrl}: ${outcome.result}. Add webhooks with POST /api/v1/factory/${f.uid}/webhooks.`,
+            );
+            if (outcome.result === 'failed') process.exitCode = 1;
+            return;
+          }
+          const repoUrl = GitSource.isLocal(opts.repo!) ? resolve(opts.repo!) : opts.repo!;
+          const f = await new DefinitionStore(db).register({
+            teamId: team.id,
+            name,
+            repoUrl,
+            branch: opts.branch,
+          });
+          if (!f) throw new Error(`team ${team.name} already has a factory named ${name}`);
+          print(
+            opts,
+            { uid: f.uid, name: f.name, team: team.name, branch: f.branch },
+            () =>
+              `Registered factory ${f.name} (uid ${f.uid}) for team ${team.name}; a running service applies it within FACTORY_POLL_SECONDS (or run \`factoryd apply --factory ${f.name}\`).`,
+          );
+        }),
     );
   factories
     .command('list')
@@ -226,4 +274,10 @@ function describePlan(plan: PlanSummary | undefined): string[] {
     }
   }
   return lines.length ? lines : ['  no changes'];
+}
+
+/** The author of a managed factory's first commit made at the terminal: the user running the CLI. */
+function cliAuthor(): Author {
+  const user = userInfo().username || 'factoryd';
+  return { name: user, email: `${user}@${hostname() || 'localhost'}` };
 }

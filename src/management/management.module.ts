@@ -1,0 +1,27 @@
+import { Module } from '@nestjs/common';
+import { FactoriesModule } from '../factories/factories.module.js';
+import { ReconcilerModule } from '../reconciler/reconciler.module.js';
+import { SecretsModule } from '../secrets/secrets.module.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { FactoryWriteLock } from './factory-write-lock.js';
+import { ManagedFactories } from './managed-factories.js';
+import { ManagedRepositories } from './managed-repositories.js';
+import { ManagementController } from './management.controller.js';
+import { ManagementRepository } from './management.repository.js';
+import { FilterTests } from './test-filter.service.js';
+import { WebhookManagement } from './webhook-management.service.js';
+
+/** Layer 5: the dashboard's operations, on every lower layer; definition writes go through the reconciler. */
+@Module({
+  imports: [ReconcilerModule, SecretsModule, FactoriesModule, WebhooksModule],
+  controllers: [ManagementController],
+  providers: [
+    ManagedRepositories,
+    FactoryWriteLock,
+    ManagedFactories,
+    ManagementRepository,
+    WebhookManagement,
+    FilterTests,
+  ],
+})
+export class ManagementModule {}
