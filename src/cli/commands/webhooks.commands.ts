@@ -19,6 +19,7 @@ interface Webhook {
   created_at: string;
   factory_uid?: string;
   description?: string;
+  awaiting_secret?: boolean;
 }
 
 /** The answer of the writes that may show a secret value once (create, rotate, set-secret). */
@@ -445,7 +446,10 @@ function describeWebhook(w: Webhook): string {
     ['Auth', authLabel(w)],
     ['Secret', `${w.secret_name} (team secret; its value is never shown again)`],
     ['Delivery id', w.delivery_id_header],
-    ['Enabled', w.deleted ? 'deleted' : w.enabled ? 'yes' : 'no'],
+    [
+      'Enabled',
+      w.deleted ? 'deleted' : w.enabled ? 'yes' : w.awaiting_secret ? 'no (awaiting its secret)' : 'no',
+    ],
     ['URL', w.ingress_url],
     ['Created', w.created_at],
     ['About', w.description],
@@ -467,7 +471,7 @@ function describeWithSecret(headline: string, res: WebhookWithSecret): string {
     else if (w.auth_mode === 'token')
       lines.push(`Senders POST to ${w.ingress_url} with the header "Authorization: Bearer <secret>".`);
     else lines.push(`Give the sender this signing secret and the URL ${w.ingress_url}.`);
-  } else if (w.auth_mode === 'signature' && !w.enabled) {
+  } else if (w.awaiting_secret) {
     lines.push('', `Disabled until its signing secret is set: factoryd webhooks set-secret ${w.uid}`);
   }
   return lines.join('\n');
