@@ -13,7 +13,10 @@ export const authOf = (db: Database) => {
 
 /** `factoryd teams …` and `factoryd api-keys …`. */
 export function registerAuthCommands(program: Command): void {
-  const teams = program.command('teams').description('Teams own runs, factories, secrets and API keys.');
+  const teams = program
+    .command('teams')
+    .description('Teams own runs, factories, secrets and API keys.')
+    .addHelpText('after', '\nExample:\n  npx factoryd teams list');
   teams
     .command('create <name>')
     .description('Create a team.')
@@ -27,7 +30,8 @@ export function registerAuthCommands(program: Command): void {
     );
   teams
     .command('list')
-    .description('List teams.')
+    .description('List teams with their uids (for X-Team-Uid and --team).')
+    .addHelpText('after', '\nExample:\n  npx factoryd teams list --json')
     .option('--json', 'print JSON')
     .action((opts: { json?: boolean }) =>
       withDatabase(async (db) => {
@@ -42,7 +46,13 @@ export function registerAuthCommands(program: Command): void {
       }),
     );
 
-  const keys = program.command('api-keys').description('API keys: stored hashed, shown once.');
+  const keys = program
+    .command('api-keys')
+    .description('API keys: stored hashed, shown once.')
+    .addHelpText(
+      'after',
+      '\nExample:\n  npx factoryd api-keys create --team default --scopes runs:read,runs:write',
+    );
   keys
     .command('create')
     .description('Create a service-account API key in one or more teams; prints the key once.')
@@ -92,6 +102,7 @@ export function registerAuthCommands(program: Command): void {
   keys
     .command('list')
     .description('List API keys (never their values).')
+    .addHelpText('after', '\nExample:\n  npx factoryd api-keys list --team default')
     .option('--team <team>', 'only keys of this team')
     .option('--json', 'print JSON')
     .action((opts: { team?: string; json?: boolean }) =>
@@ -124,7 +135,8 @@ export function registerAuthCommands(program: Command): void {
     );
   keys
     .command('revoke <id>')
-    .description('Revoke an API key at once.')
+    .description('Revoke an API key at once: its next request is 401.')
+    .addHelpText('after', '\nExample:\n  npx factoryd api-keys revoke 3b0c…   # the ID from `api-keys list`')
     .option('--json', 'print JSON')
     .action((id: string, opts: { json?: boolean }) =>
       withDatabase(async (db) => {

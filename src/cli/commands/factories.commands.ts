@@ -100,6 +100,7 @@ export function registerFactoryCommands(program: Command): void {
     program
       .command(verb)
       .description(description)
+      .addHelpText('after', `\nExample:\n  npx factoryd ${verb} --factory example`)
       .option('--factory <name>', 'only this factory (default: all)')
       .option('--json', 'print JSON')
       .action((opts: { factory?: string; json?: boolean }) =>
@@ -138,7 +139,8 @@ export function registerFactoryCommands(program: Command): void {
 
   const factories = program
     .command('factories')
-    .description('Factories: git repositories the service applies.');
+    .description('Factories: git repositories the service applies.')
+    .addHelpText('after', '\nExample:\n  npx factoryd factories list');
   factories
     .command('add <name>')
     .description(
@@ -221,6 +223,7 @@ export function registerFactoryCommands(program: Command): void {
   factories
     .command('list')
     .description('List factories with their apply status.')
+    .addHelpText('after', '\nExample:\n  npx factoryd factories list --json')
     .option('--json', 'print JSON')
     .action((opts: { json?: boolean }) =>
       withDatabase(async (db) => {

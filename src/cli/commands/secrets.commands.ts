@@ -10,7 +10,8 @@ import { reconcilerOf } from './factories.commands.js';
 export function registerSecretsCommands(program: Command): void {
   const secrets = program
     .command('secrets')
-    .description('Team secrets that webhooks name (AES-256-GCM at rest).');
+    .description('Team secrets that webhooks name (AES-256-GCM at rest).')
+    .addHelpText('after', '\nExample:\n  npx factoryd secrets set pager-token --generate url-safe');
   secrets
     .command('set <name>')
     .description(
@@ -56,7 +57,8 @@ export function registerSecretsCommands(program: Command): void {
     );
   secrets
     .command('list')
-    .description('List team secrets (never their values).')
+    .description('List team secrets with their versions (never their values).')
+    .addHelpText('after', '\nExample:\n  npx factoryd secrets list --team default')
     .option('--team <team>', 'team name or uid', 'default')
     .option('--json', 'print JSON')
     .action((opts: { team: string; json?: boolean }) =>

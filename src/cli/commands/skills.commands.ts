@@ -7,7 +7,10 @@ import { print, renderTable } from '../output.js';
 
 /** `factoryd skills usage`: the team-owned skill usage report (CONTRACT.md §6). */
 export function registerSkillsCommands(program: Command): void {
-  const skills = program.command('skills').description('Skills the team manages in its factories.');
+  const skills = program
+    .command('skills')
+    .description('Skills the team manages in its factories.')
+    .addHelpText('after', '\nExample:\n  npx factoryd skills usage --json');
   skills
     .command('usage')
     .description(
