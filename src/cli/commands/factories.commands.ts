@@ -199,7 +199,7 @@ export function registerFactoryCommands(program: Command): void {
                 errors: outcome.errors,
               },
               () =>
-                `Created the managed factory ${f.name} (uid ${f.uid}) for team ${team.name} in ${f.repoUrl}: ${outcome.result}. Add webhooks with POST /api/v1/factory/${f.uid}/webhooks.`,
+                `Created the managed factory ${f.name} (uid ${f.uid}) for team ${team.name} in ${f.repoUrl}: ${outcome.result}. Add a webhook: npx factoryd webhooks create NAME --factory ${f.name}`,
             );
             if (outcome.result === 'failed') process.exitCode = 1;
             return;
