@@ -3,7 +3,9 @@
 //   (b) factoryd ingress, `token` webhook, unique bodies (dedupe on sha256), 20 automations, 1 run per delivery
 //   (c) the same with a `github` signature (HMAC per request)
 // The load generator runs in a child process so it does not share the servers' event loop.
-// Rate limit raised for the run with WEBHOOK_RATE_LIMIT_PER_MINUTE. Prints figures; never fails on a time.
+// Rate limit raised for the run with WEBHOOK_RATE_LIMIT_PER_MINUTE; no service-hosted workers
+// (WORKER_CONCURRENCY=0), so the runs the deliveries start stay queued instead of spawning agent
+// processes on the same cores. Prints figures; never fails on a time.
 import { fork } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -113,6 +115,7 @@ try {
     LOG_LEVEL: 'silent',
     DATA_DIR: join(dir, 'data'),
     WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+    WORKER_CONCURRENCY: '0',
   });
   const service = await startService(config);
   const db = service.db;
