@@ -46,10 +46,10 @@ function specification(store: () => RateWindows) {
       store()
         .take([{ key, limit: 60, wanted }], at)
         .then((r) => r[0]!);
-    expect(await take(T0, 60)).toEqual({ granted: 60, retryAfterMs: WINDOW_MS });
-    expect(await take(T0)).toEqual({ granted: 0, retryAfterMs: WINDOW_MS });
-    expect(await take(T0 + 30_000)).toEqual({ granted: 0, retryAfterMs: 30_000 });
-    expect(await take(T0 + 59_999)).toEqual({ granted: 0, retryAfterMs: 1 });
+    expect(await take(T0, 60)).toEqual({ granted: 60, retryAfterMs: WINDOW_MS, blocked: false });
+    expect(await take(T0)).toEqual({ granted: 0, retryAfterMs: WINDOW_MS, blocked: false });
+    expect(await take(T0 + 30_000)).toEqual({ granted: 0, retryAfterMs: 30_000, blocked: false });
+    expect(await take(T0 + 59_999)).toEqual({ granted: 0, retryAfterMs: 1, blocked: false });
     expect((await take(T0 + 60_000, 61)).granted).toBe(60);
   });
 
@@ -61,9 +61,9 @@ function specification(store: () => RateWindows) {
         .then((r) => r[0]!);
     expect((await take(T0, 30)).granted).toBe(30);
     expect((await take(T0 + 20_000, 30)).granted).toBe(30);
-    expect(await take(T0 + 30_000)).toEqual({ granted: 0, retryAfterMs: 30_000 });
+    expect(await take(T0 + 30_000)).toEqual({ granted: 0, retryAfterMs: 30_000, blocked: false });
     // A fixed window starting at t0 would now allow 60; the last minute still holds the 30 of t0+20 s.
-    expect(await take(T0 + 61_000, 60)).toEqual({ granted: 30, retryAfterMs: 19_000 });
+    expect(await take(T0 + 61_000, 60)).toEqual({ granted: 30, retryAfterMs: 19_000, blocked: false });
     expect((await take(T0 + 80_000, 60)).granted).toBe(30);
   });
 
@@ -77,10 +77,32 @@ function specification(store: () => RateWindows) {
       T0,
     );
     expect(taken).toEqual([
-      { granted: 0, retryAfterMs: 0 },
-      { granted: 2, retryAfterMs: WINDOW_MS },
+      { granted: 0, retryAfterMs: 0, blocked: false },
+      { granted: 2, retryAfterMs: WINDOW_MS, blocked: false },
     ]);
     expect((await store().take([{ key: a, limit: 2, wanted: 2 }], T0))[0]!.granted).toBe(2);
+  });
+
+  it('unless: while that window is full nothing is taken and its Retry-After is given; otherwise it is only looked at', async () => {
+    const [budget, minute] = [fresh(), fresh()];
+    const take = (key: string, wanted: number, at: number, unless?: { key: string; limit: number }) =>
+      store()
+        .take([{ key, limit: 5, wanted, unless }], at)
+        .then((r) => r[0]!);
+    expect((await take(budget, 2, T0, undefined)).granted).toBe(2);
+    expect(await take(minute, 3, T0 + 10_000, { key: budget, limit: 2 })).toEqual({
+      granted: 0,
+      retryAfterMs: 50_000,
+      blocked: true,
+    });
+    expect(await take(minute, 3, T0 + 10_000, { key: budget, limit: 3 })).toEqual({
+      granted: 3,
+      retryAfterMs: 0,
+      blocked: false,
+    });
+    // The blocked take counted nothing, and `unless` counted nothing either.
+    expect((await take(minute, 5, T0 + 10_000)).granted).toBe(2);
+    expect((await take(budget, 5, T0 + 10_000)).granted).toBe(3);
   });
 
   it('concurrent takes on one key never grant more than the limit', async () => {

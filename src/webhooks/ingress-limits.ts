@@ -3,7 +3,13 @@ import { Batcher, type Settled } from '../common/batcher.js';
 import { Clock } from '../common/clock.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
-import { PostgresRateWindows, RedisRateWindows, type RateWindows } from './rate-windows.js';
+import {
+  PostgresRateWindows,
+  RedisRateWindows,
+  type RateWindows,
+  type Take,
+  type Taken,
+} from './rate-windows.js';
 
 /** Failed authentications allowed per (webhook, client address) in a sliding minute before 429. */
 export const AUTH_FAILURE_BUDGET = 20;
@@ -19,8 +25,10 @@ interface Candidate {
   address: string;
 }
 
-const budgetKey = (c: Candidate) => `auth:${c.webhookId}:${c.address}`;
-const rateKey = (webhookId: string) => `delivery:${webhookId}`;
+const authBudget = (c: Candidate) => ({
+  key: `auth:${c.webhookId}:${c.address}`,
+  limit: AUTH_FAILURE_BUDGET,
+});
 
 /**
  * The ingress's two sliding windows (PostgreSQL, or Redis when REDIS_URL is set; never process
@@ -53,10 +61,8 @@ export class IngressLimits implements OnModuleInit, OnApplicationShutdown {
 
   /** Retry-After seconds when the failed-auth budget of (webhook, address) is spent, else undefined. */
   async authBudgetSpent(webhookId: string, address: string): Promise<number | undefined> {
-    const [gate] = await this.take([
-      { key: budgetKey({ webhookId, address }), limit: AUTH_FAILURE_BUDGET, wanted: 0 },
-    ]);
-    return gate!.retryAfterMs > 0 ? seconds(gate!.retryAfterMs) : undefined;
+    const [budget] = await this.take([{ ...authBudget({ webhookId, address }), wanted: 0 }]);
+    return budget!.retryAfterMs > 0 ? seconds(budget!.retryAfterMs) : undefined;
   }
 
   /**
@@ -64,9 +70,7 @@ export class IngressLimits implements OnModuleInit, OnApplicationShutdown {
    * request is refused before authentication (Retry-After seconds returned instead).
    */
   async recordAuthFailure(webhookId: string, address: string): Promise<number | undefined> {
-    const [taken] = await this.take([
-      { key: budgetKey({ webhookId, address }), limit: AUTH_FAILURE_BUDGET, wanted: 1 },
-    ]);
+    const [taken] = await this.take([{ ...authBudget({ webhookId, address }), wanted: 1 }]);
     return taken!.granted === 1 ? undefined : seconds(taken!.retryAfterMs);
   }
 
@@ -78,38 +82,39 @@ export class IngressLimits implements OnModuleInit, OnApplicationShutdown {
     return this.admissions.submit({ webhookId, address });
   }
 
+  /** One take per (webhook, address) in the batch: its candidates' slots, unless that budget is spent. */
   private async admitAll(candidates: Candidate[]): Promise<Array<Settled<Refusal | undefined>>> {
-    const gateKeys = [...new Set(candidates.map(budgetKey))];
-    const gates = await this.take(gateKeys.map((key) => ({ key, limit: AUTH_FAILURE_BUDGET, wanted: 0 })));
-    const spent = new Map(gateKeys.map((key, i) => [key, gates[i]!.retryAfterMs]));
-    const wanted = new Map<string, number>();
+    const groups = new Map<string, { candidate: Candidate; wanted: number }>();
     for (const c of candidates) {
-      if (!spent.get(budgetKey(c))) wanted.set(c.webhookId, (wanted.get(c.webhookId) ?? 0) + 1);
+      const key = authBudget(c).key;
+      const group = groups.get(key) ?? { candidate: c, wanted: 0 };
+      group.wanted++;
+      groups.set(key, group);
     }
-    const hooks = [...wanted.keys()];
     const taken = await this.take(
-      hooks.map((id) => ({
-        key: rateKey(id),
+      [...groups.values()].map(({ candidate, wanted }) => ({
+        key: `delivery:${candidate.webhookId}`,
         limit: this.config.webhookRateLimitPerMinute,
-        wanted: wanted.get(id)!,
+        wanted,
+        unless: authBudget(candidate),
       })),
     );
-    const left = new Map(hooks.map((id, i) => [id, taken[i]!]));
-    // Grants go to the candidates in arrival order.
+    const outcome = new Map([...groups.keys()].map((key, i) => [key, taken[i]!]));
+    // Within a group, grants go to the candidates in arrival order.
     return candidates.map((c): Settled<Refusal | undefined> => {
-      const gate = spent.get(budgetKey(c))!;
-      if (gate) return { status: 'fulfilled', value: { reason: 'auth_budget', retryAfter: seconds(gate) } };
-      const rate = left.get(c.webhookId)!;
-      if (rate.granted > 0) {
-        rate.granted--;
+      const t = outcome.get(authBudget(c).key)!;
+      if (t.blocked)
+        return { status: 'fulfilled', value: { reason: 'auth_budget', retryAfter: seconds(t.retryAfterMs) } };
+      if (t.granted > 0) {
+        t.granted--;
         return { status: 'fulfilled', value: undefined };
       }
-      return { status: 'fulfilled', value: { reason: 'rate', retryAfter: seconds(rate.retryAfterMs) } };
+      return { status: 'fulfilled', value: { reason: 'rate', retryAfter: seconds(t.retryAfterMs) } };
     });
   }
 
-  private take(takes: Array<{ key: string; limit: number; wanted: number }>) {
-    return takes.length ? this.windows.take(takes, this.clock.now().getTime()) : Promise.resolve([]);
+  private take(takes: Take[]): Promise<Taken[]> {
+    return this.windows.take(takes, this.clock.now().getTime());
   }
 }
 

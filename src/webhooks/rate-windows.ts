@@ -11,17 +11,21 @@ export interface Take {
   key: string;
   limit: number;
   wanted: number;
+  /** Take nothing while this other window is full (looked at, never counted): a spent failed-auth budget. */
+  unless?: { key: string; limit: number };
 }
 
 export interface Taken {
   granted: number;
   /** When the window is full after this take: ms until its oldest entry leaves it (a slot frees); else 0. */
   retryAfterMs: number;
+  /** The `unless` window was full, so nothing was taken; `retryAfterMs` is that window's. */
+  blocked: boolean;
 }
 
 /**
  * Shared sliding windows: every replica that uses the same store sees the same counts. Each take is
- * atomic per key; one call answers many keys in one round trip.
+ * atomic per key; one call answers many takes in one round trip.
  */
 export interface RateWindows {
   take(takes: Take[], now: number): Promise<Taken[]>;
@@ -33,18 +37,24 @@ export class PostgresRateWindows implements RateWindows {
   constructor(private readonly db: Database) {}
 
   async take(takes: Take[], now: number): Promise<Taken[]> {
-    // Keys in a fixed order: two replicas' statements then lock rows in the same order (no deadlock).
+    // Keys in a fixed order: two replicas' statements then lock rows in the same order (no deadlock;
+    // `unless` windows are only looked at, never locked).
     const order = takes.map((_, i) => i).sort((a, b) => (takes[a]!.key < takes[b]!.key ? -1 : 1));
     const sorted = order.map((i) => takes[i]!);
-    const rows = await this.db.query<{ granted: number; retry_after_ms: string }>(
-      `SELECT t.granted, t.retry_after_ms
-         FROM unnest($1::text[], $2::int[], $3::int[]) WITH ORDINALITY AS q(key, lim, wanted, n),
-              LATERAL rate_limit_take(q.key, q.lim, q.wanted, $4, $5, $6) t
+    const rows = await this.db.query<{ blocked_ms: string; granted: number; retry_after_ms: string }>(
+      `SELECT u.retry_after_ms AS blocked_ms, t.granted, t.retry_after_ms
+         FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::int[])
+                WITH ORDINALITY AS q(key, lim, wanted, unless_key, unless_lim, n),
+              LATERAL rate_limit_take(q.unless_key, q.unless_lim, 0, $6, $7, $8) u,
+              LATERAL rate_limit_take(q.key, q.lim, CASE WHEN u.retry_after_ms > 0 THEN 0 ELSE q.wanted END,
+                                      $6, $7, $8) t
         ORDER BY q.n`,
       [
         sorted.map((t) => t.key),
         sorted.map((t) => t.limit),
         sorted.map((t) => t.wanted),
+        sorted.map((t) => t.unless?.key ?? null),
+        sorted.map((t) => t.unless?.limit ?? 0),
         now,
         WINDOW_MS,
         STEP_MS,
@@ -52,7 +62,12 @@ export class PostgresRateWindows implements RateWindows {
     );
     const taken: Taken[] = new Array(takes.length);
     order.forEach((i, n) => {
-      taken[i] = { granted: rows[n]!.granted, retryAfterMs: Number(rows[n]!.retry_after_ms) };
+      const row = rows[n]!;
+      const blockedMs = Number(row.blocked_ms);
+      taken[i] =
+        blockedMs > 0
+          ? { granted: 0, retryAfterMs: blockedMs, blocked: true }
+          : { granted: row.granted, retryAfterMs: Number(row.retry_after_ms), blocked: false };
     });
     return taken;
   }
@@ -61,45 +76,57 @@ export class PostgresRateWindows implements RateWindows {
 }
 
 /**
- * rate_limit_take (see the migration) as a Redis script, step for step. The window is one string,
- * `at:hits,at:hits,…` in time order, expiring when its newest entry leaves the window.
+ * rate_limit_take (see the migration) as a Redis script, step for step, and the same `unless`: KEYS[2]
+ * (when ARGV[6] > 0) is looked at first. A window is one string, `at:hits,at:hits,…` in time order,
+ * expiring when its newest entry leaves the window.
  */
 const TAKE_SCRIPT = `
-local limit, wanted, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local window, step = tonumber(ARGV[4]), tonumber(ARGV[5])
-local at, hits, count = {}, {}, 0
-local stored = redis.call('GET', KEYS[1])
-if stored then
-  for a, h in string.gmatch(stored, '(%d+):(%d+)') do
-    a, h = tonumber(a), tonumber(h)
-    if a > now - window then
-      at[#at + 1], hits[#hits + 1], count = a, h, count + h
+local now, window, step = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local function take(key, limit, wanted)
+  local at, hits, count = {}, {}, 0
+  local stored = redis.call('GET', key)
+  if stored then
+    for a, h in string.gmatch(stored, '(%d+):(%d+)') do
+      a, h = tonumber(a), tonumber(h)
+      if a > now - window then
+        at[#at + 1], hits[#hits + 1], count = a, h, count + h
+      end
     end
   end
-end
-local granted = math.min(wanted, math.max(0, limit - count))
-if granted > 0 then
-  local last = #at
-  if last > 0 and math.floor(at[last] / step) >= math.floor(now / step) then
-    hits[last], at[last] = hits[last] + granted, math.max(at[last], now)
-  else
-    at[last + 1], hits[last + 1] = now, granted
+  local granted = math.min(wanted, math.max(0, limit - count))
+  if granted > 0 then
+    local last = #at
+    if last > 0 and math.floor(at[last] / step) >= math.floor(now / step) then
+      hits[last], at[last] = hits[last] + granted, math.max(at[last], now)
+    else
+      at[last + 1], hits[last + 1] = now, granted
+    end
+    local parts = {}
+    for i = 1, #at do parts[i] = string.format('%d:%d', at[i], hits[i]) end
+    redis.call('SET', key, table.concat(parts, ','), 'PX', at[#at] + window - now)
   end
-  local parts = {}
-  for i = 1, #at do parts[i] = string.format('%d:%d', at[i], hits[i]) end
-  redis.call('SET', KEYS[1], table.concat(parts, ','), 'PX', at[#at] + window - now)
+  local retry = 0
+  if count + granted >= limit and #at > 0 then retry = at[1] + window - now end
+  return granted, retry
 end
-local retry = 0
-if count + granted >= limit and #at > 0 then retry = at[1] + window - now end
-return {granted, retry}
+local unlessLimit = tonumber(ARGV[6])
+if unlessLimit > 0 then
+  local _, blocked = take(KEYS[2], unlessLimit, 0)
+  if blocked > 0 then return {0, blocked, 1} end
+end
+local granted, retry = take(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
+return {granted, retry, 0}
 `;
 
-type WithTake = { rateLimitTake(key: string, ...args: number[]): unknown };
+type WithTake = { rateLimitTake(key: string, unlessKey: string, ...args: number[]): unknown };
 
-/** In Redis (REDIS_URL): one key per window under `factoryd:rate:`, taken by TAKE_SCRIPT. */
+/**
+ * In Redis (REDIS_URL; a single server, not Cluster: a take with `unless` touches two keys): one key
+ * per window under `factoryd:rate:`, taken by TAKE_SCRIPT.
+ */
 export class RedisRateWindows implements RateWindows {
   constructor(private readonly redis: Redis) {
-    redis.defineCommand('rateLimitTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+    redis.defineCommand('rateLimitTake', { numberOfKeys: 2, lua: TAKE_SCRIPT });
   }
 
   /** Connects to `url`; fails (rather than queueing forever) when Redis cannot be reached. */
@@ -121,19 +148,21 @@ export class RedisRateWindows implements RateWindows {
     for (const t of takes) {
       (pipeline as unknown as WithTake).rateLimitTake(
         `factoryd:rate:${t.key}`,
+        `factoryd:rate:${t.unless?.key ?? t.key}`,
         t.limit,
         t.wanted,
         now,
         WINDOW_MS,
         STEP_MS,
+        t.unless?.limit ?? 0,
       );
     }
     const results = (await pipeline.exec()) ?? [];
     return takes.map((_, i) => {
       const [err, reply] = results[i] ?? [new Error('Redis returned no reply')];
       if (err) throw err;
-      const [granted, retryAfterMs] = reply as [number, number];
-      return { granted, retryAfterMs };
+      const [granted, retryAfterMs, blocked] = reply as [number, number, number];
+      return { granted, retryAfterMs, blocked: blocked === 1 };
     });
   }
 
