@@ -63,8 +63,8 @@ const pending = (identity: string): PendingDelivery => {
 describe('group commit', () => {
   it('a batch with one delivery the database refuses: that one fails, every other one is committed with its run', async () => {
     const commits = t.service.app.get(DeliveryCommits);
-    // Submitted in one tick: the first two go out at once (two batches in flight), the rest wait and
-    // go out together, the refused one among them.
+    // Submitted in one tick: the first goes out at once, the rest wait for it and go out together,
+    // the refused one among them.
     const identities = Array.from({ length: 12 }, (_, i) => (i === 6 ? 'poison' : `gc-${i}`));
     const settled = await Promise.allSettled(identities.map((id) => commits.record(pending(id))));
     expect(settled.map((s) => s.status)).toEqual(

@@ -25,7 +25,7 @@ const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 @Injectable()
 export class DeliveryCommits {
   private readonly batcher = new Batcher<PendingDelivery, DeliveryStatus>((batch) => this.commit(batch), {
-    concurrency: 2,
+    concurrency: 1,
     maxItems: 200,
     maxWeight: MAX_BATCH_BYTES,
     weigh: (d) => (d.entry.sizeBytes ?? 0) * (1 + d.runs.length),

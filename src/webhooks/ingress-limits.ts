@@ -40,7 +40,7 @@ export class IngressLimits implements OnModuleInit, OnApplicationShutdown {
   private windows!: RateWindows;
   private readonly admissions = new Batcher<Candidate, Refusal | undefined>((c) => this.admitAll(c), {
     maxItems: 500,
-    concurrency: 2,
+    concurrency: 1,
   });
 
   constructor(
