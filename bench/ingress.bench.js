@@ -173,11 +173,12 @@ try {
     headers: {},
     githubSecret: 'gh-bench-secret',
   });
-  const [{ runs }] = await db.query(`SELECT count(*)::int AS runs FROM runs`);
-  const [{ accepted }] = await db.query(
-    `SELECT count(*)::int AS accepted FROM deliveries WHERE status = 'accepted'`,
+  // One statement, one snapshot: requests still in flight when the load stops may commit meanwhile.
+  const [check] = await db.query(
+    `SELECT (SELECT count(*)::int FROM runs) AS runs,
+            (SELECT count(*)::int FROM deliveries WHERE status = 'accepted') AS accepted`,
   );
-  results.check = { runs, accepted };
+  results.check = check;
   await service.stop();
 } catch (err) {
   console.error(err);
