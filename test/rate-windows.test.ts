@@ -39,13 +39,15 @@ afterAll(async () => {
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0, 250);
 const fresh = () => `test:${randomBytes(8).toString('hex')}`;
 
+/** Takes from one fresh window of 60 per minute, one call at a time. */
+const minuteOf60 =
+  (store: RateWindows, key: string) =>
+  (at: number, wanted = 1) =>
+    store.take([{ key, limit: 60, wanted }], at).then((r) => r[0]!);
+
 function specification(store: () => RateWindows) {
   it('60 hits at t0 fill the minute: refused at t0+30 s (Retry-After 30 s), refused until t0+60 s, free at t0+60 s', async () => {
-    const key = fresh();
-    const take = (at: number, wanted = 1) =>
-      store()
-        .take([{ key, limit: 60, wanted }], at)
-        .then((r) => r[0]!);
+    const take = minuteOf60(store(), fresh());
     expect(await take(T0, 60)).toEqual({ granted: 60, retryAfterMs: WINDOW_MS, blocked: false });
     expect(await take(T0)).toEqual({ granted: 0, retryAfterMs: WINDOW_MS, blocked: false });
     expect(await take(T0 + 30_000)).toEqual({ granted: 0, retryAfterMs: 30_000, blocked: false });
@@ -54,11 +56,7 @@ function specification(store: () => RateWindows) {
   });
 
   it('slides: what frees at t0+60 s is what came at t0, not the hits that came later', async () => {
-    const key = fresh();
-    const take = (at: number, wanted = 1) =>
-      store()
-        .take([{ key, limit: 60, wanted }], at)
-        .then((r) => r[0]!);
+    const take = minuteOf60(store(), fresh());
     expect((await take(T0, 30)).granted).toBe(30);
     expect((await take(T0 + 20_000, 30)).granted).toBe(30);
     expect(await take(T0 + 30_000)).toEqual({ granted: 0, retryAfterMs: 30_000, blocked: false });
