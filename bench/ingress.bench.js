@@ -3,7 +3,9 @@
 //   (b) factoryd ingress, `token` webhook, unique bodies (dedupe on sha256), 20 automations, 1 run per delivery
 //   (c) the same with a `github` signature (HMAC per request)
 // The load generator runs in a child process so it does not share the servers' event loop.
-// Rate limit raised for the run with WEBHOOK_RATE_LIMIT_PER_MINUTE. Prints figures; never fails on a time.
+// Rate limit raised for the run with WEBHOOK_RATE_LIMIT_PER_MINUTE; no service-hosted workers
+// (WORKER_CONCURRENCY=0), so the runs the deliveries start stay queued instead of spawning agent
+// processes on the same cores. Prints figures; never fails on a time.
 import { fork } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -113,6 +115,7 @@ try {
     LOG_LEVEL: 'silent',
     DATA_DIR: join(dir, 'data'),
     WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+    WORKER_CONCURRENCY: '0',
   });
   const service = await startService(config);
   const db = service.db;
@@ -170,11 +173,12 @@ try {
     headers: {},
     githubSecret: 'gh-bench-secret',
   });
-  const [{ runs }] = await db.query(`SELECT count(*)::int AS runs FROM runs`);
-  const [{ accepted }] = await db.query(
-    `SELECT count(*)::int AS accepted FROM deliveries WHERE status = 'accepted'`,
+  // One statement, one snapshot: requests still in flight when the load stops may commit meanwhile.
+  const [check] = await db.query(
+    `SELECT (SELECT count(*)::int FROM runs) AS runs,
+            (SELECT count(*)::int FROM deliveries WHERE status = 'accepted') AS accepted`,
   );
-  results.check = { runs, accepted };
+  results.check = check;
   await service.stop();
 } catch (err) {
   console.error(err);

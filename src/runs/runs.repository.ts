@@ -59,41 +59,58 @@ export class RunsRepository {
    * larger write (a webhook delivery, a factory dispatch) commit both together.
    */
   async insert(tx: Queryable, run: NewRun, now: Date): Promise<string> {
-    const id = newUuid();
-    const c = run.agentConfig;
+    return (await this.insertMany(tx, [run], now))[0]!;
+  }
+
+  /** `insert` for many runs in one statement (one round trip however many): their ids, in order. */
+  async insertMany(tx: Queryable, runs: NewRun[], now: Date): Promise<string[]> {
+    if (runs.length === 0) return [];
+    const ids = runs.map(() => newUuid());
+    const column = <V>(value: (run: NewRun, i: number) => V) => runs.map(value);
+    const attachments = runs.flatMap((run, i) =>
+      (run.attachments ?? []).map((a) => ({ runId: ids[i]!, ...a })),
+    );
+    // The attachments' foreign key is checked at the end of the statement, after new_runs inserted.
     await tx.execute(
-      `INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
-                         environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
-                         created_at, updated_at)
-       VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $17)`,
+      `WITH new_runs AS (
+         INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
+                           environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
+                           created_at, updated_at)
+         SELECT id, team_id, title, prompt, 'QUEUED', source, creator_id, agent_config, config_name, model_id,
+                environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, $17, $17
+           FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::uuid[], $7::jsonb[], $8::text[],
+                       $9::text[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::uuid[], $15::uuid[], $16::text[])
+             AS r(id, team_id, title, prompt, source, creator_id, agent_config, config_name, model_id, environment_id,
+                  skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode)
+       )
+       INSERT INTO run_attachments (run_id, file_name, content_type, content)
+       SELECT * FROM unnest($18::uuid[], $19::text[], $20::text[], $21::bytea[])`,
       [
-        id,
-        run.teamId,
-        run.title,
-        run.prompt,
-        run.source,
-        run.creatorId,
-        c,
-        c.name ?? null,
-        c.model_id ?? null,
-        c.environment_id ?? null,
-        c.skill_spec ?? null,
-        c.worker_host ?? SERVICE_WORKER_HOST,
-        run.metadata ?? null,
-        run.conversationId ?? id,
-        run.parentRunId ?? null,
-        run.mode ?? null,
+        ids,
+        column((r) => r.teamId),
+        column((r) => r.title),
+        column((r) => r.prompt),
+        column((r) => r.source),
+        column((r) => r.creatorId),
+        column((r) => r.agentConfig),
+        column((r) => r.agentConfig.name ?? null),
+        column((r) => r.agentConfig.model_id ?? null),
+        column((r) => r.agentConfig.environment_id ?? null),
+        column((r) => r.agentConfig.skill_spec ?? null),
+        column((r) => r.agentConfig.worker_host ?? SERVICE_WORKER_HOST),
+        column((r) => r.metadata ?? null),
+        column((r, i) => r.conversationId ?? ids[i]),
+        column((r) => r.parentRunId ?? null),
+        column((r) => r.mode ?? null),
         now,
+        attachments.map((a) => a.runId),
+        attachments.map((a) => a.fileName),
+        attachments.map((a) => a.contentType),
+        attachments.map((a) => a.content),
       ],
     );
-    for (const a of run.attachments ?? []) {
-      await tx.execute(
-        `INSERT INTO run_attachments (run_id, file_name, content_type, content) VALUES ($1, $2, $3, $4)`,
-        [id, a.fileName, a.contentType, a.content],
-      );
-    }
     this.signal?.queued();
-    return id;
+    return ids;
   }
 
   async create(run: NewRun, now: Date): Promise<string> {

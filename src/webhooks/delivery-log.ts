@@ -36,44 +36,43 @@ export class DeliveryLog {
   constructor(@Inject(Database) private readonly db: Database) {}
 
   /**
-   * Records an Accepted entry unless its identity was already accepted (the unique index decides,
-   * so concurrent identical deliveries on any replica cannot both win). False means a duplicate.
+   * Records entries in one statement. An Accepted entry (its payload text beside it) whose identity
+   * was already accepted is recorded as Duplicate, without the payload: the unique index decides, so
+   * of concurrent identical deliveries on any replica, or in one batch, exactly one is Accepted.
+   * Returns the ids of the entries recorded as Accepted.
    */
-  async insertAccepted(tx: Queryable, entry: DeliveryEntry, payloadText: string): Promise<boolean> {
-    const inserted = await tx.execute(
-      `INSERT INTO deliveries (id, webhook_id, status, identity, size_bytes, received_at, client_address, headers, payload)
-       VALUES ($1, $2, 'accepted', $3, $4, $5, $6, $7, $8)
-       ON CONFLICT (webhook_id, identity) WHERE status = 'accepted' DO NOTHING`,
+  async record(q: Queryable, entries: Array<DeliveryEntry & { payloadText?: string }>): Promise<Set<string>> {
+    const column = <V>(value: (e: DeliveryEntry & { payloadText?: string }) => V) => entries.map(value);
+    const accepted = await q.query<{ id: string }>(
+      `WITH e AS (
+         SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[],
+                              $7::text[], $8::jsonb[], $9::text[])
+           AS e(id, webhook_id, status, identity, size_bytes, received_at, client_address, headers, payload)
+       ), accepted AS (
+         INSERT INTO deliveries (${COLUMNS}, payload)
+         SELECT * FROM e WHERE status = 'accepted'
+         ON CONFLICT (webhook_id, identity) WHERE status = 'accepted' DO NOTHING
+         RETURNING id
+       ), others AS (
+         INSERT INTO deliveries (${COLUMNS})
+         SELECT id, webhook_id, CASE status WHEN 'accepted' THEN 'duplicate' ELSE status END, identity, size_bytes,
+                received_at, client_address, headers
+           FROM e WHERE id NOT IN (SELECT id FROM accepted)
+       )
+       SELECT id FROM accepted`,
       [
-        entry.id,
-        entry.webhookId,
-        entry.identity,
-        entry.sizeBytes,
-        entry.receivedAt,
-        entry.clientAddress,
-        entry.headers,
-        payloadText,
+        column((e) => e.id),
+        column((e) => e.webhookId),
+        column((e) => e.status),
+        column((e) => e.identity),
+        column((e) => e.sizeBytes),
+        column((e) => e.receivedAt),
+        column((e) => e.clientAddress),
+        column((e) => e.headers),
+        column((e) => e.payloadText ?? null),
       ],
     );
-    return inserted === 1;
-  }
-
-  /** Records an entry that keeps metadata only (Rejected, Duplicate). */
-  async insertMetadata(q: Queryable, entry: DeliveryEntry): Promise<void> {
-    await q.execute(
-      `INSERT INTO deliveries (id, webhook_id, status, identity, size_bytes, received_at, client_address, headers)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [
-        entry.id,
-        entry.webhookId,
-        entry.status,
-        entry.identity,
-        entry.sizeBytes,
-        entry.receivedAt,
-        entry.clientAddress,
-        entry.headers,
-      ],
-    );
+    return new Set(accepted.map((r) => r.id));
   }
 
   async list(

@@ -33,7 +33,7 @@ export class DeliveryRetention implements OnModuleInit, OnApplicationShutdown {
 
   async runOnce(): Promise<number> {
     const now = this.clock.now();
-    await this.db.execute(`DELETE FROM rate_limits WHERE expire < $1`, [now.getTime()]);
+    await this.db.execute(`DELETE FROM rate_limits WHERE expires_at < $1`, [now.getTime()]);
     return this.log.prune(now);
   }
 }

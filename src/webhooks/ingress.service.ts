@@ -5,7 +5,7 @@ import { Clock } from '../common/clock.js';
 import { newUuid } from '../common/ids.js';
 import { InvalidRequest, NotFound, RateLimited } from '../common/problem.js';
 import { Database } from '../database/database.js';
-import { RunsRepository } from '../runs/runs.repository.js';
+import { DeliveryCommits } from './delivery-commits.js';
 import { deliveryIdentity } from './delivery-identity.js';
 import { DeliveryLog, type DeliveryEntry, type DeliveryStatus } from './delivery-log.js';
 import { PayloadTooLarge, WebhookAuthFailed } from './ingress-errors.js';
@@ -65,10 +65,11 @@ const KEPT_HEADERS = [
 const NEVER_KEPT = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-gitlab-token']);
 
 /**
- * The webhook ingress, CONTRACT.md §2 top to bottom: find the webhook, check the failed-auth budget,
- * the token, the size, the signature, the rate limit, the JSON; then record the delivery and start
- * the runs of every matching automation in one transaction. Returns the delivery id for the 202,
- * which the caller sends only after that commit; every refusal is an ApiError.
+ * The webhook ingress, CONTRACT.md §2 top to bottom: find the webhook, check the token, the size, the
+ * signature (a failed check counts against the failed-auth budget, and a spent budget refuses the
+ * request first whatever its credential), the rate limit, the JSON; then record the delivery and
+ * start the runs of every matching automation in one transaction. Returns the delivery id for the
+ * 202, which the caller sends only after that commit; every refusal is an ApiError.
  */
 @Injectable()
 export class IngressService {
@@ -76,7 +77,7 @@ export class IngressService {
     @Inject(WebhookDirectory) private readonly directory: WebhookDirectory,
     @Inject(IngressLimits) private readonly limits: IngressLimits,
     @Inject(DeliveryLog) private readonly log: DeliveryLog,
-    @Inject(RunsRepository) private readonly runs: RunsRepository,
+    @Inject(DeliveryCommits) private readonly commits: DeliveryCommits,
     @Inject(Database) private readonly db: Database,
     @Inject(Clock) private readonly clock: Clock,
   ) {}
@@ -86,13 +87,6 @@ export class IngressService {
     const hook = WEBHOOK_UID.test(req.uid) ? await this.directory.get(req.uid) : undefined;
     if (!hook) throw new NotFound(`No enabled webhook has the UID ${req.uid}.`);
 
-    const wait = await this.limits.authBudgetSpent(hook.id, req.clientAddress);
-    if (wait !== undefined) {
-      throw new RateLimited(
-        'Too many failed authentication attempts from this address; try again later.',
-        wait,
-      );
-    }
     const entry = (status: DeliveryStatus, extra: Partial<DeliveryEntry> = {}): DeliveryEntry => ({
       id: newUuid(),
       webhookId: hook.id,
@@ -112,7 +106,9 @@ export class IngressService {
 
     const read = await req.readBody(MAX_BODY_BYTES);
     if ('tooLarge' in read) {
-      await this.log.insertMetadata(this.db, entry('rejected_too_large', { sizeBytes: read.tooLarge }));
+      const wait = await this.limits.authBudgetSpent(hook.id, req.clientAddress);
+      if (wait !== undefined) throw authBudgetSpent(wait);
+      await this.log.record(this.db, [entry('rejected_too_large', { sizeBytes: read.tooLarge })]);
       throw new PayloadTooLarge(MAX_BODY_BYTES);
     }
     const body = read.body;
@@ -133,37 +129,32 @@ export class IngressService {
         );
     }
 
-    const retryAfter = await this.limits.takeDelivery(hook.id);
-    if (retryAfter !== undefined) {
-      throw new RateLimited('This webhook received too many deliveries in the last minute.', retryAfter);
+    const refusal = await this.limits.admitDelivery(hook.id, req.clientAddress);
+    if (refusal?.reason === 'auth_budget') throw authBudgetSpent(refusal.retryAfter);
+    if (refusal) {
+      throw new RateLimited(
+        'This webhook received too many deliveries in the last minute.',
+        refusal.retryAfter,
+      );
     }
 
     const identity = deliveryIdentity(req.headers, body, identityHeaders(hook));
     const json = parseJson(body);
     if (json === undefined) {
-      await this.log.insertMetadata(this.db, sized('rejected_invalid_json', { identity }));
+      await this.commits.record({ entry: sized('rejected_invalid_json', { identity }), runs: [] });
       throw new InvalidRequest('The body is not valid JSON (an empty body is not JSON; `null` is).');
     }
-    const { text, value: payload } = json;
-
-    await this.db.transaction(async (tx) => {
-      const accepted = sized('accepted', { identity });
-      if (!(await this.log.insertAccepted(tx, accepted, text))) {
-        await this.log.insertMetadata(tx, sized('duplicate', { identity }));
-        return;
-      }
-      const delivery = {
-        teamId: hook.teamId,
-        webhookUid: hook.uid,
-        webhookName: hook.name,
-        identity,
-        entryId: accepted.id,
-        body,
-      };
-      for (const trigger of hook.triggers) {
-        if (trigger.matches(payload)) await this.runs.insert(tx, webhookRun(trigger, delivery), receivedAt);
-      }
-    });
+    const accepted = { ...sized('accepted', { identity }), payloadText: json.text };
+    const delivery = {
+      teamId: hook.teamId,
+      webhookUid: hook.uid,
+      webhookName: hook.name,
+      identity,
+      entryId: accepted.id,
+      body,
+    };
+    const runs = hook.triggers.filter((t) => t.matches(json.value)).map((t) => webhookRun(t, delivery));
+    await this.commits.record({ entry: accepted, runs });
     return identity;
   }
 
@@ -180,18 +171,25 @@ export class IngressService {
     return hook.secret && safeEqual(match[1]!, hook.secret) ? undefined : 'The bearer token is wrong.';
   }
 
+  /** 401 and a Rejected (auth) entry; a 429 without one when the failed-auth budget was already spent. */
   private async rejectAuth(
     hook: LiveWebhook,
     req: IngressRequest,
     entry: DeliveryEntry,
     detail: string,
   ): Promise<never> {
-    await Promise.all([
-      this.limits.recordAuthFailure(hook.id, req.clientAddress),
-      this.log.insertMetadata(this.db, entry),
-    ]);
+    const wait = await this.limits.recordAuthFailure(hook.id, req.clientAddress);
+    if (wait !== undefined) throw authBudgetSpent(wait);
+    await this.log.record(this.db, [entry]);
     throw new WebhookAuthFailed(detail);
   }
+}
+
+function authBudgetSpent(retryAfter: number): RateLimited {
+  return new RateLimited(
+    'Too many failed authentication attempts from this address; try again later.',
+    retryAfter,
+  );
 }
 
 function identityHeaders(hook: LiveWebhook): string[] {

@@ -4,6 +4,7 @@ import { RunsModule } from '../runs/runs.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { DeliveriesController } from './deliveries.controller.js';
 import { DeliveriesService } from './deliveries.service.js';
+import { DeliveryCommits } from './delivery-commits.js';
 import { DeliveryLog } from './delivery-log.js';
 import { DeliveryRetention } from './delivery-retention.js';
 import { IngressLimits } from './ingress-limits.js';
@@ -18,6 +19,7 @@ import { WebhookDirectory } from './webhook-directory.js';
     WebhookDirectory,
     IngressLimits,
     DeliveryLog,
+    DeliveryCommits,
     IngressService,
     IngressRoutes,
     DeliveriesService,
