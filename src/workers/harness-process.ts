@@ -2,8 +2,28 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
 /**
- * One harness process in its own process group (so cancel reaches every process it started), its
- * stdout and stderr split into lines.
+ * How a harness is started: `/bin/sh -c SUPERVISOR factoryd-harness COMMAND`, in its own process
+ * group. Node has no PDEATHSIG, so a worker that dies abruptly (SIGKILL, OOM) could leave the
+ * harness's process tree running. The supervisor forks a watcher that blocks reading fd 3, a pipe
+ * whose other end only the worker holds: when the worker dies the kernel closes it, the read ends
+ * and the watcher kills the whole group. The harness itself runs without fd 3, via `eval` in the
+ * supervisor shell (the same `sh -c` semantics as before, and no extra exec); when it ends the
+ * watcher is stopped and reaped, so the group is empty once the supervisor has exited.
+ */
+const SUPERVISOR = [
+  '(read _ <&3; kill -KILL 0) </dev/null >/dev/null 2>&1 &',
+  'factoryd_watcher=$!',
+  'exec 3<&-',
+  'factoryd_command=$1; shift',
+  'eval "$factoryd_command"',
+  'factoryd_status=$?',
+  'kill $factoryd_watcher 2>/dev/null; wait $factoryd_watcher 2>/dev/null',
+  'exit $factoryd_status',
+].join('\n');
+
+/**
+ * One harness process in its own process group (so cancel reaches every process it started, and a
+ * dying worker takes the group with it), its stdout and stderr split into lines.
  */
 export class HarnessProcess {
   private readonly child: ChildProcess;
@@ -18,12 +38,12 @@ export class HarnessProcess {
     env: Record<string, string>,
     onLine: (stream: 'stdout' | 'stderr', line: string) => void,
   ) {
-    this.child = spawn(command, {
-      shell: true,
+    this.child = spawn('/bin/sh', ['-c', SUPERVISOR, 'factoryd-harness', command], {
       cwd,
       env: { ...process.env, ...env },
       detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      // fd 3: the lifeline the supervisor's watcher reads (nothing is ever written to it).
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     });
     this.child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
     createInterface({ input: this.child.stdout! }).on('line', (l) => onLine('stdout', l));
@@ -67,6 +87,7 @@ export class HarnessProcess {
     }
     clearTimeout(this.killTimer);
     this.child.stdin?.destroy();
+    this.child.stdio[3]?.destroy();
   }
 
   private groupAlive(): boolean {

@@ -18,17 +18,23 @@ export interface Housekeeping {
   stop(): Promise<void>;
 }
 
-/** The reaper (lapsed leases → ERROR) and the "no self-hosted worker connected" notes; any process may run it. */
+/**
+ * The reaper (lapsed leases → ERROR) and the "no self-hosted worker connected" notes; any process
+ * may run it. The reaper starts one lease after the process: leases that lapsed while the API was
+ * down were not the workers' fault, and a live worker renews its lease within a heartbeat of the
+ * API's return (a worker that died with it is reaped one lease later).
+ */
 export function startHousekeeping(
   service: WorkerRunsService,
   config: Config,
   onError: (e: unknown) => void,
 ): Housekeeping {
+  const reapFrom = Date.now() + config.workerLeaseSeconds * 1000;
   let busy: Promise<void> = Promise.resolve();
   const tick = () => {
     busy = busy.then(async () => {
       try {
-        await service.reap();
+        if (Date.now() >= reapFrom) await service.reap();
         await service.markUnservedHosts();
       } catch (err) {
         onError(err);

@@ -31,6 +31,13 @@ interface ClaimedRow {
 
 type StatusMessage = { message: string; error_code?: string; retryable?: boolean };
 
+interface HeldRun {
+  id: string;
+  state: RunState;
+  lease_owner: string;
+  lease_expires_at: Date;
+}
+
 /** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
 function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
   if (outcome.exitCode === 0)
@@ -314,29 +321,47 @@ export class WorkerRunsService {
   /** Runs whose lease lapsed end as ERROR (retryable); returns how many. */
   async reap(): Promise<number> {
     return this.db.transaction(async (tx) => {
-      const now = this.now();
-      const rows = await tx.query<{
-        id: string;
-        state: RunState;
-        lease_owner: string;
-        lease_expires_at: Date;
-      }>(
+      const rows = await tx.query<HeldRun>(
         `SELECT id, state, lease_owner, lease_expires_at FROM runs
           WHERE state = ANY($1::text[]) AND lease_expires_at < $2 ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
-        [HELD, now],
+        [HELD, this.now()],
       );
-      for (const r of rows) {
-        await this.runs.transition(tx, r.id, r.state, 'lose', now, {
-          statusMessage: {
-            message: `The worker ${r.lease_owner} stopped renewing its lease (expired ${r.lease_expires_at.toISOString()}); the run was lost`,
-            error_code: 'lease_expired',
-            retryable: true,
-          },
-        });
-        await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [r.id]);
-      }
-      return rows.length;
+      return this.lose(tx, rows, (r) => ({
+        message: `The worker ${r.lease_owner} stopped renewing its lease (expired ${r.lease_expires_at.toISOString()}); the run was lost`,
+        error_code: 'lease_expired',
+        retryable: true,
+      }));
     });
+  }
+
+  /**
+   * Earlier workers of `w`'s host (and team) that died: a worker restarted on their machine found
+   * them gone. Their runs end as ERROR (retryable) at once, not a lease later. Returns how many.
+   */
+  async lost(w: WorkerIdentity, workerIds: string[]): Promise<number> {
+    if (!workerIds.length) return 0;
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.query<HeldRun>(
+        `SELECT id, state, lease_owner, lease_expires_at FROM runs
+          WHERE state = ANY($1::text[]) AND lease_owner = ANY($2::text[]) AND worker_host = $3
+            AND ($4::uuid IS NULL OR team_id = $4) FOR UPDATE SKIP LOCKED`,
+        [HELD, workerIds, w.host, w.teamId],
+      );
+      return this.lose(tx, rows, (r) => ({
+        message: `The worker ${r.lease_owner} died while running this run (found gone when a worker restarted on its machine); its harness died with it, so the run was lost`,
+        error_code: 'worker_lost',
+        retryable: true,
+      }));
+    });
+  }
+
+  private async lose(tx: Queryable, rows: HeldRun[], why: (r: HeldRun) => StatusMessage): Promise<number> {
+    const now = this.now();
+    for (const r of rows) {
+      await this.runs.transition(tx, r.id, r.state, 'lose', now, { statusMessage: why(r) });
+      await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [r.id]);
+    }
+    return rows.length;
   }
 
   /** QUEUED runs for a self-hosted host that no connected worker serves say so in their status message. */
@@ -384,14 +409,6 @@ export class WorkerRunsService {
       connected_at: r.connected_at.toISOString(),
       last_seen_at: r.last_seen_at.toISOString(),
     }));
-  }
-
-  private async holds(tx: Queryable, w: WorkerIdentity, runId: string, state: RunState): Promise<boolean> {
-    const rows = await tx.query(
-      `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND state = $3 FOR UPDATE`,
-      [runId, w.id, state],
-    );
-    return rows.length > 0;
   }
 
   private async takeFollowups(
