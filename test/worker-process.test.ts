@@ -235,9 +235,15 @@ describe('restarts', () => {
         api,
       );
       await waitFor(live, ['INPROGRESS'], 20_000, undefined, api);
+      // And a run held by a worker that never comes back.
+      const orphan = await create({ prompt: 'Orphan', config: { worker_host: 'box-gone' } }, undefined, api);
+      await api.call('POST', '/api/v1/agent/workers/claim', { worker_id: 'gone', worker_host: 'box-gone' });
       // Down for longer than the lease; the harness asks its question (BLOCKED) while the API is away.
       await api.restart({ downMs: 5000 });
       expect(w.exitCode).toBeNull();
+      // The restarted API reaps only a lease after it started, so live workers can renew first.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect((await api.call('GET', `/api/v1/agent/runs/${orphan}`)).body.state).toBe('CLAIMED');
       const blocked = await waitFor(
         live,
         ['BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR'],
@@ -263,6 +269,8 @@ describe('restarts', () => {
       expect((await waitFor(after, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, undefined, api)).state).toBe(
         'SUCCEEDED',
       );
+      const reaped = await waitFor(orphan, ['ERROR'], 10_000, undefined, api);
+      expect(reaped.status_message.error_code).toBe('lease_expired');
     } finally {
       for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
       await api.stop();

@@ -140,6 +140,55 @@ describe('service-hosted workers running the example harness', () => {
   });
 });
 
+describe('the self-hosted worker API', () => {
+  const claimAs = (workerId: string, host: string, key?: string) =>
+    t.call('POST', '/api/v1/agent/workers/claim', { worker_id: workerId, worker_host: host, max: 1 }, key);
+  const lost = (body: Record<string, unknown>, key?: string) =>
+    t.call('POST', '/api/v1/agent/workers/lost', body, key);
+
+  it("ends a dead worker's runs when its restarted successor reports it, and only within the caller's team and host", async () => {
+    const id = await create({ prompt: 'Held by a worker that dies', config: { worker_host: 'box-l' } });
+    const claimed = await claimAs('dead-one', 'box-l');
+    expect(claimed.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([id]);
+
+    const other = await t.newTeam('lost-other-team');
+    const foreign = await lost(
+      { worker_id: 'w2', worker_host: 'box-l', worker_ids: ['dead-one'] },
+      other.key,
+    );
+    expect(foreign.body).toEqual({ lost_runs: 0 });
+    const otherHost = await lost({ worker_id: 'w2', worker_host: 'box-m', worker_ids: ['dead-one'] });
+    expect(otherHost.body).toEqual({ lost_runs: 0 });
+    // (renewed, so that a slow machine cannot let this run's 3 s lease lapse first)
+    await t.call('POST', '/api/v1/agent/workers/heartbeat', {
+      worker_id: 'dead-one',
+      worker_host: 'box-l',
+      run_ids: [id],
+    });
+    expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CLAIMED');
+
+    const res = await lost({ worker_id: 'w2', worker_host: 'box-l', worker_ids: ['dead-one'] });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ lost_runs: 1 });
+    const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
+    expect(run.state).toBe('ERROR');
+    expect(run.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
+    expect(run.status_message.message).toMatch(/died while running this run/);
+  });
+
+  it.each([
+    [{ worker_id: 'w2', worker_host: 'box-l' }, /worker_ids must be an array/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: 'dead-one' }, /worker_ids must be an array/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: ['a b'] }, /each 1-128 characters/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: Array(101).fill('w') }, /at most 100/],
+    [{ worker_id: 'w2', worker_host: 'warp', worker_ids: ['w'] }, /reserved/],
+  ])('refuses a bad lost-workers report %#', async (body, detail) => {
+    const res = await lost(body);
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toMatch(detail);
+  });
+});
+
 /** Waits until a process whose command line contains `pattern` exists (or is gone). */
 async function waitForProcess(pattern: string, present: boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
