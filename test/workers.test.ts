@@ -9,6 +9,8 @@ beforeAll(async () => {
     WORKER_CONCURRENCY: '2',
     WORKER_LEASE_SECONDS: '3',
     HARNESS_KILL_GRACE_MS: '1000',
+    // A run's idle_timeout_minutes counts 2-second "minutes" here.
+    IDLE_TIMEOUT_MINUTE_MS: '2000',
   });
 });
 afterAll(async () => t?.stop());
@@ -124,6 +126,33 @@ describe('service-hosted workers running the example harness', () => {
     // The worker did not overwrite the cancel when the harness died.
     await new Promise((r) => setTimeout(r, 300));
     expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CANCELLED');
+  });
+
+  it('stops a harness that stays silent past idle_timeout_minutes: FAILED (idle_timeout), no process left', async () => {
+    const id = await create({ prompt: 'Go quiet\n/wait 301', config: { idle_timeout_minutes: 1 } });
+    await waitFor(id, ['INPROGRESS']);
+    await waitForProcess('sleep 301', true);
+    const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message.error_code).toBe('idle_timeout');
+    expect(run.status_message.message).toMatch(
+      /idle \(no output, no input\) for longer than idle_timeout_minutes/,
+    );
+    // Stopped after the limit (a 2-second minute), not before.
+    expect(Date.parse(run.updated_at) - Date.parse(run.started_at)).toBeGreaterThanOrEqual(2000);
+    await waitForProcess('sleep 301', false, 1500);
+  });
+
+  it('lets a harness that keeps talking run past idle_timeout_minutes', async () => {
+    // Half-second silences (each ended by a message) add up to more than the 2-second limit.
+    const prompt = ['Keep talking', ...Array(6).fill('/wait 0.5\n/skill none')].join('\n');
+    const run = await waitFor(await create({ prompt, config: { idle_timeout_minutes: 1 } }), [
+      'SUCCEEDED',
+      'FAILED',
+      'ERROR',
+    ]);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(Date.parse(run.updated_at) - Date.parse(run.started_at)).toBeGreaterThan(2000);
   });
 
   it('keeps a run for a self-hosted host that is not connected QUEUED, saying so', async () => {

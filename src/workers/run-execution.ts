@@ -9,8 +9,8 @@ export interface ExecutionOptions {
   killGraceMs: number;
   /** Workspaces are made under this folder, one per execution, removed afterwards. */
   workspaceRoot: string;
-  /** Test hook: the idle limit in ms instead of `idle_timeout_minutes`. */
-  idleTimeoutMs?: number;
+  /** How long one minute of `idle_timeout_minutes` lasts (Config.idleMinuteMs). */
+  idleMinuteMs: number;
 }
 
 const LAST_LINES = 20;
@@ -189,11 +189,9 @@ export class RunExecution {
   }
 
   private touch(): void {
-    const ms =
-      this.opts.idleTimeoutMs ??
-      (this.assignment.idle_timeout_minutes ? this.assignment.idle_timeout_minutes * 60_000 : undefined);
-    if (!ms) return;
-    clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => void this.stop('idle'), ms);
+    const minutes = this.assignment.idle_timeout_minutes;
+    if (!minutes) return;
+    if (this.idleTimer) this.idleTimer.refresh();
+    else this.idleTimer = setTimeout(() => void this.stop('idle'), minutes * this.opts.idleMinuteMs);
   }
 }

@@ -5,6 +5,7 @@ import { newUid } from '../common/ids.js';
 import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { DirectBackend } from './direct-backend.js';
+import type { ExecutionOptions } from './run-execution.js';
 import type { RunWakeups } from './run-wakeups.js';
 import { WorkerPool } from './worker-pool.js';
 import type { WorkerRunsService } from './worker-runs.service.js';
@@ -13,6 +14,14 @@ import type { WorkerRunsService } from './worker-runs.service.js';
 export const heartbeatMs = (config: Config) =>
   Math.max(200, Math.floor((config.workerLeaseSeconds * 1000) / 3));
 const SAFETY_POLL_MS = 2000;
+
+/** How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`. */
+export const executionOptions = (config: Config, workspaceRoot: string): ExecutionOptions => ({
+  harnessCommand: config.harnessCommand,
+  killGraceMs: config.harnessKillGraceMs,
+  idleMinuteMs: config.idleMinuteMs,
+  workspaceRoot,
+});
 
 export interface Housekeeping {
   stop(): Promise<void>;
@@ -65,10 +74,8 @@ export function startServiceHostedPool(
     teamId: null,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
+    ...executionOptions(config, join(config.dataDir, 'workspaces')),
     concurrency,
-    harnessCommand: config.harnessCommand,
-    killGraceMs: config.harnessKillGraceMs,
-    workspaceRoot: join(config.dataDir, 'workspaces'),
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,
     onError,
