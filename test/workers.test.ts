@@ -1,5 +1,9 @@
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './support/cli.js';
 import { startTestService, type TestService } from './support/service.js';
 
 // Real service, real PostgreSQL, two service-hosted worker slots running the shipped example harness.
@@ -21,10 +25,10 @@ async function create(body: Record<string, unknown>): Promise<string> {
   return res.body.run_id;
 }
 
-async function waitFor(runId: string, states: string[], timeoutMs = 20_000): Promise<any> {
+async function waitFor(runId: string, states: string[], timeoutMs = 20_000, key?: string): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await t.call('GET', `/api/v1/agent/runs/${runId}`);
+    const res = await t.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key);
     if (states.includes(res.body.state)) return res.body;
     if (Date.now() > deadline)
       throw new Error(
@@ -215,6 +219,74 @@ describe('the self-hosted worker API', () => {
     const res = await lost(body);
     expect(res.status).toBe(400);
     expect(res.body.detail).toMatch(detail);
+  });
+});
+
+describe("a team's own harness (factoryd teams set-harness)", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-cli-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const cli = (...args: string[]) =>
+    runCli(args, {
+      env: { DATABASE_URL: t.service.databaseServer.url, DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+    });
+  const TEAM_HARNESS = `echo '{"type":"message","text":"hello from the team harness"}'`;
+
+  it("runs the team's command for its runs on the service-hosted workers; other teams keep HARNESS_COMMAND", async () => {
+    const team = await t.newTeam('harness-team');
+    const set = await cli('teams', 'set-harness', 'harness-team', '--', TEAM_HARNESS);
+    expect(set.code, set.stderr).toBe(0);
+    const listed = JSON.parse((await cli('teams', 'list', '--json')).stdout).teams;
+    expect(listed.find((x: { name: string }) => x.name === 'harness-team').harness_command).toBe(
+      TEAM_HARNESS,
+    );
+    expect(listed.find((x: { name: string }) => x.name === 'default').harness_command).toBeNull();
+
+    const theirs = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Whose harness?' }, team.key);
+    const ran = await waitFor(theirs.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, team.key);
+    expect(ran.state).toBe('SUCCEEDED');
+    const texts = (
+      await t.call('GET', `/api/v1/agent/runs/${ran.run_id}/conversation`, undefined, team.key)
+    ).body.messages.map((m: { text?: string }) => m.text);
+    expect(texts).toEqual(['Whose harness?', 'hello from the team harness']);
+    // Another team's run: the environment's harness (the example agent and its summary).
+    const mine = await waitFor(await create({ prompt: 'And mine?' }), ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(mine.artifacts[0]).toMatchObject({ name: 'summary.md' });
+
+    // A self-hosted worker of that team is not told what to execute: it runs its own HARNESS_COMMAND.
+    await t.call(
+      'POST',
+      '/api/v1/agent/runs',
+      { prompt: 'On my box', config: { worker_host: 'box-h' } },
+      team.key,
+    );
+    const claimed = await t.call(
+      'POST',
+      '/api/v1/agent/workers/claim',
+      { worker_id: 'h1', worker_host: 'box-h' },
+      team.key,
+    );
+    expect(claimed.body.runs).toHaveLength(1);
+    expect(claimed.body.runs[0]).not.toHaveProperty('harness_command');
+
+    const reset = await cli('teams', 'set-harness', 'harness-team', '--default', '--json');
+    expect(JSON.parse(reset.stdout)).toEqual({ name: 'harness-team', harness_command: null });
+    const after = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Back to default' }, team.key);
+    const again = await waitFor(after.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, team.key);
+    expect(again.artifacts[0]).toMatchObject({ name: 'summary.md' });
+  });
+
+  it('refuses a bad set-harness with a message, changing nothing', async () => {
+    for (const [args, message] of [
+      [['nosuch-team', '--', 'true'], /no team nosuch-team/],
+      [['default'], /give the harness command after --/],
+      [['default', '--default', '--', 'true'], /either a command or --default/],
+    ] as const) {
+      const res = await cli('teams', 'set-harness', ...args);
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toMatch(message);
+    }
+    const listed = JSON.parse((await cli('teams', 'list', '--json')).stdout).teams;
+    expect(listed.find((x: { name: string }) => x.name === 'default').harness_command).toBeNull();
   });
 });
 

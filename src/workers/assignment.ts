@@ -16,6 +16,8 @@ export interface Assignment {
   skills: Array<{ factory: string; path: string; content: string }>;
   history: Array<{ role: string; text: string }>;
   idle_timeout_minutes?: number;
+  /** The team's own harness command (service-hosted workers only); else the worker's HARNESS_COMMAND. */
+  harness_command?: string;
 }
 
 /** What a harness ended with. */

@@ -48,8 +48,11 @@ export class RunExecution {
     const a = this.assignment;
     try {
       this.prepareWorkspace();
-      this.harness = new HarnessProcess(this.opts.harnessCommand, this.workspace, this.env(), (s, l) =>
-        this.onLine(s, l),
+      this.harness = new HarnessProcess(
+        a.harness_command ?? this.opts.harnessCommand,
+        this.workspace,
+        this.env(),
+        (s, l) => this.onLine(s, l),
       );
       this.report(() => this.backend.started(a.run_id));
       this.harness.write(

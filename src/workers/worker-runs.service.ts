@@ -27,6 +27,7 @@ interface ClaimedRow {
   attachments: Array<{ file_name: string; data: string }> | null;
   skills: Array<{ factory: string; path: string; content: string }> | null;
   history: Array<{ role: string; text: string }> | null;
+  harness_command: string | null;
 }
 
 type StatusMessage = { message: string; error_code?: string; retryable?: boolean };
@@ -128,7 +129,8 @@ export class WorkerRunsService {
             FROM factory_skills s JOIN factories fa ON fa.id = s.factory_id
            WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
          (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
-            FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history
+            FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history,
+         (SELECT t.harness_command FROM teams t WHERE t.id = c.team_id) AS harness_command
        FROM c`,
       [
         w.host,
@@ -142,10 +144,10 @@ export class WorkerRunsService {
         statesAllowing('claim'),
       ],
     );
-    return Promise.all(rows.map((r) => this.assignment(r)));
+    return Promise.all(rows.map((r) => this.assignment(r, w)));
   }
 
-  private async assignment(run: ClaimedRow): Promise<Assignment> {
+  private async assignment(run: ClaimedRow, w: WorkerIdentity): Promise<Assignment> {
     const config = (run.agent_config ?? {}) as Record<string, unknown>;
     let basePrompt = typeof config.base_prompt === 'string' ? config.base_prompt : undefined;
     if (run.skill_spec) {
@@ -170,6 +172,8 @@ export class WorkerRunsService {
       history: run.history ?? [],
       idle_timeout_minutes:
         typeof config.idle_timeout_minutes === 'number' ? config.idle_timeout_minutes : undefined,
+      // A self-hosted machine runs its own HARNESS_COMMAND: the service never tells it what to execute.
+      harness_command: (w.teamId === null && run.harness_command) || undefined,
     };
   }
 

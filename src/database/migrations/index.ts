@@ -3,6 +3,7 @@ import { Definitions1763683300000 } from './1763683300000-definitions.js';
 import { RunListIndexes1763683350000 } from './1763683350000-run-list-indexes.js';
 import { Deliveries1763683500000 } from './1763683500000-deliveries.js';
 import { Workers1763683600000 } from './1763683600000-workers.js';
+import { TeamHarness1763684100000 } from './1763684100000-team-harness.js';
 
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   RunListIndexes1763683350000,
   Deliveries1763683500000,
   Workers1763683600000,
+  TeamHarness1763684100000,
 ];
