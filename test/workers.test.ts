@@ -179,6 +179,25 @@ describe('the self-hosted worker API', () => {
   const lost = (body: Record<string, unknown>, key?: string) =>
     t.call('POST', '/api/v1/agent/workers/lost', body, key);
 
+  it('claims at most `max` runs, oldest first, and never one another worker holds', async () => {
+    const ids: string[] = [];
+    for (const n of [1, 2, 3, 4])
+      ids.push(await create({ prompt: `Queued ${n}`, config: { worker_host: 'box-q' } }));
+    const first = await t.call('POST', '/api/v1/agent/workers/claim', {
+      worker_id: 'q1',
+      worker_host: 'box-q',
+      max: 1,
+    });
+    expect(first.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([ids[0]]);
+    const next = await t.call('POST', '/api/v1/agent/workers/claim', {
+      worker_id: 'q2',
+      worker_host: 'box-q',
+      max: 2,
+    });
+    expect(next.body.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([ids[1], ids[2]].sort());
+    expect((await t.call('GET', `/api/v1/agent/runs/${ids[3]}`)).body.state).toBe('QUEUED');
+  });
+
   it("ends a dead worker's runs when its restarted successor reports it, and only within the caller's team and host", async () => {
     const id = await create({ prompt: 'Held by a worker that dies', config: { worker_host: 'box-l' } });
     const claimed = await claimAs('dead-one', 'box-l');

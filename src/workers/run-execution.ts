@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
 import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
@@ -47,7 +47,8 @@ export class RunExecution {
   async run(): Promise<void> {
     const a = this.assignment;
     try {
-      this.prepareWorkspace();
+      await this.prepareWorkspace();
+      if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
       this.harness = new HarnessProcess(
         a.harness_command ?? this.opts.harnessCommand,
         this.workspace,
@@ -84,6 +85,7 @@ export class RunExecution {
     } catch (err) {
       this.report(() =>
         this.backend.finish(a.run_id, a.execution, {
+          stoppedBy: this.stoppedBy,
           exitCode: 127,
           signal: null,
           lastLines: [
@@ -94,7 +96,8 @@ export class RunExecution {
     } finally {
       clearTimeout(this.idleTimer);
       clearTimeout(this.flushTimer);
-      rmSync(this.workspace, { recursive: true, force: true });
+      // Off the event loop (the thread pool): the loop is what every slot's harness I/O shares.
+      await rm(this.workspace, { recursive: true, force: true });
     }
   }
 
@@ -110,21 +113,22 @@ export class RunExecution {
 
   /** `cancel` on stdin, then SIGTERM to the process group, SIGKILL after the grace period. */
   async stop(reason: NonNullable<Outcome['stoppedBy']>): Promise<void> {
-    if (this.stoppedBy || !this.harness) return;
-    this.stoppedBy = reason;
+    if (this.stoppedBy) return;
+    this.stoppedBy = reason; // before the harness started: it never will
+    if (!this.harness) return;
     this.harness.write(encodeInput({ type: 'cancel' }));
     await this.harness.terminate(this.opts.killGraceMs);
   }
 
-  private prepareWorkspace(): void {
+  private async prepareWorkspace(): Promise<void> {
     const a = this.assignment;
-    rmSync(this.workspace, { recursive: true, force: true });
-    mkdirSync(this.workspace, { recursive: true });
-    for (const f of a.attachments) writeFileSync(this.inside(f.file_name), Buffer.from(f.data, 'base64'));
+    await rm(this.workspace, { recursive: true, force: true });
+    await mkdir(this.workspace, { recursive: true });
+    for (const f of a.attachments) await writeFile(this.inside(f.file_name), Buffer.from(f.data, 'base64'));
     for (const s of a.skills) {
       const path = this.inside(join('factory-skills', s.factory, s.path));
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, s.content);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, s.content);
     }
   }
 

@@ -102,13 +102,16 @@ export class WorkerRunsService {
   async claim(w: WorkerIdentity, max: number): Promise<Assignment[]> {
     if (max <= 0) return [];
     const now = this.now();
+    // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
+    // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
     const rows = await this.db.query<ClaimedRow>(
-      `WITH c AS (
+      `WITH picked AS MATERIALIZED (
+         SELECT id FROM runs WHERE state = $8 AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
+          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED),
+       c AS (
          UPDATE runs r SET state = $4, updated_at = $5, lease_owner = $6, lease_expires_at = $7, claimed_at = $5,
                 execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
-          WHERE r.id IN (SELECT id FROM runs WHERE state = $8 AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
-                          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-            AND r.state = ANY($9::text[])
+           FROM picked WHERE r.id = picked.id AND r.state = ANY($9::text[])
           RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
        f AS (
          UPDATE run_followups u SET delivered_at = $5 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL

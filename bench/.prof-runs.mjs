@@ -1,0 +1,47 @@
+// scratch profiler (not committed): where a run's time goes, per statement kind.
+import { performance } from 'node:perf_hooks';
+import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../dist/config/config.js';
+import { RunsRepository } from '../dist/runs/runs.repository.js';
+import { startService } from '../dist/service.js';
+import { AuthRepository } from '../dist/auth/auth.repository.js';
+import { AuthService } from '../dist/auth/auth.service.js';
+import { bootstrapDefaultTeam } from '../dist/auth/bootstrap.js';
+import { WorkerRunsService } from '../dist/workers/worker-runs.service.js';
+const claimStats = { n: 0, got: 0, ms: 0, maxes: {} };
+const oclaim = WorkerRunsService.prototype.claim;
+WorkerRunsService.prototype.claim = async function (w, max) { const t0 = performance.now(); const r = await oclaim.call(this, w, max); claimStats.n++; claimStats.got += r.length; claimStats.ms += performance.now() - t0; claimStats.maxes[max] = (claimStats.maxes[max] ?? 0) + 1; return r; };
+const RUNS = Number(process.env.RUNS ?? 500);
+const HARNESS = `echo '{"type":"result","status":"succeeded","message":"ok"}'`;
+const dir = mkdtempSync(join(tmpdir(), 'factoryd-prof-'));
+const config = loadConfig({ DATABASE_URL: process.env.DATABASE_URL, PORT: '0', LOG_LEVEL: 'silent', DATA_DIR: join(dir, 'data'), WORKER_CONCURRENCY: '4', HARNESS_COMMAND: HARNESS });
+const service = await startService(config);
+const authRepo = new AuthRepository(service.db);
+await bootstrapDefaultTeam(authRepo, new AuthService(authRepo));
+const team = await authRepo.findTeamByName('default');
+const stats = new Map();
+const pool = service.db.pool;
+const orig = pool.query.bind(pool);
+const wrapClient = (c) => { if (c.__w) return c; c.__w = true; const q = c.query.bind(c); c.query = (...a) => time(a[0], () => q(...a)); return c; };
+function key(sql) { return typeof sql === 'string' ? sql.replace(/\s+/g, ' ').trim().slice(0, 60) : 'obj'; }
+function time(sql, f) { const t0 = performance.now(); const p = f(); if (p && p.then) p.then(() => { const k = key(sql); const s = stats.get(k) ?? { n: 0, ms: 0 }; s.n++; s.ms += performance.now() - t0; stats.set(k, s); }, (e) => { const k = 'ERR ' + key(sql) + ' ' + e.message.slice(0, 80); const s = stats.get(k) ?? { n: 0, ms: 0 }; s.n++; stats.set(k, s); }); return p; }
+pool.query = (...a) => time(a[0], () => orig(...a));
+const oc = pool.connect.bind(pool);
+pool.connect = (...a) => (a.length ? oc(...a) : oc().then(wrapClient));
+const runs = service.app.get(RunsRepository);
+const newRun = (i) => ({ teamId: team.id, title: `p ${i}`, prompt: `p ${i}`, source: 'API', creatorId: null, agentConfig: {} });
+const ended = async () => Number((await service.db.query(`SELECT count(*) AS n FROM runs WHERE state IN ('SUCCEEDED','FAILED','ERROR')`))[0].n);
+const cpu0 = process.cpuUsage();
+const t0 = performance.now();
+for (let i = 0; i < RUNS; i += 50) await Promise.all(Array.from({ length: Math.min(50, RUNS - i) }, (_, k) => runs.create(newRun(i + k), new Date())));
+const tc = performance.now();
+while ((await ended()) < RUNS) await new Promise((r) => setTimeout(r, 20));
+const el = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
+console.log(`${RUNS} runs ${(RUNS / (el / 1000)).toFixed(1)} runs/s; create phase ${(tc - t0).toFixed(0)} ms; node cpu user ${(cpu.user / 1000 / RUNS).toFixed(2)} ms/run sys ${(cpu.system / 1000 / RUNS).toFixed(2)} ms/run`);
+console.log('claims', JSON.stringify(claimStats));
+for (const [k, s] of [...stats].sort((a, b) => b[1].ms - a[1].ms).slice(0, 14)) console.log(`${String(s.n).padStart(6)} ${(s.ms / s.n).toFixed(2).padStart(7)} ms  ${k}`);
+await service.stop();
+rmSync(dir, { recursive: true, force: true });
