@@ -1,4 +1,5 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
+import { mkdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
 import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
@@ -96,12 +97,12 @@ export class RunExecution {
     } finally {
       clearTimeout(this.idleTimer);
       clearTimeout(this.flushTimer);
-      // Off the event loop (the thread pool): the loop is what every slot's harness I/O shares.
-      await rm(this.workspace, { recursive: true, force: true });
+      // The slot is free once the harness's process group is gone; the folder goes behind the reports.
+      this.reports = this.reports.then(() => this.removeWorkspace());
     }
   }
 
-  /** Resolves when every report of this execution has been sent. */
+  /** Resolves when every report of this execution has been sent and its workspace removed. */
   get reported(): Promise<void> {
     return this.reports;
   }
@@ -120,16 +121,30 @@ export class RunExecution {
     await this.harness.terminate(this.opts.killGraceMs);
   }
 
+  /**
+   * The fresh workspace: one synchronous mkdir in the usual case (a new name in the worker's own
+   * folder: cheaper than a trip through the thread pool); the files go through the pool.
+   */
   private async prepareWorkspace(): Promise<void> {
     const a = this.assignment;
-    await rm(this.workspace, { recursive: true, force: true });
-    await mkdir(this.workspace, { recursive: true });
+    if (mkdirSync(this.workspace, { recursive: true }) === undefined) {
+      // Left over from an earlier try of this execution: start clean.
+      await rm(this.workspace, { recursive: true, force: true });
+      mkdirSync(this.workspace, { recursive: true });
+    }
     for (const f of a.attachments) await writeFile(this.inside(f.file_name), Buffer.from(f.data, 'base64'));
     for (const s of a.skills) {
       const path = this.inside(join('factory-skills', s.factory, s.path));
       await mkdir(dirname(path), { recursive: true });
       await writeFile(path, s.content);
     }
+  }
+
+  /** One rmdir for the usual empty workspace (rm's walk costs more); a full walk otherwise. */
+  private async removeWorkspace(): Promise<void> {
+    await rmdir(this.workspace).catch(() =>
+      rm(this.workspace, { recursive: true, force: true }).catch(() => undefined),
+    );
   }
 
   /** A path in the workspace; names that would escape it are refused. */

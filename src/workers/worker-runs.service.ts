@@ -104,14 +104,15 @@ export class WorkerRunsService {
     const now = this.now();
     // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
     // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
+    // Its rows are locked in a claimable state, so the update finds them by id (the primary key).
     const rows = await this.db.query<ClaimedRow>(
       `WITH picked AS MATERIALIZED (
-         SELECT id FROM runs WHERE state = $8 AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
+         SELECT id FROM runs WHERE state = ANY($8::text[]) AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
           ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED),
        c AS (
          UPDATE runs r SET state = $4, updated_at = $5, lease_owner = $6, lease_expires_at = $7, claimed_at = $5,
                 execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
-           FROM picked WHERE r.id = picked.id AND r.state = ANY($9::text[])
+           FROM picked WHERE r.id = picked.id
           RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
        f AS (
          UPDATE run_followups u SET delivered_at = $5 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
@@ -143,7 +144,6 @@ export class WorkerRunsService {
         now,
         w.id,
         new Date(now.getTime() + this.leaseMs),
-        'QUEUED',
         statesAllowing('claim'),
       ],
     );
@@ -209,15 +209,7 @@ export class WorkerRunsService {
 
   async record(w: WorkerIdentity, runId: string, execution: number, events: HarnessEvent[]): Promise<void> {
     if (!events.length) return;
-    const cols = eventColumns(events);
-    const inserted = await this.db.execute(
-      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at)
-       SELECT r.id, r.team_id, $3, e.type, e.role, e.kind, e.body, $4
-         FROM runs r, unnest($5::text[], $6::text[], $7::text[], $8::jsonb[]) WITH ORDINALITY AS e(type, role, kind, body, n)
-        WHERE r.id = $1 AND r.lease_owner = $2 AND r.execution = $3
-        ORDER BY e.n`,
-      [runId, w.id, execution, this.now(), cols.types, cols.roles, cols.kinds, cols.bodies],
-    );
+    const inserted = await this.insertEvents(this.db, runId, execution, events, w.id);
     if (!inserted) return;
     const artifacts = events
       .filter((e) => e.type === 'action' && e.kind === 'artifact')
@@ -246,7 +238,7 @@ export class WorkerRunsService {
         execution: number;
       }>(`SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`, [runId]);
       if (!run || run.lease_owner !== w.id || !HELD.includes(run.state)) return { stop: true, followups: [] };
-      const followups = await this.takeFollowups(tx, runId, run.team_id, run.execution);
+      const followups = await this.takeFollowups(tx, runId, run.execution);
       if (followups.length && run.state === 'BLOCKED') {
         await this.runs.transition(tx, runId, 'BLOCKED', 'resume', this.now());
         await tx.execute(`UPDATE runs SET status_message = NULL WHERE id = $1`, [runId]);
@@ -418,12 +410,7 @@ export class WorkerRunsService {
     }));
   }
 
-  private async takeFollowups(
-    tx: Queryable,
-    runId: string,
-    teamId: string,
-    execution: number,
-  ): Promise<string[]> {
+  private async takeFollowups(tx: Queryable, runId: string, execution: number): Promise<string[]> {
     const rows = await tx.query<{ message: string; created_at: Date }>(
       `UPDATE run_followups SET delivered_at = $2
         WHERE id IN (SELECT id FROM run_followups WHERE run_id = $1 AND delivered_at IS NULL ORDER BY created_at FOR UPDATE)
@@ -434,34 +421,29 @@ export class WorkerRunsService {
     await this.insertEvents(
       tx,
       runId,
-      teamId,
       execution,
       messages.map((text) => ({ type: 'message', role: 'user', text })),
     );
     return messages;
   }
 
+  /** Appends events to a run's execution, in order; with `leaseOwner`, only while that worker holds it. */
   private async insertEvents(
     q: Queryable,
     runId: string,
-    teamId: string,
     execution: number,
     events: HarnessEvent[],
-  ): Promise<void> {
-    if (!events.length) return;
-    const now = this.now();
-    const values: unknown[] = [];
-    const rows = events.map((e, i) => {
-      const role = e.type === 'message' ? e.role : e.type === 'transcript' ? e.stream : null;
-      const kind = e.type === 'action' ? e.kind : null;
-      const body = e.type === 'action' ? { input: e.input } : e;
-      values.push(e.type, role, kind, JSON.stringify(body));
-      const b = 5 + i * 4;
-      return `($1, $2, $3, $${b}, $${b + 1}, $${b + 2}, $${b + 3}::jsonb, $4)`;
-    });
-    await q.execute(
-      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at) VALUES ${rows.join(', ')}`,
-      [runId, teamId, execution, now, ...values],
+    leaseOwner?: string,
+  ): Promise<number> {
+    if (!events.length) return 0;
+    const cols = eventColumns(events);
+    return q.execute(
+      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at)
+       SELECT r.id, r.team_id, $3, e.type, e.role, e.kind, e.body, $4
+         FROM runs r, unnest($5::text[], $6::text[], $7::text[], $8::jsonb[]) WITH ORDINALITY AS e(type, role, kind, body, n)
+        WHERE r.id = $1 AND r.execution = $3 AND ($2::text IS NULL OR r.lease_owner = $2)
+        ORDER BY e.n`,
+      [runId, leaseOwner ?? null, execution, this.now(), cols.types, cols.roles, cols.kinds, cols.bodies],
     );
   }
 }
