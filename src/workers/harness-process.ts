@@ -2,28 +2,60 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
 /**
- * How a harness is started: `/bin/sh -c SUPERVISOR factoryd-harness COMMAND`, in its own process
- * group. Node has no PDEATHSIG, so a worker that dies abruptly (SIGKILL, OOM) could leave the
- * harness's process tree running. The supervisor forks a watcher that blocks reading fd 3, a pipe
- * whose other end only the worker holds: when the worker dies the kernel closes it, the read ends
- * and the watcher kills the whole group. The harness itself runs without fd 3, via `eval` in the
- * supervisor shell (the same `sh -c` semantics as before, and no extra exec); when it ends the
- * watcher is stopped and reaped, so the group is empty once the supervisor has exited.
+ * Node has no PDEATHSIG: a worker killed abruptly (SIGKILL, OOM, a crash) would leave its harnesses'
+ * process trees running. So each worker process keeps a guardian — a tiny shell in its own process
+ * group — told on its stdin which harness process groups are live (`+PGID`, `-PGID`). When that
+ * pipe closes because the worker is gone, the guardian kills every group still listed. (One
+ * process per worker, not one per harness: a wrapper per run cost a fork and a signal each.)
  */
-const SUPERVISOR = [
-  '(read _ <&3; kill -KILL 0) </dev/null >/dev/null 2>&1 &',
-  'factoryd_watcher=$!',
-  'exec 3<&-',
-  'factoryd_command=$1; shift',
-  'eval "$factoryd_command"',
-  'factoryd_status=$?',
-  'kill $factoryd_watcher 2>/dev/null; wait $factoryd_watcher 2>/dev/null',
-  'exit $factoryd_status',
-].join('\n');
+const GUARDIAN_SCRIPT = `groups=' '
+while read -r line; do
+  case $line in
+    +*) groups="$groups\${line#+} " ;;
+    -*) g=\${line#-}; case $groups in *" $g "*) groups="\${groups%% $g *} \${groups#* $g }" ;; esac ;;
+  esac
+done
+for g in $groups; do kill -KILL -"$g" 2>/dev/null; done`;
+
+class Guardian {
+  private child?: ChildProcess;
+  private readonly groups = new Set<number>();
+
+  add(pgid: number): void {
+    this.groups.add(pgid);
+    this.send(`+${pgid}\n`);
+  }
+
+  remove(pgid: number): void {
+    if (this.groups.delete(pgid)) this.send(`-${pgid}\n`);
+  }
+
+  private send(line: string): void {
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) child.stdin!.write(line);
+    else this.start(); // (again, if it was killed): it is told every live group
+  }
+
+  private start(): void {
+    const child = spawn('/bin/sh', ['-c', GUARDIAN_SCRIPT], {
+      detached: true, // its own group: a signal to the worker's group leaves it to clean up
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    child.on('error', () => undefined);
+    child.stdin!.on('error', () => undefined);
+    // It must not keep the worker alive: it ends when the worker does.
+    child.unref();
+    (child.stdin as unknown as { unref(): void }).unref();
+    this.child = child;
+    if (this.groups.size) child.stdin!.write([...this.groups].map((g) => `+${g}\n`).join(''));
+  }
+}
+
+const guardian = new Guardian();
 
 /**
- * One harness process in its own process group (so cancel reaches every process it started, and a
- * dying worker takes the group with it), its stdout and stderr split into lines.
+ * One harness process in its own process group (so cancel reaches every process it started, and the
+ * guardian can end the group if the worker dies), its stdout and stderr split into lines.
  */
 export class HarnessProcess {
   private readonly child: ChildProcess;
@@ -38,13 +70,14 @@ export class HarnessProcess {
     env: Record<string, string>,
     onLine: (stream: 'stdout' | 'stderr', line: string) => void,
   ) {
-    this.child = spawn('/bin/sh', ['-c', SUPERVISOR, 'factoryd-harness', command], {
+    this.child = spawn(command, {
+      shell: true,
       cwd,
       env: { ...process.env, ...env },
       detached: true,
-      // fd 3: the lifeline the supervisor's watcher reads (nothing is ever written to it).
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
+    if (this.child.pid) guardian.add(this.child.pid);
     this.child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
     createInterface({ input: this.child.stdout! }).on('line', (l) => onLine('stdout', l));
     createInterface({ input: this.child.stderr! }).on('line', (l) => onLine('stderr', l));
@@ -87,7 +120,7 @@ export class HarnessProcess {
     }
     clearTimeout(this.killTimer);
     this.child.stdin?.destroy();
-    this.child.stdio[3]?.destroy();
+    if (this.child.pid) guardian.remove(this.child.pid);
   }
 
   private groupAlive(): boolean {
