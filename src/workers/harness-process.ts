@@ -20,6 +20,8 @@ for g in $groups; do kill -KILL -"$g" 2>/dev/null; done`;
 class Guardian {
   private child?: ChildProcess;
   private readonly groups = new Set<number>();
+  /** Lines for the guardian, written once per turn of the event loop (one write for several slots). */
+  private pending = '';
 
   add(pgid: number): void {
     this.groups.add(pgid);
@@ -31,8 +33,15 @@ class Guardian {
   }
 
   private send(line: string): void {
+    if (!this.pending) setImmediate(() => this.flush());
+    this.pending += line;
+  }
+
+  private flush(): void {
+    const lines = this.pending;
+    this.pending = '';
     const child = this.child;
-    if (child && child.exitCode === null && child.signalCode === null) child.stdin!.write(line);
+    if (child && child.exitCode === null && child.signalCode === null) child.stdin!.write(lines);
     else this.start(); // (again, if it was killed): it is told every live group
   }
 
