@@ -13,7 +13,7 @@ let t: TestService;
 const children: ChildProcess[] = [];
 const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-worker-test-'));
 beforeAll(async () => {
-  t = await startTestService({ WORKER_LEASE_SECONDS: '2' });
+  t = await startTestService({ WORKER_LEASE_SECONDS: '3' });
 });
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -30,7 +30,7 @@ interface Worker extends ChildProcess {
 
 function worker(args: string[], env: Record<string, string> = {}): Worker {
   const child = spawn(process.execPath, [fromRoot('dist/cli/main.js'), 'worker', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'silent', WORKER_LEASE_SECONDS: '2', DATA_DIR: dataDir, ...env },
+    env: { ...process.env, LOG_LEVEL: 'silent', WORKER_LEASE_SECONDS: '3', DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   }) as Worker;
   let out = '';
