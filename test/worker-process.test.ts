@@ -220,6 +220,12 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
   });
 });
 
+/** A run for a self-hosted host on `api`, once it ended. */
+async function runToEnd(prompt: string, host: string, api: TestService): Promise<any> {
+  const id = await create({ prompt, config: { worker_host: host } }, undefined, api);
+  return waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, undefined, api);
+}
+
 describe('restarts', () => {
   it('a self-hosted worker survives an API restart: it reconnects, its live run streams on, follow-ups reach it', async () => {
     // A lease shorter than the outage: the restarted API's reaper waits a lease before reaping.
@@ -261,14 +267,7 @@ describe('restarts', () => {
       expect(texts).toContain('Working on: Wait, then ask');
       expect(texts).toContain('Thanks, continuing with: yes, go on');
 
-      const after = await create(
-        { prompt: 'After the API restart', config: { worker_host: 'box-r' } },
-        undefined,
-        api,
-      );
-      expect((await waitFor(after, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, undefined, api)).state).toBe(
-        'SUCCEEDED',
-      );
+      expect((await runToEnd('After the API restart', 'box-r', api)).state).toBe('SUCCEEDED');
       const reaped = await waitFor(orphan, ['ERROR'], 10_000, undefined, api);
       expect(reaped.status_message.error_code).toBe('lease_expired');
     } finally {
@@ -300,14 +299,7 @@ describe('restarts', () => {
       expect(lost.status_message.message).toMatch(/died while running this run/);
       await until(() => !existsSync(firstFolder), "the dead worker's folder is removed");
 
-      const next = await create(
-        { prompt: 'After the worker restart', config: { worker_host: 'box-k' } },
-        undefined,
-        api,
-      );
-      expect((await waitFor(next, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, undefined, api)).state).toBe(
-        'SUCCEEDED',
-      );
+      expect((await runToEnd('After the worker restart', 'box-k', api)).state).toBe('SUCCEEDED');
 
       // Stopped gracefully: what it held ends ERROR at once, and it leaves no folder behind.
       const held = await create(
