@@ -30,7 +30,15 @@ interface Worker extends ChildProcess {
 
 function worker(args: string[], env: Record<string, string> = {}): Worker {
   const child = spawn(process.execPath, [fromRoot('dist/cli/main.js'), 'worker', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'silent', WORKER_LEASE_SECONDS: '3', DATA_DIR: dataDir, ...env },
+    // Workspaces under dataDir: DATA_DIR for service-hosted workers, TMPDIR for self-hosted ones.
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'silent',
+      WORKER_LEASE_SECONDS: '3',
+      DATA_DIR: dataDir,
+      TMPDIR: dataDir,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   }) as Worker;
   let out = '';
@@ -282,7 +290,7 @@ describe('restarts', () => {
     try {
       const env = { WORKER_LEASE_SECONDS: '60' };
       const first = worker(selfHosted('box-k', api), env);
-      const firstFolder = join(tmpdir(), 'factoryd-workspaces', await first.id());
+      const firstFolder = join(dataDir, 'factoryd-workspaces', await first.id());
       const old = await create(
         { prompt: 'Long\n/wait 120', config: { worker_host: 'box-k' } },
         undefined,
@@ -308,7 +316,7 @@ describe('restarts', () => {
         api,
       );
       await waitFor(held, ['INPROGRESS'], 20_000, undefined, api);
-      const secondFolder = join(tmpdir(), 'factoryd-workspaces', await second.id());
+      const secondFolder = join(dataDir, 'factoryd-workspaces', await second.id());
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
       const stopped = await waitFor(held, ['ERROR', 'SUCCEEDED', 'FAILED'], 5_000, undefined, api);
