@@ -1,6 +1,6 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -20,10 +20,6 @@ let child: ChildProcess | undefined;
 let pool: pg.Pool;
 
 beforeAll(async () => {
-  if (!existsSync(join(ROOT, 'dist/cli/main.js')) || process.env.REBUILD !== '0') {
-    const build = spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
-    if (build.status !== 0) throw new Error(`build failed: ${build.stdout}${build.stderr}`);
-  }
   database = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'factoryd-crash-'));
 }, 180_000);

@@ -1,65 +1,145 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
 import { startTestService, type TestService } from './support/service.js';
 
-// `factoryd worker` as a real separate process (built code), against the test service's database
-// (service-hosted mode) or its HTTP API (self-hosted mode). The service itself runs no workers.
+// `factoryd worker` as a real separate process (built code: the test setup builds `dist/`), against
+// the test service's database (service-hosted mode) or its HTTP API (self-hosted mode). The service
+// itself runs no workers.
 let t: TestService;
 const children: ChildProcess[] = [];
+const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-worker-test-'));
 beforeAll(async () => {
-  execFileSync(process.execPath, [
-    fromRoot('node_modules/typescript/bin/tsc'),
-    '-p',
-    fromRoot('tsconfig.build.json'),
-  ]);
-  t = await startTestService({ WORKER_LEASE_SECONDS: '2' });
-}, 180_000);
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+  t = await startTestService({ WORKER_LEASE_SECONDS: '3' });
 });
-afterAll(async () => t?.stop());
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+afterAll(async () => {
+  await t?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
 
-function worker(args: string[], env: Record<string, string> = {}): ChildProcess {
+interface Worker extends ChildProcess {
+  /** The worker id it printed when it started. */
+  id(): Promise<string>;
+}
+
+function worker(args: string[], env: Record<string, string> = {}): Worker {
   const child = spawn(process.execPath, [fromRoot('dist/cli/main.js'), 'worker', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'silent', WORKER_LEASE_SECONDS: '2', ...env },
+    // Workspaces under dataDir: DATA_DIR for service-hosted workers, TMPDIR for self-hosted ones.
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'silent',
+      WORKER_LEASE_SECONDS: '3',
+      DATA_DIR: dataDir,
+      TMPDIR: dataDir,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }) as Worker;
+  let out = '';
   let err = '';
+  child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (err += d));
   child.on('exit', (code) => {
     if (code && code !== 0) process.stderr.write(`worker exited ${code}: ${err}\n`);
   });
+  child.id = async () => {
+    while (!/^factoryd worker (\S+):/.test(out)) await new Promise((r) => setTimeout(r, 20));
+    return /^factoryd worker (\S+):/.exec(out)![1];
+  };
   children.push(child);
   return child;
 }
 
-async function create(body: Record<string, unknown>, key?: string): Promise<string> {
-  const res = await t.call('POST', '/api/v1/agent/runs', body, key);
+const selfHosted = (host: string, on: TestService = t) => [
+  '--worker-host',
+  host,
+  '--api',
+  on.api,
+  '--api-key',
+  on.adminKey,
+];
+
+async function create(body: Record<string, unknown>, key?: string, on: TestService = t): Promise<string> {
+  const res = await on.call('POST', '/api/v1/agent/runs', body, key);
   expect(res.status).toBe(200);
   return res.body.run_id;
 }
 
-async function waitFor(runId: string, states: string[], timeoutMs = 20_000, key?: string): Promise<any> {
+async function waitFor(
+  runId: string,
+  states: string[],
+  timeoutMs = 20_000,
+  key?: string,
+  on: TestService = t,
+): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await t.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key);
+    const res = await on.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key);
     if (states.includes(res.body.state)) return res.body;
     if (Date.now() > deadline)
-      throw new Error(`run ${runId} is ${res.body.state}, expected ${states.join('|')}`);
+      throw new Error(
+        `run ${runId} is ${res.body.state}, expected ${states.join('|')}: ${JSON.stringify(res.body.status_message)}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
+/**
+ * A harness that ignores its input closing (as an agent CLI may): on a prompt with "Long" it starts
+ * a `sleep` (a grandchild of the worker), says its pid, and waits for it.
+ */
+const STUBBORN_HARNESS =
+  'read -r prompt; case "$prompt" in *Long*) sleep 127 & echo "{\\"type\\":\\"message\\",\\"text\\":\\"sleeping $!\\"}"; wait;; esac; ' +
+  `echo '{"type":"result","status":"succeeded","message":"ok"}'`;
+
+const conversationTexts = async (runId: string, on: TestService = t): Promise<string[]> =>
+  (await on.call('GET', `/api/v1/agent/runs/${runId}/conversation`)).body.messages.map(
+    (m: { text?: string; kind?: string }) => m.text ?? m.kind,
+  );
+
+async function until(done: () => boolean, what: string, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 describe('factoryd worker (service-hosted, on the database)', () => {
-  it('runs a queued run; killed with SIGKILL mid-run, its run ends as ERROR once the lease lapses', async () => {
-    const w = worker(['--concurrency', '1'], { DATABASE_URL: t.service.databaseServer.url });
+  it('killed with SIGKILL mid-run: its harness tree is gone at once, the run ends as ERROR once the lease lapses', async () => {
+    const w = worker(['--concurrency', '1'], {
+      DATABASE_URL: t.service.databaseServer.url,
+      HARNESS_COMMAND: STUBBORN_HARNESS,
+    });
     const done = await create({ prompt: 'Quick one' });
     expect((await waitFor(done, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
 
-    const id = await create({ prompt: 'Long one\n/wait 120' });
+    const id = await create({ prompt: 'Long one' });
     await waitFor(id, ['INPROGRESS']);
+    let pid = 0;
+    while (!pid) {
+      const said = (await conversationTexts(id)).find((m) => /^sleeping \d+$/.test(m ?? ''));
+      pid = said ? Number(said.split(' ')[1]) : 0;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(alive(pid)).toBe(true);
     w.kill('SIGKILL');
+    await until(() => !alive(pid), `the harness's grandchild ${pid} is gone with its worker`);
     // Nothing renews the lease now; the service's reaper ends the run.
     const run = await waitFor(id, ['ERROR', 'SUCCEEDED', 'FAILED'], 15_000);
     expect(run.state).toBe('ERROR');
@@ -71,8 +151,7 @@ describe('factoryd worker (service-hosted, on the database)', () => {
 describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
   it("takes only its own host's runs in its own team, and shows up as connected", async () => {
     const other = await t.newTeam('other-team');
-    const args = ['--worker-host', 'box-a', '--api', `${t.api}`, '--api-key', t.adminKey];
-    worker(args);
+    worker(selfHosted('box-a'));
     const mine = await create({ prompt: 'On box a', config: { worker_host: 'box-a' } });
     const elsewhere = await create({ prompt: 'On box b', config: { worker_host: 'box-b' } });
     const serviceHosted = await create({ prompt: 'On the service' });
@@ -108,7 +187,7 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
   });
 
   it('follows a follow-up and a cancel over HTTP, and a restarted worker picks up new runs', async () => {
-    const args = ['--worker-host', 'box-c', '--api', `${t.api}`, '--api-key', t.adminKey];
+    const args = selfHosted('box-c');
     let w = worker(args);
     const asked = await create({ prompt: 'Ask me\n/ask Proceed?', config: { worker_host: 'box-c' } });
     await waitFor(asked, ['BLOCKED']);
@@ -146,5 +225,107 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
       '',
     );
     expect(unauth.status).toBe(401);
+  });
+});
+
+/** A run for a self-hosted host on `api`, once it ended. */
+async function runToEnd(prompt: string, host: string, api: TestService): Promise<any> {
+  const id = await create({ prompt, config: { worker_host: host } }, undefined, api);
+  return waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, undefined, api);
+}
+
+describe('restarts', () => {
+  it('a self-hosted worker survives an API restart: it reconnects, its live run streams on, follow-ups reach it', async () => {
+    // A lease shorter than the outage: the restarted API's reaper waits a lease before reaping.
+    const api = await startTestService({ WORKER_LEASE_SECONDS: '4' });
+    try {
+      const w = worker(selfHosted('box-r', api), { WORKER_LEASE_SECONDS: '4' });
+      const live = await create(
+        {
+          prompt: 'Wait, then ask\n/wait 2\n/ask Proceed after the restart?',
+          config: { worker_host: 'box-r' },
+        },
+        undefined,
+        api,
+      );
+      await waitFor(live, ['INPROGRESS'], 20_000, undefined, api);
+      // And a run held by a worker that never comes back.
+      const orphan = await create({ prompt: 'Orphan', config: { worker_host: 'box-gone' } }, undefined, api);
+      await api.call('POST', '/api/v1/agent/workers/claim', { worker_id: 'gone', worker_host: 'box-gone' });
+      // Down for longer than the lease; the harness asks its question (BLOCKED) while the API is away.
+      await api.restart({ downMs: 5000 });
+      expect(w.exitCode).toBeNull();
+      // The restarted API reaps only a lease after it started, so live workers can renew first.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect((await api.call('GET', `/api/v1/agent/runs/${orphan}`)).body.state).toBe('CLAIMED');
+      const blocked = await waitFor(
+        live,
+        ['BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR'],
+        20_000,
+        undefined,
+        api,
+      );
+      expect(blocked.state).toBe('BLOCKED');
+      expect(blocked.status_message.message).toBe('Proceed after the restart?');
+      await api.call('POST', `/api/v1/agent/runs/${live}/followups`, { message: 'yes, go on' });
+      const run = await waitFor(live, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, undefined, api);
+      expect(run.state).toBe('SUCCEEDED');
+      expect(run.artifacts[0].content).toContain('answered "yes, go on"');
+      const texts = await conversationTexts(live, api);
+      expect(texts).toContain('Working on: Wait, then ask');
+      expect(texts).toContain('Thanks, continuing with: yes, go on');
+
+      expect((await runToEnd('After the API restart', 'box-r', api)).state).toBe('SUCCEEDED');
+      const reaped = await waitFor(orphan, ['ERROR'], 10_000, undefined, api);
+      expect(reaped.status_message.error_code).toBe('lease_expired');
+    } finally {
+      for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+      await api.stop();
+    }
+  });
+
+  it('a self-hosted worker killed and restarted: its old run ends ERROR at once, its folder is gone, new runs go to the new one', async () => {
+    // A long lease: the old run must end because the new worker reported the old one dead, not by lease.
+    const api = await startTestService({ WORKER_LEASE_SECONDS: '60' });
+    try {
+      const env = { WORKER_LEASE_SECONDS: '60' };
+      const first = worker(selfHosted('box-k', api), env);
+      const firstFolder = join(dataDir, 'factoryd-workspaces', await first.id());
+      const old = await create(
+        { prompt: 'Long\n/wait 120', config: { worker_host: 'box-k' } },
+        undefined,
+        api,
+      );
+      await waitFor(old, ['INPROGRESS'], 20_000, undefined, api);
+      expect(existsSync(firstFolder)).toBe(true);
+      first.kill('SIGKILL');
+      await new Promise((r) => first.once('exit', r));
+
+      const second = worker(selfHosted('box-k', api), env);
+      const lost = await waitFor(old, ['ERROR', 'SUCCEEDED', 'FAILED'], 20_000, undefined, api);
+      expect(lost.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
+      expect(lost.status_message.message).toMatch(/died while running this run/);
+      await until(() => !existsSync(firstFolder), "the dead worker's folder is removed");
+
+      expect((await runToEnd('After the worker restart', 'box-k', api)).state).toBe('SUCCEEDED');
+
+      // Stopped gracefully: what it held ends ERROR at once, and it leaves no folder behind.
+      const held = await create(
+        { prompt: 'Long\n/wait 120', config: { worker_host: 'box-k' } },
+        undefined,
+        api,
+      );
+      await waitFor(held, ['INPROGRESS'], 20_000, undefined, api);
+      const secondFolder = join(dataDir, 'factoryd-workspaces', await second.id());
+      second.kill('SIGTERM');
+      await new Promise((r) => second.once('exit', r));
+      const stopped = await waitFor(held, ['ERROR', 'SUCCEEDED', 'FAILED'], 5_000, undefined, api);
+      expect(stopped.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
+      expect(stopped.status_message.message).toMatch(/shut down while running this run/);
+      expect(existsSync(secondFolder)).toBe(false);
+    } finally {
+      for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+      await api.stop();
+    }
   });
 });

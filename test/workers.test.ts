@@ -1,5 +1,9 @@
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './support/cli.js';
 import { startTestService, type TestService } from './support/service.js';
 
 // Real service, real PostgreSQL, two service-hosted worker slots running the shipped example harness.
@@ -9,6 +13,8 @@ beforeAll(async () => {
     WORKER_CONCURRENCY: '2',
     WORKER_LEASE_SECONDS: '3',
     HARNESS_KILL_GRACE_MS: '1000',
+    // A run's idle_timeout_minutes counts 2-second "minutes" here.
+    IDLE_TIMEOUT_MINUTE_MS: '2000',
   });
 });
 afterAll(async () => t?.stop());
@@ -19,10 +25,10 @@ async function create(body: Record<string, unknown>): Promise<string> {
   return res.body.run_id;
 }
 
-async function waitFor(runId: string, states: string[], timeoutMs = 20_000): Promise<any> {
+async function waitFor(runId: string, states: string[], timeoutMs = 20_000, key?: string): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await t.call('GET', `/api/v1/agent/runs/${runId}`);
+    const res = await t.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key);
     if (states.includes(res.body.state)) return res.body;
     if (Date.now() > deadline)
       throw new Error(
@@ -126,6 +132,33 @@ describe('service-hosted workers running the example harness', () => {
     expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CANCELLED');
   });
 
+  it('stops a harness that stays silent past idle_timeout_minutes: FAILED (idle_timeout), no process left', async () => {
+    const id = await create({ prompt: 'Go quiet\n/wait 301', config: { idle_timeout_minutes: 1 } });
+    await waitFor(id, ['INPROGRESS']);
+    await waitForProcess('sleep 301', true);
+    const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message.error_code).toBe('idle_timeout');
+    expect(run.status_message.message).toMatch(
+      /idle \(no output, no input\) for longer than idle_timeout_minutes/,
+    );
+    // Stopped after the limit (a 2-second minute), not before.
+    expect(Date.parse(run.updated_at) - Date.parse(run.started_at)).toBeGreaterThanOrEqual(2000);
+    await waitForProcess('sleep 301', false, 1500);
+  });
+
+  it('lets a harness that keeps talking run past idle_timeout_minutes', async () => {
+    // Half-second silences (each ended by a message) add up to more than the 2-second limit.
+    const prompt = ['Keep talking', ...Array(6).fill('/wait 0.5\n/skill none')].join('\n');
+    const run = await waitFor(await create({ prompt, config: { idle_timeout_minutes: 1 } }), [
+      'SUCCEEDED',
+      'FAILED',
+      'ERROR',
+    ]);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(Date.parse(run.updated_at) - Date.parse(run.started_at)).toBeGreaterThan(2000);
+  });
+
   it('keeps a run for a self-hosted host that is not connected QUEUED, saying so', async () => {
     const id = await create({ prompt: 'Build on my box', config: { worker_host: 'nobody-here' } });
     const deadline = Date.now() + 5000;
@@ -137,6 +170,142 @@ describe('service-hosted workers running the example harness', () => {
     } while (Date.now() < deadline);
     expect(run.state).toBe('QUEUED');
     expect(run.status_message.message).toContain('no worker with this id is connected');
+  });
+});
+
+describe('the self-hosted worker API', () => {
+  const claimAs = (workerId: string, host: string, key?: string) =>
+    t.call('POST', '/api/v1/agent/workers/claim', { worker_id: workerId, worker_host: host, max: 1 }, key);
+  const lost = (body: Record<string, unknown>, key?: string) =>
+    t.call('POST', '/api/v1/agent/workers/lost', body, key);
+
+  it('claims at most `max` runs, oldest first, and never one another worker holds', async () => {
+    const ids: string[] = [];
+    for (const n of [1, 2, 3, 4])
+      ids.push(await create({ prompt: `Queued ${n}`, config: { worker_host: 'box-q' } }));
+    const first = await t.call('POST', '/api/v1/agent/workers/claim', {
+      worker_id: 'q1',
+      worker_host: 'box-q',
+      max: 1,
+    });
+    expect(first.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([ids[0]]);
+    const next = await t.call('POST', '/api/v1/agent/workers/claim', {
+      worker_id: 'q2',
+      worker_host: 'box-q',
+      max: 2,
+    });
+    expect(next.body.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([ids[1], ids[2]].sort());
+    expect((await t.call('GET', `/api/v1/agent/runs/${ids[3]}`)).body.state).toBe('QUEUED');
+  });
+
+  it("ends a dead worker's runs when its restarted successor reports it, and only within the caller's team and host", async () => {
+    const id = await create({ prompt: 'Held by a worker that dies', config: { worker_host: 'box-l' } });
+    const claimed = await claimAs('dead-one', 'box-l');
+    expect(claimed.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([id]);
+
+    const other = await t.newTeam('lost-other-team');
+    const foreign = await lost(
+      { worker_id: 'w2', worker_host: 'box-l', worker_ids: ['dead-one'] },
+      other.key,
+    );
+    expect(foreign.body).toEqual({ lost_runs: 0 });
+    const otherHost = await lost({ worker_id: 'w2', worker_host: 'box-m', worker_ids: ['dead-one'] });
+    expect(otherHost.body).toEqual({ lost_runs: 0 });
+    // (renewed, so that a slow machine cannot let this run's 3 s lease lapse first)
+    await t.call('POST', '/api/v1/agent/workers/heartbeat', {
+      worker_id: 'dead-one',
+      worker_host: 'box-l',
+      run_ids: [id],
+    });
+    expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CLAIMED');
+
+    const res = await lost({ worker_id: 'w2', worker_host: 'box-l', worker_ids: ['dead-one'] });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ lost_runs: 1 });
+    const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
+    expect(run.state).toBe('ERROR');
+    expect(run.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
+    expect(run.status_message.message).toMatch(/died while running this run/);
+  });
+
+  it.each([
+    [{ worker_id: 'w2', worker_host: 'box-l' }, /worker_ids must be an array/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: 'dead-one' }, /worker_ids must be an array/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: ['a b'] }, /each 1-128 characters/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: Array(101).fill('w') }, /at most 100/],
+    [{ worker_id: 'w2', worker_host: 'warp', worker_ids: ['w'] }, /reserved/],
+  ])('refuses a bad lost-workers report %#', async (body, detail) => {
+    const res = await lost(body);
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toMatch(detail);
+  });
+});
+
+describe("a team's own harness (factoryd teams set-harness)", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-cli-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const cli = (...args: string[]) =>
+    runCli(args, {
+      env: { DATABASE_URL: t.service.databaseServer.url, DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+    });
+  const TEAM_HARNESS = `echo '{"type":"message","text":"hello from the team harness"}'`;
+
+  it("runs the team's command for its runs on the service-hosted workers; other teams keep HARNESS_COMMAND", async () => {
+    const team = await t.newTeam('harness-team');
+    const set = await cli('teams', 'set-harness', 'harness-team', '--', TEAM_HARNESS);
+    expect(set.code, set.stderr).toBe(0);
+    const listed = JSON.parse((await cli('teams', 'list', '--json')).stdout).teams;
+    expect(listed.find((x: { name: string }) => x.name === 'harness-team').harness_command).toBe(
+      TEAM_HARNESS,
+    );
+    expect(listed.find((x: { name: string }) => x.name === 'default').harness_command).toBeNull();
+
+    const theirs = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Whose harness?' }, team.key);
+    const ran = await waitFor(theirs.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, team.key);
+    expect(ran.state).toBe('SUCCEEDED');
+    const texts = (
+      await t.call('GET', `/api/v1/agent/runs/${ran.run_id}/conversation`, undefined, team.key)
+    ).body.messages.map((m: { text?: string }) => m.text);
+    expect(texts).toEqual(['Whose harness?', 'hello from the team harness']);
+    // Another team's run: the environment's harness (the example agent and its summary).
+    const mine = await waitFor(await create({ prompt: 'And mine?' }), ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(mine.artifacts[0]).toMatchObject({ name: 'summary.md' });
+
+    // A self-hosted worker of that team is not told what to execute: it runs its own HARNESS_COMMAND.
+    await t.call(
+      'POST',
+      '/api/v1/agent/runs',
+      { prompt: 'On my box', config: { worker_host: 'box-h' } },
+      team.key,
+    );
+    const claimed = await t.call(
+      'POST',
+      '/api/v1/agent/workers/claim',
+      { worker_id: 'h1', worker_host: 'box-h' },
+      team.key,
+    );
+    expect(claimed.body.runs).toHaveLength(1);
+    expect(claimed.body.runs[0]).not.toHaveProperty('harness_command');
+
+    const reset = await cli('teams', 'set-harness', 'harness-team', '--default', '--json');
+    expect(JSON.parse(reset.stdout)).toEqual({ name: 'harness-team', harness_command: null });
+    const after = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Back to default' }, team.key);
+    const again = await waitFor(after.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, team.key);
+    expect(again.artifacts[0]).toMatchObject({ name: 'summary.md' });
+  });
+
+  it('refuses a bad set-harness with a message, changing nothing', async () => {
+    for (const [args, message] of [
+      [['nosuch-team', '--', 'true'], /no team nosuch-team/],
+      [['default'], /give the harness command after --/],
+      [['default', '--default', '--', 'true'], /either a command or --default/],
+    ] as const) {
+      const res = await cli('teams', 'set-harness', ...args);
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toMatch(message);
+    }
+    const listed = JSON.parse((await cli('teams', 'list', '--json')).stdout).teams;
+    expect(listed.find((x: { name: string }) => x.name === 'default').harness_command).toBeNull();
   });
 });
 

@@ -81,10 +81,15 @@ export class AuthRepository {
     return rows[0];
   }
 
-  async listTeams(): Promise<Array<TeamRef & { created_at: Date }>> {
-    return this.db.query<TeamRef & { created_at: Date }>(
-      `SELECT id, uid, name, created_at FROM teams ORDER BY name`,
+  async listTeams(): Promise<Array<TeamRef & { created_at: Date; harness_command: string | null }>> {
+    return this.db.query<TeamRef & { created_at: Date; harness_command: string | null }>(
+      `SELECT id, uid, name, created_at, harness_command FROM teams ORDER BY name`,
     );
+  }
+
+  /** The team's harness for the service-hosted workers; null: the environment's HARNESS_COMMAND. */
+  async setHarnessCommand(teamId: string, command: string | null): Promise<void> {
+    await this.db.execute(`UPDATE teams SET harness_command = $2 WHERE id = $1`, [teamId, command]);
   }
 
   /** A principal in the given teams with one key; all in one transaction. */

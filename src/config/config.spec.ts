@@ -7,6 +7,7 @@ describe('loadConfig', () => {
     expect(c).toMatchObject({ port: 8080, host: '127.0.0.1', factoryBranch: 'main', logLevel: 'info' });
     expect(c.databaseUrl).toBeUndefined();
     expect(c.dataDir).toMatch(/var$/);
+    expect(c.idleMinuteMs).toBe(60_000);
   });
 
   it('reads good values', () => {
@@ -45,6 +46,8 @@ describe('loadConfig', () => {
     ['FACTORY_BRANCH', '-main', /not a valid git branch name/],
     ['FACTORY_BRANCH', 'a..b', /not a valid git branch name/],
     ['SECRETS_KEY', 'c2hvcnQ=', /32 bytes encoded as base64/],
+    ['IDLE_TIMEOUT_MINUTE_MS', '90000', /from 100 to 60000/],
+    ['IDLE_TIMEOUT_MINUTE_MS', '1.5', /whole number/],
   ];
   it.each(bad)('rejects %s=%s with a ConfigError naming it', (name, value, reason) => {
     let err: unknown;

@@ -31,6 +31,11 @@ export interface Config {
   harnessCommand: string;
   /** After `cancel` and SIGTERM, how long a harness's process group may linger before SIGKILL. */
   harnessKillGraceMs: number;
+  /**
+   * How long one minute of a run's `idle_timeout_minutes` lasts here: 60000, except in tests, which
+   * shorten it so that the 1–60 minutes callers may ask for can be exercised in seconds.
+   */
+  idleMinuteMs: number;
 }
 
 export class ConfigError extends Error {
@@ -68,6 +73,7 @@ export function loadConfig(env: Env = process.env): Config {
     harnessCommand:
       str(env, 'HARNESS_COMMAND') ?? `"${process.execPath}" "${fromRoot('examples', 'harness', 'agent.js')}"`,
     harnessKillGraceMs: int(env, 'HARNESS_KILL_GRACE_MS', 3000, 0, 600_000),
+    idleMinuteMs: int(env, 'IDLE_TIMEOUT_MINUTE_MS', 60_000, 100, 60_000),
   };
 }
 

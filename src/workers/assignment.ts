@@ -16,6 +16,8 @@ export interface Assignment {
   skills: Array<{ factory: string; path: string; content: string }>;
   history: Array<{ role: string; text: string }>;
   idle_timeout_minutes?: number;
+  /** The team's own harness command (service-hosted workers only); else the worker's HARNESS_COMMAND. */
+  harness_command?: string;
 }
 
 /** What a harness ended with. */
@@ -40,6 +42,10 @@ export interface Control {
  * worker HTTP API (self-hosted workers). Both end in WorkerRunsService.
  */
 export interface WorkerBackend {
+  /** This worker's id (as the worker gives it; self-hosted ids are namespaced by team in the service). */
+  readonly workerId: string;
+  /** Where it reports: earlier workers of the same scope on this machine are its predecessors. */
+  readonly scope: string;
   claim(max: number): Promise<Assignment[]>;
   /** Resolves when there may be work, or after `ms`. */
   waitForWork(ms: number): Promise<void>;
@@ -48,5 +54,7 @@ export interface WorkerBackend {
   control(runId: string): Promise<Control>;
   heartbeat(runIds: string[]): Promise<void>;
   finish(runId: string, execution: number, outcome: Outcome): Promise<void>;
+  /** Earlier workers (ids) that died on this machine: the runs they held are lost. */
+  lost(workerIds: string[]): Promise<void>;
   close(): Promise<void>;
 }

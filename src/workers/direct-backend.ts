@@ -14,6 +14,11 @@ export class DirectBackend implements WorkerBackend {
   /** The wake-up generation the last claim saw: a signal after it means look again at once. */
   private seen = 0;
 
+  get workerId(): string {
+    return this.worker.id;
+  }
+  readonly scope = 'service-hosted';
+
   claim(max: number): Promise<Assignment[]> {
     this.seen = this.wakeups.generation;
     return this.service.claim(this.worker, max);
@@ -35,6 +40,9 @@ export class DirectBackend implements WorkerBackend {
   }
   finish(runId: string, execution: number, outcome: Outcome): Promise<void> {
     return this.service.finish(this.worker, runId, execution, outcome);
+  }
+  async lost(workerIds: string[]): Promise<void> {
+    await this.service.lost(this.worker, workerIds);
   }
   async close(): Promise<void> {
     await this.service.unregister(this.worker).catch(() => undefined);

@@ -15,9 +15,13 @@ export class HttpBackend implements WorkerBackend {
   constructor(
     private readonly api: string,
     private readonly apiKey: string,
-    private readonly workerId: string,
+    readonly workerId: string,
     private readonly workerHost: string,
   ) {}
+
+  get scope(): string {
+    return `${this.api} ${this.workerHost}`;
+  }
 
   async claim(max: number): Promise<Assignment[]> {
     const res = await this.post<{ runs: Assignment[] }>('/agent/workers/claim', {
@@ -43,6 +47,9 @@ export class HttpBackend implements WorkerBackend {
   }
   async finish(runId: string, execution: number, outcome: Outcome): Promise<void> {
     await this.report(`/agent/workers/runs/${runId}/finish`, { execution, outcome });
+  }
+  async lost(workerIds: string[]): Promise<void> {
+    await this.report('/agent/workers/lost', { worker_ids: workerIds });
   }
   async close(): Promise<void> {
     this.abort.abort();

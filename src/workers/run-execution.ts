@@ -1,4 +1,5 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { mkdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
 import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
@@ -9,8 +10,8 @@ export interface ExecutionOptions {
   killGraceMs: number;
   /** Workspaces are made under this folder, one per execution, removed afterwards. */
   workspaceRoot: string;
-  /** Test hook: the idle limit in ms instead of `idle_timeout_minutes`. */
-  idleTimeoutMs?: number;
+  /** How long one minute of `idle_timeout_minutes` lasts (Config.idleMinuteMs). */
+  idleMinuteMs: number;
 }
 
 const LAST_LINES = 20;
@@ -47,9 +48,13 @@ export class RunExecution {
   async run(): Promise<void> {
     const a = this.assignment;
     try {
-      this.prepareWorkspace();
-      this.harness = new HarnessProcess(this.opts.harnessCommand, this.workspace, this.env(), (s, l) =>
-        this.onLine(s, l),
+      await this.prepareWorkspace();
+      if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
+      this.harness = new HarnessProcess(
+        a.harness_command ?? this.opts.harnessCommand,
+        this.workspace,
+        this.env(),
+        (s, l) => this.onLine(s, l),
       );
       this.report(() => this.backend.started(a.run_id));
       this.harness.write(
@@ -81,6 +86,7 @@ export class RunExecution {
     } catch (err) {
       this.report(() =>
         this.backend.finish(a.run_id, a.execution, {
+          stoppedBy: this.stoppedBy,
           exitCode: 127,
           signal: null,
           lastLines: [
@@ -91,11 +97,12 @@ export class RunExecution {
     } finally {
       clearTimeout(this.idleTimer);
       clearTimeout(this.flushTimer);
-      rmSync(this.workspace, { recursive: true, force: true });
+      // The slot is free once the harness's process group is gone; the folder goes behind the reports.
+      this.reports = this.reports.then(() => this.removeWorkspace());
     }
   }
 
-  /** Resolves when every report of this execution has been sent. */
+  /** Resolves when every report of this execution has been sent and its workspace removed. */
   get reported(): Promise<void> {
     return this.reports;
   }
@@ -107,22 +114,37 @@ export class RunExecution {
 
   /** `cancel` on stdin, then SIGTERM to the process group, SIGKILL after the grace period. */
   async stop(reason: NonNullable<Outcome['stoppedBy']>): Promise<void> {
-    if (this.stoppedBy || !this.harness) return;
-    this.stoppedBy = reason;
+    if (this.stoppedBy) return;
+    this.stoppedBy = reason; // before the harness started: it never will
+    if (!this.harness) return;
     this.harness.write(encodeInput({ type: 'cancel' }));
     await this.harness.terminate(this.opts.killGraceMs);
   }
 
-  private prepareWorkspace(): void {
+  /**
+   * The fresh workspace: one synchronous mkdir in the usual case (a new name in the worker's own
+   * folder: cheaper than a trip through the thread pool); the files go through the pool.
+   */
+  private async prepareWorkspace(): Promise<void> {
     const a = this.assignment;
-    rmSync(this.workspace, { recursive: true, force: true });
-    mkdirSync(this.workspace, { recursive: true });
-    for (const f of a.attachments) writeFileSync(this.inside(f.file_name), Buffer.from(f.data, 'base64'));
+    if (mkdirSync(this.workspace, { recursive: true }) === undefined) {
+      // Left over from an earlier try of this execution: start clean.
+      await rm(this.workspace, { recursive: true, force: true });
+      mkdirSync(this.workspace, { recursive: true });
+    }
+    for (const f of a.attachments) await writeFile(this.inside(f.file_name), Buffer.from(f.data, 'base64'));
     for (const s of a.skills) {
       const path = this.inside(join('factory-skills', s.factory, s.path));
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, s.content);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, s.content);
     }
+  }
+
+  /** One rmdir for the usual empty workspace (rm's walk costs more); a full walk otherwise. */
+  private async removeWorkspace(): Promise<void> {
+    await rmdir(this.workspace).catch(() =>
+      rm(this.workspace, { recursive: true, force: true }).catch(() => undefined),
+    );
   }
 
   /** A path in the workspace; names that would escape it are refused. */
@@ -189,11 +211,9 @@ export class RunExecution {
   }
 
   private touch(): void {
-    const ms =
-      this.opts.idleTimeoutMs ??
-      (this.assignment.idle_timeout_minutes ? this.assignment.idle_timeout_minutes * 60_000 : undefined);
-    if (!ms) return;
-    clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => void this.stop('idle'), ms);
+    const minutes = this.assignment.idle_timeout_minutes;
+    if (!minutes) return;
+    if (this.idleTimer) this.idleTimer.refresh();
+    else this.idleTimer = setTimeout(() => void this.stop('idle'), minutes * this.opts.idleMinuteMs);
   }
 }

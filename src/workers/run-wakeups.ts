@@ -9,7 +9,8 @@ import { RUN_CONTROL_CHANNEL, RUNS_QUEUED_CHANNEL } from '../runs/runs-signal.js
  */
 export class RunWakeups extends EventEmitter {
   private client?: pg.PoolClient;
-  private closed = false;
+  /** Closed (the process is stopping): waits end at once, so long polls answer and let HTTP close. */
+  closed = false;
   private retry?: NodeJS.Timeout;
   /** Counts `queued` signals, so a waiter can tell whether one came since it last looked. */
   generation = 0;
@@ -51,7 +52,7 @@ export class RunWakeups extends EventEmitter {
 
   /** Resolves on the next `queued` (at once if one came after `since`, a `generation`), or after `ms`. */
   next(ms: number, since = this.generation): Promise<void> {
-    if (this.generation !== since) return Promise.resolve();
+    if (this.generation !== since || this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -5,6 +5,7 @@ import { newUid } from '../common/ids.js';
 import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { DirectBackend } from './direct-backend.js';
+import type { ExecutionOptions } from './run-execution.js';
 import type { RunWakeups } from './run-wakeups.js';
 import { WorkerPool } from './worker-pool.js';
 import type { WorkerRunsService } from './worker-runs.service.js';
@@ -14,21 +15,35 @@ export const heartbeatMs = (config: Config) =>
   Math.max(200, Math.floor((config.workerLeaseSeconds * 1000) / 3));
 const SAFETY_POLL_MS = 2000;
 
+/** How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`. */
+export const executionOptions = (config: Config, workspaceRoot: string): ExecutionOptions => ({
+  harnessCommand: config.harnessCommand,
+  killGraceMs: config.harnessKillGraceMs,
+  idleMinuteMs: config.idleMinuteMs,
+  workspaceRoot,
+});
+
 export interface Housekeeping {
   stop(): Promise<void>;
 }
 
-/** The reaper (lapsed leases → ERROR) and the "no self-hosted worker connected" notes; any process may run it. */
+/**
+ * The reaper (lapsed leases → ERROR) and the "no self-hosted worker connected" notes; any process
+ * may run it. The reaper starts one lease after the process: leases that lapsed while the API was
+ * down were not the workers' fault, and a live worker renews its lease within a heartbeat of the
+ * API's return (a worker that died with it is reaped one lease later).
+ */
 export function startHousekeeping(
   service: WorkerRunsService,
   config: Config,
   onError: (e: unknown) => void,
 ): Housekeeping {
+  const reapFrom = Date.now() + config.workerLeaseSeconds * 1000;
   let busy: Promise<void> = Promise.resolve();
   const tick = () => {
     busy = busy.then(async () => {
       try {
-        await service.reap();
+        if (Date.now() >= reapFrom) await service.reap();
         await service.markUnservedHosts();
       } catch (err) {
         onError(err);
@@ -59,10 +74,8 @@ export function startServiceHostedPool(
     teamId: null,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
+    ...executionOptions(config, join(config.dataDir, 'workspaces')),
     concurrency,
-    harnessCommand: config.harnessCommand,
-    killGraceMs: config.harnessKillGraceMs,
-    workspaceRoot: join(config.dataDir, 'workspaces'),
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,
     onError,

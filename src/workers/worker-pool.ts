@@ -1,5 +1,6 @@
 import type { WorkerBackend } from './assignment.js';
 import { RunExecution, type ExecutionOptions } from './run-execution.js';
+import { openWorkerFolder, removeWorkerFolder } from './worker-folder.js';
 
 export interface PoolOptions extends ExecutionOptions {
   concurrency: number;
@@ -23,15 +24,22 @@ export class WorkerPool {
   private loopDone?: Promise<void>;
   private slotFreed?: () => void;
   private heartbeatTimer?: NodeJS.Timeout;
+  /** Executions make their workspaces in this worker's folder under `opts.workspaceRoot`. */
+  private executionOptions: ExecutionOptions;
 
   constructor(
     private readonly backend: WorkerBackend,
     private readonly opts: PoolOptions,
-  ) {}
+  ) {
+    this.executionOptions = opts;
+  }
 
   start(): void {
     if (this.running) return;
     this.running = true;
+    const folder = openWorkerFolder(this.opts.workspaceRoot, this.backend.workerId, this.backend.scope);
+    this.executionOptions = { ...this.opts, workspaceRoot: folder.dir };
+    if (folder.predecessors.length) void this.takeOver(folder.predecessors);
     this.loopDone = this.loop();
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.opts.heartbeatMs);
     void this.heartbeat();
@@ -61,6 +69,20 @@ export class WorkerPool {
     await Promise.all(this.reporting);
     await this.backend.close(); // also ends a claim that is waiting (long poll)
     await this.loopDone;
+    removeWorkerFolder(this.executionOptions.workspaceRoot);
+  }
+
+  /**
+   * Earlier workers that died on this machine (their folders are still here): their runs are
+   * reported lost, since a harness dies with its worker and cannot be re-attached.
+   */
+  private async takeOver(predecessors: Array<{ workerId: string; dir: string }>): Promise<void> {
+    try {
+      await this.backend.lost(predecessors.map((p) => p.workerId));
+    } catch (err) {
+      this.opts.onError?.(err); // their leases lapse instead
+    }
+    for (const p of predecessors) removeWorkerFolder(p.dir);
   }
 
   private async loop(): Promise<void> {
@@ -92,7 +114,7 @@ export class WorkerPool {
             .catch(() => undefined);
         break;
       }
-      for (const a of claimed) this.launch(new RunExecution(a, this.backend, this.opts));
+      for (const a of claimed) this.launch(new RunExecution(a, this.backend, this.executionOptions));
       if (claimed.length === 0) await this.backend.waitForWork(this.opts.pollMs);
     }
   }

@@ -27,9 +27,17 @@ interface ClaimedRow {
   attachments: Array<{ file_name: string; data: string }> | null;
   skills: Array<{ factory: string; path: string; content: string }> | null;
   history: Array<{ role: string; text: string }> | null;
+  harness_command: string | null;
 }
 
 type StatusMessage = { message: string; error_code?: string; retryable?: boolean };
+
+interface HeldRun {
+  id: string;
+  state: RunState;
+  lease_owner: string;
+  lease_expires_at: Date;
+}
 
 /** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
 function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
@@ -94,13 +102,17 @@ export class WorkerRunsService {
   async claim(w: WorkerIdentity, max: number): Promise<Assignment[]> {
     if (max <= 0) return [];
     const now = this.now();
+    // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
+    // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
+    // Its rows are locked in a claimable state, so the update finds them by id (the primary key).
     const rows = await this.db.query<ClaimedRow>(
-      `WITH c AS (
+      `WITH picked AS MATERIALIZED (
+         SELECT id FROM runs WHERE state = ANY($8::text[]) AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
+          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED),
+       c AS (
          UPDATE runs r SET state = $4, updated_at = $5, lease_owner = $6, lease_expires_at = $7, claimed_at = $5,
                 execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
-          WHERE r.id IN (SELECT id FROM runs WHERE state = $8 AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
-                          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-            AND r.state = ANY($9::text[])
+           FROM picked WHERE r.id = picked.id
           RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
        f AS (
          UPDATE run_followups u SET delivered_at = $5 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
@@ -121,7 +133,8 @@ export class WorkerRunsService {
             FROM factory_skills s JOIN factories fa ON fa.id = s.factory_id
            WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
          (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
-            FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history
+            FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history,
+         (SELECT t.harness_command FROM teams t WHERE t.id = c.team_id) AS harness_command
        FROM c`,
       [
         w.host,
@@ -131,14 +144,13 @@ export class WorkerRunsService {
         now,
         w.id,
         new Date(now.getTime() + this.leaseMs),
-        'QUEUED',
         statesAllowing('claim'),
       ],
     );
-    return Promise.all(rows.map((r) => this.assignment(r)));
+    return Promise.all(rows.map((r) => this.assignment(r, w)));
   }
 
-  private async assignment(run: ClaimedRow): Promise<Assignment> {
+  private async assignment(run: ClaimedRow, w: WorkerIdentity): Promise<Assignment> {
     const config = (run.agent_config ?? {}) as Record<string, unknown>;
     let basePrompt = typeof config.base_prompt === 'string' ? config.base_prompt : undefined;
     if (run.skill_spec) {
@@ -163,6 +175,8 @@ export class WorkerRunsService {
       history: run.history ?? [],
       idle_timeout_minutes:
         typeof config.idle_timeout_minutes === 'number' ? config.idle_timeout_minutes : undefined,
+      // A self-hosted machine runs its own HARNESS_COMMAND: the service never tells it what to execute.
+      harness_command: (w.teamId === null && run.harness_command) || undefined,
     };
   }
 
@@ -195,15 +209,7 @@ export class WorkerRunsService {
 
   async record(w: WorkerIdentity, runId: string, execution: number, events: HarnessEvent[]): Promise<void> {
     if (!events.length) return;
-    const cols = eventColumns(events);
-    const inserted = await this.db.execute(
-      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at)
-       SELECT r.id, r.team_id, $3, e.type, e.role, e.kind, e.body, $4
-         FROM runs r, unnest($5::text[], $6::text[], $7::text[], $8::jsonb[]) WITH ORDINALITY AS e(type, role, kind, body, n)
-        WHERE r.id = $1 AND r.lease_owner = $2 AND r.execution = $3
-        ORDER BY e.n`,
-      [runId, w.id, execution, this.now(), cols.types, cols.roles, cols.kinds, cols.bodies],
-    );
+    const inserted = await this.insertEvents(this.db, runId, execution, events, w.id);
     if (!inserted) return;
     const artifacts = events
       .filter((e) => e.type === 'action' && e.kind === 'artifact')
@@ -232,7 +238,7 @@ export class WorkerRunsService {
         execution: number;
       }>(`SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`, [runId]);
       if (!run || run.lease_owner !== w.id || !HELD.includes(run.state)) return { stop: true, followups: [] };
-      const followups = await this.takeFollowups(tx, runId, run.team_id, run.execution);
+      const followups = await this.takeFollowups(tx, runId, run.execution);
       if (followups.length && run.state === 'BLOCKED') {
         await this.runs.transition(tx, runId, 'BLOCKED', 'resume', this.now());
         await tx.execute(`UPDATE runs SET status_message = NULL WHERE id = $1`, [runId]);
@@ -314,29 +320,47 @@ export class WorkerRunsService {
   /** Runs whose lease lapsed end as ERROR (retryable); returns how many. */
   async reap(): Promise<number> {
     return this.db.transaction(async (tx) => {
-      const now = this.now();
-      const rows = await tx.query<{
-        id: string;
-        state: RunState;
-        lease_owner: string;
-        lease_expires_at: Date;
-      }>(
+      const rows = await tx.query<HeldRun>(
         `SELECT id, state, lease_owner, lease_expires_at FROM runs
           WHERE state = ANY($1::text[]) AND lease_expires_at < $2 ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
-        [HELD, now],
+        [HELD, this.now()],
       );
-      for (const r of rows) {
-        await this.runs.transition(tx, r.id, r.state, 'lose', now, {
-          statusMessage: {
-            message: `The worker ${r.lease_owner} stopped renewing its lease (expired ${r.lease_expires_at.toISOString()}); the run was lost`,
-            error_code: 'lease_expired',
-            retryable: true,
-          },
-        });
-        await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [r.id]);
-      }
-      return rows.length;
+      return this.lose(tx, rows, (r) => ({
+        message: `The worker ${r.lease_owner} stopped renewing its lease (expired ${r.lease_expires_at.toISOString()}); the run was lost`,
+        error_code: 'lease_expired',
+        retryable: true,
+      }));
     });
+  }
+
+  /**
+   * Earlier workers of `w`'s host (and team) that died: a worker restarted on their machine found
+   * them gone. Their runs end as ERROR (retryable) at once, not a lease later. Returns how many.
+   */
+  async lost(w: WorkerIdentity, workerIds: string[]): Promise<number> {
+    if (!workerIds.length) return 0;
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.query<HeldRun>(
+        `SELECT id, state, lease_owner, lease_expires_at FROM runs
+          WHERE state = ANY($1::text[]) AND lease_owner = ANY($2::text[]) AND worker_host = $3
+            AND ($4::uuid IS NULL OR team_id = $4) FOR UPDATE SKIP LOCKED`,
+        [HELD, workerIds, w.host, w.teamId],
+      );
+      return this.lose(tx, rows, (r) => ({
+        message: `The worker ${r.lease_owner} died while running this run (found gone when a worker restarted on its machine); its harness died with it, so the run was lost`,
+        error_code: 'worker_lost',
+        retryable: true,
+      }));
+    });
+  }
+
+  private async lose(tx: Queryable, rows: HeldRun[], why: (r: HeldRun) => StatusMessage): Promise<number> {
+    const now = this.now();
+    for (const r of rows) {
+      await this.runs.transition(tx, r.id, r.state, 'lose', now, { statusMessage: why(r) });
+      await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [r.id]);
+    }
+    return rows.length;
   }
 
   /** QUEUED runs for a self-hosted host that no connected worker serves say so in their status message. */
@@ -386,20 +410,7 @@ export class WorkerRunsService {
     }));
   }
 
-  private async holds(tx: Queryable, w: WorkerIdentity, runId: string, state: RunState): Promise<boolean> {
-    const rows = await tx.query(
-      `SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND state = $3 FOR UPDATE`,
-      [runId, w.id, state],
-    );
-    return rows.length > 0;
-  }
-
-  private async takeFollowups(
-    tx: Queryable,
-    runId: string,
-    teamId: string,
-    execution: number,
-  ): Promise<string[]> {
+  private async takeFollowups(tx: Queryable, runId: string, execution: number): Promise<string[]> {
     const rows = await tx.query<{ message: string; created_at: Date }>(
       `UPDATE run_followups SET delivered_at = $2
         WHERE id IN (SELECT id FROM run_followups WHERE run_id = $1 AND delivered_at IS NULL ORDER BY created_at FOR UPDATE)
@@ -410,34 +421,29 @@ export class WorkerRunsService {
     await this.insertEvents(
       tx,
       runId,
-      teamId,
       execution,
       messages.map((text) => ({ type: 'message', role: 'user', text })),
     );
     return messages;
   }
 
+  /** Appends events to a run's execution, in order; with `leaseOwner`, only while that worker holds it. */
   private async insertEvents(
     q: Queryable,
     runId: string,
-    teamId: string,
     execution: number,
     events: HarnessEvent[],
-  ): Promise<void> {
-    if (!events.length) return;
-    const now = this.now();
-    const values: unknown[] = [];
-    const rows = events.map((e, i) => {
-      const role = e.type === 'message' ? e.role : e.type === 'transcript' ? e.stream : null;
-      const kind = e.type === 'action' ? e.kind : null;
-      const body = e.type === 'action' ? { input: e.input } : e;
-      values.push(e.type, role, kind, JSON.stringify(body));
-      const b = 5 + i * 4;
-      return `($1, $2, $3, $${b}, $${b + 1}, $${b + 2}, $${b + 3}::jsonb, $4)`;
-    });
-    await q.execute(
-      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at) VALUES ${rows.join(', ')}`,
-      [runId, teamId, execution, now, ...values],
+    leaseOwner?: string,
+  ): Promise<number> {
+    if (!events.length) return 0;
+    const cols = eventColumns(events);
+    return q.execute(
+      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at)
+       SELECT r.id, r.team_id, $3, e.type, e.role, e.kind, e.body, $4
+         FROM runs r, unnest($5::text[], $6::text[], $7::text[], $8::jsonb[]) WITH ORDINALITY AS e(type, role, kind, body, n)
+        WHERE r.id = $1 AND r.execution = $3 AND ($2::text IS NULL OR r.lease_owner = $2)
+        ORDER BY e.n`,
+      [runId, leaseOwner ?? null, execution, this.now(), cols.types, cols.roles, cols.kinds, cols.bodies],
     );
   }
 }

@@ -79,11 +79,13 @@ export class WorkersController {
     for (;;) {
       // A worker that hung up (stopped, restarted) must not be handed runs it will never see.
       if (req.raw.socket?.destroyed) return { runs: [] };
+      // Taken before the claim: a run queued while the claim runs wakes the wait below at once.
+      const seen = this.wakeups.generation;
       await this.service.register(w);
       const runs = await this.service.claim(w, max);
       const left = deadline - Date.now();
-      if (runs.length || left <= 0) return { runs };
-      await this.wakeups.next(Math.min(left, 2000));
+      if (runs.length || left <= 0 || this.wakeups.closed) return { runs };
+      await this.wakeups.next(Math.min(left, 2000), seen);
     }
   }
 
@@ -98,6 +100,30 @@ export class WorkersController {
       : [];
     await this.service.heartbeat(identity(auth, body), ids);
     return {};
+  }
+
+  @Post('workers/lost')
+  @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonOk({ type: 'object', properties: { lost_runs: { type: 'integer' } } })
+  @HttpCode(200)
+  @RequireScope('runs:write')
+  async lost(@Auth() auth: AuthContext, @Body() body: WorkerBody & { worker_ids?: unknown }) {
+    const ids = body.worker_ids;
+    if (
+      !Array.isArray(ids) ||
+      ids.length > 100 ||
+      !ids.every((i) => typeof i === 'string' && WORKER_ID.test(i))
+    )
+      throw new InvalidRequest(
+        'worker_ids must be an array of at most 100 worker ids, each 1-128 characters of [A-Za-z0-9._:-]',
+      );
+    const w = identity(auth, body);
+    return {
+      lost_runs: await this.service.lost(
+        w,
+        ids.map((i: string) => ownerId(auth, i)),
+      ),
+    };
   }
 
   @Post('workers/runs/:runId/started')
@@ -179,8 +205,10 @@ function identity(auth: AuthContext, body: WorkerBody): WorkerIdentity {
     );
   if (typeof body.worker_id !== 'string' || !WORKER_ID.test(body.worker_id))
     throw new InvalidRequest('worker_id must be 1-128 characters of [A-Za-z0-9._:-]');
-  return { id: `${auth.team.uid}/${body.worker_id}`, host: body.worker_host, teamId: auth.team.id };
+  return { id: ownerId(auth, body.worker_id), host: body.worker_host, teamId: auth.team.id };
 }
+
+const ownerId = (auth: AuthContext, workerId: string) => `${auth.team.uid}/${workerId}`;
 
 function runParam(runId: string): string {
   if (!UUID_PATTERN.test(runId)) throw new InvalidRequest(`run id ${runId} is not a UUID`);

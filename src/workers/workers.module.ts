@@ -3,8 +3,8 @@ import {
   Injectable,
   Logger,
   Module,
+  type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
-  type OnApplicationShutdown,
 } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { CONFIG, type Config } from '../config/config.js';
@@ -19,7 +19,7 @@ import { WorkersController } from './workers.controller.js';
 
 /** `factoryd serve`: the LISTEN connection, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
 @Injectable()
-export class ServiceWorkers implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly log = new Logger('workers');
   private pool?: WorkerPool;
   private housekeeping?: Housekeeping;
@@ -40,7 +40,8 @@ export class ServiceWorkers implements OnApplicationBootstrap, OnApplicationShut
       this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError);
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before HTTP closes: closing the wake-ups ends the self-hosted workers' long polls, which HTTP would wait for. */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.pool?.stop();
     await this.housekeeping?.stop();
     await this.wakeups.close();

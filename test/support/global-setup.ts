@@ -1,7 +1,9 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { fromRoot } from '../../src/common/paths.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 
 declare module 'vitest' {
@@ -16,6 +18,7 @@ declare module 'vitest' {
  * test file then creates its own database on it (test/support/database.ts).
  */
 export default async function setup(project: TestProject) {
+  buildIfStale();
   if (process.env.DATABASE_URL) {
     project.provide('adminDatabaseUrl', process.env.DATABASE_URL);
     return;
@@ -28,4 +31,29 @@ export default async function setup(project: TestProject) {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   };
+}
+
+/**
+ * Tests that spawn the `factoryd` binary run the built `dist/`. It is built here, once, before any
+ * test file starts: a file that rebuilt it itself would rewrite `dist/` under the processes another
+ * file is starting from it (half-written modules), and load both cores while others keep time.
+ */
+function buildIfStale(): void {
+  const main = fromRoot('dist', 'cli', 'main.js');
+  const built = existsSync(main) ? statSync(main).mtimeMs : 0;
+  const sources = [fromRoot('tsconfig.json'), fromRoot('tsconfig.build.json'), ...files(fromRoot('src'))];
+  if (sources.every((f) => statSync(f).mtimeMs <= built)) return;
+  execFileSync(
+    process.execPath,
+    [fromRoot('node_modules/typescript/bin/tsc'), '-p', fromRoot('tsconfig.build.json')],
+    {
+      stdio: 'inherit',
+    },
+  );
+}
+
+function files(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)],
+  );
 }

@@ -34,6 +34,8 @@ export interface TestService {
   ): Promise<{ status: number; body: any; headers: Headers }>;
   /** The database this service uses (another service may share it: see `sameDatabaseAs`). */
   databaseUrl: string;
+  /** Stops the service and starts it again on the same port and database (`service` is the new one). */
+  restart(opts?: { downMs?: number }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -56,15 +58,16 @@ export async function startTestService(
     ...env,
     DATABASE_URL: database.url,
   });
-  const service = await startService(config);
-  const authRepo = new AuthRepository(service.db);
-  const auth = new AuthService(authRepo);
+  let service = await startService(config);
+  let authRepo = new AuthRepository(service.db);
+  let auth = new AuthService(authRepo);
   const adminKey = opts.sameDatabaseAs?.adminKey ?? (await bootstrapDefaultTeam(authRepo, auth))!;
   const defaultTeam = (await authRepo.findTeamByName('default'))!;
   const newKey = async (teams: TeamRef[], scopes: Scope[], name = 'test-key') =>
     (await auth.createApiKey({ teams, scopes, name })).key;
+  const url = service.url;
   const call: TestService['call'] = async (method, path, body, key = adminKey, headers = {}) => {
-    const res = await fetch(`${service.url}${path}`, {
+    const res = await fetch(`${url}${path}`, {
       method,
       headers: {
         ...(key ? { authorization: `Bearer ${key}` } : {}),
@@ -82,10 +85,10 @@ export async function startTestService(
     }
     return { status: res.status, body: parsed, headers: res.headers };
   };
-  return {
+  const t: TestService = {
     service,
-    url: service.url,
-    api: `${service.url}/api/v1`,
+    url,
+    api: `${url}/api/v1`,
     adminKey,
     defaultTeam,
     auth,
@@ -97,10 +100,18 @@ export async function startTestService(
     },
     call,
     databaseUrl: database.url,
+    async restart({ downMs = 0 } = {}) {
+      await service.stop();
+      await new Promise((r) => setTimeout(r, downMs));
+      service = t.service = await startService({ ...config, port: Number(new URL(url).port) });
+      authRepo = t.authRepo = new AuthRepository(service.db);
+      auth = t.auth = new AuthService(authRepo);
+    },
     async stop() {
       await service.stop();
       await database.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return t;
 }

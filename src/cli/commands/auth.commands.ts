@@ -36,12 +36,44 @@ export function registerAuthCommands(program: Command): void {
     .action((opts: { json?: boolean }) =>
       withDatabase(async (db) => {
         const list = await authOf(db).repo.listTeams();
-        const data = list.map((t) => ({ uid: t.uid, name: t.name, created_at: t.created_at.toISOString() }));
+        const data = list.map((t) => ({
+          uid: t.uid,
+          name: t.name,
+          created_at: t.created_at.toISOString(),
+          harness_command: t.harness_command,
+        }));
         print(opts, { teams: data }, () =>
           renderTable(
-            ['NAME', 'UID', 'CREATED'],
-            data.map((t) => [t.name, t.uid, t.created_at]),
+            ['NAME', 'UID', 'CREATED', 'HARNESS'],
+            data.map((t) => [t.name, t.uid, t.created_at, t.harness_command ?? '(HARNESS_COMMAND)']),
           ),
+        );
+      }),
+    );
+  teams
+    .command('set-harness <team> [command...]')
+    .description(
+      "Set the agent harness the service-hosted workers start for this team's runs (a shell command line, " +
+        'like HARNESS_COMMAND, which it overrides). Self-hosted workers keep their own HARNESS_COMMAND.',
+    )
+    .option('--default', "go back to the environment's HARNESS_COMMAND")
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  npx factoryd teams set-harness platform -- node /opt/agents/claude-code.js --model sonnet\n' +
+        '  npx factoryd teams set-harness platform --default',
+    )
+    .action((name: string, words: string[], opts: { default?: boolean; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const command = harnessCommand(words, opts.default);
+        const { repo } = authOf(db);
+        const team = await repo.findTeam(name);
+        if (!team) throw new Error(`no team ${name}; see \`factoryd teams list\``);
+        await repo.setHarnessCommand(team.id, command);
+        print(opts, { name: team.name, harness_command: command }, () =>
+          command === null
+            ? `Team ${team.name} runs the environment's HARNESS_COMMAND.`
+            : `Team ${team.name} runs: ${command}`,
         );
       }),
     );
@@ -145,4 +177,20 @@ export function registerAuthCommands(program: Command): void {
         print(opts, { id, revoked: true }, () => `Revoked API key ${id}.`);
       }),
     );
+}
+
+/** The words after `--`, joined as one shell command line (as ssh does); null with --default. */
+function harnessCommand(words: string[], useDefault: boolean | undefined): string | null {
+  const command = words.join(' ').trim();
+  if (useDefault) {
+    if (command) throw new Error('give either a command or --default, not both');
+    return null;
+  }
+  if (!command)
+    throw new Error(
+      "give the harness command after --, e.g. `teams set-harness TEAM -- node agent.js`, or --default for the environment's",
+    );
+  if (command.length > 4096 || command.includes('\0'))
+    throw new Error('the harness command must be at most 4096 characters, without NUL');
+  return command;
 }

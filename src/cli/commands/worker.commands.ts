@@ -6,7 +6,12 @@ import { loadConfig } from '../../config/config.js';
 import { RunsRepository } from '../../runs/runs.repository.js';
 import { HttpBackend, RefusedError } from '../../workers/http-backend.js';
 import { RunWakeups } from '../../workers/run-wakeups.js';
-import { heartbeatMs, startHousekeeping, startServiceHostedPool } from '../../workers/service-workers.js';
+import {
+  executionOptions,
+  heartbeatMs,
+  startHousekeeping,
+  startServiceHostedPool,
+} from '../../workers/service-workers.js';
 import { WorkerPool } from '../../workers/worker-pool.js';
 import { WorkerRunsService } from '../../workers/worker-runs.service.js';
 import { withDatabase } from '../context.js';
@@ -57,10 +62,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     const api = opts.api.replace(/\/+$/, '');
     const workerId = `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`;
     const pool = new WorkerPool(new HttpBackend(api, apiKey, workerId, opts.workerHost), {
+      ...executionOptions(config, join(tmpdir(), 'factoryd-workspaces')),
       concurrency,
-      harnessCommand: config.harnessCommand,
-      killGraceMs: config.harnessKillGraceMs,
-      workspaceRoot: join(tmpdir(), 'factoryd-workspaces'),
       // Follow-ups and cancels arrive with these polls, so they are frequent.
       heartbeatMs: Math.min(1000, heartbeatMs(config)),
       pollMs: 0,
