@@ -117,12 +117,11 @@ try {
     throw new Error(`full apply: ${JSON.stringify(fullOut.errors.slice(0, 3))}`);
 
   // Baseline: the same files at that commit with git alone.
-  const mirror = join(config.dataDir, 'mirrors', `${factory.id}.git`);
   const baselineRuns = [];
   for (let i = 0; i < 5; i++) {
     const t0 = performance.now();
     const listing = execFileSync('git', ['ls-tree', '-r', '-z', full], {
-      cwd: mirror,
+      cwd: repo,
       encoding: 'utf8',
       maxBuffer: 1 << 26,
     });
@@ -131,7 +130,7 @@ try {
       .filter(Boolean)
       .map((l) => l.split('\t')[0].split(' ')[2]);
     const r = spawnSync('git', ['cat-file', '--batch'], {
-      cwd: mirror,
+      cwd: repo,
       input: shas.join('\n') + '\n',
       maxBuffer: 1 << 26,
     });

@@ -17,9 +17,10 @@ export interface FactorySourceRef {
 }
 
 /**
- * A factory repository read through git alone: the production branch is fetched into a bare mirror
- * under DATA_DIR and files are read at the commit (ls-tree, cat-file), never from a working copy.
- * A local repository is also asked for its head directly, so an unchanged head costs one rev-parse.
+ * A factory repository read through git alone, at a commit (ls-tree, cat-file), never from a working
+ * copy. A remote repository's production branch is fetched into a bare mirror under DATA_DIR; a local
+ * one is read in place — a commit's objects never change, and a local `git fetch` (upload-pack,
+ * pack-objects) was most of a one-file apply's time. So an unchanged local head costs one rev-parse.
  */
 export class GitSource {
   constructor(private readonly dataDir: string) {}
@@ -41,8 +42,12 @@ export class GitSource {
     return this.fetch(f);
   }
 
-  /** Fetches the production branch into the mirror; returns the fetched commit. */
+  /**
+   * Makes the production branch's head readable by `readTree` and returns it: a local repository's
+   * head as it is, a remote one's fetched into the mirror.
+   */
   async fetch(f: FactorySourceRef): Promise<string> {
+    if (GitSource.isLocal(f.repoUrl)) return revParse(f.repoUrl, f.branch);
     const mirror = this.mirrorOf(f);
     if (!existsSync(join(mirror, 'HEAD'))) {
       mkdirSync(mirror, { recursive: true });
@@ -66,8 +71,8 @@ export class GitSource {
   }
 
   /**
-   * The files at `commit` in the mirror whose paths `wanted` accepts. Blobs already in `cache` (by
-   * blob id) are not read again, so an apply after a one-file change reads one file.
+   * The files at `commit` (as returned by `fetch`) whose paths `wanted` accepts. Blobs already in
+   * `cache` (by blob id) are not read again, so an apply after a one-file change reads one file.
    */
   async readTree(
     f: FactorySourceRef,
@@ -75,8 +80,8 @@ export class GitSource {
     wanted: (path: string) => boolean,
     cache?: Map<string, string>,
   ): Promise<Map<string, TreeEntry>> {
-    const mirror = this.mirrorOf(f);
-    const listing = await simpleGit(mirror).raw(['ls-tree', '-r', '-z', '--full-tree', commit]);
+    const repo = GitSource.isLocal(f.repoUrl) ? f.repoUrl : this.mirrorOf(f);
+    const listing = await simpleGit(repo).raw(['ls-tree', '-r', '-z', '--full-tree', commit]);
     const entries: Array<{ path: string; sha: string }> = [];
     for (const line of listing.split('\0')) {
       if (!line) continue;
@@ -86,7 +91,7 @@ export class GitSource {
       if (type === 'blob' && wanted(path)) entries.push({ path, sha });
     }
     const missing = [...new Set(entries.filter((e) => !cache?.has(e.sha)).map((e) => e.sha))];
-    const read = missing.length ? await catFileBatch(mirror, missing) : new Map<string, string>();
+    const read = missing.length ? await catFileBatch(repo, missing) : new Map<string, string>();
     const tree = new Map<string, TreeEntry>();
     for (const e of entries) {
       const content = read.get(e.sha) ?? cache?.get(e.sha) ?? '';
