@@ -26,6 +26,8 @@ afterAll(async () => {
 interface Worker extends ChildProcess {
   /** The worker id it printed when it started. */
   id(): Promise<string>;
+  /** What it printed so far (for a failure's message). */
+  output(): string;
 }
 
 function worker(args: string[], env: Record<string, string> = {}): Worker {
@@ -48,6 +50,7 @@ function worker(args: string[], env: Record<string, string> = {}): Worker {
   child.on('exit', (code) => {
     if (code && code !== 0) process.stderr.write(`worker exited ${code}: ${err}\n`);
   });
+  child.output = () => `stdout: ${out}\nstderr: ${err}`;
   child.id = async () => {
     while (!/^factoryd worker (\S+):/.test(out)) await new Promise((r) => setTimeout(r, 20));
     return /^factoryd worker (\S+):/.exec(out)![1];
@@ -200,7 +203,17 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     // Generous: on a loaded 2-core CI machine the poll, the signal and the exit can take seconds.
     const gone = Date.now() + 20_000;
     while (execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 200')) {
-      if (Date.now() > gone) throw new Error('the cancelled harness is still running');
+      if (Date.now() > gone) {
+        // What a person would look at: the processes, the run as the API sees it, the worker's output.
+        const ps = execFileSync('ps', ['-eo', 'pid,pgid,ppid,stat,etimes,args'], { encoding: 'utf8' });
+        const run = (await t.call('GET', `/api/v1/agent/runs/${long}`)).body;
+        throw new Error(
+          `the cancelled harness is still running\n${ps
+            .split('\n')
+            .filter((l) => /sleep|agent\.js|PID/.test(l))
+            .join('\n')}\nrun: ${JSON.stringify(run)}\nworker ${w.output()}`,
+        );
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
     expect((await waitFor(long, ['CANCELLED'])).state).toBe('CANCELLED');
