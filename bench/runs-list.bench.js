@@ -184,12 +184,13 @@ async function seed(teamId, creatorId, count, offset) {
   await sql.query(
     `INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
                        environment_id, skill_spec, worker_host, metadata, conversation_id, created_at, updated_at,
-                       started_at, ended_at)
+                       started_at, ended_at, search_text)
      SELECT id, $1, title, prompt, state, source, $2,
             jsonb_strip_nulls(jsonb_build_object('name', name, 'model_id', model, 'environment_id', env, 'skill_spec', skill)),
             name, model, env, skill, 'warp', meta, id, created, updated,
             CASE WHEN state NOT IN ('QUEUED', 'PENDING') THEN created + interval '5 seconds' END,
-            CASE WHEN state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED') THEN updated END
+            CASE WHEN state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED') THEN updated END,
+            title || ' ' || prompt || ' ' || coalesce(skill, '')
        FROM (
          SELECT gen_random_uuid() AS id,
                 (ARRAY['Fix', 'Add', 'Refactor', 'Update', 'Investigate', 'Upgrade', 'Document', 'Remove'])[1 + h % 8]

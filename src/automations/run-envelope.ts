@@ -46,6 +46,7 @@ export function webhookRun(target: AutomationTarget, delivery: DeliveryRef): New
     teamId: delivery.teamId,
     title: `${target.name}: ${delivery.webhookName}`,
     prompt: `${target.prompt.trimEnd()}\n\n${envelope}`,
+    authoredPrompt: target.prompt,
     source: 'WEBHOOK',
     creatorId: null,
     agentConfig: target.config,

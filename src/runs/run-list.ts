@@ -37,8 +37,8 @@ export interface RunListFilter {
   scheduleId?: string;
 }
 
-/** The search expression; it must stay identical to the `runs_search` trigram index. */
-export const RUN_SEARCH_TEXT = `(r.title || ' ' || r.prompt || ' ' || coalesce(r.skill_spec, ''))`;
+/** What `q` searches: title, authored prompt and skill, kept in the column the `runs_search` trigram index covers. */
+export const RUN_SEARCH_TEXT = `r.search_text`;
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
 

@@ -75,6 +75,11 @@ export interface NewRun {
   teamId: string;
   title: string;
   prompt: string;
+  /**
+   * The part of the prompt its author wrote, for `q` (default: the whole prompt). A webhook run
+   * leaves out the envelope factoryd appends.
+   */
+  authoredPrompt?: string;
   source: RunSource;
   creatorId: string | null;
   agentConfig: AgentConfig;

@@ -75,13 +75,15 @@ export class RunsRepository {
       `WITH new_runs AS (
          INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
                            environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
-                           created_at, updated_at)
+                           created_at, updated_at, search_text)
          SELECT id, team_id, title, prompt, 'QUEUED', source, creator_id, agent_config, config_name, model_id,
-                environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, $17, $17
+                environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, $17, $17,
+                title || ' ' || authored || ' ' || coalesce(skill_spec, '')
            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::uuid[], $7::jsonb[], $8::text[],
-                       $9::text[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::uuid[], $15::uuid[], $16::text[])
+                       $9::text[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::uuid[], $15::uuid[], $16::text[],
+                       $22::text[])
              AS r(id, team_id, title, prompt, source, creator_id, agent_config, config_name, model_id, environment_id,
-                  skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode)
+                  skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, authored)
        )
        INSERT INTO run_attachments (run_id, file_name, content_type, content)
        SELECT * FROM unnest($18::uuid[], $19::text[], $20::text[], $21::bytea[])`,
@@ -107,6 +109,7 @@ export class RunsRepository {
         attachments.map((a) => a.fileName),
         attachments.map((a) => a.contentType),
         attachments.map((a) => a.content),
+        column((r) => r.authoredPrompt ?? r.prompt),
       ],
     );
     this.signal?.queued();

@@ -6,6 +6,7 @@ import { Workers1763683600000 } from './1763683600000-workers.js';
 import { SlidingRateLimits1763683700000 } from './1763683700000-sliding-rate-limits.js';
 import { AwaitingWebhookSecrets1763684000000 } from './1763684000000-awaiting-webhook-secrets.js';
 import { TeamHarness1763684100000 } from './1763684100000-team-harness.js';
+import { RunSearchText1763684200000 } from './1763684200000-run-search-text.js';
 
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   SlidingRateLimits1763683700000,
   AwaitingWebhookSecrets1763684000000,
   TeamHarness1763684100000,
+  RunSearchText1763684200000,
 ];
