@@ -212,12 +212,25 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     while (execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 200')) {
       if (Date.now() > gone) {
         // What a person would look at: the processes, the run as the API sees it, the worker's output.
-        const ps = execFileSync('ps', ['-eo', 'pid,pgid,ppid,stat,etimes,args'], { encoding: 'utf8' });
+        const ps = execFileSync('ps', ['-eo', 'pid,pgid,ppid,stat,etimes,args'], { encoding: 'utf8' }).split(
+          '\n',
+        );
+        // The `sleep`, every process of its group and its parent, and the worker's harnesses.
+        const sleeps = ps.filter((l) => l.includes('sleep 200')).map((l) => l.trim().split(/\s+/));
+        const related = new Set(sleeps.flatMap(([pid, pgid, ppid]) => [pid, pgid, ppid]));
         const run = (await t.call('GET', `/api/v1/agent/runs/${long}`)).body;
         throw new Error(
           `the cancelled harness is still running\n${ps
-            .split('\n')
-            .filter((l) => /sleep|agent\.js|PID/.test(l))
+            .filter(
+              (l, i) =>
+                i === 0 ||
+                /agent\.js/.test(l) ||
+                l
+                  .trim()
+                  .split(/\s+/)
+                  .slice(0, 3)
+                  .some((id) => related.has(id)),
+            )
             .join('\n')}\nrun: ${JSON.stringify(run)}\nworker ${w.output()}`,
         );
       }
