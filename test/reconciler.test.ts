@@ -96,6 +96,26 @@ describe('reconciler: a factory repository applied commit by commit', () => {
     expect(latest.plan.agents.created.sort()).toEqual(['fixer', 'lead']);
   });
 
+  it('a git URL is fetched into the mirror and applied from there, commit by commit', async () => {
+    const remote = new TestRepo();
+    try {
+      const f = await t.service.app.get(DefinitionStore).register({
+        teamId: t.defaultTeam.id,
+        name: 'from-a-url',
+        repoUrl: `file://${remote.dir}`,
+        branch: 'main',
+      });
+      const first = remote.commit(baseFactory());
+      const applied = await reconciler.request(f!.id);
+      expect(applied).toMatchObject({ result: 'applied', revision: first });
+      expect((await reconciler.request(f!.id)).result).toBe('noop');
+      const second = remote.commit({ 'agents/fixer/agent.md': '---\ndescription: Fixes\n---\nFix it.\n' });
+      expect(await reconciler.request(f!.id)).toMatchObject({ result: 'applied', revision: second });
+    } finally {
+      remote.remove();
+    }
+  });
+
   it('a poll of the same head does nothing and records nothing', async () => {
     const before = (await applies()).length;
     expect((await reconciler.request(factoryId)).result).toBe('noop');

@@ -36,17 +36,11 @@ export class GitSource {
     return isAbsolute(dir) ? dir : resolve(path, dir);
   }
 
-  /** The head of the production branch where it is cheapest to ask: the local repository, else the mirror after a fetch. */
-  async head(f: FactorySourceRef): Promise<string> {
-    if (GitSource.isLocal(f.repoUrl)) return revParse(f.repoUrl, f.branch);
-    return this.fetch(f);
-  }
-
   /**
-   * Makes the production branch's head readable by `readTree` and returns it: a local repository's
-   * head as it is, a remote one's fetched into the mirror.
+   * The head of the production branch, made readable by `readTree`: a local repository's as it is, a
+   * remote one's fetched into the mirror.
    */
-  async fetch(f: FactorySourceRef): Promise<string> {
+  async head(f: FactorySourceRef): Promise<string> {
     if (GitSource.isLocal(f.repoUrl)) return revParse(f.repoUrl, f.branch);
     const mirror = this.mirrorOf(f);
     if (!existsSync(join(mirror, 'HEAD'))) {
@@ -71,7 +65,7 @@ export class GitSource {
   }
 
   /**
-   * The files at `commit` (as returned by `fetch`) whose paths `wanted` accepts. Blobs already in
+   * The files at `commit` (as returned by `head`) whose paths `wanted` accepts. Blobs already in
    * `cache` (by blob id) are not read again, so an apply after a one-file change reads one file.
    */
   async readTree(

@@ -97,7 +97,6 @@ export class Reconciler {
       revision = await this.source.head(factory);
       if (!force && revision === factory.lastAttemptedRevision)
         return { result: 'noop', revision, errors: [], factory };
-      revision = await this.source.fetch(factory);
       tree = await this.source.readTree(factory, revision, (p) => placementOf(p) !== undefined, this.blobs);
     } catch (err) {
       if (dryRun)

@@ -231,12 +231,7 @@ export class WorkerRunsService {
   /** Follow-ups not yet delivered (a BLOCKED run resumes), or `stop` when the run is no longer ours. */
   async control(w: WorkerIdentity, runId: string): Promise<Control> {
     return this.db.transaction(async (tx) => {
-      const [run] = await tx.query<{
-        state: RunState;
-        lease_owner: string;
-        team_id: string;
-        execution: number;
-      }>(`SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`, [runId]);
+      const run = await lockLease(tx, runId);
       if (!run || run.lease_owner !== w.id || !HELD.includes(run.state)) return { stop: true, followups: [] };
       const followups = await this.takeFollowups(tx, runId, run.execution);
       if (followups.length && run.state === 'BLOCKED') {
@@ -271,12 +266,7 @@ export class WorkerRunsService {
         return;
     }
     await this.db.transaction(async (tx) => {
-      const [run] = await tx.query<{
-        state: RunState;
-        lease_owner: string;
-        team_id: string;
-        execution: number;
-      }>(`SELECT state, lease_owner, team_id, execution FROM runs WHERE id = $1 FOR UPDATE`, [runId]);
+      const run = await lockLease(tx, runId);
       if (!run || run.lease_owner !== w.id || run.execution !== execution) return;
       await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [runId]);
       if (!HELD.includes(run.state)) return;
@@ -446,4 +436,16 @@ export class WorkerRunsService {
       [runId, leaseOwner ?? null, execution, this.now(), cols.types, cols.roles, cols.kinds, cols.bodies],
     );
   }
+}
+
+/** A run's state and lease, locked for the rest of the transaction (a worker's control and end). */
+async function lockLease(
+  tx: Queryable,
+  runId: string,
+): Promise<{ state: RunState; lease_owner: string; execution: number } | undefined> {
+  const [run] = await tx.query<{ state: RunState; lease_owner: string; execution: number }>(
+    `SELECT state, lease_owner, execution FROM runs WHERE id = $1 FOR UPDATE`,
+    [runId],
+  );
+  return run;
 }
