@@ -1,153 +1,128 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { fromRoot } from '../common/paths.js';
+import type { LauncherReport, LauncherRequest } from './launcher.js';
+
+export interface HarnessExit {
+  code: number | null;
+  signal: string | null;
+}
+
+interface Job {
+  pid?: number;
+  onLine(stream: 'stdout' | 'stderr', line: string): void;
+  done(exit: HarnessExit): void;
+}
+
+/** The launcher's built file: beside this module in dist/; when running from the sources, the build's. */
+function launcherPath(): string {
+  const beside = fileURLToPath(new URL('./launcher.js', import.meta.url));
+  return existsSync(beside) ? beside : fromRoot('dist', 'workers', 'launcher.js');
+}
 
 /**
- * Node has no PDEATHSIG: a worker killed abruptly (SIGKILL, OOM, a crash) would leave its harnesses'
- * process trees running. So each worker process keeps a guardian — a tiny shell in its own process
- * group — told on its stdin which harness process groups are live (`+PGID`, `-PGID`). When that
- * pipe closes because the worker is gone, the guardian kills every group still listed. (One
- * process per worker, not one per harness: a wrapper per run cost a fork and a signal each.)
+ * The worker's side of the harness launcher (launcher.ts): started on the first spawn, one per
+ * worker process. Should it die, the worker kills the groups it had started itself (their ids are
+ * known here) and a new launcher starts with the next spawn.
  */
-const GUARDIAN_SCRIPT = `groups=' '
-while read -r line; do
-  case $line in
-    +*) groups="$groups\${line#+} " ;;
-    -*) g=\${line#-}; case $groups in *" $g "*) groups="\${groups%% $g *} \${groups#* $g }" ;; esac ;;
-  esac
-done
-for g in $groups; do kill -KILL -"$g" 2>/dev/null; done`;
-
-class Guardian {
+class Launcher {
   private child?: ChildProcess;
-  private readonly groups = new Set<number>();
-  /** Lines for the guardian, written once per turn of the event loop (one write for several slots). */
-  private pending = '';
+  private nextId = 1;
+  private readonly jobs = new Map<number, Job>();
 
-  add(pgid: number): void {
-    this.groups.add(pgid);
-    this.send(`+${pgid}\n`);
+  start(request: Omit<Extract<LauncherRequest, { t: 'spawn' }>, 't' | 'id'>, job: Job): number {
+    const id = this.nextId++;
+    this.jobs.set(id, job);
+    this.send({ t: 'spawn', id, ...request });
+    return id;
   }
 
-  remove(pgid: number): void {
-    if (this.groups.delete(pgid)) this.send(`-${pgid}\n`);
+  send(request: LauncherRequest): void {
+    const child = this.child ?? this.fork();
+    if (this.jobs.size) child.channel?.ref();
+    child.send(request);
   }
 
-  private send(line: string): void {
-    if (!this.pending) setImmediate(() => this.flush());
-    this.pending += line;
-  }
-
-  private flush(): void {
-    const lines = this.pending;
-    this.pending = '';
-    const child = this.child;
-    if (child && child.exitCode === null && child.signalCode === null) child.stdin!.write(lines);
-    else this.start(); // (again, if it was killed): it is told every live group
-  }
-
-  private start(): void {
-    const child = spawn('/bin/sh', ['-c', GUARDIAN_SCRIPT], {
-      detached: true, // its own group: a signal to the worker's group leaves it to clean up
-      stdio: ['pipe', 'ignore', 'ignore'],
+  private fork(): ChildProcess {
+    const child = fork(launcherPath(), [], {
+      // Its own process group: a Ctrl-C to the worker's group leaves the harnesses' stop to the worker.
+      detached: true,
+      execArgv: [],
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
+    child.on('message', (report: LauncherReport) => this.receive(report));
     child.on('error', () => undefined);
-    child.stdin!.on('error', () => undefined);
-    // It must not keep the worker alive: it ends when the worker does.
+    child.once('exit', () => this.lost(child));
+    // It must not keep the worker alive: the channel holds the event loop only while harnesses run.
     child.unref();
-    (child.stdin as unknown as { unref(): void }).unref();
+    child.channel?.unref();
     this.child = child;
-    if (this.groups.size) child.stdin!.write([...this.groups].map((g) => `+${g}\n`).join(''));
+    return child;
+  }
+
+  private receive(report: LauncherReport): void {
+    const job = this.jobs.get(report.id);
+    if (!job) return;
+    if (report.t === 'spawned') job.pid = report.pid;
+    else if (report.t === 'lines')
+      for (const line of report.lines) job.onLine(report.s === 1 ? 'stdout' : 'stderr', line);
+    else {
+      this.jobs.delete(report.id);
+      if (!this.jobs.size) this.child?.channel?.unref();
+      job.done({ code: report.code, signal: report.signal });
+    }
+  }
+
+  /** The launcher died (killed, out of memory): its harnesses must not outlive it unnoticed. */
+  private lost(child: ChildProcess): void {
+    if (this.child !== child) return;
+    this.child = undefined;
+    const jobs = [...this.jobs.values()];
+    this.jobs.clear();
+    for (const job of jobs) {
+      if (job.pid)
+        try {
+          process.kill(-job.pid, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      job.onLine('stderr', 'factoryd: the harness launcher died; the harness was killed');
+      job.done({ code: null, signal: 'SIGKILL' });
+    }
   }
 }
 
-const guardian = new Guardian();
+const launcher = new Launcher();
 
 /**
- * One harness process in its own process group (so cancel reaches every process it started, and the
- * guardian can end the group if the worker dies), its stdout and stderr split into lines.
+ * One harness process in its own process group (so a stop reaches every process it started, and the
+ * launcher can end the group if the worker dies), its stdout and stderr split into lines.
  */
 export class HarnessProcess {
-  private readonly child: ChildProcess;
-  readonly exited: Promise<{ code: number | null; signal: string | null }>;
-  /** stdout and stderr have ended (every line was read). */
-  private readonly closed: Promise<void>;
-  private killTimer?: NodeJS.Timeout;
+  /** The leader exited, no process of its group is left, and its output was read (within the grace period). */
+  readonly finished: Promise<HarnessExit>;
+  private readonly id: number;
 
   constructor(
     command: string,
     cwd: string,
     env: Record<string, string>,
+    graceMs: number,
     onLine: (stream: 'stdout' | 'stderr', line: string) => void,
   ) {
-    this.child = spawn(command, {
-      shell: true,
-      cwd,
-      env: { ...process.env, ...env },
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    if (this.child.pid) guardian.add(this.child.pid);
-    this.child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
-    createInterface({ input: this.child.stdout! }).on('line', (l) => onLine('stdout', l));
-    createInterface({ input: this.child.stderr! }).on('line', (l) => onLine('stderr', l));
-    this.closed = new Promise((resolve) => this.child.once('close', () => resolve()));
-    this.exited = new Promise((resolve) => {
-      this.child.once('error', () => resolve({ code: 127, signal: null }));
-      this.child.once('exit', (code, signal) => resolve({ code, signal }));
-    });
-  }
-
-  get pid(): number | undefined {
-    return this.child.pid;
+    let done!: (exit: HarnessExit) => void;
+    this.finished = new Promise((resolve) => (done = resolve));
+    this.id = launcher.start({ command, cwd, env, graceMs }, { onLine, done });
   }
 
   write(line: string): void {
-    if (this.child.stdin?.writable) this.child.stdin.write(line);
+    launcher.send({ t: 'write', id: this.id, data: line });
   }
 
-  /** SIGTERM to the group, SIGKILL after `graceMs`; resolves when no process of the group is left. */
-  async terminate(graceMs: number): Promise<void> {
-    this.signalGroup('SIGTERM');
-    this.killTimer ??= setTimeout(() => this.signalGroup('SIGKILL'), graceMs);
-    await this.exited;
-    await this.reapGroup(graceMs);
-  }
-
-  /** Waits (at most `ms`) until the last output line was read. */
-  async drained(ms: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.closed, new Promise((r) => (timer = setTimeout(r, ms)))]);
-    clearTimeout(timer);
-  }
-
-  /** After the leader exited, anything it left behind in its group is killed too. */
-  async reapGroup(graceMs: number): Promise<void> {
-    const deadline = Date.now() + graceMs;
-    while (this.groupAlive()) {
-      this.signalGroup(Date.now() < deadline ? 'SIGTERM' : 'SIGKILL');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    clearTimeout(this.killTimer);
-    this.child.stdin?.destroy();
-    if (this.child.pid) guardian.remove(this.child.pid);
-  }
-
-  private groupAlive(): boolean {
-    if (!this.child.pid) return false;
-    try {
-      process.kill(-this.child.pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  private signalGroup(signal: NodeJS.Signals): void {
-    if (!this.child.pid) return;
-    try {
-      process.kill(-this.child.pid, signal);
-    } catch {
-      /* the group is gone */
-    }
+  /** SIGTERM to the group (stdin closed), SIGKILL after the grace period; resolves when the group is gone. */
+  async stop(): Promise<HarnessExit> {
+    launcher.send({ t: 'stop', id: this.id });
+    return this.finished;
   }
 }

@@ -54,6 +54,7 @@ export class RunExecution {
         a.harness_command ?? this.opts.harnessCommand,
         this.workspace,
         this.env(),
+        this.opts.killGraceMs,
         (s, l) => this.onLine(s, l),
       );
       this.report(() => this.backend.started(a.run_id));
@@ -69,9 +70,7 @@ export class RunExecution {
         }),
       );
       this.touch();
-      const exit = await this.harness.exited;
-      await this.harness.reapGroup(this.opts.killGraceMs);
-      await this.harness.drained(this.opts.killGraceMs);
+      const exit = await this.harness.finished;
       clearTimeout(this.idleTimer);
       void this.flush();
       this.report(() =>
@@ -118,7 +117,7 @@ export class RunExecution {
     this.stoppedBy = reason; // before the harness started: it never will
     if (!this.harness) return;
     this.harness.write(encodeInput({ type: 'cancel' }));
-    await this.harness.terminate(this.opts.killGraceMs);
+    await this.harness.stop();
   }
 
   /**

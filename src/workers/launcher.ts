@@ -1,0 +1,155 @@
+/**
+ * The harness launcher: a small Node process, one per worker process, that starts the harnesses and
+ * owns their process groups (harness-process.ts is the worker's side; `LauncherRequest` and
+ * `LauncherReport` are the protocol, over Node's IPC channel).
+ *
+ * Why a process of its own: a fork copies the forking process's page tables, so spawning from the
+ * worker (the whole service, when service-hosted) blocks its event loop for milliseconds per run; from
+ * this small process it costs less and happens on the other core. And Node has no PDEATHSIG: when the
+ * worker dies, however abruptly, this process sees its IPC channel close and kills every live group.
+ *
+ * Plain Node built-ins only: it is started from the built file and must start fast.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
+
+export type LauncherRequest =
+  | { t: 'spawn'; id: number; command: string; cwd: string; env: Record<string, string>; graceMs: number }
+  | { t: 'write'; id: number; data: string }
+  | { t: 'stop'; id: number };
+
+export type LauncherReport =
+  | { t: 'spawned'; id: number; pid: number }
+  /** Complete lines from stdout (s = 1) or stderr (s = 2), in order. */
+  | { t: 'lines'; id: number; s: 1 | 2; lines: string[] }
+  /** The leader exited, its group is gone and its output was read (or the grace period ran out). */
+  | { t: 'done'; id: number; code: number | null; signal: string | null };
+
+interface Job {
+  child: ChildProcess;
+  /** The group's id (the leader's pid); undefined if the spawn failed. */
+  pgid?: number;
+  graceMs: number;
+  /** When the group is stopped: SIGTERM now, SIGKILL from this time on. */
+  killAt?: number;
+}
+
+const jobs = new Map<number, Job>();
+const send = (report: LauncherReport) => process.send!(report);
+
+function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
+  const child = spawn(req.command, {
+    shell: true,
+    cwd: req.cwd,
+    env: { ...process.env, ...req.env },
+    detached: true, // its own process group: a stop reaches every process the harness started
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const job: Job = { child, pgid: child.pid, graceMs: req.graceMs };
+  jobs.set(req.id, job);
+  child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
+  if (child.pid) send({ t: 'spawned', id: req.id, pid: child.pid });
+  const read = [lines(req.id, child.stdout!, 1), lines(req.id, child.stderr!, 2)];
+  let exit: { code: number | null; signal: string | null } | undefined;
+  child.once('error', (err) => {
+    if (child.pid) return; // a spawned child's errors are its pipes'; its exit decides
+    send({ t: 'lines', id: req.id, s: 2, lines: [`the harness could not be started: ${err.message}`] });
+    exit = { code: 127, signal: null };
+    finish(req.id, exit);
+  });
+  child.once('exit', (code, signal) => {
+    exit = { code, signal };
+    // Anything the leader left in its group goes too; then the output still in the pipes is read.
+    void reap(job).then(async () => {
+      await Promise.race([Promise.all(read), delay(job.graceMs)]);
+      finish(req.id, exit!);
+    });
+  });
+}
+
+function finish(id: number, exit: { code: number | null; signal: string | null }): void {
+  const job = jobs.get(id);
+  if (!job) return;
+  jobs.delete(id);
+  job.child.stdin?.destroy();
+  job.child.stdout?.destroy();
+  job.child.stderr?.destroy();
+  send({ t: 'done', id, ...exit });
+}
+
+/** Splits a stream into lines (UTF-8 safe), sent a chunk's worth at a time; resolves at its end. */
+function lines(id: number, stream: Readable, s: 1 | 2): Promise<void> {
+  stream.setEncoding('utf8');
+  let partial = '';
+  return new Promise((resolve) => {
+    stream.on('data', (chunk: string) => {
+      const parts = (partial + chunk).split('\n');
+      partial = parts.pop()!;
+      if (parts.length) send({ t: 'lines', id, s, lines: parts.map((l) => l.replace(/\r$/, '')) });
+    });
+    const end = () => {
+      if (partial) send({ t: 'lines', id, s, lines: [partial] });
+      partial = '';
+      resolve();
+    };
+    stream.once('end', end);
+    stream.once('close', end);
+    stream.on('error', () => undefined);
+  });
+}
+
+/** SIGTERM to the group, SIGKILL once the grace period is over. */
+function stop(job: Job): void {
+  job.killAt ??= Date.now() + job.graceMs;
+  signal(job, Date.now() < job.killAt ? 'SIGTERM' : 'SIGKILL');
+}
+
+/** Until no process of the group is left: SIGTERM, then SIGKILL after the grace period. */
+async function reap(job: Job): Promise<void> {
+  while (groupAlive(job)) {
+    stop(job);
+    await delay(20);
+  }
+}
+
+function groupAlive(job: Job): boolean {
+  if (!job.pgid) return false;
+  try {
+    process.kill(-job.pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function signal(job: Job, sig: NodeJS.Signals): void {
+  if (!job.pgid) return;
+  try {
+    process.kill(-job.pgid, sig);
+  } catch {
+    /* the group is gone */
+  }
+}
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+if (process.send) {
+  process.on('message', (req: LauncherRequest) => {
+    if (req.t === 'spawn') return start(req);
+    const job = jobs.get(req.id);
+    if (!job) return;
+    if (req.t === 'write') {
+      if (job.child.stdin?.writable) job.child.stdin.write(req.data);
+    } else {
+      job.child.stdin?.end();
+      stop(job);
+      // The leader may ignore SIGTERM: its group gets SIGKILL once the grace period is over.
+      setTimeout(() => jobs.get(req.id) === job && stop(job), job.graceMs + 5).unref();
+    }
+  });
+  // The worker is gone (however it died): nothing of its runs may outlive it.
+  process.on('disconnect', () => {
+    for (const job of jobs.values()) if (job.pgid) signal(job, 'SIGKILL');
+    process.exit(0);
+  });
+}
