@@ -198,6 +198,92 @@ describe('the self-hosted worker API', () => {
     expect((await t.call('GET', `/api/v1/agent/runs/${ids[3]}`)).body.state).toBe('QUEUED');
   });
 
+  it("takes a short run's start, events and end in one report, dated by the worker's own measure", async () => {
+    const worker = { worker_id: 's1', worker_host: 'box-s' };
+    const id = await create({ prompt: 'Quick one', config: { worker_host: 'box-s' } });
+    const claimed = await t.call('POST', '/api/v1/agent/workers/claim', worker);
+    expect(claimed.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([id]);
+    const finish = (outcome: Record<string, unknown>) =>
+      t.call('POST', `/api/v1/agent/workers/runs/${id}/finish`, { ...worker, execution: 1, outcome });
+
+    // Malformed reports are refused whole: nothing recorded, the run still CLAIMED.
+    for (const [outcome, message] of [
+      [{ exitCode: 0, startedMsAgo: -5 }, /outcome.startedMsAgo must be a non-negative integer/],
+      [{ exitCode: 0, startedMsAgo: 1.5 }, /outcome.startedMsAgo must be a non-negative integer/],
+      [{ exitCode: 0, events: 'done' }, /outcome.events must be an array/],
+    ] as const) {
+      const res = await finish(outcome);
+      expect(res.status).toBe(400);
+      expect(res.body.detail).toMatch(message);
+    }
+    const events = await t.call('POST', `/api/v1/agent/workers/runs/${id}/events`, {
+      ...worker,
+      execution: 1,
+      events: [],
+      started_ms_ago: 'soon',
+    });
+    expect(events.status).toBe(400);
+    expect(events.body.detail).toMatch(/started_ms_ago must be a non-negative integer/);
+    expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CLAIMED');
+
+    const res = await finish({
+      exitCode: 0,
+      startedMsAgo: 1500,
+      events: [
+        { type: 'message', role: 'assistant', text: 'done quickly' },
+        { type: 'result', status: 'succeeded', message: 'all done' },
+      ],
+      result: { type: 'result', status: 'succeeded', message: 'all done' },
+    });
+    expect(res.status).toBe(200);
+    const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
+    expect(run.state).toBe('SUCCEEDED');
+    expect(run.status_message.message).toBe('all done');
+    // started_at is 1.5 s before the end (when the harness started), not when the report arrived.
+    const ranMs = Date.parse(run.updated_at) - Date.parse(run.started_at);
+    expect(ranMs).toBeGreaterThanOrEqual(1500);
+    expect(ranMs).toBeLessThan(10_000);
+    expect((await conversation(id)).messages.map((m: { text?: string }) => m.text)).toEqual([
+      'Quick one',
+      'done quickly',
+    ]);
+  });
+
+  it('reports a start on its own (no events yet) as INPROGRESS, dated by the worker', async () => {
+    const worker = { worker_id: 's2', worker_host: 'box-t' };
+    const id = await create({ prompt: 'Slow one', config: { worker_host: 'box-t' } });
+    await t.call('POST', '/api/v1/agent/workers/claim', worker);
+    const res = await t.call('POST', `/api/v1/agent/workers/runs/${id}/events`, {
+      ...worker,
+      execution: 1,
+      events: [],
+      started_ms_ago: 2000,
+    });
+    expect(res.status).toBe(200);
+    const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
+    expect(run.state).toBe('INPROGRESS');
+    expect(Date.parse(run.updated_at) - Date.parse(run.started_at)).toBeGreaterThanOrEqual(2000);
+  });
+
+  it('a killed launcher takes its harnesses with it: the run FAILS saying so, no process is left, the next run works', async () => {
+    const id = await create({ prompt: 'Long job\n/wait 303' });
+    await waitFor(id, ['INPROGRESS']);
+    await waitForProcess('sleep 303', true);
+    const launcher = execFileSync('ps', ['-eo', 'pid,ppid,args'], { encoding: 'utf8' })
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .find(([, ppid, ...args]) => Number(ppid) === process.pid && args.join(' ').includes('launcher.js'));
+    expect(launcher, 'the launcher is a child of this process').toBeDefined();
+    process.kill(Number(launcher![0]), 'SIGKILL');
+    const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message.message).toMatch(/the harness launcher died/);
+    await waitForProcess('sleep 303', false, 3000);
+    expect((await waitFor(await create({ prompt: 'After it' }), ['SUCCEEDED', 'FAILED'])).state).toBe(
+      'SUCCEEDED',
+    );
+  });
+
   it("ends a dead worker's runs when its restarted successor reports it, and only within the caller's team and host", async () => {
     const id = await create({ prompt: 'Held by a worker that dies', config: { worker_host: 'box-l' } });
     const claimed = await claimAs('dead-one', 'box-l');

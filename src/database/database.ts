@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 
@@ -9,15 +10,36 @@ export interface Queryable {
   execute(sql: string, params?: unknown[]): Promise<number>;
 }
 
+/** Names of prepared statements by SQL text (bounded: texts built at run time must not grow it forever). */
+const statementNames = new Map<string, string>();
+const MAX_PREPARED = 1000;
+
+/**
+ * A statement with parameters runs as a named prepared statement: PostgreSQL parses and plans it once
+ * per connection instead of on every call (the planning alone cost as much as the execution of the
+ * workers' and the ingress's statements). Without parameters it may be several statements, so it runs
+ * as a simple query.
+ */
+function statement(sql: string, params?: unknown[]): string | pg.QueryConfig {
+  if (!params) return sql;
+  let name = statementNames.get(sql);
+  if (!name) {
+    if (statementNames.size >= MAX_PREPARED) return { text: sql, values: params };
+    name = `s${createHash('sha1').update(sql).digest('base64url').slice(0, 20)}`;
+    statementNames.set(sql, name);
+  }
+  return { name, text: sql, values: params };
+}
+
 class ClientQueries implements Queryable {
   constructor(protected readonly target: pg.Pool | pg.PoolClient) {}
 
   async query<T = Record<string, any>>(sql: string, params?: unknown[]): Promise<T[]> {
-    return (await this.target.query(sql, params)).rows as T[];
+    return (await this.target.query(statement(sql, params))).rows as T[];
   }
 
   async execute(sql: string, params?: unknown[]): Promise<number> {
-    return (await this.target.query(sql, params)).rowCount ?? 0;
+    return (await this.target.query(statement(sql, params))).rowCount ?? 0;
   }
 }
 

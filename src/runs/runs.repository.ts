@@ -137,25 +137,32 @@ export class RunsRepository {
   }
 
   /**
-   * Applies a state machine event if the run is still in a state that allows it (compare-and-set on
-   * the state, so racing writers cannot both win). Returns the new state, or undefined if the run
-   * moved on meanwhile.
+   * Applies a state machine event (or a path of them, e.g. start then succeed for a run whose whole
+   * life fits in one report) if the run is still in a state that allows it (compare-and-set on the
+   * state, so racing writers cannot both win). Returns the new state, or undefined if the run moved
+   * on meanwhile.
    */
   async transition(
     tx: Queryable,
     runId: string,
     from: RunState,
-    event: RunEvent,
+    event: RunEvent | RunEvent[],
     now: Date,
-    /** `leaseOwner`: only if this worker still holds the run (a worker's own reports). */
-    extra: { statusMessage?: Run['statusMessage']; leaseOwner?: string } = {},
+    /**
+     * `leaseOwner`: only if this worker still holds the run (a worker's own reports). `startedAt`:
+     * when the path passes through INPROGRESS, when the harness started (default `now`).
+     */
+    extra: { statusMessage?: Run['statusMessage']; leaseOwner?: string; startedAt?: Date } = {},
   ): Promise<RunState | undefined> {
-    const to = nextState(from, event);
+    const path = Array.isArray(event) ? event : [event];
+    const visited: RunState[] = [];
+    for (const e of path) visited.push(nextState(visited.at(-1) ?? from, e));
+    const to = visited.at(-1)!;
     const ended = to === 'SUCCEEDED' || to === 'FAILED' || to === 'ERROR' || to === 'CANCELLED';
     const changed = await tx.execute(
       `UPDATE runs SET state = $3, updated_at = $4,
               ended_at = CASE WHEN $5 THEN $4 WHEN $3 = 'QUEUED' THEN NULL ELSE ended_at END,
-              started_at = CASE WHEN $3 = 'INPROGRESS' THEN coalesce(started_at, $4) ELSE started_at END,
+              started_at = CASE WHEN $9 THEN coalesce(started_at, $10) ELSE started_at END,
               status_message = CASE WHEN $6::jsonb IS NOT NULL THEN $6::jsonb WHEN $3 = 'QUEUED' THEN NULL ELSE status_message END
         WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[]) AND ($8::text IS NULL OR lease_owner = $8)`,
       [
@@ -165,8 +172,10 @@ export class RunsRepository {
         now,
         ended,
         extra.statusMessage ?? null,
-        statesAllowing(event),
+        statesAllowing(path[0]!),
         extra.leaseOwner ?? null,
+        visited.includes('INPROGRESS'),
+        extra.startedAt ?? now,
       ],
     );
     if (changed && to === 'QUEUED') this.signal?.queued();

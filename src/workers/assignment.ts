@@ -28,6 +28,10 @@ export interface Outcome {
   signal: string | null;
   lastLines: string[];
   result?: Extract<HarnessEvent, { type: 'result' }>;
+  /** Events not yet recorded: a short run's whole conversation travels with its end. */
+  events?: HarnessEvent[];
+  /** Set when the start was not yet reported: how long ago the harness started. */
+  startedMsAgo?: number;
 }
 
 /** What the worker learns when it asks about a run it holds. */
@@ -49,8 +53,11 @@ export interface WorkerBackend {
   claim(max: number): Promise<Assignment[]>;
   /** Resolves when there may be work, or after `ms`. */
   waitForWork(ms: number): Promise<void>;
-  started(runId: string): Promise<void>;
-  record(runId: string, execution: number, events: HarnessEvent[]): Promise<void>;
+  /**
+   * Appends events; with `startedMsAgo`, first reports that the harness started that long ago (the
+   * start is reported with the first events, or alone after a short delay, or with the end).
+   */
+  record(runId: string, execution: number, events: HarnessEvent[], startedMsAgo?: number): Promise<void>;
   control(runId: string): Promise<Control>;
   heartbeat(runIds: string[]): Promise<void>;
   finish(runId: string, execution: number, outcome: Outcome): Promise<void>;

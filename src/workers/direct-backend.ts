@@ -26,11 +26,8 @@ export class DirectBackend implements WorkerBackend {
   waitForWork(ms: number): Promise<void> {
     return this.wakeups.next(ms, this.seen);
   }
-  started(runId: string): Promise<void> {
-    return this.service.started(this.worker, runId);
-  }
-  record(runId: string, execution: number, events: HarnessEvent[]): Promise<void> {
-    return this.service.record(this.worker, runId, execution, events);
+  record(runId: string, execution: number, events: HarnessEvent[], startedMsAgo?: number): Promise<void> {
+    return this.service.record(this.worker, runId, execution, events, startedMsAgo);
   }
   control(runId: string): Promise<Control> {
     return this.service.control(this.worker, runId);

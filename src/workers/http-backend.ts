@@ -33,11 +33,17 @@ export class HttpBackend implements WorkerBackend {
   async waitForWork(): Promise<void> {
     /* the claim itself waited */
   }
-  async started(runId: string): Promise<void> {
-    await this.report(`/agent/workers/runs/${runId}/started`, {});
-  }
-  async record(runId: string, execution: number, events: HarnessEvent[]): Promise<void> {
-    await this.report(`/agent/workers/runs/${runId}/events`, { execution, events });
+  async record(
+    runId: string,
+    execution: number,
+    events: HarnessEvent[],
+    startedMsAgo?: number,
+  ): Promise<void> {
+    await this.report(`/agent/workers/runs/${runId}/events`, {
+      execution,
+      events,
+      started_ms_ago: startedMsAgo,
+    });
   }
   control(runId: string): Promise<Control> {
     return this.post<Control>(`/agent/workers/runs/${runId}/control`, {});

@@ -15,6 +15,7 @@ export interface ExecutionOptions {
 }
 
 const LAST_LINES = 20;
+/** Events are sent in batches at most this old; the start goes with the first batch or alone after this. */
 const FLUSH_EVERY_MS = 50;
 
 /** One execution of one run: workspace, harness process, events out, follow-ups and cancel in. */
@@ -28,6 +29,8 @@ export class RunExecution {
   private result?: Extract<HarnessEvent, { type: 'result' }>;
   private stoppedBy?: Outcome['stoppedBy'];
   private readonly workspace: string;
+  private spawnedAt = 0;
+  private startReported = false;
 
   constructor(
     readonly assignment: Assignment,
@@ -57,7 +60,10 @@ export class RunExecution {
         this.opts.killGraceMs,
         (s, l) => this.onLine(s, l),
       );
-      this.report(() => this.backend.started(a.run_id));
+      this.spawnedAt = performance.now();
+      // The start is not a report of its own: it goes with the first events, or alone once
+      // FLUSH_EVERY_MS passed, or, for a run that ends sooner, with its end (one statement).
+      this.flushTimer = setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
       this.harness.write(
         encodeInput({
           type: 'prompt',
@@ -72,7 +78,9 @@ export class RunExecution {
       this.touch();
       const exit = await this.harness.finished;
       clearTimeout(this.idleTimer);
-      void this.flush();
+      clearTimeout(this.flushTimer);
+      const events = this.takePending();
+      const start = this.takeStart();
       this.report(() =>
         this.backend.finish(a.run_id, a.execution, {
           stoppedBy: this.stoppedBy,
@@ -80,6 +88,8 @@ export class RunExecution {
           signal: exit.signal,
           lastLines: this.lastLines,
           result: this.result,
+          events,
+          startedMsAgo: start?.(),
         }),
       );
     } catch (err) {
@@ -182,8 +192,9 @@ export class RunExecution {
       };
     }
     this.pending.push(event);
-    // A status change is reported at once; other events are batched briefly.
-    if (event.type === 'status' || event.type === 'result') void this.flush();
+    // A status change (BLOCKED) is reported at once; other events are batched briefly (a result is
+    // usually followed by the exit, and goes with the end).
+    if (event.type === 'status') void this.flush();
     else this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
   }
 
@@ -199,14 +210,27 @@ export class RunExecution {
     return this.reports;
   }
 
-  /** Sends pending events. */
+  /** Sends pending events, and the start if it was not reported yet. */
   private flush(): Promise<void> {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
+    const batch = this.takePending();
+    const start = this.takeStart();
+    if (!batch.length && !start) return this.reports;
+    return this.report(() => this.backend.record(this.runId, this.assignment.execution, batch, start?.()));
+  }
+
+  private takePending(): HarnessEvent[] {
     const batch = this.pending;
     this.pending = [];
-    if (!batch.length) return this.reports;
-    return this.report(() => this.backend.record(this.runId, this.assignment.execution, batch));
+    return batch;
+  }
+
+  /** For the first report after the spawn only: ms since the harness started, read as the report goes out. */
+  private takeStart(): (() => number) | undefined {
+    if (this.startReported || !this.harness) return undefined;
+    this.startReported = true;
+    return () => Math.round(performance.now() - this.spawnedAt);
   }
 
   private touch(): void {

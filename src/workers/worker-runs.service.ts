@@ -40,6 +40,11 @@ interface HeldRun {
 }
 
 /** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
+/** The worker measured `msAgo`; a negative or absurd figure (a broken worker) counts as now. */
+function startedAt(now: Date, msAgo: number): Date {
+  return new Date(now.getTime() - (msAgo >= 0 && msAgo < 86_400_000 ? msAgo : 0));
+}
+
 function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
   if (outcome.exitCode === 0)
     return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
@@ -203,11 +208,24 @@ export class WorkerRunsService {
     return exact?.content;
   }
 
-  async started(w: WorkerIdentity, runId: string): Promise<void> {
-    await this.runs.transition(this.db, runId, 'CLAIMED', 'start', this.now(), { leaseOwner: w.id });
-  }
-
-  async record(w: WorkerIdentity, runId: string, execution: number, events: HarnessEvent[]): Promise<void> {
+  /**
+   * A worker's report of events; with `startedMsAgo` (its first report), the run turns INPROGRESS
+   * first, `started_at` being when the harness started by the worker's own measure (no clock skew).
+   */
+  async record(
+    w: WorkerIdentity,
+    runId: string,
+    execution: number,
+    events: HarnessEvent[],
+    startedMsAgo?: number,
+  ): Promise<void> {
+    if (startedMsAgo !== undefined) {
+      const now = this.now();
+      await this.runs.transition(this.db, runId, 'CLAIMED', 'start', now, {
+        leaseOwner: w.id,
+        startedAt: startedAt(now, startedMsAgo),
+      });
+    }
     if (!events.length) return;
     const inserted = await this.insertEvents(this.db, runId, execution, events, w.id);
     if (!inserted) return;
@@ -254,14 +272,26 @@ export class WorkerRunsService {
 
   /** The harness ended: its exit decides SUCCEEDED or FAILED, unless the run moved on (cancelled, lost). */
   async finish(w: WorkerIdentity, runId: string, execution: number, outcome: Outcome): Promise<void> {
-    // The usual end, in one statement: a run in progress whose harness exited by itself.
+    if (outcome.events?.length) await this.record(w, runId, execution, outcome.events);
+    // The usual end, in one statement: a run whose harness exited by itself, from INPROGRESS, or
+    // from CLAIMED when the whole run fitted in this one report (start and end in one update).
     if (!outcome.stoppedBy) {
       const [event, message] = endOf(outcome);
+      const now = this.now();
+      const short = outcome.startedMsAgo !== undefined;
       if (
-        await this.runs.transition(this.db, runId, 'INPROGRESS', event, this.now(), {
-          statusMessage: message,
-          leaseOwner: w.id,
-        })
+        await this.runs.transition(
+          this.db,
+          runId,
+          short ? 'CLAIMED' : 'INPROGRESS',
+          short ? ['start', event] : event,
+          now,
+          {
+            statusMessage: message,
+            leaseOwner: w.id,
+            startedAt: short ? startedAt(now, outcome.startedMsAgo!) : undefined,
+          },
+        )
       )
         return;
     }
@@ -276,14 +306,10 @@ export class WorkerRunsService {
         event: RunEvent,
         message?: { message: string; error_code?: string; retryable?: boolean },
       ) => {
-        const next = await this.runs.transition(
-          tx,
-          runId,
-          state,
-          event,
-          now,
-          message ? { statusMessage: message } : {},
-        );
+        const next = await this.runs.transition(tx, runId, state, event, now, {
+          ...(message ? { statusMessage: message } : {}),
+          ...(outcome.startedMsAgo !== undefined ? { startedAt: startedAt(now, outcome.startedMsAgo) } : {}),
+        });
         if (next) state = next;
       };
       if (outcome.stoppedBy === 'shutdown') {

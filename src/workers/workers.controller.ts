@@ -126,16 +126,6 @@ export class WorkersController {
     };
   }
 
-  @Post('workers/runs/:runId/started')
-  @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
-  @ApiJsonOk({ type: 'object' })
-  @HttpCode(200)
-  @RequireScope('runs:write')
-  async started(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: WorkerBody) {
-    await this.service.started(identity(auth, body), runParam(runId));
-    return {};
-  }
-
   @Post('workers/runs/:runId/events')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
   @ApiJsonOk({ type: 'object' })
@@ -144,15 +134,14 @@ export class WorkersController {
   async events(
     @Auth() auth: AuthContext,
     @Param('runId') runId: string,
-    @Body() body: WorkerBody & { execution?: unknown; events?: unknown },
+    @Body() body: WorkerBody & { execution?: unknown; events?: unknown; started_ms_ago?: unknown },
   ) {
-    if (!Array.isArray(body.events) || body.events.length > 1000)
-      throw new InvalidRequest('events must be an array of at most 1000 harness events');
     await this.service.record(
       identity(auth, body),
       runParam(runId),
       execution(body),
-      body.events.map(toEvent),
+      events(body.events, 'events'),
+      startedMsAgo(body.started_ms_ago, 'started_ms_ago'),
     );
     return {};
   }
@@ -188,6 +177,8 @@ export class WorkersController {
         ? o.lastLines.filter((l) => typeof l === 'string').slice(-20)
         : [],
       result: o.result ? (toEvent(o.result) as Outcome['result']) : undefined,
+      events: o.events === undefined ? undefined : events(o.events, 'outcome.events'),
+      startedMsAgo: startedMsAgo(o.startedMsAgo, 'outcome.startedMsAgo'),
     };
     if (outcome.result && outcome.result.type !== 'result') outcome.result = undefined;
     await this.service.finish(identity(auth, body), runParam(runId), execution(body), outcome);
@@ -219,6 +210,20 @@ function execution(body: { execution?: unknown }): number {
   if (typeof body.execution !== 'number' || !Number.isInteger(body.execution) || body.execution < 1)
     throw new InvalidRequest('execution must be the positive integer given with the claimed run');
   return body.execution;
+}
+
+function events(value: unknown, name: string): HarnessEvent[] {
+  if (!Array.isArray(value) || value.length > 1000)
+    throw new InvalidRequest(`${name} must be an array of at most 1000 harness events`);
+  return value.map(toEvent);
+}
+
+/** Optional: how long ago the harness started, in whole milliseconds (the start's first report). */
+function startedMsAgo(value: unknown, name: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+    throw new InvalidRequest(`${name} must be a non-negative integer (milliseconds)`);
+  return value;
 }
 
 function toEvent(e: unknown): HarnessEvent {

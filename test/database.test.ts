@@ -1,0 +1,57 @@
+import type { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/database/data-source.js';
+import { Database } from '../src/database/database.js';
+import { createTestDatabase } from './support/database.js';
+
+// Statements with parameters run as named prepared statements (parsed and planned once per
+// connection): they must behave exactly as one-off statements do, errors and transactions included.
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let dataSource: DataSource;
+let db: Database;
+beforeAll(async () => {
+  database = await createTestDatabase();
+  dataSource = await openDatabase(database.url, 3);
+  db = Database.fromDataSource(dataSource);
+  await db.execute(`CREATE TABLE prepared_probe (k text PRIMARY KEY, v integer NOT NULL)`);
+});
+afterAll(async () => {
+  await dataSource?.destroy();
+  await database?.drop();
+});
+
+describe('prepared statements', () => {
+  it('runs the same statement on every connection of the pool, with any values', async () => {
+    const insert = `INSERT INTO prepared_probe (k, v) VALUES ($1, $2)`;
+    await Promise.all(Array.from({ length: 30 }, (_, i) => db.execute(insert, [`k${i}`, i])));
+    const rows = await db.query<{ n: number; total: number }>(
+      `SELECT count(*)::int AS n, sum(v)::int AS total FROM prepared_probe WHERE k LIKE $1`,
+      ['k%'],
+    );
+    expect(rows).toEqual([{ n: 30, total: 435 }]);
+  });
+
+  it('still runs a statement that first failed, or was first sent in a transaction that failed', async () => {
+    const insert = `INSERT INTO prepared_probe (k, v) VALUES ($1, $2) RETURNING v`;
+    await db.execute(insert, ['dup', 1]);
+    await expect(db.execute(insert, ['dup', 2])).rejects.toThrow(/duplicate key/);
+    expect(await db.query(insert, ['dup-2', 2])).toEqual([{ v: 2 }]);
+
+    // Never sent before, and first sent inside an aborted transaction: its parse fails there.
+    const fresh = `SELECT v + $2::int AS w FROM prepared_probe WHERE k = $1`;
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.execute(insert, ['dup', 3]).catch(() => undefined); // aborts the transaction
+        await tx.query(fresh, ['dup', 1]);
+      }),
+    ).rejects.toThrow(/current transaction is aborted/);
+    for (let i = 0; i < 6; i++) expect(await db.query(fresh, ['dup', i])).toEqual([{ w: 1 + i }]);
+  });
+
+  it('runs statements built at run time past the number it keeps prepared', async () => {
+    for (let i = 0; i < 1100; i++) {
+      const [row] = await db.query<{ n: number }>(`SELECT $1::int + ${i} AS n`, [1]);
+      expect(row!.n).toBe(i + 1);
+    }
+  });
+});
