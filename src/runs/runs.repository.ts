@@ -65,55 +65,81 @@ export class RunsRepository {
   /** `insert` for many runs in one statement (one round trip however many): their ids, in order. */
   async insertMany(tx: Queryable, runs: NewRun[], now: Date): Promise<string[]> {
     if (runs.length === 0) return [];
+    const part = this.insertManyPart(runs, now, 1);
+    await tx.execute(`WITH ${part.ctes} SELECT 1`, part.params);
+    this.signal?.queued();
+    return part.ids;
+  }
+
+  /**
+   * The CTEs (`new_runs`, `new_attachments`) that insert `runs` as part of a larger statement, their
+   * parameters numbered from `$first`. With `keep`, a run is inserted only if its key (one per run)
+   * is among the `id`s the CTE `keep.cte` returns: a webhook delivery's runs when that same statement
+   * accepted the delivery. The caller signals `queued()` once it committed.
+   */
+  insertManyPart(
+    runs: NewRun[],
+    now: Date,
+    first: number,
+    keep?: { keys: string[]; cte: string },
+  ): { ctes: string; params: unknown[]; ids: string[] } {
     const ids = runs.map(() => newUuid());
     const column = <V>(value: (run: NewRun, i: number) => V) => runs.map(value);
     const attachments = runs.flatMap((run, i) =>
       (run.attachments ?? []).map((a) => ({ runId: ids[i]!, ...a })),
     );
+    const $ = (n: number) => `$${first + n - 1}`;
     // The attachments' foreign key is checked at the end of the statement, after new_runs inserted.
-    await tx.execute(
-      `WITH new_runs AS (
+    const ctes = `new_runs AS (
          INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
                            environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
                            created_at, updated_at, search_text)
          SELECT id, team_id, title, prompt, 'QUEUED', source, creator_id, agent_config, config_name, model_id,
-                environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, $17, $17,
+                environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, ${$(17)}, ${$(17)},
                 title || ' ' || authored || ' ' || coalesce(skill_spec, '')
-           FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::uuid[], $7::jsonb[], $8::text[],
-                       $9::text[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::uuid[], $15::uuid[], $16::text[],
-                       $22::text[])
+           FROM unnest(${$(1)}::uuid[], ${$(2)}::uuid[], ${$(3)}::text[], ${$(4)}::text[], ${$(5)}::text[], ${$(6)}::uuid[],
+                       ${$(7)}::jsonb[], ${$(8)}::text[], ${$(9)}::text[], ${$(10)}::text[], ${$(11)}::text[], ${$(12)}::text[],
+                       ${$(13)}::jsonb[], ${$(14)}::uuid[], ${$(15)}::uuid[], ${$(16)}::text[], ${$(22)}::text[], ${$(23)}::text[])
              AS r(id, team_id, title, prompt, source, creator_id, agent_config, config_name, model_id, environment_id,
-                  skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, authored)
-       )
-       INSERT INTO run_attachments (run_id, file_name, content_type, content)
-       SELECT * FROM unnest($18::uuid[], $19::text[], $20::text[], $21::bytea[])`,
-      [
-        ids,
-        column((r) => r.teamId),
-        column((r) => r.title),
-        column((r) => r.prompt),
-        column((r) => r.source),
-        column((r) => r.creatorId),
-        column((r) => r.agentConfig),
-        column((r) => r.agentConfig.name ?? null),
-        column((r) => r.agentConfig.model_id ?? null),
-        column((r) => r.agentConfig.environment_id ?? null),
-        column((r) => r.agentConfig.skill_spec ?? null),
-        column((r) => r.agentConfig.worker_host ?? SERVICE_WORKER_HOST),
-        column((r) => r.metadata ?? null),
-        column((r, i) => r.conversationId ?? ids[i]),
-        column((r) => r.parentRunId ?? null),
-        column((r) => r.mode ?? null),
-        now,
-        attachments.map((a) => a.runId),
-        attachments.map((a) => a.fileName),
-        attachments.map((a) => a.contentType),
-        attachments.map((a) => a.content),
-        column((r) => r.authoredPrompt ?? r.prompt),
-      ],
-    );
+                  skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, authored, keep_key)
+          ${keep ? `WHERE r.keep_key::uuid IN (SELECT id FROM ${keep.cte})` : ''}
+         RETURNING id
+       ), new_attachments AS (
+         INSERT INTO run_attachments (run_id, file_name, content_type, content)
+         SELECT * FROM unnest(${$(18)}::uuid[], ${$(19)}::text[], ${$(20)}::text[], ${$(21)}::bytea[]) AS a(run_id, f, c, b)
+          ${keep ? 'WHERE a.run_id IN (SELECT id FROM new_runs)' : ''}
+       )`;
+    const params = [
+      ids,
+      column((r) => r.teamId),
+      column((r) => r.title),
+      column((r) => r.prompt),
+      column((r) => r.source),
+      column((r) => r.creatorId),
+      column((r) => r.agentConfig),
+      column((r) => r.agentConfig.name ?? null),
+      column((r) => r.agentConfig.model_id ?? null),
+      column((r) => r.agentConfig.environment_id ?? null),
+      column((r) => r.agentConfig.skill_spec ?? null),
+      column((r) => r.agentConfig.worker_host ?? SERVICE_WORKER_HOST),
+      column((r) => r.metadata ?? null),
+      column((r, i) => r.conversationId ?? ids[i]),
+      column((r) => r.parentRunId ?? null),
+      column((r) => r.mode ?? null),
+      now,
+      attachments.map((a) => a.runId),
+      attachments.map((a) => a.fileName),
+      attachments.map((a) => a.contentType),
+      attachments.map((a) => a.content),
+      column((r) => r.authoredPrompt ?? r.prompt),
+      keep?.keys ?? column(() => null),
+    ];
+    return { ctes, params, ids };
+  }
+
+  /** Wakes the workers: runs were queued (call after the commit that inserted them). */
+  queued(): void {
     this.signal?.queued();
-    return ids;
   }
 
   async create(run: NewRun, now: Date): Promise<string> {

@@ -45,18 +45,29 @@ export class DeliveryCommits {
 
   private async commit(batch: PendingDelivery[]): Promise<Array<Settled<DeliveryStatus>>> {
     try {
-      const statuses = await this.db.transaction(async (tx) => {
-        const accepted = await this.log.record(
-          tx,
-          batch.map((d) => d.entry),
-        );
-        const started = batch.filter((d) => accepted.has(d.entry.id)).flatMap((d) => d.runs);
-        await this.runs.insertMany(tx, started, this.clock.now());
-        return batch.map(({ entry }) =>
-          entry.status === 'accepted' && !accepted.has(entry.id) ? 'duplicate' : entry.status,
-        );
-      });
-      return statuses.map((value) => ({ status: 'fulfilled', value }));
+      // One statement, so one round trip and no BEGIN/COMMIT: the entries, and the runs of those the
+      // unique index let through as Accepted (a Duplicate starts nothing).
+      const log = this.log.recordPart(
+        batch.map((d) => d.entry),
+        1,
+      );
+      const started = batch.flatMap((d) => d.runs.map((run) => ({ run, entry: d.entry.id })));
+      const runs = this.runs.insertManyPart(
+        started.map((s) => s.run),
+        this.clock.now(),
+        log.params.length + 1,
+        { keys: started.map((s) => s.entry), cte: 'accepted' },
+      );
+      const rows = await this.db.query<{ id: string }>(
+        `WITH ${log.ctes}, ${runs.ctes} SELECT id FROM accepted`,
+        [...log.params, ...runs.params],
+      );
+      const accepted = new Set(rows.map((r) => r.id));
+      if (started.some((s) => accepted.has(s.entry))) this.runs.queued();
+      return batch.map(({ entry }) => ({
+        status: 'fulfilled',
+        value: entry.status === 'accepted' && !accepted.has(entry.id) ? 'duplicate' : entry.status,
+      }));
     } catch (err) {
       if (batch.length === 1) return [{ status: 'rejected', reason: err }];
       return Promise.all(batch.map(async (d) => (await this.commit([d]))[0]!));

@@ -42,11 +42,24 @@ export class DeliveryLog {
    * Returns the ids of the entries recorded as Accepted.
    */
   async record(q: Queryable, entries: Array<DeliveryEntry & { payloadText?: string }>): Promise<Set<string>> {
+    const part = this.recordPart(entries, 1);
+    const accepted = await q.query<{ id: string }>(`WITH ${part.ctes} SELECT id FROM accepted`, part.params);
+    return new Set(accepted.map((r) => r.id));
+  }
+
+  /**
+   * `record` as CTEs of a larger statement (parameters numbered from `$first`); the CTE `accepted`
+   * returns the ids of the entries recorded as Accepted.
+   */
+  recordPart(
+    entries: Array<DeliveryEntry & { payloadText?: string }>,
+    first: number,
+  ): { ctes: string; params: unknown[] } {
     const column = <V>(value: (e: DeliveryEntry & { payloadText?: string }) => V) => entries.map(value);
-    const accepted = await q.query<{ id: string }>(
-      `WITH e AS (
-         SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[],
-                              $7::text[], $8::jsonb[], $9::text[])
+    const $ = (n: number) => `$${first + n - 1}`;
+    const ctes = `e AS (
+         SELECT * FROM unnest(${$(1)}::uuid[], ${$(2)}::uuid[], ${$(3)}::text[], ${$(4)}::text[], ${$(5)}::bigint[],
+                              ${$(6)}::timestamptz[], ${$(7)}::text[], ${$(8)}::jsonb[], ${$(9)}::text[])
            AS e(id, webhook_id, status, identity, size_bytes, received_at, client_address, headers, payload)
        ), accepted AS (
          INSERT INTO deliveries (${COLUMNS}, payload)
@@ -58,21 +71,19 @@ export class DeliveryLog {
          SELECT id, webhook_id, CASE status WHEN 'accepted' THEN 'duplicate' ELSE status END, identity, size_bytes,
                 received_at, client_address, headers
            FROM e WHERE id NOT IN (SELECT id FROM accepted)
-       )
-       SELECT id FROM accepted`,
-      [
-        column((e) => e.id),
-        column((e) => e.webhookId),
-        column((e) => e.status),
-        column((e) => e.identity),
-        column((e) => e.sizeBytes),
-        column((e) => e.receivedAt),
-        column((e) => e.clientAddress),
-        column((e) => e.headers),
-        column((e) => e.payloadText ?? null),
-      ],
-    );
-    return new Set(accepted.map((r) => r.id));
+       )`;
+    const params = [
+      column((e) => e.id),
+      column((e) => e.webhookId),
+      column((e) => e.status),
+      column((e) => e.identity),
+      column((e) => e.sizeBytes),
+      column((e) => e.receivedAt),
+      column((e) => e.clientAddress),
+      column((e) => e.headers),
+      column((e) => e.payloadText ?? null),
+    ];
+    return { ctes, params };
   }
 
   async list(
