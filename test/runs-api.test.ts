@@ -184,6 +184,12 @@ describe('POST /agent/runs and the alias /agent/run', () => {
       /base64/,
     ],
     [
+      'an attachment named ..',
+      { prompt: 'x', attachments: [{ file_name: '..', data: 'AA==' }] },
+      'attachments.0.file_name',
+      /must match/,
+    ],
+    [
       'an image of an unsupported type',
       { prompt: 'x', images: [{ data: 'AA==', mime_type: 'image/tiff' }] },
       'images.0.mime_type',

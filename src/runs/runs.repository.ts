@@ -178,7 +178,13 @@ export class RunsRepository {
      * `leaseOwner`: only if this worker still holds the run (a worker's own reports). `startedAt`:
      * when the path passes through INPROGRESS, when the harness started (default `now`).
      */
-    extra: { statusMessage?: Run['statusMessage']; leaseOwner?: string; startedAt?: Date } = {},
+    extra: {
+      statusMessage?: Run['statusMessage'];
+      leaseOwner?: string;
+      startedAt?: Date;
+      /** CTEs to run in the same statement (parameters numbered from $11), whatever the update does. */
+      with?: { ctes: string; params: unknown[] };
+    } = {},
   ): Promise<RunState | undefined> {
     const path = Array.isArray(event) ? event : [event];
     const visited: RunState[] = [];
@@ -186,7 +192,7 @@ export class RunsRepository {
     const to = visited.at(-1)!;
     const ended = to === 'SUCCEEDED' || to === 'FAILED' || to === 'ERROR' || to === 'CANCELLED';
     const changed = await tx.execute(
-      `UPDATE runs SET state = $3, updated_at = $4,
+      `${extra.with ? `WITH ${extra.with.ctes} ` : ''}UPDATE runs SET state = $3, updated_at = $4,
               ended_at = CASE WHEN $5 THEN $4 WHEN $3 = 'QUEUED' THEN NULL ELSE ended_at END,
               started_at = CASE WHEN $9 THEN coalesce(started_at, $10) ELSE started_at END,
               status_message = CASE WHEN $6::jsonb IS NOT NULL THEN $6::jsonb WHEN $3 = 'QUEUED' THEN NULL ELSE status_message END
@@ -202,6 +208,7 @@ export class RunsRepository {
         extra.leaseOwner ?? null,
         visited.includes('INPROGRESS'),
         extra.startedAt ?? now,
+        ...(extra.with?.params ?? []),
       ],
     );
     if (changed && to === 'QUEUED') this.signal?.queued();

@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
-import type { LauncherReport, LauncherRequest } from './launcher.js';
+import type { LauncherReport, LauncherRequest, WorkspaceFile } from './launcher.js';
 
 export interface HarnessExit {
   code: number | null;
@@ -104,16 +104,23 @@ export class HarnessProcess {
   readonly finished: Promise<HarnessExit>;
   private readonly id: number;
 
+  /**
+   * Starts `command` in the workspace `cwd`, which the launcher makes afresh with `files` (and removes
+   * once the harness is done: the worker's event loop does no file system work per run).
+   */
   constructor(
-    command: string,
-    cwd: string,
-    env: Record<string, string>,
-    graceMs: number,
+    spec: {
+      command: string;
+      cwd: string;
+      files: WorkspaceFile[];
+      env: Record<string, string>;
+      graceMs: number;
+    },
     onLine: (stream: 'stdout' | 'stderr', line: string) => void,
   ) {
     let done!: (exit: HarnessExit) => void;
     this.finished = new Promise((resolve) => (done = resolve));
-    this.id = launcher.start({ command, cwd, env, graceMs }, { onLine, done });
+    this.id = launcher.start(spec, { onLine, done });
   }
 
   write(line: string): void {

@@ -11,10 +11,28 @@
  * Plain Node built-ins only: it is started from the built file and must start fast.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 
+/** A file of the workspace: its path inside it (checked by the worker) and its content. */
+export interface WorkspaceFile {
+  path: string;
+  data: string;
+  encoding: 'base64' | 'utf8';
+}
+
 export type LauncherRequest =
-  | { t: 'spawn'; id: number; command: string; cwd: string; env: Record<string, string>; graceMs: number }
+  | {
+      t: 'spawn';
+      id: number;
+      command: string;
+      /** The workspace: made afresh with `files` before the spawn, removed once the run is done. */
+      cwd: string;
+      files: WorkspaceFile[];
+      env: Record<string, string>;
+      graceMs: number;
+    }
   | { t: 'write'; id: number; data: string }
   | { t: 'stop'; id: number };
 
@@ -27,6 +45,7 @@ export type LauncherReport =
 
 interface Job {
   child: ChildProcess;
+  cwd: string;
   /** The group's id (the leader's pid); undefined if the spawn failed. */
   pgid?: number;
   graceMs: number;
@@ -38,6 +57,14 @@ const jobs = new Map<number, Job>();
 const send = (report: LauncherReport) => process.send!(report);
 
 function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
+  try {
+    prepareWorkspace(req.cwd, req.files);
+  } catch (err) {
+    const message = `factoryd could not prepare the workspace: ${(err as Error).message}`;
+    send({ t: 'lines', id: req.id, s: 2, lines: [message] });
+    send({ t: 'done', id: req.id, code: 127, signal: null });
+    return;
+  }
   const child = spawn(req.command, {
     shell: true,
     cwd: req.cwd,
@@ -45,7 +72,7 @@ function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
     detached: true, // its own process group: a stop reaches every process the harness started
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  const job: Job = { child, pgid: child.pid, graceMs: req.graceMs };
+  const job: Job = { child, pgid: child.pid, graceMs: req.graceMs, cwd: req.cwd };
   jobs.set(req.id, job);
   child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
   if (child.pid) send({ t: 'spawned', id: req.id, pid: child.pid });
@@ -75,6 +102,24 @@ function finish(id: number, exit: { code: number | null; signal: string | null }
   job.child.stdout?.destroy();
   job.child.stderr?.destroy();
   send({ t: 'done', id, ...exit });
+  try {
+    rmSync(job.cwd, { recursive: true, force: true });
+  } catch {
+    /* left for the worker folder's removal */
+  }
+}
+
+/** The workspace afresh (anything left from an earlier try of this execution goes) with its files. */
+function prepareWorkspace(cwd: string, files: WorkspaceFile[]): void {
+  if (mkdirSync(cwd, { recursive: true }) === undefined) {
+    rmSync(cwd, { recursive: true, force: true });
+    mkdirSync(cwd, { recursive: true });
+  }
+  for (const f of files) {
+    const path = join(cwd, f.path);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, Buffer.from(f.data, f.encoding));
+  }
 }
 
 /** Splits a stream into lines (UTF-8 safe), sent a chunk's worth at a time; resolves at its end. */

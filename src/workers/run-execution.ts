@@ -1,9 +1,8 @@
-import { mkdirSync } from 'node:fs';
-import { mkdir, rm, rmdir, writeFile } from 'node:fs/promises';
-import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
 import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
 import { HarnessProcess } from './harness-process.js';
+import type { WorkspaceFile } from './launcher.js';
 
 export interface ExecutionOptions {
   harnessCommand: string;
@@ -51,13 +50,15 @@ export class RunExecution {
   async run(): Promise<void> {
     const a = this.assignment;
     try {
-      await this.prepareWorkspace();
       if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
       this.harness = new HarnessProcess(
-        a.harness_command ?? this.opts.harnessCommand,
-        this.workspace,
-        this.env(),
-        this.opts.killGraceMs,
+        {
+          command: a.harness_command ?? this.opts.harnessCommand,
+          cwd: this.workspace,
+          files: this.workspaceFiles(),
+          env: this.env(),
+          graceMs: this.opts.killGraceMs,
+        },
         (s, l) => this.onLine(s, l),
       );
       this.spawnedAt = performance.now();
@@ -106,12 +107,10 @@ export class RunExecution {
     } finally {
       clearTimeout(this.idleTimer);
       clearTimeout(this.flushTimer);
-      // The slot is free once the harness's process group is gone; the folder goes behind the reports.
-      this.reports = this.reports.then(() => this.removeWorkspace());
     }
   }
 
-  /** Resolves when every report of this execution has been sent and its workspace removed. */
+  /** Resolves when every report of this execution has been sent. */
   get reported(): Promise<void> {
     return this.reports;
   }
@@ -130,38 +129,29 @@ export class RunExecution {
     await this.harness.stop();
   }
 
-  /**
-   * The fresh workspace: one synchronous mkdir in the usual case (a new name in the worker's own
-   * folder: cheaper than a trip through the thread pool); the files go through the pool.
-   */
-  private async prepareWorkspace(): Promise<void> {
+  /** The workspace's files: the run's attachments, and the team's skills under `factory-skills/`. */
+  private workspaceFiles(): WorkspaceFile[] {
     const a = this.assignment;
-    if (mkdirSync(this.workspace, { recursive: true }) === undefined) {
-      // Left over from an earlier try of this execution: start clean.
-      await rm(this.workspace, { recursive: true, force: true });
-      mkdirSync(this.workspace, { recursive: true });
-    }
-    for (const f of a.attachments) await writeFile(this.inside(f.file_name), Buffer.from(f.data, 'base64'));
-    for (const s of a.skills) {
-      const path = this.inside(join('factory-skills', s.factory, s.path));
-      await mkdir(dirname(path), { recursive: true });
-      await writeFile(path, s.content);
-    }
+    return [
+      ...a.attachments.map((f) => ({
+        path: this.inside(f.file_name),
+        data: f.data,
+        encoding: 'base64' as const,
+      })),
+      ...a.skills.map((sk) => ({
+        path: this.inside(join('factory-skills', sk.factory, sk.path)),
+        data: sk.content,
+        encoding: 'utf8' as const,
+      })),
+    ];
   }
 
-  /** One rmdir for the usual empty workspace (rm's walk costs more); a full walk otherwise. */
-  private async removeWorkspace(): Promise<void> {
-    await rmdir(this.workspace).catch(() =>
-      rm(this.workspace, { recursive: true, force: true }).catch(() => undefined),
-    );
-  }
-
-  /** A path in the workspace; names that would escape it are refused. */
+  /** A path in the workspace, relative to it; names that would escape it are refused. */
   private inside(name: string): string {
     const path = resolve(this.workspace, name);
     if (!path.startsWith(this.workspace + sep))
       throw new Error(`attachment name escapes the workspace: ${name}`);
-    return path;
+    return relative(this.workspace, path);
   }
 
   private env(): Record<string, string> {

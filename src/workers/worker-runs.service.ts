@@ -272,29 +272,36 @@ export class WorkerRunsService {
 
   /** The harness ended: its exit decides SUCCEEDED or FAILED, unless the run moved on (cancelled, lost). */
   async finish(w: WorkerIdentity, runId: string, execution: number, outcome: Outcome): Promise<void> {
-    if (outcome.events?.length) await this.record(w, runId, execution, outcome.events);
+    let events = outcome.events ?? [];
+    // Events that change the run besides the end (an artifact, BLOCKED) go through `record` first.
+    if (events.some((e) => e.type === 'status' || (e.type === 'action' && e.kind === 'artifact'))) {
+      await this.record(w, runId, execution, events);
+      events = [];
+    }
     // The usual end, in one statement: a run whose harness exited by itself, from INPROGRESS, or
-    // from CLAIMED when the whole run fitted in this one report (start and end in one update).
+    // from CLAIMED when the whole run fitted in this one report (start and end in one update), its
+    // last events inserted by the same statement.
     if (!outcome.stoppedBy) {
       const [event, message] = endOf(outcome);
       const now = this.now();
       const short = outcome.startedMsAgo !== undefined;
-      if (
-        await this.runs.transition(
-          this.db,
-          runId,
-          short ? 'CLAIMED' : 'INPROGRESS',
-          short ? ['start', event] : event,
-          now,
-          {
-            statusMessage: message,
-            leaseOwner: w.id,
-            startedAt: short ? startedAt(now, outcome.startedMsAgo!) : undefined,
-          },
-        )
-      )
-        return;
+      const ended = await this.runs.transition(
+        this.db,
+        runId,
+        short ? 'CLAIMED' : 'INPROGRESS',
+        short ? ['start', event] : event,
+        now,
+        {
+          statusMessage: message,
+          leaseOwner: w.id,
+          startedAt: short ? startedAt(now, outcome.startedMsAgo!) : undefined,
+          with: events.length ? eventsPart(runId, execution, events, w.id, now, 11) : undefined,
+        },
+      );
+      if (ended) return;
+      events = []; // recorded by that statement even though the run had moved on
     }
+    if (events.length) await this.record(w, runId, execution, events);
     await this.db.transaction(async (tx) => {
       const run = await lockLease(tx, runId);
       if (!run || run.lease_owner !== w.id || run.execution !== execution) return;
@@ -452,16 +459,36 @@ export class WorkerRunsService {
     leaseOwner?: string,
   ): Promise<number> {
     if (!events.length) return 0;
-    const cols = eventColumns(events);
-    return q.execute(
-      `INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at)
-       SELECT r.id, r.team_id, $3, e.type, e.role, e.kind, e.body, $4
-         FROM runs r, unnest($5::text[], $6::text[], $7::text[], $8::jsonb[]) WITH ORDINALITY AS e(type, role, kind, body, n)
-        WHERE r.id = $1 AND r.execution = $3 AND ($2::text IS NULL OR r.lease_owner = $2)
-        ORDER BY e.n`,
-      [runId, leaseOwner ?? null, execution, this.now(), cols.types, cols.roles, cols.kinds, cols.bodies],
+    const part = eventsPart(runId, execution, events, leaseOwner, this.now(), 1);
+    const [row] = await q.query<{ n: number }>(
+      `WITH ${part.ctes} SELECT count(*)::int AS n FROM new_events`,
+      part.params,
     );
+    return row!.n;
   }
+}
+
+/** `insertEvents` as a CTE (`new_events`) of a larger statement, parameters numbered from `$first`. */
+function eventsPart(
+  runId: string,
+  execution: number,
+  events: HarnessEvent[],
+  leaseOwner: string | undefined,
+  now: Date,
+  first: number,
+): { ctes: string; params: unknown[] } {
+  const cols = eventColumns(events);
+  const $ = (n: number) => `$${first + n - 1}`;
+  return {
+    ctes: `new_events AS (
+       INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at)
+       SELECT r.id, r.team_id, ${$(3)}, e.type, e.role, e.kind, e.body, ${$(4)}
+         FROM runs r, unnest(${$(5)}::text[], ${$(6)}::text[], ${$(7)}::text[], ${$(8)}::jsonb[]) WITH ORDINALITY AS e(type, role, kind, body, n)
+        WHERE r.id = ${$(1)} AND r.execution = ${$(3)} AND (${$(2)}::text IS NULL OR r.lease_owner = ${$(2)})
+        ORDER BY e.n
+       RETURNING 1)`,
+    params: [runId, leaseOwner ?? null, execution, now, cols.types, cols.roles, cols.kinds, cols.bodies],
+  };
 }
 
 /** A run's state and lease, locked for the rest of the transaction (a worker's control and end). */
