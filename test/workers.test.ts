@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,6 +70,15 @@ describe('service-hosted workers running the example harness', () => {
       'Read event-payload.json: keys: action, repository, issue; action opened; repository acme/api; issue "Crash on start".',
     );
     expect(conv.messages.at(-1)).toMatchObject({ type: 'action', kind: 'artifact' });
+    // The workspace (with the summary the harness wrote in it) is removed once the run is done.
+    const workspaces = join(t.dataDir, 'workspaces');
+    const left = () =>
+      readdirSync(workspaces).flatMap((w) =>
+        readdirSync(join(workspaces, w)).filter((d) => d.startsWith(id)),
+      );
+    const deadline = Date.now() + 5000;
+    while (left().length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(left()).toEqual([]);
   });
 
   it('ends a run as FAILED with the last lines of output when the harness exits non-zero', async () => {

@@ -12,6 +12,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 
@@ -102,11 +103,8 @@ function finish(id: number, exit: { code: number | null; signal: string | null }
   job.child.stdout?.destroy();
   job.child.stderr?.destroy();
   send({ t: 'done', id, ...exit });
-  try {
-    rmSync(job.cwd, { recursive: true, force: true });
-  } catch {
-    /* left for the worker folder's removal */
-  }
+  // In the thread pool: the removal (a walk of whatever the harness left) must not hold up other spawns.
+  void rm(job.cwd, { recursive: true, force: true }).catch(() => undefined);
 }
 
 /** The workspace afresh (anything left from an earlier try of this execution goes) with its files. */

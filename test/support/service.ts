@@ -34,6 +34,8 @@ export interface TestService {
   ): Promise<{ status: number; body: any; headers: Headers }>;
   /** The database this service uses (another service may share it: see `sameDatabaseAs`). */
   databaseUrl: string;
+  /** Its DATA_DIR (workspaces, managed factories, keys). */
+  dataDir: string;
   /** Stops the service and starts it again on the same port and database (`service` is the new one). */
   restart(opts?: { downMs?: number }): Promise<void>;
   stop(): Promise<void>;
@@ -100,6 +102,7 @@ export async function startTestService(
     },
     call,
     databaseUrl: database.url,
+    dataDir,
     async restart({ downMs = 0 } = {}) {
       await service.stop();
       await new Promise((r) => setTimeout(r, downMs));
