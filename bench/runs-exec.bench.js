@@ -5,6 +5,7 @@
 // until the last run ended. Then the QUEUED→CLAIMED latency of runs created one at a time while the
 // slots are idle (p50/p95). Uses DATABASE_URL when set, else a throwaway embedded PostgreSQL.
 import { spawn } from 'node:child_process';
+import pg_ from 'pg';
 import { performance } from 'node:perf_hooks';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,7 @@ import { RunWakeups } from '../dist/workers/run-wakeups.js';
 import { startServiceHostedPool } from '../dist/workers/service-workers.js';
 import { WorkerRunsService } from '../dist/workers/worker-runs.service.js';
 
+const { Client } = pg_;
 const RUNS = 1000;
 const SLOTS = 4;
 const LATENCY_SAMPLES = 200;
@@ -52,11 +54,19 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'factoryd-bench-'));
   chmodSync(dir, 0o755); // as root the embedded server runs as `postgres`, which must reach it
   let pg;
-  let url = process.env.DATABASE_URL;
-  if (!url) {
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
     pg = new EmbeddedPostgres({ dir: join(dir, 'pg'), durable: false });
-    url = await pg.start();
+    adminUrl = await pg.start();
   }
+  // A database of its own, even on DATABASE_URL: runs left from another run must not count as ended.
+  const dbName = `factoryd_bench_${process.pid}`;
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${dbName}`;
+  const url = dbUrl.toString();
   const config = loadConfig({
     DATABASE_URL: url,
     PORT: '0',
@@ -137,6 +147,8 @@ async function main() {
   );
   await pool.stop();
   await service.stop();
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.end();
   await pg?.stop();
   rmSync(dir, { recursive: true, force: true });
 }

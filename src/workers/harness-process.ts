@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
 import type { LauncherReport, LauncherRequest, WorkspaceFile } from './launcher.js';
@@ -22,14 +23,19 @@ function launcherPath(): string {
 }
 
 /**
- * The worker's side of the harness launcher (launcher.ts): started on the first spawn, one per
- * worker process. Should it die, the worker kills the groups it had started itself (their ids are
- * known here) and a new launcher starts with the next spawn.
+ * The worker's side of one harness launcher (launcher.ts), started on its first spawn. Should it
+ * die, the worker kills the groups it had started itself (their ids are known here) and the launcher
+ * starts afresh with its next spawn.
  */
 class Launcher {
   private child?: ChildProcess;
   private nextId = 1;
   private readonly jobs = new Map<number, Job>();
+
+  /** Harnesses it runs now. */
+  get live(): number {
+    return this.jobs.size;
+  }
 
   start(request: Omit<Extract<LauncherRequest, { t: 'spawn' }>, 't' | 'id'>, job: Job): number {
     const id = this.nextId++;
@@ -64,10 +70,12 @@ class Launcher {
   private receive(report: LauncherReport): void {
     const job = this.jobs.get(report.id);
     if (!job) return;
-    if (report.t === 'spawned') job.pid = report.pid;
-    else if (report.t === 'lines')
-      for (const line of report.lines) job.onLine(report.s === 1 ? 'stdout' : 'stderr', line);
-    else {
+    if (report.t === 'spawned') {
+      job.pid = report.pid;
+      return;
+    }
+    for (const [s, line] of report.lines) job.onLine(s === 1 ? 'stdout' : 'stderr', line);
+    if (report.t === 'done') {
       this.jobs.delete(report.id);
       if (!this.jobs.size) this.child?.channel?.unref();
       job.done({ code: report.code, signal: report.signal });
@@ -93,7 +101,25 @@ class Launcher {
   }
 }
 
-const launcher = new Launcher();
+/**
+ * A worker's launchers: one while a harness at a time runs; when every launcher has a live harness, a
+ * new one, up to one per core (at most 4). A fork blocks its launcher for about a millisecond, so
+ * one launcher made concurrent starts wait in line (on 2 cores, two launchers took bench/runs-exec
+ * from 0.58–0.60 to 0.66–0.81 of its baseline; four did worse than two). Each is a Node process of
+ * about 45 MB.
+ */
+const launchers: Launcher[] = [];
+const MAX_LAUNCHERS = Math.max(1, Math.min(availableParallelism(), 4));
+
+function launcherFor(): Launcher {
+  const idle = launchers.find((l) => l.live === 0);
+  if (idle) return idle;
+  if (launchers.length < MAX_LAUNCHERS) {
+    launchers.push(new Launcher());
+    return launchers.at(-1)!;
+  }
+  return launchers.reduce((a, b) => (b.live < a.live ? b : a));
+}
 
 /**
  * One harness process in its own process group (so a stop reaches every process it started, and the
@@ -103,6 +129,7 @@ export class HarnessProcess {
   /** The leader exited, no process of its group is left, and its output was read (within the grace period). */
   readonly finished: Promise<HarnessExit>;
   private readonly id: number;
+  private readonly launcher = launcherFor();
 
   /**
    * Starts `command` in the workspace `cwd`, which the launcher makes afresh with `files` (and removes
@@ -115,21 +142,23 @@ export class HarnessProcess {
       files: WorkspaceFile[];
       env: Record<string, string>;
       graceMs: number;
+      /** The first input, written to its stdin at once. */
+      stdin: string;
     },
     onLine: (stream: 'stdout' | 'stderr', line: string) => void,
   ) {
     let done!: (exit: HarnessExit) => void;
     this.finished = new Promise((resolve) => (done = resolve));
-    this.id = launcher.start(spec, { onLine, done });
+    this.id = this.launcher.start(spec, { onLine, done });
   }
 
   write(line: string): void {
-    launcher.send({ t: 'write', id: this.id, data: line });
+    this.launcher.send({ t: 'write', id: this.id, data: line });
   }
 
   /** SIGTERM to the group (stdin closed), SIGKILL after the grace period; resolves when the group is gone. */
   async stop(): Promise<HarnessExit> {
-    launcher.send({ t: 'stop', id: this.id });
+    this.launcher.send({ t: 'stop', id: this.id });
     return this.finished;
   }
 }

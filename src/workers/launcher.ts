@@ -33,16 +33,29 @@ export type LauncherRequest =
       files: WorkspaceFile[];
       env: Record<string, string>;
       graceMs: number;
+      /** Written to the harness's stdin at once (its first input). */
+      stdin: string;
     }
   | { t: 'write'; id: number; data: string }
   | { t: 'stop'; id: number };
 
+/** Complete lines from stdout (1) or stderr (2), in the order they were read. */
+export type OutputLines = Array<[1 | 2, string]>;
+
 export type LauncherReport =
   | { t: 'spawned'; id: number; pid: number }
-  /** Complete lines from stdout (s = 1) or stderr (s = 2), in order. */
-  | { t: 'lines'; id: number; s: 1 | 2; lines: string[] }
-  /** The leader exited, its group is gone and its output was read (or the grace period ran out). */
-  | { t: 'done'; id: number; code: number | null; signal: string | null };
+  | { t: 'output'; id: number; lines: OutputLines }
+  /**
+   * The leader exited, its group is gone and its output was read (or the grace period ran out);
+   * `lines`: the output not reported yet.
+   */
+  | { t: 'done'; id: number; code: number | null; signal: string | null; lines: OutputLines };
+
+/**
+ * Output is reported at most this long after it was read: lines read meanwhile (and a harness's last
+ * lines with its end) share one message.
+ */
+const OUTPUT_EVERY_MS = 2;
 
 interface Job {
   child: ChildProcess;
@@ -52,6 +65,8 @@ interface Job {
   graceMs: number;
   /** When the group is stopped: SIGTERM now, SIGKILL from this time on. */
   killAt?: number;
+  output: OutputLines;
+  outputTimer?: NodeJS.Timeout;
 }
 
 const jobs = new Map<number, Job>();
@@ -62,8 +77,7 @@ function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
     prepareWorkspace(req.cwd, req.files);
   } catch (err) {
     const message = `factoryd could not prepare the workspace: ${(err as Error).message}`;
-    send({ t: 'lines', id: req.id, s: 2, lines: [message] });
-    send({ t: 'done', id: req.id, code: 127, signal: null });
+    send({ t: 'done', id: req.id, code: 127, signal: null, lines: [[2, message]] });
     return;
   }
   const child = spawn(req.command, {
@@ -73,15 +87,16 @@ function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
     detached: true, // its own process group: a stop reaches every process the harness started
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  const job: Job = { child, pgid: child.pid, graceMs: req.graceMs, cwd: req.cwd };
+  const job: Job = { child, pgid: child.pid, graceMs: req.graceMs, cwd: req.cwd, output: [] };
   jobs.set(req.id, job);
   child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
   if (child.pid) send({ t: 'spawned', id: req.id, pid: child.pid });
-  const read = [lines(req.id, child.stdout!, 1), lines(req.id, child.stderr!, 2)];
+  child.stdin!.write(req.stdin);
+  const read = [lines(req.id, job, child.stdout!, 1), lines(req.id, job, child.stderr!, 2)];
   let exit: { code: number | null; signal: string | null } | undefined;
   child.once('error', (err) => {
     if (child.pid) return; // a spawned child's errors are its pipes'; its exit decides
-    send({ t: 'lines', id: req.id, s: 2, lines: [`the harness could not be started: ${err.message}`] });
+    job.output.push([2, `the harness could not be started: ${err.message}`]);
     exit = { code: 127, signal: null };
     finish(req.id, exit);
   });
@@ -102,7 +117,8 @@ function finish(id: number, exit: { code: number | null; signal: string | null }
   job.child.stdin?.destroy();
   job.child.stdout?.destroy();
   job.child.stderr?.destroy();
-  send({ t: 'done', id, ...exit });
+  clearTimeout(job.outputTimer);
+  send({ t: 'done', id, ...exit, lines: job.output });
   // In the thread pool: the removal (a walk of whatever the harness left) must not hold up other spawns.
   void rm(job.cwd, { recursive: true, force: true }).catch(() => undefined);
 }
@@ -120,18 +136,27 @@ function prepareWorkspace(cwd: string, files: WorkspaceFile[]): void {
   }
 }
 
-/** Splits a stream into lines (UTF-8 safe), sent a chunk's worth at a time; resolves at its end. */
-function lines(id: number, stream: Readable, s: 1 | 2): Promise<void> {
+/** Splits a stream into lines (UTF-8 safe) for the job's output; resolves at its end. */
+function lines(id: number, job: Job, stream: Readable, s: 1 | 2): Promise<void> {
   stream.setEncoding('utf8');
   let partial = '';
+  const add = (line: string) => {
+    job.output.push([s, line]);
+    job.outputTimer ??= setTimeout(() => {
+      job.outputTimer = undefined;
+      if (!jobs.has(id) || !job.output.length) return;
+      send({ t: 'output', id, lines: job.output });
+      job.output = [];
+    }, OUTPUT_EVERY_MS);
+  };
   return new Promise((resolve) => {
     stream.on('data', (chunk: string) => {
       const parts = (partial + chunk).split('\n');
       partial = parts.pop()!;
-      if (parts.length) send({ t: 'lines', id, s, lines: parts.map((l) => l.replace(/\r$/, '')) });
+      for (const line of parts) add(line.replace(/\r$/, ''));
     });
     const end = () => {
-      if (partial) send({ t: 'lines', id, s, lines: [partial] });
+      if (partial) add(partial);
       partial = '';
       resolve();
     };

@@ -58,6 +58,15 @@ export class RunExecution {
           files: this.workspaceFiles(),
           env: this.env(),
           graceMs: this.opts.killGraceMs,
+          stdin: encodeInput({
+            type: 'prompt',
+            run_id: a.run_id,
+            prompt: a.prompt,
+            base_prompt: a.base_prompt,
+            followups: a.followups,
+            attachments: a.attachments.map((f) => f.file_name),
+            ...(a.history.length ? { history: a.history } : {}),
+          }),
         },
         (s, l) => this.onLine(s, l),
       );
@@ -65,17 +74,6 @@ export class RunExecution {
       // The start is not a report of its own: it goes with the first events, or alone once
       // FLUSH_EVERY_MS passed, or, for a run that ends sooner, with its end (one statement).
       this.flushTimer = setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
-      this.harness.write(
-        encodeInput({
-          type: 'prompt',
-          run_id: a.run_id,
-          prompt: a.prompt,
-          base_prompt: a.base_prompt,
-          followups: a.followups,
-          attachments: a.attachments.map((f) => f.file_name),
-          ...(a.history.length ? { history: a.history } : {}),
-        }),
-      );
       this.touch();
       const exit = await this.harness.finished;
       clearTimeout(this.idleTimer);
