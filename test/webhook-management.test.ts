@@ -405,6 +405,46 @@ describe('webhook management (CONTRACT.md ยง2 "Webhook and factory resources", ย
       for (const w of [a, b]) await t.call('DELETE', `/api/v1/webhooks/${w.uid}`, undefined, managerKey);
     });
 
+    it('rotate or set-secret of a secret shared with a webhook of another kind: 409 naming it, nothing changed', async () => {
+      await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'mixed-shared', 'mixed-old');
+      const token = (await create({ name: 'mixed-token', secret_name: 'mixed-shared' })).body.webhook;
+      const github = (
+        await create({
+          name: 'mixed-github',
+          auth_mode: 'signature',
+          signature_scheme: 'github',
+          secret_name: 'mixed-shared',
+        })
+      ).body.webhook;
+      const before = head();
+      const rotate = await t.call('POST', `/api/v1/webhooks/${token.uid}/rotate`, undefined, managerKey);
+      expect(rotate.status).toBe(409);
+      expect(rotate.body.detail).toMatch(
+        /team secret mixed-shared is also the secret of webhook mixed-github \(github signature, factory \S+\): a new value would break it/,
+      );
+      const set = await t.call(
+        'POST',
+        `/api/v1/webhooks/${github.uid}/secret`,
+        { secret: 'gh-new' },
+        managerKey,
+      );
+      expect(set.status).toBe(409);
+      expect(set.body.detail).toMatch(/also the secret of webhook mixed-token \(token, factory \S+\)/);
+      // Nothing changed: no commit, and both still take the old value.
+      expect(head()).toBe(before);
+      expect((await deliver(t.url, `/webhooks/w/${token.uid}`, '{"m":1}', bearer('mixed-old'))).status).toBe(
+        202,
+      );
+      const body = '{"m":2}';
+      const signed = await deliver(t.url, `/webhooks/w/${github.uid}`, body, {
+        'x-hub-signature-256': githubSignature('mixed-old', body),
+        'x-github-delivery': 'mixed-1',
+      });
+      expect(signed.status).toBe(202);
+      for (const w of [token, github])
+        await t.call('DELETE', `/api/v1/webhooks/${w.uid}`, undefined, managerKey);
+    });
+
     it('rotate of a url_token webhook: the old URL fails at once', async () => {
       const { webhook, secret: old } = (await create({ name: 'pager-rotating', auth_mode: 'url_token' }))
         .body;

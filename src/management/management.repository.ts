@@ -48,6 +48,19 @@ export class ManagementRepository {
     return rows[0];
   }
 
+  /** The team's other live webhooks on the team secret `secretName` (every factory of the team). */
+  async sharingSecret(
+    teamId: string,
+    secretName: string,
+    exceptUid: string,
+  ): Promise<Array<ManagedWebhookRow & { factory_name: string }>> {
+    return this.db.query(
+      `SELECT x.*, f.name AS factory_name FROM (${WEBHOOK} WHERE w.team_id = $1 AND w.secret_name = $2 AND w.uid <> $3
+          AND w.deleted_at IS NULL) x JOIN factories f ON f.id = x.factory_id ORDER BY f.name, x.name`,
+      [teamId, secretName, exceptUid],
+    );
+  }
+
   async markAwaitingSecret(webhookId: string): Promise<void> {
     await this.db.execute(
       `INSERT INTO webhooks_awaiting_secret (webhook_id) VALUES ($1) ON CONFLICT DO NOTHING`,

@@ -224,6 +224,7 @@ export class WebhookManagement {
     );
     return this.managed.exclusive(factory, async () => {
       const current = await this.live(auth, uid);
+      await this.refuseSharedWithOthers(auth, current);
       const { value, ref } = await this.secrets.generate(auth.team.id, current.secret_name, kind);
       await this.undoOnFailure(ref, () =>
         this.managed.commit(factory, {
@@ -268,6 +269,7 @@ export class WebhookManagement {
     );
     return this.managed.exclusive(factory, async () => {
       const current = await this.live(auth, uid);
+      await this.refuseSharedWithOthers(auth, current);
       let shown: string | undefined;
       let ref: SecretVersionRef;
       if (given !== undefined) ref = await this.secrets.set(auth.team.id, current.secret_name, given);
@@ -288,6 +290,28 @@ export class WebhookManagement {
       await this.directory.refresh(factory.id);
       return { webhook: await this.live(auth, uid), ...(shown ? { secret: shown } : {}) };
     });
+  }
+
+  /**
+   * A new value of the webhook's team secret reaches every webhook on it: those of this factory at
+   * once, those of other factories at their next apply. That is what a caller wants only when they
+   * all take the same kind of secret in this factory (a shared bearer token, say). A webhook of
+   * another kind (a GitHub signature secret when this one is a bearer token) or of another factory
+   * would be broken without a word: refused, naming them.
+   */
+  private async refuseSharedWithOthers(auth: AuthContext, webhook: ManagedWebhookRow): Promise<void> {
+    const others = await this.repo.sharingSecret(auth.team.id, webhook.secret_name, webhook.uid);
+    const kindOf = (w: ManagedWebhookRow) =>
+      w.auth_mode === 'signature' ? `${w.signature_scheme} signature` : w.auth_mode;
+    const broken = others.filter((o) => o.factory_id !== webhook.factory_id || kindOf(o) !== kindOf(webhook));
+    if (broken.length)
+      throw new Conflict(
+        `team secret ${webhook.secret_name} is also the secret of ${broken
+          .map((o) => `webhook ${o.name} (${kindOf(o)}, factory ${o.factory_name})`)
+          .join(
+            ', ',
+          )}: a new value would break ${broken.length === 1 ? 'it' : 'them'}. Give this webhook a team secret of its own (delete it and create it again with another secret_name), or change the shared secret for all of them yourself (\`factoryd secrets set ${webhook.secret_name} --team ${auth.team.name}\`)`,
+      );
   }
 
   /** Removes the file: the webhook is deleted (senders get 404 at once); its team secret stays. */
