@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
 import { bootstrapDefaultTeam } from '../../auth/bootstrap.js';
 import { ConfigError, loadConfig } from '../../config/config.js';
-import { startService } from '../../service.js';
-import { bootstrapFactory } from '../factory-bootstrap.js';
 import { authOf } from './auth.commands.js';
 
 export function registerServeCommand(program: Command): void {
@@ -26,6 +24,9 @@ async function serve(): Promise<void> {
     }
     throw err;
   }
+  // Loaded here, not at the top: every other command (an API client, say) starts without NestJS.
+  const { startService } = await import('../../service.js');
+  const { bootstrapFactory } = await import('../factory-bootstrap.js');
   const service = await startService(config);
   const { repo, auth } = authOf(service.db);
   const adminKey = await bootstrapDefaultTeam(repo, auth);

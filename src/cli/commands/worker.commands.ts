@@ -3,17 +3,8 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { newUid } from '../../common/ids.js';
 import { loadConfig } from '../../config/config.js';
-import { RunsRepository } from '../../runs/runs.repository.js';
 import { HttpBackend, RefusedError } from '../../workers/http-backend.js';
-import { RunWakeups } from '../../workers/run-wakeups.js';
-import {
-  executionOptions,
-  heartbeatMs,
-  startHousekeeping,
-  startServiceHostedPool,
-} from '../../workers/service-workers.js';
 import { WorkerPool } from '../../workers/worker-pool.js';
-import { WorkerRunsService } from '../../workers/worker-runs.service.js';
 import { withDatabase } from '../context.js';
 
 interface WorkerOptions {
@@ -45,6 +36,9 @@ export function registerWorkerCommands(program: Command): void {
 
 async function runWorker(opts: WorkerOptions): Promise<void> {
   const config = loadConfig();
+  // Loaded for this command only: other commands start without them (they bring in NestJS).
+  const { executionOptions, heartbeatMs, startHousekeeping, startServiceHostedPool } =
+    await import('../../workers/service-workers.js');
   const concurrency = opts.concurrency ? Number(opts.concurrency) : Math.max(config.workerConcurrency, 1);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)
     throw new Error(`--concurrency must be a whole number from 1 to 256, got "${opts.concurrency}"`);
@@ -75,6 +69,11 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     await pool.stop();
     return;
   }
+  const [{ RunsRepository }, { RunWakeups }, { WorkerRunsService }] = await Promise.all([
+    import('../../runs/runs.repository.js'),
+    import('../../workers/run-wakeups.js'),
+    import('../../workers/worker-runs.service.js'),
+  ]);
   await withDatabase(async (db, cfg) => {
     const service = new WorkerRunsService(db, new RunsRepository(db), cfg.workerLeaseSeconds * 1000);
     const wakeups = new RunWakeups(db);
