@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
 import { startTestService, type TestService } from './support/service.js';
+import { uniqueSleep } from './support/sleeps.js';
 
 // `factoryd worker` as a real separate process (built code: the test setup builds `dist/`), against
 // the test service's database (service-hosted mode) or its HTTP API (self-hosted mode). The service
@@ -197,26 +198,26 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     await t.call('POST', `/api/v1/agent/runs/${asked}/followups`, { message: 'yes' });
     expect((await waitFor(asked, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
 
-    const long = await create({ prompt: 'Long\n/wait 200', config: { worker_host: 'box-c' } });
+    const sleep = uniqueSleep(200);
+    const long = await create({ prompt: `Long\n${sleep.wait}`, config: { worker_host: 'box-c' } });
     await waitFor(long, ['INPROGRESS']);
-    // Mid-run: the harness is at work (its `sleep` child runs). A cancel within ~100 ms of the start
-    // has left that child behind in CI (an open bug, docs/workers.md), so this case waits for it.
+    // Mid-run: the harness is at work (its `sleep` child runs).
     const working = Date.now() + 20_000;
-    while (!execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 200')) {
+    while (!execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(sleep.processArgs)) {
       if (Date.now() > working) throw new Error('the harness never started its work');
       await new Promise((r) => setTimeout(r, 50));
     }
     await t.call('POST', `/api/v1/agent/runs/${long}/cancel`);
     // Generous: on a loaded 2-core CI machine the poll, the signal and the exit can take seconds.
     const gone = Date.now() + 20_000;
-    while (execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes('sleep 200')) {
+    while (execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(sleep.processArgs)) {
       if (Date.now() > gone) {
         // What a person would look at: the processes, the run as the API sees it, the worker's output.
         const ps = execFileSync('ps', ['-eo', 'pid,pgid,ppid,stat,etimes,args'], { encoding: 'utf8' }).split(
           '\n',
         );
         // The `sleep`, every process of its group and its parent, and the worker's harnesses.
-        const sleeps = ps.filter((l) => l.includes('sleep 200')).map((l) => l.trim().split(/\s+/));
+        const sleeps = ps.filter((l) => l.includes(sleep.processArgs)).map((l) => l.trim().split(/\s+/));
         const related = new Set(sleeps.flatMap(([pid, pgid, ppid]) => [pid, pgid, ppid]));
         const run = (await t.call('GET', `/api/v1/agent/runs/${long}`)).body;
         throw new Error(

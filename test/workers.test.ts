@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './support/cli.js';
 import { startTestService, type TestService } from './support/service.js';
+import { uniqueSleep } from './support/sleeps.js';
 
 // Real service, real PostgreSQL, two service-hosted worker slots running the shipped example harness.
 let t: TestService;
@@ -128,23 +129,25 @@ describe('service-hosted workers running the example harness', () => {
   });
 
   it('cancels a live run: CANCELLED, and no process of its harness is left', async () => {
-    const id = await create({ prompt: 'Long job\n/wait 300' });
+    const sleep = uniqueSleep(300);
+    const id = await create({ prompt: `Long job\n${sleep.wait}` });
     await waitFor(id, ['INPROGRESS']);
-    await waitForProcess(`sleep 300`, true);
+    await waitForProcess(sleep.processArgs, true);
     const res = await t.call('POST', `/api/v1/agent/runs/${id}/cancel`);
     expect(res.status).toBe(200);
     expect(res.body).toBe(id);
     expect((await waitFor(id, ['CANCELLED'])).state).toBe('CANCELLED');
-    await waitForProcess(`sleep 300`, false, 1500);
+    await waitForProcess(sleep.processArgs, false, 1500);
     // The worker did not overwrite the cancel when the harness died.
     await new Promise((r) => setTimeout(r, 300));
     expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CANCELLED');
   });
 
   it('stops a harness that stays silent past idle_timeout_minutes: FAILED (idle_timeout), no process left', async () => {
-    const id = await create({ prompt: 'Go quiet\n/wait 301', config: { idle_timeout_minutes: 1 } });
+    const sleep = uniqueSleep(301);
+    const id = await create({ prompt: `Go quiet\n${sleep.wait}`, config: { idle_timeout_minutes: 1 } });
     await waitFor(id, ['INPROGRESS']);
-    await waitForProcess('sleep 301', true);
+    await waitForProcess(sleep.processArgs, true);
     const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
     expect(run.state).toBe('FAILED');
     expect(run.status_message.error_code).toBe('idle_timeout');
@@ -153,7 +156,7 @@ describe('service-hosted workers running the example harness', () => {
     );
     // Stopped after the limit (a 2-second minute), not before.
     expect(Date.parse(run.updated_at) - Date.parse(run.started_at)).toBeGreaterThanOrEqual(2000);
-    await waitForProcess('sleep 301', false, 1500);
+    await waitForProcess(sleep.processArgs, false, 1500);
   });
 
   it('lets a harness that keeps talking run past idle_timeout_minutes', async () => {
@@ -275,9 +278,10 @@ describe('the self-hosted worker API', () => {
   });
 
   it('a killed launcher takes its harnesses with it: the run FAILS saying so, no process is left, the next run works', async () => {
-    const id = await create({ prompt: 'Long job\n/wait 303' });
+    const sleep = uniqueSleep(303);
+    const id = await create({ prompt: `Long job\n${sleep.wait}` });
     await waitFor(id, ['INPROGRESS']);
-    await waitForProcess('sleep 303', true);
+    await waitForProcess(sleep.processArgs, true);
     // The worker's launchers are children of this process (the service runs in it): kill them all.
     const launchers = execFileSync('ps', ['-eo', 'pid,ppid,args'], { encoding: 'utf8' })
       .split('\n')
@@ -288,7 +292,7 @@ describe('the self-hosted worker API', () => {
     const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
     expect(run.state).toBe('FAILED');
     expect(run.status_message.message).toMatch(/the harness launcher died/);
-    await waitForProcess('sleep 303', false, 3000);
+    await waitForProcess(sleep.processArgs, false, 3000);
     expect((await waitFor(await create({ prompt: 'After it' }), ['SUCCEEDED', 'FAILED'])).state).toBe(
       'SUCCEEDED',
     );
