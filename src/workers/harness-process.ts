@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
-import type { LauncherReport, LauncherRequest, WorkspaceFile } from './launcher.js';
+import type { HarnessSpec, LauncherReport, LauncherRequest } from './launcher.js';
 
 export interface HarnessExit {
   code: number | null;
@@ -37,7 +37,7 @@ class Launcher {
     return this.jobs.size;
   }
 
-  start(request: Omit<Extract<LauncherRequest, { t: 'spawn' }>, 't' | 'id'>, job: Job): number {
+  start(request: HarnessSpec, job: Job): number {
     const id = this.nextId++;
     this.jobs.set(id, job);
     this.send({ t: 'spawn', id, ...request });
@@ -135,18 +135,7 @@ export class HarnessProcess {
    * Starts `command` in the workspace `cwd`, which the launcher makes afresh with `files` (and removes
    * once the harness is done: the worker's event loop does no file system work per run).
    */
-  constructor(
-    spec: {
-      command: string;
-      cwd: string;
-      files: WorkspaceFile[];
-      env: Record<string, string>;
-      graceMs: number;
-      /** The first input, written to its stdin at once. */
-      stdin: string;
-    },
-    onLine: (stream: 'stdout' | 'stderr', line: string) => void,
-  ) {
+  constructor(spec: HarnessSpec, onLine: (stream: 'stdout' | 'stderr', line: string) => void) {
     let done!: (exit: HarnessExit) => void;
     this.finished = new Promise((resolve) => (done = resolve));
     this.id = this.launcher.start(spec, { onLine, done });

@@ -23,19 +23,21 @@ export interface WorkspaceFile {
   encoding: 'base64' | 'utf8';
 }
 
+/** What to start: a shell command line in a fresh workspace. */
+export interface HarnessSpec {
+  command: string;
+  /** The workspace: made afresh with `files` before the spawn, removed once the run is done. */
+  cwd: string;
+  files: WorkspaceFile[];
+  env: Record<string, string>;
+  /** SIGTERM, then SIGKILL this much later, when the harness is stopped or leaves processes behind. */
+  graceMs: number;
+  /** Written to the harness's stdin at once (its first input). */
+  stdin: string;
+}
+
 export type LauncherRequest =
-  | {
-      t: 'spawn';
-      id: number;
-      command: string;
-      /** The workspace: made afresh with `files` before the spawn, removed once the run is done. */
-      cwd: string;
-      files: WorkspaceFile[];
-      env: Record<string, string>;
-      graceMs: number;
-      /** Written to the harness's stdin at once (its first input). */
-      stdin: string;
-    }
+  | ({ t: 'spawn'; id: number } & HarnessSpec)
   | { t: 'write'; id: number; data: string }
   | { t: 'stop'; id: number };
 
