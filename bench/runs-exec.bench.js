@@ -59,98 +59,111 @@ async function main() {
     pg = new EmbeddedPostgres({ dir: join(dir, 'pg'), durable: false });
     adminUrl = await pg.start();
   }
-  // A database of its own, even on DATABASE_URL: runs left from another run must not count as ended.
+  try {
+    await measure(adminUrl, dir);
+  } finally {
+    // Also when the measurement failed: no embedded server is left running.
+    await pg?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The runs in a database of their own (even on DATABASE_URL: runs left from another run must not count as ended). */
+async function measure(adminUrl, dir) {
   const dbName = `factoryd_bench_${process.pid}`;
   const admin = new Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${dbName}`);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${dbName}`;
-  const url = dbUrl.toString();
-  const config = loadConfig({
-    DATABASE_URL: url,
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    DATA_DIR: join(dir, 'data'),
-    // The slots are started below, once the runs are queued.
-    WORKER_CONCURRENCY: '0',
-    HARNESS_COMMAND: HARNESS,
-  });
-  const service = await startService(config);
-  const authRepo = new AuthRepository(service.db);
-  await bootstrapDefaultTeam(authRepo, new AuthService(authRepo));
-  const team = await authRepo.findTeamByName('default');
-  const runs = service.app.get(RunsRepository);
-  const newRun = (i) => ({
-    teamId: team.id,
-    title: `bench ${i}`,
-    prompt: `bench ${i}`,
-    source: 'API',
-    creatorId: null,
-    agentConfig: {},
-  });
-  const ended = async () =>
-    Number(
-      (
-        await service.db.query(`SELECT count(*) AS n FROM runs WHERE state IN ('SUCCEEDED','FAILED','ERROR')`)
-      )[0].n,
+  try {
+    const dbUrl = new URL(adminUrl);
+    dbUrl.pathname = `/${dbName}`;
+    const url = dbUrl.toString();
+    const config = loadConfig({
+      DATABASE_URL: url,
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      DATA_DIR: join(dir, 'data'),
+      // The slots are started below, once the runs are queued.
+      WORKER_CONCURRENCY: '0',
+      HARNESS_COMMAND: HARNESS,
+    });
+    const service = await startService(config);
+    const authRepo = new AuthRepository(service.db);
+    await bootstrapDefaultTeam(authRepo, new AuthService(authRepo));
+    const team = await authRepo.findTeamByName('default');
+    const runs = service.app.get(RunsRepository);
+    const newRun = (i) => ({
+      teamId: team.id,
+      title: `bench ${i}`,
+      prompt: `bench ${i}`,
+      source: 'API',
+      creatorId: null,
+      agentConfig: {},
+    });
+    const ended = async () =>
+      Number(
+        (
+          await service.db.query(
+            `SELECT count(*) AS n FROM runs WHERE state IN ('SUCCEEDED','FAILED','ERROR')`,
+          )
+        )[0].n,
+      );
+
+    // The baseline runs before and after the service's turn, and the ratio is to their mean: on a
+    // shared machine the load moves between the two.
+    const baseBefore = await baseline();
+
+    // Throughput: 1,000 queued runs; time from starting the slots until the last one ended.
+    for (let i = 0; i < RUNS; i += 50)
+      await Promise.all(
+        Array.from({ length: Math.min(50, RUNS - i) }, (_, k) => runs.create(newRun(i + k), new Date())),
+      );
+    const t0 = performance.now();
+    const pool = startServiceHostedPool(
+      service.db,
+      service.app.get(WorkerRunsService),
+      service.app.get(RunWakeups),
+      config,
+      (err) => console.error(err),
+      SLOTS,
+    );
+    while ((await ended()) < RUNS) await sleep(20);
+    const rate = RUNS / ((performance.now() - t0) / 1000);
+    const baseAfter = await baseline();
+    const baseRate = (baseBefore + baseAfter) / 2;
+    const failed = Number(
+      (await service.db.query(`SELECT count(*) AS n FROM runs WHERE state <> 'SUCCEEDED'`))[0].n,
     );
 
-  // The baseline runs before and after the service's turn, and the ratio is to their mean: on a
-  // shared machine the load moves between the two.
-  const baseBefore = await baseline();
-
-  // Throughput: 1,000 queued runs; time from starting the slots until the last one ended.
-  for (let i = 0; i < RUNS; i += 50)
-    await Promise.all(
-      Array.from({ length: Math.min(50, RUNS - i) }, (_, k) => runs.create(newRun(i + k), new Date())),
+    // Claim latency: one run at a time while the slots are idle.
+    const ids = [];
+    for (let i = 0; i < LATENCY_SAMPLES; i++) {
+      ids.push(await runs.create(newRun(`latency ${i}`), new Date()));
+      await sleep(15);
+    }
+    while ((await ended()) < RUNS + LATENCY_SAMPLES) await sleep(20);
+    const rows = await service.db.query(
+      `SELECT extract(epoch FROM claimed_at - created_at) * 1000 AS ms FROM runs WHERE id = ANY($1::uuid[])`,
+      [ids],
     );
-  const t0 = performance.now();
-  const pool = startServiceHostedPool(
-    service.db,
-    service.app.get(WorkerRunsService),
-    service.app.get(RunWakeups),
-    config,
-    (err) => console.error(err),
-    SLOTS,
-  );
-  while ((await ended()) < RUNS) await sleep(20);
-  const rate = RUNS / ((performance.now() - t0) / 1000);
-  const baseAfter = await baseline();
-  const baseRate = (baseBefore + baseAfter) / 2;
-  const failed = Number(
-    (await service.db.query(`SELECT count(*) AS n FROM runs WHERE state <> 'SUCCEEDED'`))[0].n,
-  );
+    const lat = rows.map((r) => Number(r.ms));
 
-  // Claim latency: one run at a time while the slots are idle.
-  const ids = [];
-  for (let i = 0; i < LATENCY_SAMPLES; i++) {
-    ids.push(await runs.create(newRun(`latency ${i}`), new Date()));
-    await sleep(15);
+    console.log(
+      `runs:        ${RUNS} runs through ${SLOTS} slots: ${rate.toFixed(1)} runs/s (${failed} not SUCCEEDED)`,
+    );
+    console.log(
+      `baseline:    spawning the same command ${RUNS}x, ${SLOTS} at a time: ${baseRate.toFixed(1)} runs/s (${baseBefore.toFixed(1)} before, ${baseAfter.toFixed(1)} after)`,
+    );
+    console.log(`ratio:       ${(rate / baseRate).toFixed(2)} of baseline (target >= 0.8)`);
+    console.log(
+      `claim:       QUEUED->CLAIMED p50 ${pct(lat, 50).toFixed(1)} ms, p95 ${pct(lat, 95).toFixed(1)} ms over ${lat.length} runs (target p95 <= 20 ms)`,
+    );
+    await pool.stop();
+    await service.stop();
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
   }
-  while ((await ended()) < RUNS + LATENCY_SAMPLES) await sleep(20);
-  const rows = await service.db.query(
-    `SELECT extract(epoch FROM claimed_at - created_at) * 1000 AS ms FROM runs WHERE id = ANY($1::uuid[])`,
-    [ids],
-  );
-  const lat = rows.map((r) => Number(r.ms));
-
-  console.log(
-    `runs:        ${RUNS} runs through ${SLOTS} slots: ${rate.toFixed(1)} runs/s (${failed} not SUCCEEDED)`,
-  );
-  console.log(
-    `baseline:    spawning the same command ${RUNS}x, ${SLOTS} at a time: ${baseRate.toFixed(1)} runs/s (${baseBefore.toFixed(1)} before, ${baseAfter.toFixed(1)} after)`,
-  );
-  console.log(`ratio:       ${(rate / baseRate).toFixed(2)} of baseline (target >= 0.8)`);
-  console.log(
-    `claim:       QUEUED->CLAIMED p50 ${pct(lat, 50).toFixed(1)} ms, p95 ${pct(lat, 95).toFixed(1)} ms over ${lat.length} runs (target p95 <= 20 ms)`,
-  );
-  await pool.stop();
-  await service.stop();
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.end();
-  await pg?.stop();
-  rmSync(dir, { recursive: true, force: true });
 }
 
 main().catch((err) => {
