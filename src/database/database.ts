@@ -10,6 +10,22 @@ export interface Queryable {
   execute(sql: string, params?: unknown[]): Promise<number>;
 }
 
+/**
+ * A piece of a statement (CTEs) that a caller composes with others into one statement, so that one
+ * round trip does what several would: its SQL and its parameters, numbered from the `first` the
+ * builder was given.
+ */
+export interface StatementPart {
+  ctes: string;
+  params: unknown[];
+}
+
+/** Placeholders for a part whose parameters start at `$first`: `ref(1)` is `$first`. */
+export const paramRefs =
+  (first: number) =>
+  (n: number): string =>
+    `$${first + n - 1}`;
+
 /** Names of prepared statements by SQL text (bounded: texts built at run time must not grow it forever). */
 const statementNames = new Map<string, string>();
 const MAX_PREPARED = 1000;

@@ -8,6 +8,7 @@ export interface ManagedWebhookRow extends WebhookRow {
   path: string;
   factory_id: string;
   factory_uid: string;
+  factory_name: string;
   description: string | null;
   /** Created disabled until the provider's signing secret is set (POST /webhooks/{uid}/secret). */
   awaiting_secret: boolean;
@@ -21,7 +22,7 @@ export interface AutomationRow {
 }
 
 const WEBHOOK = `SELECT w.id, w.uid, w.name, w.path, w.auth_mode, w.signature_scheme, w.secret_name, w.delivery_id_header,
-       w.enabled, w.deleted_at IS NOT NULL AS deleted, w.created_at, w.description, w.factory_id, f.uid AS factory_uid,
+       w.enabled, w.deleted_at IS NOT NULL AS deleted, w.created_at, w.description, w.factory_id, f.uid AS factory_uid, f.name AS factory_name,
        EXISTS (SELECT 1 FROM webhooks_awaiting_secret a WHERE a.webhook_id = w.id) AS awaiting_secret
   FROM webhooks w JOIN factories f ON f.id = w.factory_id`;
 
@@ -49,14 +50,10 @@ export class ManagementRepository {
   }
 
   /** The team's other live webhooks on the team secret `secretName` (every factory of the team). */
-  async sharingSecret(
-    teamId: string,
-    secretName: string,
-    exceptUid: string,
-  ): Promise<Array<ManagedWebhookRow & { factory_name: string }>> {
-    return this.db.query(
-      `SELECT x.*, f.name AS factory_name FROM (${WEBHOOK} WHERE w.team_id = $1 AND w.secret_name = $2 AND w.uid <> $3
-          AND w.deleted_at IS NULL) x JOIN factories f ON f.id = x.factory_id ORDER BY f.name, x.name`,
+  async sharingSecret(teamId: string, secretName: string, exceptUid: string): Promise<ManagedWebhookRow[]> {
+    return this.db.query<ManagedWebhookRow>(
+      `${WEBHOOK} WHERE w.team_id = $1 AND w.secret_name = $2 AND w.uid <> $3 AND w.deleted_at IS NULL
+        ORDER BY f.name, w.name`,
       [teamId, secretName, exceptUid],
     );
   }

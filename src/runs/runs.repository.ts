@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { newUuid } from '../common/ids.js';
-import { Database, type Queryable } from '../database/database.js';
+import { Database, paramRefs, type Queryable, type StatementPart } from '../database/database.js';
 import type { RunEvent, RunState } from './run-state.js';
 import { nextState, statesAllowing } from './run-state.js';
 import { RunsSignal } from './runs-signal.js';
@@ -82,13 +82,13 @@ export class RunsRepository {
     now: Date,
     first: number,
     keep?: { keys: string[]; cte: string },
-  ): { ctes: string; params: unknown[]; ids: string[] } {
+  ): StatementPart & { ids: string[] } {
     const ids = runs.map(() => newUuid());
     const column = <V>(value: (run: NewRun, i: number) => V) => runs.map(value);
     const attachments = runs.flatMap((run, i) =>
       (run.attachments ?? []).map((a) => ({ runId: ids[i]!, ...a })),
     );
-    const $ = (n: number) => `$${first + n - 1}`;
+    const $ = paramRefs(first);
     // The attachments' foreign key is checked at the end of the statement, after new_runs inserted.
     const ctes = `new_runs AS (
          INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
@@ -182,8 +182,8 @@ export class RunsRepository {
       statusMessage?: Run['statusMessage'];
       leaseOwner?: string;
       startedAt?: Date;
-      /** CTEs to run in the same statement (parameters numbered from $11), whatever the update does. */
-      with?: { ctes: string; params: unknown[] };
+      /** CTEs to run in the same statement, whatever the update does, built for its first free parameter. */
+      with?: (first: number) => StatementPart;
     } = {},
   ): Promise<RunState | undefined> {
     const path = Array.isArray(event) ? event : [event];
@@ -191,25 +191,26 @@ export class RunsRepository {
     for (const e of path) visited.push(nextState(visited.at(-1) ?? from, e));
     const to = visited.at(-1)!;
     const ended = to === 'SUCCEEDED' || to === 'FAILED' || to === 'ERROR' || to === 'CANCELLED';
+    const params = [
+      runId,
+      from,
+      to,
+      now,
+      ended,
+      extra.statusMessage ?? null,
+      statesAllowing(path[0]!),
+      extra.leaseOwner ?? null,
+      visited.includes('INPROGRESS'),
+      extra.startedAt ?? now,
+    ];
+    const part = extra.with?.(params.length + 1);
     const changed = await tx.execute(
-      `${extra.with ? `WITH ${extra.with.ctes} ` : ''}UPDATE runs SET state = $3, updated_at = $4,
+      `${part ? `WITH ${part.ctes} ` : ''}UPDATE runs SET state = $3, updated_at = $4,
               ended_at = CASE WHEN $5 THEN $4 WHEN $3 = 'QUEUED' THEN NULL ELSE ended_at END,
               started_at = CASE WHEN $9 THEN coalesce(started_at, $10) ELSE started_at END,
               status_message = CASE WHEN $6::jsonb IS NOT NULL THEN $6::jsonb WHEN $3 = 'QUEUED' THEN NULL ELSE status_message END
         WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[]) AND ($8::text IS NULL OR lease_owner = $8)`,
-      [
-        runId,
-        from,
-        to,
-        now,
-        ended,
-        extra.statusMessage ?? null,
-        statesAllowing(path[0]!),
-        extra.leaseOwner ?? null,
-        visited.includes('INPROGRESS'),
-        extra.startedAt ?? now,
-        ...(extra.with?.params ?? []),
-      ],
+      [...params, ...(part?.params ?? [])],
     );
     if (changed && to === 'QUEUED') this.signal?.queued();
     return changed ? to : undefined;

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor, type PageInfo } from '../common/cursor.js';
-import { Database, type Queryable } from '../database/database.js';
+import { Database, paramRefs, type Queryable, type StatementPart } from '../database/database.js';
 
 export const DELIVERY_STATUSES = [
   'accepted',
@@ -51,12 +51,9 @@ export class DeliveryLog {
    * `record` as CTEs of a larger statement (parameters numbered from `$first`); the CTE `accepted`
    * returns the ids of the entries recorded as Accepted.
    */
-  recordPart(
-    entries: Array<DeliveryEntry & { payloadText?: string }>,
-    first: number,
-  ): { ctes: string; params: unknown[] } {
+  recordPart(entries: Array<DeliveryEntry & { payloadText?: string }>, first: number): StatementPart {
     const column = <V>(value: (e: DeliveryEntry & { payloadText?: string }) => V) => entries.map(value);
-    const $ = (n: number) => `$${first + n - 1}`;
+    const $ = paramRefs(first);
     const ctes = `e AS (
          SELECT * FROM unnest(${$(1)}::uuid[], ${$(2)}::uuid[], ${$(3)}::text[], ${$(4)}::text[], ${$(5)}::bigint[],
                               ${$(6)}::timestamptz[], ${$(7)}::text[], ${$(8)}::jsonb[], ${$(9)}::text[])

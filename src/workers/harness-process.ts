@@ -3,12 +3,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
-import type { HarnessSpec, LauncherReport, LauncherRequest } from './launcher.js';
-
-export interface HarnessExit {
-  code: number | null;
-  signal: string | null;
-}
+import type { HarnessExit, HarnessSpec, LauncherReport, LauncherRequest } from './launcher.js';
 
 interface Job {
   pid?: number;

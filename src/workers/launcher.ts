@@ -1,6 +1,6 @@
 /**
- * The harness launcher: a small Node process, one per worker process, that starts the harnesses and
- * owns their process groups (harness-process.ts is the worker's side; `LauncherRequest` and
+ * A harness launcher: a small Node process (a worker runs one per core at most, harness-process.ts)
+ * that starts harnesses and owns their process groups (harness-process.ts is the worker's side; `LauncherRequest` and
  * `LauncherReport` are the protocol, over Node's IPC channel).
  *
  * Why a process of its own: a fork copies the forking process's page tables, so spawning from the
@@ -44,6 +44,12 @@ export type LauncherRequest =
 /** Complete lines from stdout (1) or stderr (2), in the order they were read. */
 export type OutputLines = Array<[1 | 2, string]>;
 
+/** How a harness ended: its exit code, or the signal that killed it. */
+export interface HarnessExit {
+  code: number | null;
+  signal: string | null;
+}
+
 export type LauncherReport =
   | { t: 'spawned'; id: number; pid: number }
   | { t: 'output'; id: number; lines: OutputLines }
@@ -51,7 +57,7 @@ export type LauncherReport =
    * The leader exited, its group is gone and its output was read (or the grace period ran out);
    * `lines`: the output not reported yet.
    */
-  | { t: 'done'; id: number; code: number | null; signal: string | null; lines: OutputLines };
+  | ({ t: 'done'; id: number; lines: OutputLines } & HarnessExit);
 
 /**
  * Output is reported at most this long after it was read: lines read meanwhile (and a harness's last
@@ -95,24 +101,21 @@ function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
   if (child.pid) send({ t: 'spawned', id: req.id, pid: child.pid });
   child.stdin!.write(req.stdin);
   const read = [lines(req.id, job, child.stdout!, 1), lines(req.id, job, child.stderr!, 2)];
-  let exit: { code: number | null; signal: string | null } | undefined;
   child.once('error', (err) => {
     if (child.pid) return; // a spawned child's errors are its pipes'; its exit decides
     job.output.push([2, `the harness could not be started: ${err.message}`]);
-    exit = { code: 127, signal: null };
-    finish(req.id, exit);
+    finish(req.id, { code: 127, signal: null });
   });
   child.once('exit', (code, signal) => {
-    exit = { code, signal };
     // Anything the leader left in its group goes too; then the output still in the pipes is read.
     void reap(job).then(async () => {
       await Promise.race([Promise.all(read), delay(job.graceMs)]);
-      finish(req.id, exit!);
+      finish(req.id, { code, signal });
     });
   });
 }
 
-function finish(id: number, exit: { code: number | null; signal: string | null }): void {
+function finish(id: number, exit: HarnessExit): void {
   const job = jobs.get(id);
   if (!job) return;
   jobs.delete(id);

@@ -1,4 +1,4 @@
-import type { Database, Queryable } from '../database/database.js';
+import { paramRefs, type Database, type Queryable, type StatementPart } from '../database/database.js';
 import { nextState, statesAllowing, type RunEvent, type RunState } from '../runs/run-state.js';
 import { skillName } from '../runs/runs.service.js';
 import type { RunsRepository } from '../runs/runs.repository.js';
@@ -39,12 +39,14 @@ interface HeldRun {
   lease_expires_at: Date;
 }
 
-/** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
+const isArtifact = (e: HarnessEvent) => e.type === 'action' && e.kind === 'artifact';
+
 /** The worker measured `msAgo`; a negative or absurd figure (a broken worker) counts as now. */
 function startedAt(now: Date, msAgo: number): Date {
   return new Date(now.getTime() - (msAgo >= 0 && msAgo < 86_400_000 ? msAgo : 0));
 }
 
+/** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
 function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
   if (outcome.exitCode === 0)
     return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
@@ -229,9 +231,7 @@ export class WorkerRunsService {
     if (!events.length) return;
     const inserted = await this.insertEvents(this.db, runId, execution, events, w.id);
     if (!inserted) return;
-    const artifacts = events
-      .filter((e) => e.type === 'action' && e.kind === 'artifact')
-      .map((e) => (e as { input: Record<string, unknown> }).input);
+    const artifacts = events.filter(isArtifact).map((e) => (e as { input: Record<string, unknown> }).input);
     if (artifacts.length) {
       await this.db.execute(
         `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
@@ -274,7 +274,7 @@ export class WorkerRunsService {
   async finish(w: WorkerIdentity, runId: string, execution: number, outcome: Outcome): Promise<void> {
     let events = outcome.events ?? [];
     // Events that change the run besides the end (an artifact, BLOCKED) go through `record` first.
-    if (events.some((e) => e.type === 'status' || (e.type === 'action' && e.kind === 'artifact'))) {
+    if (events.some((e) => e.type === 'status' || isArtifact(e))) {
       await this.record(w, runId, execution, events);
       events = [];
     }
@@ -295,7 +295,7 @@ export class WorkerRunsService {
           statusMessage: message,
           leaseOwner: w.id,
           startedAt: short ? startedAt(now, outcome.startedMsAgo!) : undefined,
-          with: events.length ? eventsPart(runId, execution, events, w.id, now, 11) : undefined,
+          with: events.length ? (first) => eventsPart(runId, execution, events, w.id, now, first) : undefined,
         },
       );
       if (ended) return;
@@ -476,9 +476,9 @@ function eventsPart(
   leaseOwner: string | undefined,
   now: Date,
   first: number,
-): { ctes: string; params: unknown[] } {
+): StatementPart {
   const cols = eventColumns(events);
-  const $ = (n: number) => `$${first + n - 1}`;
+  const $ = paramRefs(first);
   return {
     ctes: `new_events AS (
        INSERT INTO run_events (run_id, team_id, execution, type, role, kind, body, created_at)
