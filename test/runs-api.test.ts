@@ -187,7 +187,7 @@ describe('POST /agent/runs and the alias /agent/run', () => {
       'an attachment named ..',
       { prompt: 'x', attachments: [{ file_name: '..', data: 'AA==' }] },
       'attachments.0.file_name',
-      /must match/,
+      /must match .*\(1-128 letters, digits, '\.', '_' or '-', and not '\.' or '\.\.'\)/,
     ],
     [
       'an image of an unsupported type',

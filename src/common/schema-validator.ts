@@ -97,7 +97,8 @@ function messageFor(e: ErrorObject, path: string): string {
     case 'const':
       return `${at} must be ${JSON.stringify(p.allowedValue)}`;
     case 'pattern':
-      return `${at} must match ${String(p.pattern)}`;
+      // A regular expression alone is hard to act on: the schema's description says it in words.
+      return `${at} must match ${String(p.pattern)}${e.parentSchema?.description ? ` (${String(e.parentSchema.description)})` : ''}`;
     case 'maxProperties':
       return `${at} must have at most ${String(p.limit)} keys`;
     case 'minProperties':
