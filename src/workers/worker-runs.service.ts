@@ -14,6 +14,10 @@ export interface WorkerIdentity {
 }
 
 const HELD: RunState[] = ['CLAIMED', 'INPROGRESS', 'BLOCKED'];
+/** The states a run is claimed from, as SQL literals (constants of the state machine, not input). */
+const CLAIMABLE = statesAllowing('claim')
+  .map((s) => `'${s}'`)
+  .join(', ');
 
 interface ClaimedRow {
   id: string;
@@ -112,9 +116,12 @@ export class WorkerRunsService {
     // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
     // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
     // Its rows are locked in a claimable state, so the update finds them by id (the primary key).
+    // The claimable states are written into the text, not passed: a prepared statement's generic plan
+    // cannot match a parameter against the partial index runs_queue (WHERE state = 'QUEUED'), and
+    // without it every claim read every run.
     const rows = await this.db.query<ClaimedRow>(
       `WITH picked AS MATERIALIZED (
-         SELECT id FROM runs WHERE state = ANY($8::text[]) AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
+         SELECT id FROM runs WHERE state IN (${CLAIMABLE}) AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
           ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED),
        c AS (
          UPDATE runs r SET state = $4, updated_at = $5, lease_owner = $6, lease_expires_at = $7, claimed_at = $5,
@@ -151,7 +158,6 @@ export class WorkerRunsService {
         now,
         w.id,
         new Date(now.getTime() + this.leaseMs),
-        statesAllowing('claim'),
       ],
     );
     return Promise.all(rows.map((r) => this.assignment(r, w)));
