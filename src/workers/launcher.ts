@@ -11,7 +11,7 @@
  * Plain Node built-ins only: it is started from the built file and must start fast.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -123,22 +123,104 @@ function finish(id: number, exit: HarnessExit): void {
   job.child.stdout?.destroy();
   job.child.stderr?.destroy();
   clearTimeout(job.outputTimer);
+  // Out of its name before the worker hears of the end: once the worker knows, it may remove its folder.
+  const retired = retire(job.cwd);
   send({ t: 'done', id, ...exit, lines: job.output });
-  // In the thread pool: the removal (a walk of whatever the harness left) must not hold up other spawns.
-  void rm(job.cwd, { recursive: true, force: true }).catch(() => undefined);
+  if (retired) keepAsSpare(retired);
+}
+
+/**
+ * Workspace folders emptied after their run, renamed into place for the next spawn rather than a
+ * folder made and removed per run. Why: both cost an inode, and on ext4 without a journal each new
+ * inode is checked against every inode the group freed recently, so a folder per run came to cost
+ * more CPU than the fork itself (a third of the launcher's time in bench/runs-exec). Renaming
+ * allocates nothing. A spare holds nothing of its last run: it is kept only once empty, with the
+ * mode a new folder gets.
+ */
+const spares: string[] = [];
+const MAX_SPARES = 8;
+let retiredCount = 0;
+/** A new workspace folder's mode (from the umask), read off the first one made. */
+let freshMode: number | undefined;
+
+/** The workspace renamed out of the way (its spare-to-be), or removed if that failed. */
+function retire(cwd: string): string | undefined {
+  const spare = join(dirname(cwd), `.spare-${process.pid}-${++retiredCount}`);
+  try {
+    renameSync(cwd, spare);
+    return spare;
+  } catch {
+    discard(cwd);
+    return undefined;
+  }
+}
+
+/**
+ * Kept once empty. What the harness left is removed in the thread pool (a walk of it must not hold
+ * up other spawns); an empty folder, the usual case, is checked at once, which costs less than a
+ * round through the pool.
+ */
+function keepAsSpare(dir: string): void {
+  let left: string[];
+  try {
+    left = readdirSync(dir);
+  } catch {
+    return discard(dir);
+  }
+  if (!left.length) return keepIfFresh(dir);
+  void Promise.all(left.map((e) => rm(join(dir, e), { recursive: true, force: true }))).then(
+    () => keepIfFresh(dir),
+    () => discard(dir),
+  );
+}
+
+function keepIfFresh(dir: string): void {
+  try {
+    const st = lstatSync(dir);
+    if (spares.length < MAX_SPARES && st.isDirectory() && (st.mode & 0o7777) === freshMode) {
+      spares.push(dir);
+      return;
+    }
+  } catch {
+    /* removed below */
+  }
+  discard(dir);
+}
+
+function discard(dir: string): void {
+  void rm(dir, { recursive: true, force: true }).catch(() => undefined);
 }
 
 /** The workspace afresh (anything left from an earlier try of this execution goes) with its files. */
 function prepareWorkspace(cwd: string, files: WorkspaceFile[]): void {
-  if (mkdirSync(cwd, { recursive: true }) === undefined) {
-    rmSync(cwd, { recursive: true, force: true });
-    mkdirSync(cwd, { recursive: true });
+  if (!fromSpare(cwd)) {
+    if (mkdirSync(cwd, { recursive: true }) === undefined) {
+      rmSync(cwd, { recursive: true, force: true });
+      mkdirSync(cwd, { recursive: true });
+    }
+    freshMode ??= lstatSync(cwd).mode & 0o7777;
   }
   for (const f of files) {
     const path = join(cwd, f.path);
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, Buffer.from(f.data, f.encoding));
   }
+}
+
+/** A spare of the same folder renamed to `cwd`; false if there is none (or `cwd` is taken). */
+function fromSpare(cwd: string): boolean {
+  let spare;
+  while ((spare = spares.pop())) {
+    try {
+      // Only within the folder it came from: another worker's folder may be on its way out.
+      if (dirname(spare) !== dirname(cwd)) throw new Error('another folder');
+      renameSync(spare, cwd);
+      return true;
+    } catch {
+      discard(spare);
+    }
+  }
+  return false;
 }
 
 /** Splits a stream into lines (UTF-8 safe) for the job's output; resolves at its end. */

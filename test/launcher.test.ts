@@ -1,0 +1,78 @@
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { HarnessProcess } from '../src/workers/harness-process.js';
+import type { HarnessExit, WorkspaceFile } from '../src/workers/launcher.js';
+
+// The launcher as the worker uses it: a real launcher process, real harness processes, real folders.
+const root = mkdtempSync(join(tmpdir(), 'factoryd-launcher-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Runs `command` in the workspace `name` under `root`; its stdout lines and its exit. */
+async function harness(
+  name: string,
+  command: string,
+  files: WorkspaceFile[] = [],
+): Promise<{ out: string[]; exit: HarnessExit }> {
+  const out: string[] = [];
+  const h = new HarnessProcess(
+    { command, cwd: join(root, name), files, env: {}, graceMs: 1000, stdin: '' },
+    (stream, line) => stream === 'stdout' && out.push(line),
+  );
+  return { out, exit: await h.finished };
+}
+
+/** What the harness sees of its workspace: inode, mode, and every entry. */
+const LOOK = `stat -c '%i %a' . && find . -mindepth 1 | sort`;
+
+/** The launcher keeps an emptied workspace folder as a spare once it is empty again. */
+async function spareKept(): Promise<void> {
+  const deadline = Date.now() + 5000;
+  const spares = () => readdirSync(root).filter((e) => e.startsWith('.spare-'));
+  while (!(spares().length === 1 && readdirSync(join(root, spares()[0]!)).length === 0)) {
+    if (Date.now() > deadline) throw new Error(`no empty spare in ${readdirSync(root).join(', ')}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await new Promise((r) => setTimeout(r, 50)); // its mode checked, then it is kept
+}
+
+describe('harness workspaces', () => {
+  it('gives each run a fresh workspace, also when the folder is the one an earlier run had', async () => {
+    const first = await harness(
+      'run-1',
+      `${LOOK} && echo secret > left.txt && mkdir -p deep/er && echo x > deep/er/file`,
+      [{ path: 'event-payload.json', data: Buffer.from('{"a":1}').toString('base64'), encoding: 'base64' }],
+    );
+    expect(first.exit).toEqual({ code: 0, signal: null });
+    expect(first.out.slice(1)).toEqual(['./event-payload.json']);
+    // Gone under its name as soon as the run is done.
+    expect(readdirSync(root)).not.toContain('run-1');
+    await spareKept();
+
+    const second = await harness('run-2', LOOK);
+    const [inode1, mode1] = first.out[0]!.split(' ');
+    const [inode2, mode2] = second.out[0]!.split(' ');
+    expect(inode2).toBe(inode1); // the same folder, renamed into place…
+    expect(mode2).toBe(mode1);
+    expect(second.out.slice(1)).toEqual([]); // …with nothing of the first run in it
+  });
+
+  it('does not reuse a workspace whose mode the harness changed', async () => {
+    const fresh = join(root, 'made-here');
+    mkdirSync(fresh);
+    const freshMode = (statSync(fresh).mode & 0o7777).toString(8);
+    rmSync(fresh, { recursive: true });
+
+    await harness('run-3', 'chmod 700 .');
+    const after = await harness('run-4', LOOK);
+    expect(after.out[0]!.split(' ')[1]).toBe(freshMode);
+    expect(after.out.slice(1)).toEqual([]);
+  });
+
+  it('starts afresh in a workspace left over from an earlier try of the same execution', async () => {
+    mkdirSync(join(root, 'run-5', 'old'), { recursive: true });
+    const run = await harness('run-5', LOOK);
+    expect(run.out.slice(1)).toEqual([]);
+  });
+});
