@@ -77,6 +77,16 @@ export function statesAllowing(event: RunEvent): RunState[] {
   return Object.keys(TRANSITIONS[event]) as RunState[];
 }
 
+/**
+ * States as an SQL list (`'QUEUED', 'CLAIMED'`), for a statement's text rather than a parameter: a
+ * prepared statement's generic plan cannot match a parameter against a partial index on state
+ * (runs_queue, runs_leases), so with one it read every run. They are constants of the state
+ * machine, never input.
+ */
+export function sqlStates(states: readonly RunState[]): string {
+  return states.map((s) => `'${s}'`).join(', ');
+}
+
 export function isTerminal(state: RunState): boolean {
   return TERMINAL_STATES.has(state);
 }

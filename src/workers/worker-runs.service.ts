@@ -1,5 +1,5 @@
 import { paramRefs, type Database, type Queryable, type StatementPart } from '../database/database.js';
-import { nextState, statesAllowing, type RunEvent, type RunState } from '../runs/run-state.js';
+import { nextState, sqlStates, statesAllowing, type RunEvent, type RunState } from '../runs/run-state.js';
 import { skillName } from '../runs/runs.service.js';
 import type { RunsRepository } from '../runs/runs.repository.js';
 import type { Assignment, Control, Outcome } from './assignment.js';
@@ -14,10 +14,9 @@ export interface WorkerIdentity {
 }
 
 const HELD: RunState[] = ['CLAIMED', 'INPROGRESS', 'BLOCKED'];
-/** The states a run is claimed from, as SQL literals (constants of the state machine, not input). */
-const CLAIMABLE = statesAllowing('claim')
-  .map((s) => `'${s}'`)
-  .join(', ');
+/** In statements' texts (sqlStates says why): a run is claimed from these, and held in HELD. */
+const CLAIMABLE_SQL = sqlStates(statesAllowing('claim'));
+const HELD_SQL = sqlStates(HELD);
 
 interface ClaimedRow {
   id: string;
@@ -116,12 +115,9 @@ export class WorkerRunsService {
     // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
     // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
     // Its rows are locked in a claimable state, so the update finds them by id (the primary key).
-    // The claimable states are written into the text, not passed: a prepared statement's generic plan
-    // cannot match a parameter against the partial index runs_queue (WHERE state = 'QUEUED'), and
-    // without it every claim read every run.
     const rows = await this.db.query<ClaimedRow>(
       `WITH picked AS MATERIALIZED (
-         SELECT id FROM runs WHERE state IN (${CLAIMABLE}) AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
+         SELECT id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
           ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED),
        c AS (
          UPDATE runs r SET state = $4, updated_at = $5, lease_owner = $6, lease_expires_at = $7, claimed_at = $5,
@@ -271,8 +267,8 @@ export class WorkerRunsService {
     await this.register(w);
     if (runIds.length)
       await this.db.execute(
-        `UPDATE runs SET lease_expires_at = $3 WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND state = ANY($4::text[])`,
-        [runIds, w.id, new Date(now.getTime() + this.leaseMs), HELD],
+        `UPDATE runs SET lease_expires_at = $3 WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND state IN (${HELD_SQL})`,
+        [runIds, w.id, new Date(now.getTime() + this.leaseMs)],
       );
   }
 
@@ -351,8 +347,8 @@ export class WorkerRunsService {
     return this.db.transaction(async (tx) => {
       const rows = await tx.query<HeldRun>(
         `SELECT id, state, lease_owner, lease_expires_at FROM runs
-          WHERE state = ANY($1::text[]) AND lease_expires_at < $2 ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
-        [HELD, this.now()],
+          WHERE state IN (${HELD_SQL}) AND lease_expires_at < $1 ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
+        [this.now()],
       );
       return this.lose(tx, rows, (r) => ({
         message: `The worker ${r.lease_owner} stopped renewing its lease (expired ${r.lease_expires_at.toISOString()}); the run was lost`,
@@ -371,9 +367,9 @@ export class WorkerRunsService {
     return this.db.transaction(async (tx) => {
       const rows = await tx.query<HeldRun>(
         `SELECT id, state, lease_owner, lease_expires_at FROM runs
-          WHERE state = ANY($1::text[]) AND lease_owner = ANY($2::text[]) AND worker_host = $3
-            AND ($4::uuid IS NULL OR team_id = $4) FOR UPDATE SKIP LOCKED`,
-        [HELD, workerIds, w.host, w.teamId],
+          WHERE state IN (${HELD_SQL}) AND lease_owner = ANY($1::text[]) AND worker_host = $2
+            AND ($3::uuid IS NULL OR team_id = $3) FOR UPDATE SKIP LOCKED`,
+        [workerIds, w.host, w.teamId],
       );
       return this.lose(tx, rows, (r) => ({
         message: `The worker ${r.lease_owner} died while running this run (found gone when a worker restarted on its machine); its harness died with it, so the run was lost`,
