@@ -76,7 +76,13 @@ describe("the workers' statements, planned for any values", () => {
     const [a] = await workerRuns.claim(w, 1);
     expect(a).toBeDefined();
     await workerRuns.heartbeat(w, [a!.run_id]);
-    await workerRuns.record(w, a!.run_id, a!.execution, [{ type: 'message', text: 'hi' }], 5);
+    await workerRuns.record(
+      w,
+      a!.run_id,
+      a!.execution,
+      [{ type: 'message', role: 'assistant', text: 'hi' }],
+      5,
+    );
     await workerRuns.finish(w, a!.run_id, a!.execution, {
       exitCode: 0,
       signal: null,
