@@ -55,3 +55,39 @@ describe('prepared statements', () => {
     }
   });
 });
+
+describe('afterCommit', () => {
+  const seen = (k: string) =>
+    // Another connection: what other processes see.
+    db.query<{ n: number }>(`SELECT count(*)::int AS n FROM prepared_probe WHERE k = $1`, [k]);
+
+  it('runs at once outside a transaction, after the COMMIT inside one, never on a rollback', async () => {
+    const calls: string[] = [];
+    await db.execute(`INSERT INTO prepared_probe (k, v) VALUES ($1, 1)`, ['ac-1']);
+    db.afterCommit(() => calls.push('outside'));
+    expect(calls).toEqual(['outside']);
+
+    const visibleThen: number[] = [];
+    await db.transaction(async (tx) => {
+      await tx.execute(`INSERT INTO prepared_probe (k, v) VALUES ($1, 1)`, ['ac-2']);
+      tx.afterCommit(() => {
+        calls.push('inside');
+        void seen('ac-2').then(([r]) => visibleThen.push(r!.n));
+      });
+      expect(calls).toEqual(['outside']); // not yet: the transaction is open
+    });
+    expect(calls).toEqual(['outside', 'inside']);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(visibleThen).toEqual([1]);
+
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.execute(`INSERT INTO prepared_probe (k, v) VALUES ($1, 1)`, ['ac-3']);
+        tx.afterCommit(() => calls.push('rolled back'));
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    expect(calls).toEqual(['outside', 'inside']);
+    expect(await seen('ac-3')).toEqual([{ n: 0 }]);
+  });
+});

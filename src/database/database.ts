@@ -8,6 +8,12 @@ export interface Queryable {
   query<T = Record<string, any>>(sql: string, params?: unknown[]): Promise<T[]>;
   /** The number of rows the statement affected. */
   execute(sql: string, params?: unknown[]): Promise<number>;
+  /**
+   * Runs `fn` once what was written through this is committed: at once outside a transaction (each
+   * statement commits as it completes), after COMMIT inside one, and never if it rolls back. For
+   * signals to other processes, which must not arrive before the data they announce is visible.
+   */
+  afterCommit(fn: () => void): void;
 }
 
 /**
@@ -48,7 +54,11 @@ function statement(sql: string, params?: unknown[]): string | pg.QueryConfig {
 }
 
 class ClientQueries implements Queryable {
-  constructor(protected readonly target: pg.Pool | pg.PoolClient) {}
+  constructor(
+    protected readonly target: pg.Pool | pg.PoolClient,
+    /** Inside a transaction: what to run after its COMMIT. */
+    readonly commitHooks?: Array<() => void>,
+  ) {}
 
   async query<T = Record<string, any>>(sql: string, params?: unknown[]): Promise<T[]> {
     return (await this.target.query(statement(sql, params))).rows as T[];
@@ -56,6 +66,11 @@ class ClientQueries implements Queryable {
 
   async execute(sql: string, params?: unknown[]): Promise<number> {
     return (await this.target.query(statement(sql, params))).rowCount ?? 0;
+  }
+
+  afterCommit(fn: () => void): void {
+    if (this.commitHooks) this.commitHooks.push(fn);
+    else fn();
   }
 }
 
@@ -81,8 +96,10 @@ export class Database extends ClientQueries {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      const result = await work(new ClientQueries(client));
+      const tx = new ClientQueries(client, []);
+      const result = await work(tx);
       await client.query('COMMIT');
+      for (const fn of tx.commitHooks!) fn();
       return result;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);

@@ -8,10 +8,12 @@ export const RUN_CONTROL_CHANNEL = 'factoryd_run_control';
 
 /**
  * Tells whoever executes runs that something changed, without knowing who that is. A NOTIFY inside
- * a transaction serialises commits, so `queued()` is sent outside any transaction and coalesced:
- * all calls in one burst become a single NOTIFY (sent on the next turn of the event loop, after the
- * caller's commit in the usual case; workers also poll slowly, which covers a notify that overtakes
- * its commit). Control signals are rare and per run, sent after the caller's commit.
+ * a transaction serialises commits, so `queued()` is sent outside any transaction, once the caller's
+ * commit is done (callers call it through Queryable.afterCommit), and coalesced: all calls in one
+ * burst become a single NOTIFY, sent on the next turn of the event loop. Sent before the commit, a
+ * notify could overtake it (about one run in six on a durable PostgreSQL): the worker it woke found
+ * nothing to claim and the run waited for the next wake-up or the 2 s poll. Control signals are rare
+ * and per run, sent after the caller's commit.
  */
 @Injectable()
 export class RunsSignal {

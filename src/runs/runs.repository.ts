@@ -67,7 +67,7 @@ export class RunsRepository {
     if (runs.length === 0) return [];
     const part = this.insertManyPart(runs, now, 1);
     await tx.execute(`WITH ${part.ctes} SELECT 1`, part.params);
-    this.signal?.queued();
+    tx.afterCommit(() => this.queued());
     return part.ids;
   }
 
@@ -142,8 +142,9 @@ export class RunsRepository {
     this.signal?.queued();
   }
 
+  /** One run on its own: one statement, no transaction around it. */
   async create(run: NewRun, now: Date): Promise<string> {
-    return this.db.transaction((tx) => this.insert(tx, run, now));
+    return this.insert(this.db, run, now);
   }
 
   async findForTeam(teamId: string, runId: string): Promise<Run | undefined> {
@@ -212,7 +213,7 @@ export class RunsRepository {
         WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[]) AND ($8::text IS NULL OR lease_owner = $8)`,
       [...params, ...(part?.params ?? [])],
     );
-    if (changed && to === 'QUEUED') this.signal?.queued();
+    if (changed && to === 'QUEUED') tx.afterCommit(() => this.queued());
     return changed ? to : undefined;
   }
 
