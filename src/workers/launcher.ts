@@ -207,20 +207,19 @@ function prepareWorkspace(cwd: string, files: WorkspaceFile[]): void {
   }
 }
 
-/** A spare of the same folder renamed to `cwd`; false if there is none (or `cwd` is taken). */
+/** A spare renamed to `cwd`; false if there is none, or it could not be (then `cwd` is made afresh). */
 function fromSpare(cwd: string): boolean {
-  let spare;
-  while ((spare = spares.pop())) {
-    try {
-      // Only within the folder it came from: another worker's folder may be on its way out.
-      if (dirname(spare) !== dirname(cwd)) throw new Error('another folder');
-      renameSync(spare, cwd);
-      return true;
-    } catch {
-      discard(spare);
-    }
+  const spare = spares.pop();
+  if (!spare) return false;
+  try {
+    // Only within the folder it came from: another worker's folder may be on its way out.
+    if (dirname(spare) !== dirname(cwd)) throw new Error('another folder');
+    renameSync(spare, cwd); // fails if `cwd` is left from an earlier try and not empty
+    return true;
+  } catch {
+    discard(spare);
+    return false;
   }
-  return false;
 }
 
 /** Splits a stream into lines (UTF-8 safe) for the job's output; resolves at its end. */
