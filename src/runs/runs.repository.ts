@@ -56,19 +56,13 @@ export class RunsRepository {
 
   /**
    * Inserts a QUEUED run (and its attachments) through `tx`, so callers that start runs as part of a
-   * larger write (a webhook delivery, a factory dispatch) commit both together.
+   * larger write (a factory dispatch) commit both together; the workers are woken once it committed.
    */
   async insert(tx: Queryable, run: NewRun, now: Date): Promise<string> {
-    return (await this.insertMany(tx, [run], now))[0]!;
-  }
-
-  /** `insert` for many runs in one statement (one round trip however many): their ids, in order. */
-  async insertMany(tx: Queryable, runs: NewRun[], now: Date): Promise<string[]> {
-    if (runs.length === 0) return [];
-    const part = this.insertManyPart(runs, now, 1);
+    const part = this.insertManyPart([run], now, 1);
     await tx.execute(`WITH ${part.ctes} SELECT 1`, part.params);
     tx.afterCommit(() => this.queued());
-    return part.ids;
+    return part.ids[0]!;
   }
 
   /**
