@@ -13,6 +13,14 @@ export function formatError(e: DefinitionError): string {
   return `${e.path}:${e.line}: ${e.message}`;
 }
 
+/** A size as people read it, with the exact byte count. */
+export function bytes(n: number): string {
+  const exact = `${n.toLocaleString('en-US')} bytes`;
+  if (n < 1024) return exact;
+  const unit = n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  return `${unit} (${exact})`;
+}
+
 /** factory.yaml's agentDefaults, an agent's or an automation's overrides. */
 export interface AgentOverrides {
   model?: string;
@@ -84,6 +92,29 @@ export interface FactoryDefinition {
   webhooks: WebhookDefinition[];
   skills: SkillDefinition[];
 }
+
+/**
+ * What a factory's definition may weigh (docs/factories.md, "Limits and what a definition file may
+ * hold"). Teams share one process: every limit here bounds the memory or the CPU one commit can take.
+ */
+export const DEFINITION_LIMITS = {
+  /** Any definition file, checked from the listing (git ls-tree -l, stat) before it is read. */
+  fileBytes: 1024 * 1024,
+  /**
+   * The YAML of a file: a whole factory.yaml or webhooks/<name>.yaml, or a Markdown file's front
+   * matter. Data is small; YAML is costly to parse (a MiB of keys took 3 s) and to hold.
+   */
+  yamlBytes: 16 * 1024,
+  /** Nodes of one YAML document: a parsed node holds about 150 bytes (60 KB of `1,1,…` took 4.5 MB). */
+  yamlNodes: 2000,
+  /** Definition files in one tree, and their bytes together. */
+  treeFiles: 500,
+  treeBytes: 8 * 1024 * 1024,
+  /** Collections inside collections in one YAML document (a payload filter needs about 16). */
+  yamlDepth: 32,
+  /** The `yaml` package's expansion guard: uses of an anchor times the aliases inside it. */
+  yamlAliasCount: 100,
+} as const;
 
 /** At most this many live webhooks per factory. */
 export const MAX_WEBHOOKS = 20;

@@ -1,6 +1,19 @@
 import matter from 'gray-matter';
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
-import type { DefinitionError } from './definition.js';
+import {
+  isAlias,
+  isCollection,
+  isMap,
+  isNode,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  visit,
+  type Document,
+  type Node,
+} from 'yaml';
+import { bytes, DEFINITION_LIMITS, type DefinitionError } from './definition.js';
 
 /**
  * One definition file parsed with positions: the data (YAML, or a Markdown file's front matter), the
@@ -14,39 +27,57 @@ export class SourceFile {
     readonly errors: DefinitionError[],
     private readonly doc: Document | undefined,
     private readonly lines: LineCounter,
+    /** About the bytes it holds in memory: its text and ~150 bytes per YAML node (measured). */
+    readonly weight: number,
   ) {}
 
   static yaml(path: string, content: string): SourceFile {
     const lines = new LineCounter();
-    const doc = parseDocument(content, { lineCounter: lines, prettyErrors: false });
-    const errors = doc.errors.map((e) => ({
-      path,
-      line: lineOfOffset(lines, e.pos[0]),
-      message: `not valid YAML: ${firstLine(e.message)}`,
-    }));
-    return new SourceFile(path, errors.length ? undefined : (doc.toJS() ?? {}), '', errors, doc, lines);
+    const { doc, data, nodes, errors } = parseYaml(path, content, lines, 'not valid YAML');
+    return new SourceFile(path, data, '', errors, doc, lines, weightOf(content, nodes));
   }
 
-  /** Markdown with optional YAML front matter (gray-matter, the `yaml` engine). */
+  /**
+   * Markdown with optional YAML front matter: gray-matter with only the `yaml` engine. A tag on the
+   * opening line (`---js`, `---json`) would choose another engine — its `javascript` one evaluates
+   * the text — so a tagged opening is an error before gray-matter sees the file, and the other
+   * engines are replaced by ones that refuse in case it ever chose one anyway.
+   */
   static markdown(path: string, content: string): SourceFile {
     const lines = new LineCounter();
+    const tag = FRONT_MATTER_OPENING.exec(content)?.[1].trim();
+    if (tag)
+      return new SourceFile(
+        path,
+        undefined,
+        '',
+        [
+          {
+            path,
+            line: 1,
+            message: `front matter must open with a bare \`---\` line; \`---${firstLine(tag)}\` would name an engine and only YAML is read`,
+          },
+        ],
+        undefined,
+        lines,
+        0,
+      );
     let doc: Document | undefined;
+    let nodes = 0;
     const errors: DefinitionError[] = [];
     let parsed: { data: unknown; content: string };
     try {
       parsed = matter(content, {
+        language: 'yaml',
         engines: {
+          ...REFUSING_ENGINES,
           // The front matter text starts right after the opening `---`, so its line 1 is the file's.
           yaml: (text: string) => {
-            doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
-            for (const e of doc.errors) {
-              errors.push({
-                path,
-                line: lineOfOffset(lines, e.pos[0]),
-                message: `front matter is not valid YAML: ${firstLine(e.message)}`,
-              });
-            }
-            return errors.length ? {} : ((doc.toJS() as object | null) ?? {});
+            const yaml = parseYaml(path, text, lines, 'front matter is not valid YAML');
+            doc = yaml.doc;
+            nodes = yaml.nodes;
+            errors.push(...yaml.errors);
+            return (yaml.data as object | undefined) ?? {};
           },
         },
       }) as { data: unknown; content: string };
@@ -54,7 +85,15 @@ export class SourceFile {
       errors.push({ path, line: 1, message: `front matter cannot be read: ${String(err)}` });
       parsed = { data: {}, content };
     }
-    return new SourceFile(path, errors.length ? undefined : parsed.data, parsed.content, errors, doc, lines);
+    return new SourceFile(
+      path,
+      errors.length ? undefined : parsed.data,
+      parsed.content,
+      errors,
+      doc,
+      lines,
+      weightOf(content, nodes),
+    );
   }
 
   /**
@@ -117,6 +156,94 @@ export class SourceFile {
   private lineOfNode(node: Node | undefined): number | undefined {
     return node?.range ? lineOfOffset(this.lines, node.range[0]) : undefined;
   }
+}
+
+/** gray-matter's opening delimiter: `---` not followed by a fourth `-`, and the rest of its line. */
+const FRONT_MATTER_OPENING = /^---(?!-)([^\n]*)/;
+
+const refuse = (): never => {
+  throw new Error('only YAML front matter is read');
+};
+/** gray-matter's built-in engines other than `yaml` (`js` is an alias of `javascript`). */
+const REFUSING_ENGINES = { json: refuse, javascript: refuse };
+
+/**
+ * One YAML document (a .yaml file or a front matter) parsed as data within DEFINITION_LIMITS: its
+ * size, nesting depth and alias expansion; keys unique. Every problem is an error with the file's
+ * line, never an exception. Duplicate keys are checked here with a set: the parser's own check
+ * compares every key with every other (a 150 KB map of keys took 7 s).
+ */
+function parseYaml(
+  path: string,
+  text: string,
+  lines: LineCounter,
+  what: string,
+): { doc?: Document; data?: unknown; nodes: number; errors: DefinitionError[] } {
+  const size = Buffer.byteLength(text, 'utf8');
+  if (size > DEFINITION_LIMITS.yamlBytes)
+    return {
+      errors: [
+        {
+          path,
+          line: 1,
+          message: `${what}: it is ${bytes(size)} of YAML; the limit is ${bytes(DEFINITION_LIMITS.yamlBytes)}`,
+        },
+      ],
+      nodes: 0,
+    };
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
+  const errors: DefinitionError[] = doc.errors.map((e) => ({
+    path,
+    line: lineOfOffset(lines, e.pos[0]),
+    message: `${what}: ${firstLine(e.message)}`,
+  }));
+  const lineOf = (node: Node) => (node.range ? lineOfOffset(lines, node.range[0]) : 1);
+  let firstAlias: number | undefined;
+  let nodes = 0;
+  visit(doc, (_, node, ancestors) => {
+    if (isAlias(node)) firstAlias ??= lineOf(node);
+    if (!isNode(node)) return;
+    if (++nodes > DEFINITION_LIMITS.yamlNodes) {
+      errors.push({
+        path,
+        line: lineOf(node),
+        message: `${what}: it holds more than ${DEFINITION_LIMITS.yamlNodes} values (keys, scalars, lists, maps)`,
+      });
+      return visit.BREAK;
+    }
+    if (!isCollection(node)) return;
+    const depth = ancestors.filter((a) => isCollection(a)).length + 1;
+    if (depth > DEFINITION_LIMITS.yamlDepth) {
+      errors.push({
+        path,
+        line: lineOf(node),
+        message: `${what}: it nests more than ${DEFINITION_LIMITS.yamlDepth} levels deep`,
+      });
+      return visit.BREAK;
+    }
+    if (!isMap(node)) return;
+    const keys = new Set<string>();
+    for (const pair of node.items) {
+      if (!isScalar(pair.key)) continue;
+      const key = String(pair.key.value);
+      if (keys.has(key))
+        errors.push({ path, line: lineOf(pair.key), message: `${what}: the key "${key}" appears twice` });
+      keys.add(key);
+    }
+  });
+  if (errors.length) return { doc, nodes, errors };
+  try {
+    return { doc, nodes, data: doc.toJS({ maxAliasCount: DEFINITION_LIMITS.yamlAliasCount }) ?? {}, errors };
+  } catch (err) {
+    // The yaml package's guard against an alias bomb (or anything else it refuses to build).
+    const reason =
+      err instanceof ReferenceError ? 'its aliases expand too much (an alias bomb)' : String(err);
+    return { doc, nodes, errors: [{ path, line: firstAlias ?? 1, message: `${what}: ${reason}` }] };
+  }
+}
+
+function weightOf(content: string, yamlNodes: number): number {
+  return Buffer.byteLength(content, 'utf8') + 150 * yamlNodes;
 }
 
 function lineOfOffset(lines: LineCounter, offset: number): number {

@@ -55,24 +55,23 @@ export const RESERVED_DELIVERY_ID_HEADERS = new Set([
 ]);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 
-export type ParseFile = (kind: FileKind, name: string, path: string, content: string) => DefinitionFile;
+export type ParseFile<T> = (kind: FileKind, name: string, path: string, value: T) => DefinitionFile;
 
 /**
- * The definition files of a tree ({path → content}), parsed and schema-checked (by `parse`, which a
- * caller may cache), and the files that sit in the wrong place.
+ * The definition files of a tree ({path → what `parse` reads: the content, or a blob the caller can
+ * read or find in its cache}), parsed and schema-checked, and the files that sit in the wrong place.
  */
-export function parseTree(
-  tree: Map<string, string>,
-  schemas: SchemaRegistry,
-  parse: ParseFile = (kind, name, path, content) => parseDefinitionFile(kind, name, path, content, schemas),
+export function parseTree<T>(
+  tree: Map<string, T>,
+  parse: ParseFile<T>,
 ): { files: DefinitionFile[]; misplaced: DefinitionError[] } {
   const files: DefinitionFile[] = [];
   const misplaced: DefinitionError[] = [];
-  for (const [path, content] of tree) {
+  for (const [path, value] of tree) {
     const placement = placementOf(path);
     if (!placement) continue;
     if ('misplaced' in placement) misplaced.push({ path, line: 1, message: placement.misplaced });
-    else files.push(parse(placement.kind, placement.name, path, content));
+    else files.push(parse(placement.kind, placement.name, path, value));
   }
   return { files, misplaced };
 }
@@ -83,7 +82,9 @@ export function loadDefinition(
   schemas: SchemaRegistry,
   ctx: ValidationContext = {},
 ): ValidationResult {
-  const { files, misplaced } = parseTree(tree, schemas);
+  const { files, misplaced } = parseTree(tree, (kind, name, path, content: string) =>
+    parseDefinitionFile(kind, name, path, content, schemas),
+  );
   return validateDefinition(files, ctx, misplaced);
 }
 

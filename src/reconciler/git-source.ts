@@ -3,10 +3,11 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { simpleGit } from 'simple-git';
 
-/** A blob of the tree at a commit. */
-export interface TreeEntry {
+/** A blob of the tree at a commit, as listed: its size is known before it is read. */
+export interface ListedBlob {
+  path: string;
   sha: string;
-  content: string;
+  size: number;
 }
 
 /** Where a factory's definition comes from. */
@@ -65,34 +66,33 @@ export class GitSource {
   }
 
   /**
-   * The files at `commit` (as returned by `head`) whose paths `wanted` accepts. Blobs already in
-   * `cache` (by blob id) are not read again, so an apply after a one-file change reads one file.
+   * The blobs at `commit` (as returned by `head`) whose paths `wanted` accepts, with their sizes
+   * (`ls-tree -l`): what may be read is decided before anything is.
    */
-  async readTree(
+  async listTree(
     f: FactorySourceRef,
     commit: string,
     wanted: (path: string) => boolean,
-    cache?: Map<string, string>,
-  ): Promise<Map<string, TreeEntry>> {
-    const repo = GitSource.isLocal(f.repoUrl) ? f.repoUrl : this.mirrorOf(f);
-    const listing = await simpleGit(repo).raw(['ls-tree', '-r', '-z', '--full-tree', commit]);
-    const entries: Array<{ path: string; sha: string }> = [];
+  ): Promise<ListedBlob[]> {
+    const listing = await simpleGit(this.repoOf(f)).raw(['ls-tree', '-r', '-l', '-z', '--full-tree', commit]);
+    const blobs: ListedBlob[] = [];
     for (const line of listing.split('\0')) {
       if (!line) continue;
       const tab = line.indexOf('\t');
-      const [, type, sha] = line.slice(0, tab).split(' ');
+      const [, type, sha, size] = line.slice(0, tab).split(/ +/);
       const path = line.slice(tab + 1);
-      if (type === 'blob' && wanted(path)) entries.push({ path, sha });
+      if (type === 'blob' && wanted(path)) blobs.push({ path, sha, size: Number(size) });
     }
-    const missing = [...new Set(entries.filter((e) => !cache?.has(e.sha)).map((e) => e.sha))];
-    const read = missing.length ? await catFileBatch(repo, missing) : new Map<string, string>();
-    const tree = new Map<string, TreeEntry>();
-    for (const e of entries) {
-      const content = read.get(e.sha) ?? cache?.get(e.sha) ?? '';
-      cache?.set(e.sha, content);
-      tree.set(e.path, { sha: e.sha, content });
-    }
-    return tree;
+    return blobs;
+  }
+
+  /** The contents of blobs (by id) of the factory's repository, through one `git cat-file --batch`. */
+  readBlobs(f: FactorySourceRef, shas: string[]): Promise<Map<string, string>> {
+    return shas.length ? catFileBatch(this.repoOf(f), shas) : Promise.resolve(new Map());
+  }
+
+  private repoOf(f: FactorySourceRef): string {
+    return GitSource.isLocal(f.repoUrl) ? f.repoUrl : this.mirrorOf(f);
   }
 
   mirrorOf(f: FactorySourceRef): string {

@@ -6,10 +6,17 @@ import { CONFIG, type Config } from '../config/config.js';
 import type { Queryable } from '../database/database.js';
 import { formatError, type DefinitionError } from '../definitions/definition.js';
 import { parseDefinitionFile, placementOf, type DefinitionFile } from '../definitions/definition-file.js';
-import { isUrlSafe, parseTree, validateDefinition } from '../definitions/validate-definition.js';
+import { checkTreeLimits } from '../definitions/definition-limits.js';
+import { ParsedFileCache } from '../definitions/parsed-file-cache.js';
+import {
+  isUrlSafe,
+  parseTree,
+  validateDefinition,
+  type ValidationResult,
+} from '../definitions/validate-definition.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { DefinitionStore, type ApplyRecord, type FactoryRecord } from './definition-store.js';
-import { GitSource, type TreeEntry } from './git-source.js';
+import { GitSource, type ListedBlob } from './git-source.js';
 import { isEmpty, planChanges, summarize, type PlanSummary } from './plan.js';
 
 export interface ReconcileOutcome {
@@ -35,9 +42,8 @@ export interface ReconcileOutcome {
 export class Reconciler {
   private readonly log = new Logger('Reconciler');
   private readonly source: GitSource;
-  /** Blob id → content, and blob id + kind → parsed file: an unchanged file is not read or parsed again. */
-  private readonly blobs = new Map<string, string>();
-  private readonly parsed = new Map<string, DefinitionFile>();
+  /** Parsed files by blob id and path, shared by every factory of the process: 32 MiB at most. */
+  readonly parsed = new ParsedFileCache(32 * 1024 * 1024);
   private readonly queues = new Map<
     string,
     { tail: Promise<unknown>; waiting?: { force: boolean; promise: Promise<ReconcileOutcome> } }
@@ -90,14 +96,26 @@ export class Reconciler {
     let factory = await this.store.find(factoryId);
     if (!factory) throw new Error(`factory ${factoryId} does not exist`);
 
-    // 1. Source: the head of the production branch, then the files at that commit.
+    // 1. Source: the head of the production branch, the definition files at that commit listed with
+    // their sizes, and — when the tree is within the limits — those not parsed before, read.
     let revision: string;
-    let tree: Map<string, TreeEntry>;
+    let listed: ListedBlob[];
+    let limitErrors: DefinitionError[];
+    const cached = new Map<string, DefinitionFile>();
+    let contents: Map<string, string>;
     try {
       revision = await this.source.head(factory);
       if (!force && revision === factory.lastAttemptedRevision)
         return { result: 'noop', revision, errors: [], factory };
-      tree = await this.source.readTree(factory, revision, (p) => placementOf(p) !== undefined, this.blobs);
+      listed = await this.source.listTree(factory, revision, (p) => placementOf(p) !== undefined);
+      limitErrors = checkTreeLimits(listed);
+      const unread = new Set<string>();
+      for (const blob of limitErrors.length ? [] : listed) {
+        const file = this.parsed.get(`${blob.sha}:${blob.path}`);
+        if (file) cached.set(blob.path, file);
+        else if (!('misplaced' in placementOf(blob.path)!)) unread.add(blob.sha);
+      }
+      contents = await this.source.readBlobs(factory, [...unread]);
     } catch (err) {
       if (dryRun)
         return {
@@ -109,40 +127,43 @@ export class Reconciler {
       return this.recordFetchFailure(factory, err, force, startedAt, t0);
     }
 
-    // 2. Load: parse and schema-check each file (cached by blob id).
-    const { files, misplaced } = parseTree(
-      new Map([...tree].map(([path, e]) => [path, e.content])),
-      this.schemas,
-      (kind, name, path, content) => {
-        const key = `${tree.get(path)!.sha}:${kind}:${path}`;
-        let file = this.parsed.get(key);
-        if (!file) {
-          file = parseDefinitionFile(kind, name, path, content, this.schemas);
-          this.parsed.set(key, file);
-        }
-        return file;
-      },
-    );
-
-    // 3-5. Validate against the team's state, plan, apply and record: one transaction, one applier.
     try {
+      // 2. Load: parse and schema-check each file not in the cache. A tree over the limits is not loaded.
+      const { files, misplaced } = limitErrors.length
+        ? { files: [], misplaced: [] }
+        : parseTree(new Map(listed.map((b) => [b.path, b])), (kind, name, path, blob) => {
+            let file = cached.get(path);
+            if (!file) {
+              file = parseDefinitionFile(kind, name, path, contents.get(blob.sha) ?? '', this.schemas);
+              this.parsed.set(`${blob.sha}:${path}`, file);
+            }
+            return file;
+          });
+
+      // 3-5. Validate against the team's state, plan, apply and record: one transaction, one applier.
       return await this.store.db.transaction(async (tx) => {
         factory = await this.store.lock(tx, factoryId);
         if (!force && revision === factory.lastAttemptedRevision)
           return { result: 'noop', revision, errors: [], factory };
         const applied = await this.store.appliedState(tx, factoryId);
         const secrets = await this.secretsOf(tx, factory.teamId, files);
-        const validation = validateDefinition(files, {
-          knownWebhooks: applied.webhooks.map((w) => ({
-            uid: w.uid,
-            name: w.name,
-            path: w.path,
-            deleted: w.deleted,
-          })),
-          secrets: new Map([...secrets].map(([name, s]) => [name, { urlSafe: s.urlSafe }])),
-          team: factory.teamName,
-        });
-        const errors = [...misplaced, ...validation.errors];
+        const validation: ValidationResult = limitErrors.length
+          ? { errors: limitErrors, skipped: [] }
+          : validateDefinition(
+              files,
+              {
+                knownWebhooks: applied.webhooks.map((w) => ({
+                  uid: w.uid,
+                  name: w.name,
+                  path: w.path,
+                  deleted: w.deleted,
+                })),
+                secrets: new Map([...secrets].map(([name, s]) => [name, { urlSafe: s.urlSafe }])),
+                team: factory.teamName,
+              },
+              misplaced,
+            );
+        const errors = validation.errors;
         const done = (r: Omit<ApplyRecord, 'startedAt' | 'durationMs' | 'revision'>) => ({
           ...r,
           revision,
@@ -206,9 +227,6 @@ export class Reconciler {
         }),
       );
       return { result: 'failed', revision, errors, factory };
-    } finally {
-      if (this.parsed.size > 20_000) this.parsed.clear();
-      if (this.blobs.size > 20_000) this.blobs.clear();
     }
   }
 

@@ -6,7 +6,8 @@ import { Clock } from '../../common/clock.js';
 import { SchemaRegistry } from '../../common/schema-validator.js';
 import type { Config } from '../../config/config.js';
 import type { Database } from '../../database/database.js';
-import { formatError } from '../../definitions/definition.js';
+import { formatError, type DefinitionError } from '../../definitions/definition.js';
+import { checkTreeLimits, type ListedFile } from '../../definitions/definition-limits.js';
 import { placementOf } from '../../definitions/definition-file.js';
 import { loadDefinition } from '../../definitions/validate-definition.js';
 import { DefinitionStore, type FactoryRecord } from '../../reconciler/definition-store.js';
@@ -38,22 +39,33 @@ export function reconcilerOf(
   };
 }
 
-/** The definition files of a folder, by repository path (`.git` and `node_modules` skipped). */
-export function readFolder(dir: string): Map<string, string> {
-  const tree = new Map<string, string>();
+/**
+ * The definition files of a folder, by repository path (`.git` and `node_modules` skipped): listed
+ * with their sizes first, and read only when the folder is within DEFINITION_LIMITS (else `errors`).
+ */
+export function readFolder(dir: string): { tree: Map<string, string>; errors: DefinitionError[] } {
+  const listed: ListedFile[] = [];
+  const errors: DefinitionError[] = [];
   const walk = (d: string) => {
     for (const entry of readdirSync(d)) {
       if (entry === '.git' || entry === 'node_modules') continue;
       const full = join(d, entry);
-      if (statSync(full).isDirectory()) walk(full);
+      const stat = statSync(full);
+      if (stat.isDirectory()) walk(full);
       else {
         const path = relative(dir, full).split('\\').join('/');
-        if (placementOf(path)) tree.set(path, readFileSync(full, 'utf8'));
+        if (!placementOf(path)) continue;
+        // A FIFO or a device would never end a read.
+        if (stat.isFile()) listed.push({ path, size: stat.size });
+        else errors.push({ path, line: 1, message: 'not a regular file: it was not read' });
       }
     }
   };
   walk(dir);
-  return tree;
+  errors.push(...checkTreeLimits(listed));
+  const tree = new Map<string, string>();
+  if (errors.length === 0) for (const f of listed) tree.set(f.path, readFileSync(join(dir, f.path), 'utf8'));
+  return { tree, errors };
 }
 
 /** `factoryd validate`, `plan`, `apply`, `factories add|list`. */
@@ -65,15 +77,18 @@ export function registerFactoryCommands(program: Command): void {
     .addHelpText('after', '\nExample (a factory repository’s CI):\n  npx factoryd validate .')
     .action((dir: string | undefined, opts: { json?: boolean }) => {
       const root = resolve(dir ?? '.');
-      let tree: Map<string, string>;
+      let folder: ReturnType<typeof readFolder>;
       try {
-        tree = readFolder(root);
+        folder = readFolder(root);
       } catch (err) {
         throw new Error(`cannot read ${root}: ${err instanceof Error ? err.message : String(err)}`, {
           cause: err,
         });
       }
-      const result = loadDefinition(tree, new SchemaRegistry());
+      const { tree } = folder;
+      const result = folder.errors.length
+        ? { errors: folder.errors, skipped: [] }
+        : loadDefinition(tree, new SchemaRegistry());
       if (opts.json) {
         print(opts, {
           valid: result.errors.length === 0,
