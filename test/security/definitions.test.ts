@@ -90,6 +90,10 @@ describe('definition files are data, within limits', () => {
     const recorded = (await applies()).filter((a) => a.revision === sha);
     expect(recorded).toHaveLength(1);
     expect(recorded[0].result).toBe('failed');
+    // `factoryd plan` and `apply` run this same reconciler: the dry run refuses the head the same way.
+    expect((await reconciler.plan(factoryId)).errors).toContainEqual(
+      recorded[0].errors.find((e: any) => e.path === error.path),
+    );
     await t.service.app.get(ReconcileScheduler).pollAll();
     expect(await reconciler.request(factoryId)).toMatchObject({ result: 'noop' });
     expect((await applies()).filter((a) => a.revision === sha)).toHaveLength(1);
