@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { simpleGit } from 'simple-git';
+import { GitStopped, GitTimedOut, type GitRunner } from './git-runner.js';
 
 /** A blob of the tree at a commit. */
 export interface TreeEntry {
@@ -23,7 +22,10 @@ export interface FactorySourceRef {
  * pack-objects) was most of a one-file apply's time. So an unchanged local head costs one rev-parse.
  */
 export class GitSource {
-  constructor(private readonly dataDir: string) {}
+  constructor(
+    private readonly dataDir: string,
+    private readonly git: GitRunner,
+  ) {}
 
   /** A repository on this machine (a path), as opposed to a URL git fetches from. */
   static isLocal(repoUrl: string): boolean {
@@ -31,8 +33,8 @@ export class GitSource {
   }
 
   /** The git directory of a local repository (its `.git`, or itself when bare). */
-  static async gitDir(path: string): Promise<string> {
-    const dir = (await simpleGit(path).raw(['rev-parse', '--absolute-git-dir'])).trim();
+  static async gitDir(git: GitRunner, path: string): Promise<string> {
+    const dir = (await git.text(['rev-parse', '--absolute-git-dir'], path)).trim();
     return isAbsolute(dir) ? dir : resolve(path, dir);
   }
 
@@ -41,27 +43,36 @@ export class GitSource {
    * remote one's fetched into the mirror.
    */
   async head(f: FactorySourceRef): Promise<string> {
-    if (GitSource.isLocal(f.repoUrl)) return revParse(f.repoUrl, f.branch);
+    if (GitSource.isLocal(f.repoUrl)) return revParse(this.git, f.repoUrl, f.branch);
     const mirror = this.mirrorOf(f);
     if (!existsSync(join(mirror, 'HEAD'))) {
       mkdirSync(mirror, { recursive: true });
-      await simpleGit(mirror).raw(['init', '--bare', '--quiet']);
+      await this.git.run(['init', '--bare', '--quiet'], mirror);
     }
     try {
-      await simpleGit(mirror).raw([
-        'fetch',
-        '--quiet',
-        '--force',
-        '--no-tags',
-        f.repoUrl,
-        `+refs/heads/${f.branch}:refs/heads/${f.branch}`,
-      ]);
+      await this.git.run(
+        [
+          'fetch',
+          '--quiet',
+          '--force',
+          '--no-tags',
+          f.repoUrl,
+          `+refs/heads/${f.branch}:refs/heads/${f.branch}`,
+        ],
+        mirror,
+      );
     } catch (err) {
+      if (err instanceof GitStopped) throw err;
+      if (err instanceof GitTimedOut)
+        throw new Error(
+          `git fetch of branch ${f.branch} from ${displayUrl(f.repoUrl)} timed out after ${err.seconds} s (GIT_TIMEOUT_SECONDS); check that the remote answers from this host`,
+          { cause: err },
+        );
       throw new Error(`cannot fetch branch ${f.branch} of ${displayUrl(f.repoUrl)}: ${firstLine(err)}`, {
         cause: err,
       });
     }
-    return revParse(mirror, f.branch);
+    return revParse(this.git, mirror, f.branch);
   }
 
   /**
@@ -75,7 +86,7 @@ export class GitSource {
     cache?: Map<string, string>,
   ): Promise<Map<string, TreeEntry>> {
     const repo = GitSource.isLocal(f.repoUrl) ? f.repoUrl : this.mirrorOf(f);
-    const listing = await simpleGit(repo).raw(['ls-tree', '-r', '-z', '--full-tree', commit]);
+    const listing = await this.git.text(['ls-tree', '-r', '-z', '--full-tree', commit], repo);
     const entries: Array<{ path: string; sha: string }> = [];
     for (const line of listing.split('\0')) {
       if (!line) continue;
@@ -85,7 +96,7 @@ export class GitSource {
       if (type === 'blob' && wanted(path)) entries.push({ path, sha });
     }
     const missing = [...new Set(entries.filter((e) => !cache?.has(e.sha)).map((e) => e.sha))];
-    const read = missing.length ? await catFileBatch(repo, missing) : new Map<string, string>();
+    const read = missing.length ? await catFileBatch(this.git, repo, missing) : new Map<string, string>();
     const tree = new Map<string, TreeEntry>();
     for (const e of entries) {
       const content = read.get(e.sha) ?? cache?.get(e.sha) ?? '';
@@ -100,42 +111,35 @@ export class GitSource {
   }
 }
 
-async function revParse(repo: string, branch: string): Promise<string> {
+async function revParse(git: GitRunner, repo: string, branch: string): Promise<string> {
   try {
     return (
-      await simpleGit(repo).raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`])
+      await git.text(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], repo)
     ).trim();
   } catch (err) {
+    if (err instanceof GitStopped) throw err;
     throw new Error(`branch ${branch} not found in ${displayUrl(repo)}: ${firstLine(err)}`, { cause: err });
   }
 }
 
 /** `git cat-file --batch`: many blobs through one process. */
-export function catFileBatch(gitDir: string, shas: string[]): Promise<Map<string, string>> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn('git', ['cat-file', '--batch'], { cwd: gitDir, stdio: ['pipe', 'pipe', 'pipe'] });
-    const chunks: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => chunks.push(c));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`git cat-file failed: ${stderr.trim()}`));
-      const out = Buffer.concat(chunks);
-      const blobs = new Map<string, string>();
-      let at = 0;
-      while (at < out.length) {
-        const nl = out.indexOf(10, at);
-        const [sha, type, size] = out.subarray(at, nl).toString().split(' ');
-        if (type === 'missing') return reject(new Error(`git object ${sha} is missing`));
-        const n = Number(size);
-        blobs.set(sha, out.subarray(nl + 1, nl + 1 + n).toString('utf8'));
-        at = nl + 1 + n + 1;
-      }
-      resolvePromise(blobs);
-    });
-    child.stdin.end(shas.join('\n') + '\n');
-  });
+export async function catFileBatch(
+  git: GitRunner,
+  gitDir: string,
+  shas: string[],
+): Promise<Map<string, string>> {
+  const out = await git.run(['cat-file', '--batch'], gitDir, shas.join('\n') + '\n');
+  const blobs = new Map<string, string>();
+  let at = 0;
+  while (at < out.length) {
+    const nl = out.indexOf(10, at);
+    const [sha, type, size] = out.subarray(at, nl).toString().split(' ');
+    if (type === 'missing') throw new Error(`git object ${sha} is missing`);
+    const n = Number(size);
+    blobs.set(sha, out.subarray(nl + 1, nl + 1 + n).toString('utf8'));
+    at = nl + 1 + n + 1;
+  }
+  return blobs;
 }
 
 /** Git's own messages may echo a clone URL with its credentials: strip them. */

@@ -9,6 +9,7 @@ import { parseDefinitionFile, placementOf, type DefinitionFile } from '../defini
 import { isUrlSafe, parseTree, validateDefinition } from '../definitions/validate-definition.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { DefinitionStore, type ApplyRecord, type FactoryRecord } from './definition-store.js';
+import { GitStopped, GitRunner } from './git-runner.js';
 import { GitSource, type TreeEntry } from './git-source.js';
 import { isEmpty, planChanges, summarize, type PlanSummary } from './plan.js';
 
@@ -49,8 +50,9 @@ export class Reconciler {
     @Inject(SchemaRegistry) private readonly schemas: SchemaRegistry,
     @Inject(Clock) private readonly clock: Clock,
     @Inject(CONFIG) config: Config,
+    @Inject(GitRunner) git: GitRunner,
   ) {
-    this.source = new GitSource(config.dataDir);
+    this.source = new GitSource(config.dataDir, git);
   }
 
   /**
@@ -93,12 +95,16 @@ export class Reconciler {
     // 1. Source: the head of the production branch, then the files at that commit.
     let revision: string;
     let tree: Map<string, TreeEntry>;
+    // A head already attempted is a no-op, unless the status says the fetch failed since: once the
+    // remote answers again, the attempt is recorded, so the factory is ready again without a new commit.
+    const attempted = (f: FactoryRecord) =>
+      !force && revision === f.lastAttemptedRevision && f.reason !== 'FetchFailed';
     try {
       revision = await this.source.head(factory);
-      if (!force && revision === factory.lastAttemptedRevision)
-        return { result: 'noop', revision, errors: [], factory };
+      if (attempted(factory)) return { result: 'noop', revision, errors: [], factory };
       tree = await this.source.readTree(factory, revision, (p) => placementOf(p) !== undefined, this.blobs);
     } catch (err) {
+      if (err instanceof GitStopped) throw err; // a shutdown, not the repository: nothing to record
       if (dryRun)
         return {
           result: 'failed',
@@ -128,8 +134,7 @@ export class Reconciler {
     try {
       return await this.store.db.transaction(async (tx) => {
         factory = await this.store.lock(tx, factoryId);
-        if (!force && revision === factory.lastAttemptedRevision)
-          return { result: 'noop', revision, errors: [], factory };
+        if (attempted(factory)) return { result: 'noop', revision, errors: [], factory };
         const applied = await this.store.appliedState(tx, factoryId);
         const secrets = await this.secretsOf(tx, factory.teamId, files);
         const validation = validateDefinition(files, {
