@@ -84,17 +84,6 @@ export class GitRunner implements OnApplicationShutdown {
       });
       const stdout: Buffer[] = [];
       let stderr = '';
-      let ended: Error | undefined;
-      const end = (why: Error) => {
-        if (ended) return;
-        ended = why;
-        endGroup(child.pid);
-      };
-      const timer = setTimeout(
-        () => end(new GitTimedOut(subcommand, this.timeoutSeconds)),
-        this.timeoutSeconds * 1000,
-      );
-      this.running.set(child, end);
       let settled = false;
       const settle = (err?: Error) => {
         if (settled) return;
@@ -104,6 +93,19 @@ export class GitRunner implements OnApplicationShutdown {
         if (err) reject(err);
         else resolve(Buffer.concat(stdout));
       };
+      let ended: Error | undefined;
+      const end = (why: Error) => {
+        if (ended) return;
+        ended = why;
+        endGroup(child.pid);
+        // Settled when its pipes close; should a process outside the group hold them, soon after all the same.
+        setTimeout(() => settle(why), 2 * KILL_GRACE_MS);
+      };
+      const timer = setTimeout(
+        () => end(new GitTimedOut(subcommand, this.timeoutSeconds)),
+        this.timeoutSeconds * 1000,
+      );
+      this.running.set(child, end);
       child.stdout.on('data', (c: Buffer) => stdout.push(c));
       child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-STDERR_KEPT)));
       child.stdin.on('error', () => undefined); // git may exit before it has read its input
@@ -124,17 +126,25 @@ export class GitRunner implements OnApplicationShutdown {
     return (await this.run(args, cwd)).toString('utf8');
   }
 
-  /** Ends every running git call, refuses new ones, and resolves once their processes are gone. */
+  /**
+   * Ends every running git call and refuses new ones; resolves once their processes are gone (or,
+   * should one outlive SIGKILL's delivery, shortly after the grace period: a shutdown must end).
+   */
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     const closed = [...this.running].map(
       ([child, end]) =>
         new Promise<void>((resolve) => {
           child.once('close', () => resolve());
-          end(new GitStopped(`git ended: factoryd is shutting down`));
+          end(new GitStopped('git ended: factoryd is shutting down'));
         }),
     );
-    await Promise.all(closed);
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(closed),
+      new Promise((resolve) => (grace = setTimeout(resolve, 2 * KILL_GRACE_MS))),
+    ]);
+    clearTimeout(grace);
   }
 }
 

@@ -16,10 +16,22 @@ import { startTestService, type TestService } from '../support/service.js';
  * FetchFailed, and no git process of the service is left behind — also when the service stops mid-fetch.
  */
 
-/** A TCP (or HTTP) server on loopback that accepts and never answers; `close` drops its connections. */
-async function tarpit(kind: 'tcp' | 'http'): Promise<{ port: number; close: () => Promise<void> }> {
+/**
+ * A misbehaving remote on loopback. `tcp`: accepts connections and never answers. `http`: accepts
+ * the request and sends nothing. `drip`: answers 200 and sends 4 KiB every half second, forever — fast
+ * enough for HTTP's low-speed limit, so only the time limit ends it. `close` drops its connections.
+ */
+async function tarpit(kind: 'tcp' | 'http' | 'drip'): Promise<{ port: number; close: () => Promise<void> }> {
   const sockets = new Set<Socket>();
-  const server: Server = kind === 'tcp' ? createServer() : createHttpServer(() => undefined);
+  const server: Server =
+    kind === 'tcp'
+      ? createServer()
+      : createHttpServer((_req, res) => {
+          if (kind === 'http') return;
+          res.writeHead(200, { 'content-type': 'application/x-git-upload-pack-advertisement' });
+          const drip = setInterval(() => res.write(Buffer.alloc(4096, '0')), 500);
+          res.on('close', () => clearInterval(drip));
+        });
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -138,8 +150,8 @@ describe('a git remote that never answers', () => {
     cleanups.push(pit.close);
     const url = `http://127.0.0.1:${pit.port}/repo.git`;
     const stuck = await register(t, 'http-tarpit', url);
-    // git fetch over HTTP runs helpers (git remote-http, git-remote-http) beside git itself.
-    const hanging = await eventually(gitOn(pit.port, 2), 'git fetch and its HTTP helper on the tarpit');
+    // git fetch over HTTP runs helpers (`git remote-http`, `git-remote-http`) beside git itself.
+    const hanging = await eventually(gitOn(pit.port, 3), 'git fetch and its HTTP helpers on the tarpit');
     const failed = await eventually(
       async () => (await applies(stuck.uid)).find((a) => a.result === 'failed'),
       'a failed apply of the HTTP tarpit',
@@ -150,6 +162,21 @@ describe('a git remote that never answers', () => {
     );
     expect(await status(stuck.uid)).toMatchObject({ ready: false, reason: 'FetchFailed' });
     await eventually(() => stillRunning(hanging).length === 0, 'the cut fetch’s git processes to end');
+  });
+
+  it('http://: a server that sends forever, above the low-speed limit, is cut by the time limit with its helpers', async () => {
+    const pit = await tarpit('drip');
+    cleanups.push(pit.close);
+    const url = `http://127.0.0.1:${pit.port}/repo.git`;
+    const stuck = await register(t, 'drip', url);
+    const hanging = await eventually(gitOn(pit.port, 3), 'git fetch and its HTTP helpers on the drip');
+    const failed = await eventually(
+      async () => (await applies(stuck.uid)).find((a) => a.result === 'failed'),
+      'a failed apply of the drip',
+    );
+    expect(failed.errors[0].message).toMatch(/^git fetch of branch main from http:\S+ timed out after 10 s/);
+    // The helpers (which a signal to git alone would leave running) ended with it.
+    await eventually(() => stillRunning(hanging).length === 0, 'the timed-out fetch’s git processes to end');
   });
 
   it('a repository that answers again: the factory is ready again without a new commit', async () => {
@@ -169,20 +196,23 @@ describe('a git remote that never answers', () => {
     ).toMatchObject({ reason: 'Applied', last_applied_revision: sha });
   });
 
-  it('a service that stops mid-fetch leaves no git process behind', async () => {
-    const pit = await tarpit('tcp');
-    cleanups.push(pit.close);
-    // The default time limit (60 s): only the stop can end this fetch in time.
+  it('a service that stops mid-fetch leaves no git process behind, helpers included', async () => {
+    const pits = [await tarpit('tcp'), await tarpit('drip')];
+    for (const pit of pits) cleanups.push(pit.close);
+    // The default time limit (60 s): only the stop can end these fetches in time.
     const t2 = await startTestService({ FACTORY_POLL_SECONDS: '1' });
     try {
-      await register(t2, 'tarpit', `git://127.0.0.1:${pit.port}/repo.git`);
-      await eventually(gitOn(pit.port), 'a git fetch from the tarpit');
+      await register(t2, 'tarpit', `git://127.0.0.1:${pits[0].port}/repo.git`);
+      await register(t2, 'http-tarpit', `http://127.0.0.1:${pits[1].port}/repo.git`);
+      await eventually(gitOn(pits[0].port), 'a git fetch from the tarpit');
+      // git fetch, `git remote-http` and `git-remote-http`: the helpers outlive a git killed alone.
+      await eventually(gitOn(pits[1].port, 3), 'a git fetch and its HTTP helpers');
     } finally {
       await t2.stop();
     }
     await eventually(
-      () => gitProcessesNaming(pit.port).length === 0,
-      'no git process naming the tarpit after the stop',
+      () => pits.every((pit) => gitProcessesNaming(pit.port).length === 0),
+      'no git process naming a tarpit after the stop',
     );
   });
 });
