@@ -12,7 +12,7 @@ const STDERR_KEPT = 8192;
 /** A git call that ran past GIT_TIMEOUT_SECONDS; its whole process group was ended. */
 export class GitTimedOut extends Error {
   constructor(
-    readonly subcommand: string,
+    subcommand: string,
     readonly seconds: number,
   ) {
     super(`git ${subcommand} timed out after ${seconds} s`);
@@ -24,11 +24,7 @@ export class GitStopped extends Error {}
 
 /** A git call that exited unsuccessfully; the message is what git said on stderr. */
 export class GitFailed extends Error {
-  constructor(
-    readonly subcommand: string,
-    readonly stderr: string,
-    exit: string,
-  ) {
+  constructor(subcommand: string, stderr: string, exit: string) {
     super(stderr || `git ${subcommand} exited with ${exit}`);
   }
 }

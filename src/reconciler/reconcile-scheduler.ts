@@ -79,6 +79,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
   private async startPolls(): Promise<Array<Promise<void>>> {
     if (this.stopped) return [];
     const factories = await this.store.listAll();
+    if (this.stopped) return [];
     return factories.map((f) => {
       let poll = this.polls.get(f.id);
       if (!poll) {
@@ -95,8 +96,13 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
         await this.watchRefs(f.id, f.repoUrl);
       await this.reconciler.request(f.id);
     } catch (err) {
-      if (!(err instanceof GitStopped)) this.log.warn({ err, factory: f.name }, 'reconcile failed');
+      this.failed(err, f.id);
     }
+  }
+
+  /** A reconcile's failure is logged, except the end of a git call by the shutdown. */
+  private failed(err: unknown, factoryId: string): void {
+    if (!(err instanceof GitStopped)) this.log.warn({ err, factoryId }, 'reconcile failed');
   }
 
   private async watchRefs(factoryId: string, repo: string): Promise<void> {
@@ -117,9 +123,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     watcher.on('all', () => {
       clearTimeout(debounce);
       debounce = setTimeout(() => {
-        this.reconciler
-          .request(factoryId)
-          .catch((err: unknown) => this.log.warn({ err }, 'reconcile failed'));
+        this.reconciler.request(factoryId).catch((err: unknown) => this.failed(err, factoryId));
       }, WATCH_DEBOUNCE_MS);
     });
     watcher.on('error', (err: unknown) => this.log.warn({ err, repo }, 'watch failed'));

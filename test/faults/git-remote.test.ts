@@ -179,6 +179,20 @@ describe('a git remote that never answers', () => {
     await eventually(() => stillRunning(hanging).length === 0, 'the timed-out fetch’s git processes to end');
   });
 
+  it('ssh://: a server that accepts and never sends its banner is given up without a prompt', async () => {
+    const pit = await tarpit('tcp');
+    cleanups.push(pit.close);
+    const stuck = await register(t, 'ssh-tarpit', `ssh://git@127.0.0.1:${pit.port}/repo.git`);
+    const failed = await eventually(
+      async () => (await applies(stuck.uid)).find((a) => a.result === 'failed'),
+      'a failed apply of the ssh tarpit',
+    );
+    // ssh's ConnectTimeout (5 s here: half the time limit) in batch mode, not the 10 s time limit.
+    expect(failed.errors[0].message).toMatch(
+      /^cannot fetch branch main of ssh:\/\/127\.0\.0\.1:\d+\/repo\.git: .*timed out during banner exchange/,
+    );
+  });
+
   it('a repository that answers again: the factory is ready again without a new commit', async () => {
     const repo = new TestRepo();
     cleanups.push(() => repo.remove());
