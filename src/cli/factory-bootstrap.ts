@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parse } from 'yaml';
@@ -6,6 +5,7 @@ import { AuthRepository } from '../auth/auth.repository.js';
 import { fromRoot } from '../common/paths.js';
 import type { Config } from '../config/config.js';
 import { DefinitionStore } from '../reconciler/definition-store.js';
+import { GitRunner } from '../reconciler/git-runner.js';
 import { GitSource } from '../reconciler/git-source.js';
 import { ReconcileScheduler } from '../reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../reconciler/reconciler.js';
@@ -36,6 +36,7 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
   const app = service.app;
   const store = app.get(DefinitionStore);
   const reconciler = app.get(Reconciler);
+  const runner = app.get(GitRunner);
   const team = await new AuthRepository(service.db).findTeamByName('default');
   if (!team) return [];
   const existing = await store.listAll();
@@ -44,7 +45,7 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
   if (config.factoryRepo && resolve(config.factoryRepo) !== resolve(EXAMPLE)) {
     const repoUrl = GitSource.isLocal(config.factoryRepo) ? resolve(config.factoryRepo) : config.factoryRepo;
     if (existing.some((f) => f.repoUrl === repoUrl)) return [];
-    const name = factoryNameOf(repoUrl, config.factoryBranch);
+    const name = await factoryNameOf(runner, repoUrl, config.factoryBranch);
     const f = await store.register({ teamId: team.id, name, repoUrl, branch: config.factoryBranch });
     if (!f) return [`factory: team default already has a factory named ${name}; FACTORY_REPO not registered`];
     const out = await reconciler.request(f.id);
@@ -58,8 +59,7 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
   rmSync(repo, { recursive: true, force: true });
   mkdirSync(repo, { recursive: true });
   const git = (...args: string[]) =>
-    execFileSync(
-      'git',
+    runner.text(
       [
         '-c',
         'user.name=factoryd',
@@ -69,15 +69,12 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
         'commit.gpgsign=false',
         ...args,
       ],
-      {
-        cwd: repo,
-        encoding: 'utf8',
-      },
+      repo,
     );
-  git('init', '--quiet', `--initial-branch=${config.factoryBranch}`);
+  await git('init', '--quiet', `--initial-branch=${config.factoryBranch}`);
   cpSync(EXAMPLE, repo, { recursive: true, filter: (src) => !src.startsWith(join(EXAMPLE, 'automations')) });
-  git('add', '-A');
-  git('commit', '--quiet', '-m', 'Agents, skill and webhooks of the example factory');
+  await git('add', '-A');
+  await git('commit', '--quiet', '-m', 'Agents, skill and webhooks of the example factory');
 
   // The secrets the webhooks name, generated: shown once, here.
   const secrets = app.get(SecretsService);
@@ -120,8 +117,8 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
       readFileSync(path, 'utf8').replace(PLACEHOLDER, (all, name: string) => uids.get(name) ?? all),
     );
   }
-  git('add', '-A');
-  git('commit', '--quiet', '-m', 'Automations on the webhooks’ UIDs');
+  await git('add', '-A');
+  await git('commit', '--quiet', '-m', 'Automations on the webhooks’ UIDs');
   const second = await reconciler.request(f.id);
   if (second.errors.length)
     throw new Error(`the example automations did not apply: ${second.errors[0].message}`);
@@ -140,13 +137,10 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
 }
 
 /** factory.yaml's name at the branch head of a local repository; else the repository's name. */
-function factoryNameOf(repoUrl: string, branch: string): string {
+async function factoryNameOf(runner: GitRunner, repoUrl: string, branch: string): Promise<string> {
   if (GitSource.isLocal(repoUrl)) {
     try {
-      const text = execFileSync('git', ['show', `refs/heads/${branch}:factory.yaml`], {
-        cwd: repoUrl,
-        encoding: 'utf8',
-      });
+      const text = await runner.text(['show', `refs/heads/${branch}:factory.yaml`], repoUrl);
       const name = (parse(text) as { name?: unknown })?.name;
       if (typeof name === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) return name;
     } catch {

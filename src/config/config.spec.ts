@@ -8,6 +8,7 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBeUndefined();
     expect(c.dataDir).toMatch(/var$/);
     expect(c.idleMinuteMs).toBe(60_000);
+    expect(c.gitTimeoutSeconds).toBe(60);
   });
 
   it('reads good values', () => {
@@ -37,6 +38,7 @@ describe('loadConfig', () => {
     ['PORT', '65536', /from 0 to 65535/],
     ['PORT', '-1', /whole number/],
     ['FACTORY_POLL_SECONDS', '0', /from 1 to 86400/],
+    ['GIT_TIMEOUT_SECONDS', '0', /from 1 to 3600/],
     ['DATABASE_URL', 'mysql://x@y/z', /must start with postgres:\/\//],
     ['DATABASE_URL', 'not a url', /not a valid URL/],
     ['PUBLIC_BASE_URL', 'ftp://x', /must start with http:\/\/ or https:\/\//],

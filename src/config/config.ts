@@ -15,6 +15,8 @@ export interface Config {
   factoryRepo?: string;
   factoryBranch: string;
   factoryPollSeconds: number;
+  /** The time limit of one git call (a fetch, or local plumbing); see GitRunner. */
+  gitTimeoutSeconds: number;
   /** 32 bytes; unset with the embedded default: generated under `dataDir`. */
   secretsKey?: Buffer;
   publicBaseUrl?: string;
@@ -62,6 +64,7 @@ export function loadConfig(env: Env = process.env): Config {
     factoryRepo: str(env, 'FACTORY_REPO'),
     factoryBranch: branch(env, 'FACTORY_BRANCH') ?? 'main',
     factoryPollSeconds: int(env, 'FACTORY_POLL_SECONDS', 10, 1, 86400),
+    gitTimeoutSeconds: int(env, 'GIT_TIMEOUT_SECONDS', 60, 1, 3600),
     secretsKey: secretsKey(env),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
     webhookBaseUrl: url(env, 'WEBHOOK_BASE_URL', ['http:', 'https:']),

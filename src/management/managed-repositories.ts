@@ -1,11 +1,8 @@
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config.js';
-
-const run = promisify(execFile);
+import { GitRunner } from '../reconciler/git-runner.js';
 
 /** Who a commit is by: the API key's principal (or, for the CLI, the user at the terminal). */
 export interface Author {
@@ -35,7 +32,10 @@ const ISOLATED = [
  */
 @Injectable()
 export class ManagedRepositories {
-  constructor(@Inject(CONFIG) private readonly config: Pick<Config, 'dataDir'>) {}
+  constructor(
+    @Inject(CONFIG) private readonly config: Pick<Config, 'dataDir'>,
+    @Inject(GitRunner) private readonly runner: GitRunner,
+  ) {}
 
   pathFor(team: string, factory: string): string {
     return join(this.config.dataDir, 'factories', 'teams', team, factory);
@@ -52,7 +52,7 @@ export class ManagedRepositories {
     if (existsSync(dir) && readdirSync(dir).length > 0)
       throw new Error(`${dir} exists and is not empty; move it away or choose another factory name`);
     mkdirSync(dir, { recursive: true });
-    await git(dir, 'init', '--quiet', `--initial-branch=${branch}`);
+    await this.git(dir, 'init', '--quiet', `--initial-branch=${branch}`);
     const commit = await this.commit(dir, branch, files, author, message, false);
     return commit!.commit;
   }
@@ -79,17 +79,17 @@ export class ManagedRepositories {
     const previous = await this.clean(dir, branch);
     for (const [path, content] of Object.entries(files)) {
       if (content === null) {
-        await git(dir, 'rm', '--quiet', '--force', '--ignore-unmatch', '--', path);
+        await this.git(dir, 'rm', '--quiet', '--force', '--ignore-unmatch', '--', path);
         continue;
       }
       const full = join(dir, path);
       mkdirSync(dirname(full), { recursive: true });
       writeFileSync(full, content);
-      await git(dir, 'add', '--', path);
+      await this.git(dir, 'add', '--', path);
     }
-    const staged = (await git(dir, 'diff', '--cached', '--name-only')).trim();
+    const staged = (await this.git(dir, 'diff', '--cached', '--name-only')).trim();
     if (!staged && !allowEmpty) return undefined;
-    await git(
+    await this.git(
       dir,
       'commit',
       '--quiet',
@@ -98,13 +98,13 @@ export class ManagedRepositories {
       '-m',
       message,
     );
-    return { previous, commit: (await git(dir, 'rev-parse', 'HEAD')).trim() };
+    return { previous, commit: (await this.git(dir, 'rev-parse', 'HEAD')).trim() };
   }
 
   /** Moves the branch back to `commit` (a change that did not apply must not stay the head). */
   async resetTo(dir: string, branch: string, commit: string): Promise<void> {
-    await git(dir, 'checkout', '--quiet', '--force', branch);
-    await git(dir, 'reset', '--quiet', '--hard', commit);
+    await this.git(dir, 'checkout', '--quiet', '--force', branch);
+    await this.git(dir, 'reset', '--quiet', '--hard', commit);
   }
 
   /**
@@ -112,14 +112,23 @@ export class ManagedRepositories {
    * discarded: the repository is factoryd's); returns the head, undefined before the first commit.
    */
   private async clean(dir: string, branch: string): Promise<string | undefined> {
-    const head = await git(dir, 'rev-parse', '--verify', '--quiet', 'HEAD').then(
+    const head = await this.git(dir, 'rev-parse', '--verify', '--quiet', 'HEAD').then(
       (out) => out.trim(),
       () => undefined,
     );
     if (head === undefined) return undefined;
-    await git(dir, 'checkout', '--quiet', '--force', branch);
-    await git(dir, 'reset', '--quiet', '--hard');
-    return (await git(dir, 'rev-parse', 'HEAD')).trim();
+    await this.git(dir, 'checkout', '--quiet', '--force', branch);
+    await this.git(dir, 'reset', '--quiet', '--hard');
+    return (await this.git(dir, 'rev-parse', 'HEAD')).trim();
+  }
+
+  private async git(dir: string, ...args: string[]): Promise<string> {
+    try {
+      return await this.runner.text([...COMMITTER, ...ISOLATED, ...args], dir);
+    } catch (err) {
+      const detail = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+      throw new Error(`git ${args[0]} in ${dir} failed${detail ? `: ${detail}` : ''}`, { cause: err });
+    }
   }
 }
 
@@ -128,15 +137,4 @@ export function authorOf(principal: { uid: string; displayName: string }): Autho
   // git refuses names with angle brackets or line breaks.
   const name = principal.displayName.replace(/[<>\r\n\0]/g, ' ').trim();
   return { name: name || principal.uid, email: `${principal.uid}@factoryd.invalid` };
-}
-
-async function git(dir: string, ...args: string[]): Promise<string> {
-  try {
-    return (await run('git', [...COMMITTER, ...ISOLATED, ...args], { cwd: dir, encoding: 'utf8' })).stdout;
-  } catch (err) {
-    const stderr = (err as { stderr?: string }).stderr?.trim();
-    throw new Error(`git ${args[0]} in ${dir} failed${stderr ? `: ${stderr.split('\n')[0]}` : ''}`, {
-      cause: err,
-    });
-  }
 }

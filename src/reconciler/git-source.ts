@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { simpleGit } from 'simple-git';
+import { GitStopped, GitTimedOut, type GitRunner } from './git-runner.js';
 
 /** A blob of the tree at a commit, as listed: its size is known before it is read. */
 export interface ListedBlob {
@@ -24,7 +23,10 @@ export interface FactorySourceRef {
  * pack-objects) was most of a one-file apply's time. So an unchanged local head costs one rev-parse.
  */
 export class GitSource {
-  constructor(private readonly dataDir: string) {}
+  constructor(
+    private readonly dataDir: string,
+    private readonly git: GitRunner,
+  ) {}
 
   /** A repository on this machine (a path), as opposed to a URL git fetches from. */
   static isLocal(repoUrl: string): boolean {
@@ -32,8 +34,8 @@ export class GitSource {
   }
 
   /** The git directory of a local repository (its `.git`, or itself when bare). */
-  static async gitDir(path: string): Promise<string> {
-    const dir = (await simpleGit(path).raw(['rev-parse', '--absolute-git-dir'])).trim();
+  static async gitDir(git: GitRunner, path: string): Promise<string> {
+    const dir = (await git.text(['rev-parse', '--absolute-git-dir'], path)).trim();
     return isAbsolute(dir) ? dir : resolve(path, dir);
   }
 
@@ -42,27 +44,36 @@ export class GitSource {
    * remote one's fetched into the mirror.
    */
   async head(f: FactorySourceRef): Promise<string> {
-    if (GitSource.isLocal(f.repoUrl)) return revParse(f.repoUrl, f.branch);
+    if (GitSource.isLocal(f.repoUrl)) return revParse(this.git, f.repoUrl, f.branch);
     const mirror = this.mirrorOf(f);
     if (!existsSync(join(mirror, 'HEAD'))) {
       mkdirSync(mirror, { recursive: true });
-      await simpleGit(mirror).raw(['init', '--bare', '--quiet']);
+      await this.git.run(['init', '--bare', '--quiet'], mirror);
     }
     try {
-      await simpleGit(mirror).raw([
-        'fetch',
-        '--quiet',
-        '--force',
-        '--no-tags',
-        f.repoUrl,
-        `+refs/heads/${f.branch}:refs/heads/${f.branch}`,
-      ]);
+      await this.git.run(
+        [
+          'fetch',
+          '--quiet',
+          '--force',
+          '--no-tags',
+          f.repoUrl,
+          `+refs/heads/${f.branch}:refs/heads/${f.branch}`,
+        ],
+        mirror,
+      );
     } catch (err) {
+      if (err instanceof GitStopped) throw err;
+      if (err instanceof GitTimedOut)
+        throw new Error(
+          `git fetch of branch ${f.branch} from ${displayUrl(f.repoUrl)} timed out after ${err.seconds} s (GIT_TIMEOUT_SECONDS); check that the remote answers from this host`,
+          { cause: err },
+        );
       throw new Error(`cannot fetch branch ${f.branch} of ${displayUrl(f.repoUrl)}: ${firstLine(err)}`, {
         cause: err,
       });
     }
-    return revParse(mirror, f.branch);
+    return revParse(this.git, mirror, f.branch);
   }
 
   /**
@@ -74,7 +85,7 @@ export class GitSource {
     commit: string,
     wanted: (path: string) => boolean,
   ): Promise<ListedBlob[]> {
-    const listing = await simpleGit(this.repoOf(f)).raw(['ls-tree', '-r', '-l', '-z', '--full-tree', commit]);
+    const listing = await this.git.text(['ls-tree', '-r', '-l', '-z', '--full-tree', commit], this.repoOf(f));
     const blobs: ListedBlob[] = [];
     for (const line of listing.split('\0')) {
       if (!line) continue;
@@ -88,7 +99,7 @@ export class GitSource {
 
   /** The contents of blobs (by id) of the factory's repository, through one `git cat-file --batch`. */
   readBlobs(f: FactorySourceRef, shas: string[]): Promise<Map<string, string>> {
-    return shas.length ? catFileBatch(this.repoOf(f), shas) : Promise.resolve(new Map());
+    return shas.length ? catFileBatch(this.git, this.repoOf(f), shas) : Promise.resolve(new Map());
   }
 
   private repoOf(f: FactorySourceRef): string {
@@ -100,42 +111,35 @@ export class GitSource {
   }
 }
 
-async function revParse(repo: string, branch: string): Promise<string> {
+async function revParse(git: GitRunner, repo: string, branch: string): Promise<string> {
   try {
     return (
-      await simpleGit(repo).raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`])
+      await git.text(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], repo)
     ).trim();
   } catch (err) {
+    if (err instanceof GitStopped) throw err;
     throw new Error(`branch ${branch} not found in ${displayUrl(repo)}: ${firstLine(err)}`, { cause: err });
   }
 }
 
 /** `git cat-file --batch`: many blobs through one process. */
-export function catFileBatch(gitDir: string, shas: string[]): Promise<Map<string, string>> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn('git', ['cat-file', '--batch'], { cwd: gitDir, stdio: ['pipe', 'pipe', 'pipe'] });
-    const chunks: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => chunks.push(c));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`git cat-file failed: ${stderr.trim()}`));
-      const out = Buffer.concat(chunks);
-      const blobs = new Map<string, string>();
-      let at = 0;
-      while (at < out.length) {
-        const nl = out.indexOf(10, at);
-        const [sha, type, size] = out.subarray(at, nl).toString().split(' ');
-        if (type === 'missing') return reject(new Error(`git object ${sha} is missing`));
-        const n = Number(size);
-        blobs.set(sha, out.subarray(nl + 1, nl + 1 + n).toString('utf8'));
-        at = nl + 1 + n + 1;
-      }
-      resolvePromise(blobs);
-    });
-    child.stdin.end(shas.join('\n') + '\n');
-  });
+export async function catFileBatch(
+  git: GitRunner,
+  gitDir: string,
+  shas: string[],
+): Promise<Map<string, string>> {
+  const out = await git.run(['cat-file', '--batch'], gitDir, shas.join('\n') + '\n');
+  const blobs = new Map<string, string>();
+  let at = 0;
+  while (at < out.length) {
+    const nl = out.indexOf(10, at);
+    const [sha, type, size] = out.subarray(at, nl).toString().split(' ');
+    if (type === 'missing') throw new Error(`git object ${sha} is missing`);
+    const n = Number(size);
+    blobs.set(sha, out.subarray(nl + 1, nl + 1 + n).toString('utf8'));
+    at = nl + 1 + n + 1;
+  }
+  return blobs;
 }
 
 /** Git's own messages may echo a clone URL with its credentials: strip them. */

@@ -8,7 +8,8 @@ import {
 } from '@nestjs/common';
 import { watch, type FSWatcher } from 'chokidar';
 import { CONFIG, type Config } from '../config/config.js';
-import { DefinitionStore } from './definition-store.js';
+import { DefinitionStore, type FactoryRecord } from './definition-store.js';
+import { GitRunner, GitStopped } from './git-runner.js';
 import { GitSource } from './git-source.js';
 import { Reconciler } from './reconciler.js';
 
@@ -19,31 +20,42 @@ const WATCH_DEBOUNCE_MS = 50;
  * The reconciler's triggers: a poll of every factory each FACTORY_POLL_SECONDS (which also picks up
  * factories registered since), and a watch on each local repository's refs so a commit applies
  * within a second or two. Both feed Reconciler.request.
+ *
+ * Factories are polled independently: a tick starts a poll of each factory that has none in flight
+ * and does not wait for them, so a slow or hanging remote (bounded by GIT_TIMEOUT_SECONDS) delays
+ * only its own factory, and is not fetched again until its poll has ended.
  */
 @Injectable()
 export class ReconcileScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('ReconcileScheduler');
   private timer?: NodeJS.Timeout;
   private readonly watchers = new Map<string, FSWatcher>();
+  /** Each factory's poll in flight, by factory id. */
+  private readonly polls = new Map<string, Promise<void>>();
   private stopped = false;
   private firstPollDone!: () => void;
-  /** Settles when the first poll after start has finished. */
+  /** Settles when the polls of the first tick after start have ended. */
   readonly firstPoll = new Promise<void>((resolve) => (this.firstPollDone = resolve));
 
   constructor(
     @Inject(Reconciler) private readonly reconciler: Reconciler,
     @Inject(DefinitionStore) private readonly store: DefinitionStore,
+    @Inject(GitRunner) private readonly git: GitRunner,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   onApplicationBootstrap(): void {
+    let first = true;
     const tick = () => {
-      this.pollAll()
-        .catch((err: unknown) => this.log.warn({ err }, 'poll failed'))
-        .finally(() => {
-          this.firstPollDone();
-          if (!this.stopped) this.timer = setTimeout(tick, this.config.factoryPollSeconds * 1000);
-        });
+      const started = this.startPolls().catch((err: unknown) => {
+        this.log.warn({ err }, 'poll failed');
+        return [];
+      });
+      if (first) void started.then((polls) => Promise.all(polls)).then(this.firstPollDone);
+      first = false;
+      void started.then(() => {
+        if (!this.stopped) this.timer = setTimeout(tick, this.config.factoryPollSeconds * 1000);
+      });
     };
     this.timer = setTimeout(tick, 0);
   }
@@ -55,23 +67,48 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     this.watchers.clear();
   }
 
-  /** Reconciles every factory whose head moved; starts watching new local repositories (ready when this resolves). */
+  /**
+   * Polls every factory (joining a poll already in flight) and resolves when those polls have ended;
+   * new local repositories are being watched by then.
+   */
   async pollAll(): Promise<void> {
+    await Promise.all(await this.startPolls());
+  }
+
+  /** A poll of each factory without one in flight; returns every factory's poll. */
+  private async startPolls(): Promise<Array<Promise<void>>> {
+    if (this.stopped) return [];
     const factories = await this.store.listAll();
-    await Promise.all(
-      factories.map(async (f) => {
-        if (!f.managed && GitSource.isLocal(f.repoUrl) && !this.watchers.has(f.id))
-          await this.watchRefs(f.id, f.repoUrl);
-        await this.reconciler
-          .request(f.id)
-          .catch((err: unknown) => this.log.warn({ err, factory: f.name }, 'reconcile failed'));
-      }),
-    );
+    if (this.stopped) return [];
+    return factories.map((f) => {
+      let poll = this.polls.get(f.id);
+      if (!poll) {
+        poll = this.poll(f).finally(() => this.polls.delete(f.id));
+        this.polls.set(f.id, poll);
+      }
+      return poll;
+    });
+  }
+
+  private async poll(f: FactoryRecord): Promise<void> {
+    try {
+      if (!f.managed && GitSource.isLocal(f.repoUrl) && !this.watchers.has(f.id))
+        await this.watchRefs(f.id, f.repoUrl);
+      await this.reconciler.request(f.id);
+    } catch (err) {
+      this.failed(err, f.id);
+    }
+  }
+
+  /** A reconcile's failure is logged, except the end of a git call by the shutdown. */
+  private failed(err: unknown, factoryId: string): void {
+    if (!(err instanceof GitStopped)) this.log.warn({ err, factoryId }, 'reconcile failed');
   }
 
   private async watchRefs(factoryId: string, repo: string): Promise<void> {
     if (this.stopped) return;
-    const gitDir = await GitSource.gitDir(repo);
+    const gitDir = await GitSource.gitDir(this.git, repo);
+    if (this.stopped) return;
     let debounce: NodeJS.Timeout | undefined;
     const heads = join(gitDir, 'refs', 'heads');
     const packed = join(gitDir, 'packed-refs');
@@ -86,9 +123,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     watcher.on('all', () => {
       clearTimeout(debounce);
       debounce = setTimeout(() => {
-        this.reconciler
-          .request(factoryId)
-          .catch((err: unknown) => this.log.warn({ err }, 'reconcile failed'));
+        this.reconciler.request(factoryId).catch((err: unknown) => this.failed(err, factoryId));
       }, WATCH_DEBOUNCE_MS);
     });
     watcher.on('error', (err: unknown) => this.log.warn({ err, repo }, 'watch failed'));

@@ -16,6 +16,7 @@ import {
 } from '../definitions/validate-definition.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { DefinitionStore, type ApplyRecord, type FactoryRecord } from './definition-store.js';
+import { GitStopped, GitRunner } from './git-runner.js';
 import { GitSource, type ListedBlob } from './git-source.js';
 import { isEmpty, planChanges, summarize, type PlanSummary } from './plan.js';
 
@@ -55,8 +56,9 @@ export class Reconciler {
     @Inject(SchemaRegistry) private readonly schemas: SchemaRegistry,
     @Inject(Clock) private readonly clock: Clock,
     @Inject(CONFIG) config: Config,
+    @Inject(GitRunner) git: GitRunner,
   ) {
-    this.source = new GitSource(config.dataDir);
+    this.source = new GitSource(config.dataDir, git);
   }
 
   /**
@@ -103,10 +105,13 @@ export class Reconciler {
     let limitErrors: DefinitionError[];
     const cached = new Map<string, DefinitionFile>();
     let contents: Map<string, string>;
+    // A head already attempted is a no-op, unless the status says the fetch failed since: once the
+    // remote answers again, the attempt is recorded, so the factory is ready again without a new commit.
+    const attempted = (f: FactoryRecord) =>
+      !force && revision === f.lastAttemptedRevision && f.reason !== 'FetchFailed';
     try {
       revision = await this.source.head(factory);
-      if (!force && revision === factory.lastAttemptedRevision)
-        return { result: 'noop', revision, errors: [], factory };
+      if (attempted(factory)) return { result: 'noop', revision, errors: [], factory };
       listed = await this.source.listTree(factory, revision, (p) => placementOf(p) !== undefined);
       limitErrors = checkTreeLimits(listed);
       const unread = new Set<string>();
@@ -117,6 +122,7 @@ export class Reconciler {
       }
       contents = await this.source.readBlobs(factory, [...unread]);
     } catch (err) {
+      if (err instanceof GitStopped) throw err; // a shutdown, not the repository: nothing to record
       if (dryRun)
         return {
           result: 'failed',
@@ -143,8 +149,7 @@ export class Reconciler {
       // 3-5. Validate against the team's state, plan, apply and record: one transaction, one applier.
       return await this.store.db.transaction(async (tx) => {
         factory = await this.store.lock(tx, factoryId);
-        if (!force && revision === factory.lastAttemptedRevision)
-          return { result: 'noop', revision, errors: [], factory };
+        if (attempted(factory)) return { result: 'noop', revision, errors: [], factory };
         const applied = await this.store.appliedState(tx, factoryId);
         const secrets = await this.secretsOf(tx, factory.teamId, files);
         const validation: ValidationResult = limitErrors.length

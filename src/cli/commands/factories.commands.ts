@@ -11,6 +11,7 @@ import { checkTreeLimits, type ListedFile } from '../../definitions/definition-l
 import { placementOf } from '../../definitions/definition-file.js';
 import { loadDefinition } from '../../definitions/validate-definition.js';
 import { DefinitionStore, type FactoryRecord } from '../../reconciler/definition-store.js';
+import { GitRunner } from '../../reconciler/git-runner.js';
 import { GitSource } from '../../reconciler/git-source.js';
 import type { PlanSummary } from '../../reconciler/plan.js';
 import { Reconciler, type ReconcileOutcome } from '../../reconciler/reconciler.js';
@@ -33,7 +34,14 @@ export function reconcilerOf(
   const store = new DefinitionStore(db);
   const secrets = new SecretsService(new SecretsRepository(db), new SecretCipher(loadSecretsKey(config)), db);
   return {
-    reconciler: new Reconciler(store, secrets, new SchemaRegistry(), new Clock(), config),
+    reconciler: new Reconciler(
+      store,
+      secrets,
+      new SchemaRegistry(),
+      new Clock(),
+      config,
+      new GitRunner(config),
+    ),
     store,
     secrets,
   };
@@ -190,7 +198,7 @@ export function registerFactoryCommands(program: Command): void {
           if (opts.managed) {
             const { reconciler, store } = reconcilerOf(db, config);
             const managed = new ManagedFactories(
-              new ManagedRepositories(config),
+              new ManagedRepositories(config, new GitRunner(config)),
               reconciler,
               store,
               new FactoryWriteLock(db),
