@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { Inject, Injectable } from '@nestjs/common';
+import { Conflict, InvalidRequest } from '../common/problem.js';
 import { CONFIG, type Config } from '../config/config.js';
+import { managedRepositoryPath } from '../reconciler/repository-policy.js';
 
 const run = promisify(execFile);
 
@@ -38,7 +39,7 @@ export class ManagedRepositories {
   constructor(@Inject(CONFIG) private readonly config: Pick<Config, 'dataDir'>) {}
 
   pathFor(team: string, factory: string): string {
-    return join(this.config.dataDir, 'factories', 'teams', team, factory);
+    return managedRepositoryPath(this.config.dataDir, team, factory);
   }
 
   /** A new repository at `dir` (which must not exist or be empty) whose first commit holds `files`. */
@@ -59,14 +60,20 @@ export class ManagedRepositories {
 
   /** The content of `path` at the branch head (undefined when there is no such file). */
   async read(dir: string, branch: string, path: string): Promise<string | undefined> {
-    await this.clean(dir, branch);
-    const full = join(dir, path);
-    return existsSync(full) ? readFileSync(full, 'utf8') : undefined;
+    const head = await this.clean(dir, branch);
+    const sha = await regularFileAt(dir, path, head);
+    return sha ? git(dir, 'cat-file', 'blob', sha) : undefined;
   }
 
   /**
    * Writes `files` and commits them on `branch` by `author`. Without `allowEmpty`, a change that
    * changes nothing makes no commit (undefined). Returns the commit and the head before it.
+   *
+   * A symlink committed there (`webhooks/x.yaml -> /etc/…`, or a linked folder) must not redirect a
+   * write outside the repository: a path with a link or any other non-regular file on it at the head
+   * is refused (409), and content goes into git's index (hash-object, update-index), never through
+   * the working tree. Git itself then brings the working copy to the new head (it replaces links on
+   * disk, never follows them).
    */
   async commit(
     dir: string,
@@ -78,14 +85,14 @@ export class ManagedRepositories {
   ): Promise<{ previous: string | undefined; commit: string } | undefined> {
     const previous = await this.clean(dir, branch);
     for (const [path, content] of Object.entries(files)) {
+      await regularFileAt(dir, path, previous);
       if (content === null) {
+        // Safe on the working copy: the path holds a regular file in real folders, as checked above.
         await git(dir, 'rm', '--quiet', '--force', '--ignore-unmatch', '--', path);
         continue;
       }
-      const full = join(dir, path);
-      mkdirSync(dirname(full), { recursive: true });
-      writeFileSync(full, content);
-      await git(dir, 'add', '--', path);
+      const blob = (await git(dir, { input: content }, 'hash-object', '-w', '--stdin')).trim();
+      await git(dir, 'update-index', '--add', '--cacheinfo', `100644,${blob},${path}`);
     }
     const staged = (await git(dir, 'diff', '--cached', '--name-only')).trim();
     if (!staged && !allowEmpty) return undefined;
@@ -98,6 +105,7 @@ export class ManagedRepositories {
       '-m',
       message,
     );
+    await git(dir, 'reset', '--quiet', '--hard');
     return { previous, commit: (await git(dir, 'rev-parse', 'HEAD')).trim() };
   }
 
@@ -130,9 +138,59 @@ export function authorOf(principal: { uid: string; displayName: string }): Autho
   return { name: name || principal.uid, email: `${principal.uid}@factoryd.invalid` };
 }
 
-async function git(dir: string, ...args: string[]): Promise<string> {
+/**
+ * The blob of `path` at `commit` if it is a regular file (undefined if it does not exist, or there
+ * is no commit yet); a 409 if it,
+ * or a folder on its way, is a symbolic link, a submodule or anything else git would not store as
+ * plain folders and files. Paths are factoryd's own (`webhooks/<name>.yaml`); one outside the
+ * repository is refused outright.
+ */
+async function regularFileAt(
+  dir: string,
+  path: string,
+  commit: string | undefined,
+): Promise<string | undefined> {
+  const parts = path.split('/');
+  if (parts.some((p) => p === '' || p === '.' || p === '..' || p.toLowerCase() === '.git'))
+    throw new InvalidRequest(`${path} is not a path inside the repository`);
+  if (!commit) return undefined;
+  const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
+  const listing = await git(dir, '--literal-pathspecs', 'ls-tree', '-t', '-z', commit, '--', ...prefixes);
+  const modes = new Map<string, { mode: string; sha: string }>();
+  for (const line of listing.split('\0')) {
+    const tab = line.indexOf('\t');
+    if (tab < 0) continue;
+    const [mode, , sha] = line.slice(0, tab).split(' ');
+    modes.set(line.slice(tab + 1), { mode, sha });
+  }
+  for (const [i, prefix] of prefixes.entries()) {
+    const entry = modes.get(prefix);
+    if (!entry) return undefined;
+    const last = i === prefixes.length - 1;
+    if (!last && entry.mode === '040000') continue;
+    if (last && (entry.mode === '100644' || entry.mode === '100755')) return entry.sha;
+    const what =
+      entry.mode === '120000'
+        ? 'a symbolic link'
+        : entry.mode === '160000'
+          ? 'a submodule'
+          : `not a ${last ? 'regular file' : 'folder'}`;
+    throw new Conflict(
+      `${prefix} is ${what} in the factory's repository, so factoryd will not ${last ? 'rewrite' : 'write under'} it: it writes only regular files inside its repository and never follows links. Commit a regular file in its place (or remove it), then try again`,
+    );
+  }
+  return undefined;
+}
+
+async function git(dir: string, ...args: string[]): Promise<string>;
+async function git(dir: string, opts: { input: string }, ...args: string[]): Promise<string>;
+async function git(dir: string, ...rest: Array<string | { input: string }>): Promise<string> {
+  const opts = typeof rest[0] === 'object' ? (rest.shift() as { input: string }) : undefined;
+  const args = rest as string[];
   try {
-    return (await run('git', [...COMMITTER, ...ISOLATED, ...args], { cwd: dir, encoding: 'utf8' })).stdout;
+    const running = run('git', [...COMMITTER, ...ISOLATED, ...args], { cwd: dir, encoding: 'utf8' });
+    if (opts) running.child.stdin?.end(opts.input);
+    return (await running).stdout;
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr?.trim();
     throw new Error(`git ${args[0]} in ${dir} failed${stderr ? `: ${stderr.split('\n')[0]}` : ''}`, {

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { simpleGit } from 'simple-git';
+import { ALLOWED_TRANSPORTS } from './repository-policy.js';
 
 /** A blob of the tree at a commit. */
 export interface TreeEntry {
@@ -15,6 +16,16 @@ export interface FactorySourceRef {
   repoUrl: string;
   branch: string;
 }
+
+/**
+ * Git itself refuses every transport but https, ssh and git (no `file://`, `ext::` or remote helper),
+ * whatever a row or a repository's config says (docs/security.md, "Factory registration"). Command-line
+ * config outranks every config file; simple-git insists on `allowUnsafeProtocolOverride` to pass it.
+ */
+const ONLY_ALLOWED_TRANSPORTS = {
+  config: ['protocol.allow=never', ...ALLOWED_TRANSPORTS.map((t) => `protocol.${t}.allow=always`)],
+  unsafe: { allowUnsafeProtocolOverride: true },
+};
 
 /**
  * A factory repository read through git alone, at a commit (ls-tree, cat-file), never from a working
@@ -48,7 +59,7 @@ export class GitSource {
       await simpleGit(mirror).raw(['init', '--bare', '--quiet']);
     }
     try {
-      await simpleGit(mirror).raw([
+      await simpleGit(mirror, ONLY_ALLOWED_TRANSPORTS).raw([
         'fetch',
         '--quiet',
         '--force',

@@ -11,6 +11,7 @@ import { SecretsService } from '../secrets/secrets.service.js';
 import { DefinitionStore, type ApplyRecord, type FactoryRecord } from './definition-store.js';
 import { GitSource, type TreeEntry } from './git-source.js';
 import { isEmpty, planChanges, summarize, type PlanSummary } from './plan.js';
+import { RepositoryPolicy, RepositoryRefused } from './repository-policy.js';
 
 export interface ReconcileOutcome {
   /**
@@ -35,6 +36,7 @@ export interface ReconcileOutcome {
 export class Reconciler {
   private readonly log = new Logger('Reconciler');
   private readonly source: GitSource;
+  private readonly policy: RepositoryPolicy;
   /** Blob id → content, and blob id + kind → parsed file: an unchanged file is not read or parsed again. */
   private readonly blobs = new Map<string, string>();
   private readonly parsed = new Map<string, DefinitionFile>();
@@ -51,6 +53,7 @@ export class Reconciler {
     @Inject(CONFIG) config: Config,
   ) {
     this.source = new GitSource(config.dataDir);
+    this.policy = new RepositoryPolicy(config, store);
   }
 
   /**
@@ -90,10 +93,12 @@ export class Reconciler {
     let factory = await this.store.find(factoryId);
     if (!factory) throw new Error(`factory ${factoryId} does not exist`);
 
-    // 1. Source: the head of the production branch, then the files at that commit.
+    // 1. Source: a repository the factory may read (checked on every pass: the row or a symlink on the
+    // path may have changed since registration), the head of its production branch, then the files.
     let revision: string;
     let tree: Map<string, TreeEntry>;
     try {
+      await this.policy.check(factory.repoUrl, factory);
       revision = await this.source.head(factory);
       if (!force && revision === factory.lastAttemptedRevision)
         return { result: 'noop', revision, errors: [], factory };
@@ -106,7 +111,14 @@ export class Reconciler {
           errors: [{ path: '', line: 0, message: String(err) }],
           factory,
         };
-      return this.recordFetchFailure(factory, err, force, startedAt, t0);
+      return this.recordFetchFailure(
+        factory,
+        err,
+        err instanceof RepositoryRefused ? 'SourceRefused' : 'FetchFailed',
+        force,
+        startedAt,
+        t0,
+      );
     }
 
     // 2. Load: parse and schema-check each file (cached by blob id).
@@ -234,22 +246,23 @@ export class Reconciler {
     return out;
   }
 
-  /** A fetch failure is recorded once per distinct message (polls would repeat it), or when forced. */
+  /** A source failure is recorded once per distinct message (polls would repeat it), or when forced. */
   private async recordFetchFailure(
     factory: FactoryRecord,
     err: unknown,
+    reason: 'FetchFailed' | 'SourceRefused',
     force: boolean,
     startedAt: Date,
     t0: number,
   ): Promise<ReconcileOutcome> {
     const message = err instanceof Error ? err.message : String(err);
     const errors = [{ path: '', line: 0, message }];
-    if (force || factory.reason !== 'FetchFailed' || factory.message !== message) {
+    if (force || factory.reason !== reason || factory.message !== message) {
       await this.store.db.transaction((tx) =>
         this.store.record(tx, factory.id, {
           revision: null,
           result: 'failed',
-          reason: 'FetchFailed',
+          reason,
           message,
           errors,
           plan: null,

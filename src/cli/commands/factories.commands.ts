@@ -13,6 +13,7 @@ import { DefinitionStore, type FactoryRecord } from '../../reconciler/definition
 import { GitSource } from '../../reconciler/git-source.js';
 import type { PlanSummary } from '../../reconciler/plan.js';
 import { Reconciler, type ReconcileOutcome } from '../../reconciler/reconciler.js';
+import { RepositoryPolicy } from '../../reconciler/repository-policy.js';
 import { SecretCipher } from '../../secrets/secret-cipher.js';
 import { loadSecretsKey } from '../../secrets/secrets-key.js';
 import { SecretsRepository } from '../../secrets/secrets.repository.js';
@@ -205,7 +206,14 @@ export function registerFactoryCommands(program: Command): void {
             return;
           }
           const repoUrl = GitSource.isLocal(opts.repo!) ? resolve(opts.repo!) : opts.repo!;
-          const f = await new DefinitionStore(db).register({
+          const store = new DefinitionStore(db);
+          await new RepositoryPolicy(config, store).check(repoUrl, {
+            teamId: team.id,
+            teamName: team.name,
+            name,
+            managed: false,
+          });
+          const f = await store.register({
             teamId: team.id,
             name,
             repoUrl,
