@@ -59,8 +59,13 @@ export class RepositoryPolicy {
     const own = this.ownRepositoryOf(owner);
     const dataDir = realOr(this.config.dataDir);
     const roots = this.config.factoryRepoRoots.map(realOr);
-    // Git reads objects through `.git` files, worktrees' common dirs and alternates: each is checked too.
-    for (const place of [top, ...gitDataOf(top)]) {
+    // The folder first (a folder inside a refused repository is refused for that); then what git reads
+    // through `.git` files, worktrees' common dirs and alternates, each checked the same way.
+    const places = function* () {
+      yield top;
+      yield* gitDataOf(top);
+    };
+    for (const place of places()) {
       const where = place === top ? top : `${top} (its git data at ${place})`;
       if (others.some((m) => inside(place, m)))
         throw new RepositoryRefused(
