@@ -8,9 +8,10 @@ import {
 } from '@nestjs/common';
 import { watch, type FSWatcher } from 'chokidar';
 import { CONFIG, type Config } from '../config/config.js';
-import { DefinitionStore } from './definition-store.js';
+import { DefinitionStore, type FactoryRecord } from './definition-store.js';
 import { GitSource } from './git-source.js';
 import { Reconciler } from './reconciler.js';
+import { RepositoryPolicy } from './repository-policy.js';
 
 /** How long a burst of ref changes (a commit writes several files) is gathered into one reconcile. */
 const WATCH_DEBOUNCE_MS = 50;
@@ -26,6 +27,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
   private timer?: NodeJS.Timeout;
   private readonly watchers = new Map<string, FSWatcher>();
   private stopped = false;
+  private readonly policy: RepositoryPolicy;
   private firstPollDone!: () => void;
   /** Settles when the first poll after start has finished. */
   readonly firstPoll = new Promise<void>((resolve) => (this.firstPollDone = resolve));
@@ -34,7 +36,9 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     @Inject(Reconciler) private readonly reconciler: Reconciler,
     @Inject(DefinitionStore) private readonly store: DefinitionStore,
     @Inject(CONFIG) private readonly config: Config,
-  ) {}
+  ) {
+    this.policy = new RepositoryPolicy(config, store);
+  }
 
   onApplicationBootstrap(): void {
     const tick = () => {
@@ -60,12 +64,20 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     const factories = await this.store.listAll();
     await Promise.all(
       factories.map(async (f) => {
-        if (!f.managed && GitSource.isLocal(f.repoUrl) && !this.watchers.has(f.id))
+        if (!f.managed && GitSource.isLocal(f.repoUrl) && !this.watchers.has(f.id) && (await this.mayRead(f)))
           await this.watchRefs(f.id, f.repoUrl);
         await this.reconciler
           .request(f.id)
           .catch((err: unknown) => this.log.warn({ err, factory: f.name }, 'reconcile failed'));
       }),
+    );
+  }
+
+  /** A repository the factory may not read is not watched either (its reconcile records why). */
+  private mayRead(f: FactoryRecord): Promise<boolean> {
+    return this.policy.check(f.repoUrl, f).then(
+      () => true,
+      () => false,
     );
   }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newUid } from '../../src/common/ids.js';
 import { GitSource } from '../../src/reconciler/git-source.js';
+import { ReconcileScheduler } from '../../src/reconciler/reconcile-scheduler.js';
 import { runCli } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
 import { baseFactory, TestRepo } from '../support/git-repo.js';
@@ -142,6 +143,20 @@ describe('a factory registration stays inside its team (docs/security.md, "Facto
     expect(factory).toMatchObject({ ready: false, reason: 'SourceRefused', last_applied_revision: null });
     // Nothing of acme's definition reached evil's factory: no foreman to dispatch to.
     expect((await t.call('POST', `/api/v1/factory/${uid}/runs`, { prompt: 'x' }, evilKey)).status).toBe(409);
+  });
+
+  it('a hand-written row pointing at DATA_DIR is refused by the poll too (not watched, its apply recorded)', async () => {
+    const evil = (await t.authRepo.findTeamByName('evil'))!;
+    const uid = newUid();
+    await t.service.db.execute(
+      `INSERT INTO factories (uid, team_id, name, repo_url, branch) VALUES ($1, $2, 'by-hand-2', $3, 'main')`,
+      [uid, evil.id, t.dataDir],
+    );
+    await t.service.app.get(ReconcileScheduler).pollAll();
+    const { applies } = (await t.call('GET', `/api/v1/factory/${uid}/applies`, undefined, evilKey)).body;
+    expect(applies).toHaveLength(1);
+    expect(applies[0]).toMatchObject({ result: 'failed', reason: 'SourceRefused' });
+    expect(applies[0].errors[0].message).toMatch(/is inside factoryd's DATA_DIR/);
   });
 
   it('git itself refuses file:// and ext:: even when a source gets past the check', async () => {
