@@ -140,10 +140,9 @@ export function authorOf(principal: { uid: string; displayName: string }): Autho
 
 /**
  * The blob of `path` at `commit` if it is a regular file (undefined if it does not exist, or there
- * is no commit yet); a 409 if it,
- * or a folder on its way, is a symbolic link, a submodule or anything else git would not store as
- * plain folders and files. Paths are factoryd's own (`webhooks/<name>.yaml`); one outside the
- * repository is refused outright.
+ * is no commit yet); a 409 if it, or a folder on its way, is a symbolic link, a submodule or anything
+ * else but plain folders and files. Paths are factoryd's own (`webhooks/<name>.yaml`); one reaching
+ * outside the repository is refused outright.
  */
 async function regularFileAt(
   dir: string,
@@ -193,7 +192,8 @@ async function git(dir: string, ...rest: Array<string | { input: string }>): Pro
     return (await running).stdout;
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr?.trim();
-    throw new Error(`git ${args[0]} in ${dir} failed${stderr ? `: ${stderr.split('\n')[0]}` : ''}`, {
+    const command = args.find((a) => !a.startsWith('-'));
+    throw new Error(`git ${command} in ${dir} failed${stderr ? `: ${stderr.split('\n')[0]}` : ''}`, {
       cause: err,
     });
   }

@@ -101,7 +101,7 @@ export function isRemote(repoUrl: string): boolean {
   const helper = /^([A-Za-z][A-Za-z0-9+.-]*)::/.exec(repoUrl);
   if (helper)
     throw new RepositoryRefused(
-      `the git transport "${helper[1]}::" is refused (it runs a program of the repository's choosing): give ${HOW_TO_GIVE}`,
+      `the git transport "${helper[1]}::" is refused (remote helpers run programs on this machine; ext:: runs any command): give ${HOW_TO_GIVE}`,
     );
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(repoUrl)?.[1].toLowerCase();
   if (scheme !== undefined) {
@@ -117,7 +117,7 @@ export function isRemote(repoUrl: string): boolean {
     try {
       host = new URL(repoUrl).hostname;
     } catch {
-      throw new RepositoryRefused(`${scheme}:// URL that does not parse: check the repository URL`);
+      throw new RepositoryRefused(`the ${scheme}:// URL does not parse: check the repository URL`);
     }
     if (!host || host.startsWith('-'))
       throw new RepositoryRefused(`the repository URL has no valid host: check it`);

@@ -75,7 +75,7 @@ describe('a factory registration stays inside its team (docs/security.md, "Facto
     [
       'an ext:: transport that runs a command',
       () => `ext::sh -c touch% ${marker}`,
-      /the git transport "ext::" is refused \(it runs a program of the repository's choosing\)/,
+      /the git transport "ext::" is refused \(remote helpers run programs on this machine; ext:: runs any command\)/,
     ],
     [
       'a local path that does not exist',
