@@ -111,7 +111,7 @@ export class Reconciler {
           errors: [{ path: '', line: 0, message: String(err) }],
           factory,
         };
-      return this.recordFetchFailure(
+      return this.recordSourceFailure(
         factory,
         err,
         err instanceof RepositoryRefused ? 'SourceRefused' : 'FetchFailed',
@@ -247,7 +247,7 @@ export class Reconciler {
   }
 
   /** A source failure is recorded once per distinct message (polls would repeat it), or when forced. */
-  private async recordFetchFailure(
+  private async recordSourceFailure(
     factory: FactoryRecord,
     err: unknown,
     reason: 'FetchFailed' | 'SourceRefused',
