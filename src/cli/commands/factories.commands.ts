@@ -147,7 +147,10 @@ export function registerFactoryCommands(program: Command): void {
     .description(
       'Register a factory: a repository the team commits to (--repo), or one factoryd owns and writes (--managed).',
     )
-    .option('--repo <urlOrPath>', 'git URL or local repository path')
+    .option(
+      '--repo <urlOrPath>',
+      'git URL (https://, ssh://, git://, user@host:path) or a local repository under FACTORY_REPO_ROOTS',
+    )
     .option(
       '--managed',
       'factoryd creates and owns the repository (DATA_DIR/factories/teams/<team>/<name>); change it through the API',
