@@ -68,6 +68,8 @@ const config = loadConfig({
   LOG_LEVEL: 'silent',
   DATA_DIR: join(root, 'var'),
   FACTORY_POLL_SECONDS: '3600',
+  // The bench's repository is a local folder under `root` (docs/security.md, "Factory registration").
+  FACTORY_REPO_ROOTS: root,
 });
 const service = await startService(config);
 try {

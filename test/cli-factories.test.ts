@@ -47,7 +47,11 @@ describe('factoryd factories / secrets / plan / apply', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-cli-data-'));
 
   beforeAll(async () => {
-    const env = { FACTORY_POLL_SECONDS: '3600', SECRETS_KEY: randomBytes(32).toString('base64') };
+    const env = {
+      FACTORY_POLL_SECONDS: '3600',
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+      FACTORY_REPO_ROOTS: tmpdir(),
+    };
     t = await startTestService(env);
     await t.service.app.get(ReconcileScheduler).firstPoll;
     Object.assign(process.env, env, { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'silent', DATA_DIR: dataDir });
@@ -132,7 +136,8 @@ describe('factoryd factories / secrets / plan / apply', () => {
   });
 
   it('records a repository it cannot fetch as FetchFailed; apply exits 1', async () => {
-    await factoryd(['factories', 'add', 'ghost', '--repo', '/nonexistent/factory-repo']);
+    // Port 1 on loopback: nothing listens, so the fetch fails at once (a missing local path is refused earlier).
+    await factoryd(['factories', 'add', 'ghost', '--repo', 'git://127.0.0.1:1/factory-repo.git']);
     const r = await factoryd(['apply', '--factory', 'ghost']);
     expect(r.status).toBe(1);
     expect(r.stdout).toMatch(/ghost @ \?: failed/);

@@ -5,7 +5,7 @@ import { DefinitionStore } from '../src/reconciler/definition-store.js';
 import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
-import { automation, baseFactory, TestRepo } from './support/git-repo.js';
+import { automation, baseFactory, serveOverGit, TestRepo } from './support/git-repo.js';
 import { startTestService, type TestService } from './support/service.js';
 
 // Replicas share SECRETS_KEY (each would otherwise generate its own under its DATA_DIR).
@@ -98,11 +98,12 @@ describe('reconciler: a factory repository applied commit by commit', () => {
 
   it('a git URL is fetched into the mirror and applied from there, commit by commit', async () => {
     const remote = new TestRepo();
+    const served = await serveOverGit(remote);
     try {
       const f = await t.service.app.get(DefinitionStore).register({
         teamId: t.defaultTeam.id,
         name: 'from-a-url',
-        repoUrl: `file://${remote.dir}`,
+        repoUrl: served.url,
         branch: 'main',
       });
       const first = remote.commit(baseFactory());
@@ -112,6 +113,7 @@ describe('reconciler: a factory repository applied commit by commit', () => {
       const second = remote.commit({ 'agents/fixer/agent.md': '---\ndescription: Fixes\n---\nFix it.\n' });
       expect(await reconciler.request(f!.id)).toMatchObject({ result: 'applied', revision: second });
     } finally {
+      served.stop();
       remote.remove();
     }
   });

@@ -4,6 +4,7 @@ import { Database } from '../src/database/database.js';
 import { RunsRepository } from '../src/runs/runs.repository.js';
 import { WorkerRunsService, type WorkerIdentity } from '../src/workers/worker-runs.service.js';
 import { startTestService, type TestService } from './support/service.js';
+import { McpCredentials } from '../src/secrets/mcp-credentials.js';
 
 // The workers' statements run as prepared statements, which PostgreSQL may plan once for any values
 // (a generic plan). Planned that way, none of them may read the whole runs table: a claim, a lease
@@ -70,7 +71,11 @@ describe("the workers' statements, planned for any values", () => {
 
     const sent: Sent[] = [];
     const recorded = new Database(recording(db.pool, sent), db.dataSource);
-    const workerRuns = new WorkerRunsService(recorded, new RunsRepository(recorded), 30_000);
+    const workerRuns = new WorkerRunsService(
+      recorded,
+      new RunsRepository(recorded, t.service.app.get(McpCredentials)),
+      30_000,
+    );
     const w: WorkerIdentity = { id: 'plans-w1', host: 'warp', teamId: team.id };
     await workerRuns.register(w);
     const [a] = await workerRuns.claim(w, 1);

@@ -1,12 +1,14 @@
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { basename, join, resolve, sep } from 'node:path';
 import { parse } from 'yaml';
 import { AuthRepository } from '../auth/auth.repository.js';
 import { fromRoot } from '../common/paths.js';
 import type { Config } from '../config/config.js';
 import { DefinitionStore } from '../reconciler/definition-store.js';
+import { ManagedRepositories } from '../management/managed-repositories.js';
 import { GitRunner } from '../reconciler/git-runner.js';
 import { GitSource } from '../reconciler/git-source.js';
+import { exampleRepositoryPath, RepositoryPolicy } from '../reconciler/repository-policy.js';
 import { ReconcileScheduler } from '../reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../reconciler/reconciler.js';
 import type { SecretKind } from '../secrets/secret-generator.js';
@@ -46,6 +48,12 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
     const repoUrl = GitSource.isLocal(config.factoryRepo) ? resolve(config.factoryRepo) : config.factoryRepo;
     if (existing.some((f) => f.repoUrl === repoUrl)) return [];
     const name = await factoryNameOf(runner, repoUrl, config.factoryBranch);
+    await new RepositoryPolicy(config, store).check(repoUrl, {
+      teamId: team.id,
+      teamName: team.name,
+      name,
+      managed: false,
+    });
     const f = await store.register({ teamId: team.id, name, repoUrl, branch: config.factoryBranch });
     if (!f) return [`factory: team default already has a factory named ${name}; FACTORY_REPO not registered`];
     const out = await reconciler.request(f.id);
@@ -55,32 +63,29 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
   }
 
   if (existing.some((f) => f.teamId === team.id && f.name === 'example')) return [];
-  const repo = join(config.dataDir, 'factories', 'example');
+  const repo = exampleRepositoryPath(config.dataDir);
   rmSync(repo, { recursive: true, force: true });
-  mkdirSync(repo, { recursive: true });
-  const git = (...args: string[]) =>
-    runner.text(
-      [
-        '-c',
-        'user.name=factoryd',
-        '-c',
-        'user.email=factoryd@localhost',
-        '-c',
-        'commit.gpgsign=false',
-        ...args,
-      ],
-      repo,
-    );
-  await git('init', '--quiet', `--initial-branch=${config.factoryBranch}`);
-  cpSync(EXAMPLE, repo, { recursive: true, filter: (src) => !src.startsWith(join(EXAMPLE, 'automations')) });
-  await git('add', '-A');
-  await git('commit', '--quiet', '-m', 'Agents, skill and webhooks of the example factory');
+  // Written like a managed factory's changes: through git's index, never through a link on disk.
+  const repos = new ManagedRepositories(config, runner);
+  const author = { name: 'factoryd', email: 'factoryd@localhost' };
+  const files = exampleFiles();
+  const [automations, rest] = [true, false].map((a) =>
+    Object.fromEntries(Object.entries(files).filter(([path]) => path.startsWith('automations/') === a)),
+  );
+  await repos.init(
+    repo,
+    config.factoryBranch,
+    rest,
+    author,
+    'Agents, skill and webhooks of the example factory',
+  );
 
   // The secrets the webhooks name, generated: shown once, here.
   const secrets = app.get(SecretsService);
   const created: string[] = [];
-  for (const file of readdirSync(join(repo, 'webhooks'))) {
-    const hook = parse(readFileSync(join(repo, 'webhooks', file), 'utf8')) as {
+  for (const [path, content] of Object.entries(rest)) {
+    if (!path.startsWith('webhooks/')) continue;
+    const hook = parse(content) as {
       authMode?: string;
       signatureScheme?: string;
       secretName: string;
@@ -108,17 +113,19 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
     (w) => !w.deleted,
   );
   const uids = new Map(hooks.map((w) => [w.name, w.uid]));
-  cpSync(join(EXAMPLE, 'automations'), join(repo, 'automations'), { recursive: true });
-  for (const dir of readdirSync(join(repo, 'automations'))) {
-    const path = join(repo, 'automations', dir, 'automation.md');
-    if (!existsSync(path)) continue;
-    writeFileSync(
-      path,
-      readFileSync(path, 'utf8').replace(PLACEHOLDER, (all, name: string) => uids.get(name) ?? all),
-    );
-  }
-  await git('add', '-A');
-  await git('commit', '--quiet', '-m', 'Automations on the webhooks’ UIDs');
+  await repos.commit(
+    repo,
+    config.factoryBranch,
+    Object.fromEntries(
+      Object.entries(automations).map(([path, content]) => [
+        path,
+        content.replace(PLACEHOLDER, (all, name: string) => uids.get(name) ?? all),
+      ]),
+    ),
+    author,
+    'Automations on the webhooks’ UIDs',
+    false,
+  );
   const second = await reconciler.request(f.id);
   if (second.errors.length)
     throw new Error(`the example automations did not apply: ${second.errors[0].message}`);
@@ -134,6 +141,16 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
   );
   if (created.length) lines.push('Team secrets of its webhooks (shown only this once):', ...created);
   return lines;
+}
+
+/** The example factory's files by repository path (regular files only). */
+function exampleFiles(): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const path of readdirSync(EXAMPLE, { recursive: true, encoding: 'utf8' }).sort()) {
+    const full = join(EXAMPLE, path);
+    if (lstatSync(full).isFile()) files[path.split(sep).join('/')] = readFileSync(full, 'utf8');
+  }
+  return files;
 }
 
 /** factory.yaml's name at the branch head of a local repository; else the repository's name. */

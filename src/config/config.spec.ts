@@ -9,6 +9,14 @@ describe('loadConfig', () => {
     expect(c.dataDir).toMatch(/var$/);
     expect(c.idleMinuteMs).toBe(60_000);
     expect(c.gitTimeoutSeconds).toBe(60);
+    expect(c.factoryRepoRoots).toEqual([]);
+  });
+
+  it('reads FACTORY_REPO_ROOTS as absolute folders separated by ":"', () => {
+    expect(loadConfig({ FACTORY_REPO_ROOTS: '/srv/factories:/home/ci/repos/' }).factoryRepoRoots).toEqual([
+      '/srv/factories',
+      '/home/ci/repos',
+    ]);
   });
 
   it('reads good values', () => {
@@ -35,6 +43,7 @@ describe('loadConfig', () => {
 
   const bad: Array<[string, string, RegExp]> = [
     ['PORT', 'eighty', /whole number from 0 to 65535/],
+    ['FACTORY_REPO_ROOTS', '/srv/ok:repos', /must list absolute folders separated by ":", got "repos"/],
     ['PORT', '65536', /from 0 to 65535/],
     ['PORT', '-1', /whole number/],
     ['FACTORY_POLL_SECONDS', '0', /from 1 to 86400/],

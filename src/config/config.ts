@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { delimiter, isAbsolute, resolve } from 'node:path';
 import { fromRoot } from '../common/paths.js';
 
 /**
@@ -14,6 +14,11 @@ export interface Config {
   dataDir: string;
   factoryRepo?: string;
   factoryBranch: string;
+  /**
+   * Folders under which a factory's repository may be a local path (docs/security.md, "Factory
+   * registration"); empty: none beyond FACTORY_REPO and the example factory.
+   */
+  factoryRepoRoots: string[];
   factoryPollSeconds: number;
   /** The time limit of one git call (a fetch, or local plumbing); see GitRunner. */
   gitTimeoutSeconds: number;
@@ -63,6 +68,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     factoryRepo: str(env, 'FACTORY_REPO'),
     factoryBranch: branch(env, 'FACTORY_BRANCH') ?? 'main',
+    factoryRepoRoots: folders(env, 'FACTORY_REPO_ROOTS'),
     factoryPollSeconds: int(env, 'FACTORY_POLL_SECONDS', 10, 1, 86400),
     gitTimeoutSeconds: int(env, 'GIT_TIMEOUT_SECONDS', 60, 1, 3600),
     secretsKey: secretsKey(env),
@@ -129,6 +135,17 @@ function branch(env: Env, name: string): string | undefined {
     throw new ConfigError(name, `is not a valid git branch name: "${v}"`);
   }
   return v;
+}
+
+/** A list of absolute folders separated by the platform's path delimiter (`:`), like PATH. */
+function folders(env: Env, name: string): string[] {
+  const v = str(env, name);
+  if (v === undefined) return [];
+  const list = v.split(delimiter).filter((f) => f.trim() !== '');
+  const relative = list.find((f) => !isAbsolute(f));
+  if (relative !== undefined)
+    throw new ConfigError(name, `must list absolute folders separated by "${delimiter}", got "${relative}"`);
+  return list.map((f) => resolve(f));
 }
 
 function secretsKey(env: Env): Buffer | undefined {

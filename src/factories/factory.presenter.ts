@@ -1,3 +1,4 @@
+import { redactMcpCredentials } from '../secrets/mcp-credentials.js';
 import type { FactoryRecord } from '../reconciler/definition-store.js';
 import type { ApplyRow, WebhookRow } from './factories.repository.js';
 
@@ -27,7 +28,9 @@ export function presentFactory(f: FactoryRecord) {
     message: f.message,
     last_attempted_revision: f.lastAttemptedRevision,
     last_applied_revision: f.lastAppliedRevision,
-    agent_defaults: (f.definition?.agentDefaults as Record<string, unknown> | undefined) ?? null,
+    agent_defaults: f.definition?.agentDefaults
+      ? redactMcpCredentials(f.definition.agentDefaults as Record<string, unknown>, 'mcpServers')
+      : null,
     created_at: f.createdAt.toISOString(),
     updated_at: f.updatedAt.toISOString(),
   };

@@ -1,8 +1,12 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { Inject, Injectable } from '@nestjs/common';
+import { Conflict, InvalidRequest } from '../common/problem.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { GitRunner } from '../reconciler/git-runner.js';
+import { managedRepositoryPath } from '../reconciler/repository-policy.js';
+
+/** A git call in a repository, its stdout as text. */
+type GitText = (dir: string, ...args: string[]) => Promise<string>;
 
 /** Who a commit is by: the API key's principal (or, for the CLI, the user at the terminal). */
 export interface Author {
@@ -38,7 +42,7 @@ export class ManagedRepositories {
   ) {}
 
   pathFor(team: string, factory: string): string {
-    return join(this.config.dataDir, 'factories', 'teams', team, factory);
+    return managedRepositoryPath(this.config.dataDir, team, factory);
   }
 
   /** A new repository at `dir` (which must not exist or be empty) whose first commit holds `files`. */
@@ -59,14 +63,20 @@ export class ManagedRepositories {
 
   /** The content of `path` at the branch head (undefined when there is no such file). */
   async read(dir: string, branch: string, path: string): Promise<string | undefined> {
-    await this.clean(dir, branch);
-    const full = join(dir, path);
-    return existsSync(full) ? readFileSync(full, 'utf8') : undefined;
+    const head = await this.clean(dir, branch);
+    const sha = await regularFileAt(this.gitText, dir, path, head);
+    return sha ? this.git(dir, 'cat-file', 'blob', sha) : undefined;
   }
 
   /**
    * Writes `files` and commits them on `branch` by `author`. Without `allowEmpty`, a change that
    * changes nothing makes no commit (undefined). Returns the commit and the head before it.
+   *
+   * A symlink committed there (`webhooks/x.yaml -> /etc/…`, or a linked folder) must not redirect a
+   * write outside the repository: a path with a link or any other non-regular file on it at the head
+   * is refused (409), and content goes into git's index (hash-object, update-index), never through
+   * the working tree. Git itself then brings the working copy to the new head (it replaces links on
+   * disk, never follows them).
    */
   async commit(
     dir: string,
@@ -78,14 +88,14 @@ export class ManagedRepositories {
   ): Promise<{ previous: string | undefined; commit: string } | undefined> {
     const previous = await this.clean(dir, branch);
     for (const [path, content] of Object.entries(files)) {
+      await regularFileAt(this.gitText, dir, path, previous);
       if (content === null) {
+        // Safe on the working copy: the path holds a regular file in real folders, as checked above.
         await this.git(dir, 'rm', '--quiet', '--force', '--ignore-unmatch', '--', path);
         continue;
       }
-      const full = join(dir, path);
-      mkdirSync(dirname(full), { recursive: true });
-      writeFileSync(full, content);
-      await this.git(dir, 'add', '--', path);
+      const blob = (await this.git(dir, { input: content }, 'hash-object', '-w', '--stdin')).trim();
+      await this.git(dir, 'update-index', '--add', '--cacheinfo', `100644,${blob},${path}`);
     }
     const staged = (await this.git(dir, 'diff', '--cached', '--name-only')).trim();
     if (!staged && !allowEmpty) return undefined;
@@ -98,6 +108,7 @@ export class ManagedRepositories {
       '-m',
       message,
     );
+    await this.git(dir, 'reset', '--quiet', '--hard');
     return { previous, commit: (await this.git(dir, 'rev-parse', 'HEAD')).trim() };
   }
 
@@ -122,12 +133,19 @@ export class ManagedRepositories {
     return (await this.git(dir, 'rev-parse', 'HEAD')).trim();
   }
 
-  private async git(dir: string, ...args: string[]): Promise<string> {
+  private readonly gitText: GitText = (dir, ...args) => this.git(dir, ...args);
+
+  private async git(dir: string, ...args: string[]): Promise<string>;
+  private async git(dir: string, opts: { input: string }, ...args: string[]): Promise<string>;
+  private async git(dir: string, ...rest: Array<string | { input: string }>): Promise<string> {
+    const input = typeof rest[0] === 'object' ? (rest.shift() as { input: string }).input : undefined;
+    const args = rest as string[];
     try {
-      return await this.runner.text([...COMMITTER, ...ISOLATED, ...args], dir);
+      return (await this.runner.run([...COMMITTER, ...ISOLATED, ...args], dir, input)).toString('utf8');
     } catch (err) {
+      const command = args.find((a) => !a.startsWith('-'));
       const detail = (err instanceof Error ? err.message : String(err)).split('\n')[0];
-      throw new Error(`git ${args[0]} in ${dir} failed${detail ? `: ${detail}` : ''}`, { cause: err });
+      throw new Error(`git ${command} in ${dir} failed${detail ? `: ${detail}` : ''}`, { cause: err });
     }
   }
 }
@@ -137,4 +155,47 @@ export function authorOf(principal: { uid: string; displayName: string }): Autho
   // git refuses names with angle brackets or line breaks.
   const name = principal.displayName.replace(/[<>\r\n\0]/g, ' ').trim();
   return { name: name || principal.uid, email: `${principal.uid}@factoryd.invalid` };
+}
+/**
+ * The blob of `path` at `commit` if it is a regular file (undefined if it does not exist, or there
+ * is no commit yet); a 409 if it, or a folder on its way, is a symbolic link, a submodule or anything
+ * else but plain folders and files. Paths are factoryd's own (`webhooks/<name>.yaml`); one reaching
+ * outside the repository is refused outright.
+ */
+async function regularFileAt(
+  git: GitText,
+  dir: string,
+  path: string,
+  commit: string | undefined,
+): Promise<string | undefined> {
+  const parts = path.split('/');
+  if (parts.some((p) => p === '' || p === '.' || p === '..' || p.toLowerCase() === '.git'))
+    throw new InvalidRequest(`${path} is not a path inside the repository`);
+  if (!commit) return undefined;
+  const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
+  const listing = await git(dir, '--literal-pathspecs', 'ls-tree', '-t', '-z', commit, '--', ...prefixes);
+  const modes = new Map<string, { mode: string; sha: string }>();
+  for (const line of listing.split('\0')) {
+    const tab = line.indexOf('\t');
+    if (tab < 0) continue;
+    const [mode, , sha] = line.slice(0, tab).split(' ');
+    modes.set(line.slice(tab + 1), { mode, sha });
+  }
+  for (const [i, prefix] of prefixes.entries()) {
+    const entry = modes.get(prefix);
+    if (!entry) return undefined;
+    const last = i === prefixes.length - 1;
+    if (!last && entry.mode === '040000') continue;
+    if (last && (entry.mode === '100644' || entry.mode === '100755')) return entry.sha;
+    const what =
+      entry.mode === '120000'
+        ? 'a symbolic link'
+        : entry.mode === '160000'
+          ? 'a submodule'
+          : `not a ${last ? 'regular file' : 'folder'}`;
+    throw new Conflict(
+      `${prefix} is ${what} in the factory's repository, so factoryd will not ${last ? 'rewrite' : 'write under'} it: it writes only regular files inside its repository and never follows links. Commit a regular file in its place (or remove it), then try again`,
+    );
+  }
+  return undefined;
 }

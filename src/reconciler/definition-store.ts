@@ -94,6 +94,15 @@ export class DefinitionStore {
     return rows.map(toFactory);
   }
 
+  /** The repositories of the managed factories of every team but `teamId` (RepositoryPolicy). */
+  async managedRepositoriesOfOtherTeams(teamId: string): Promise<string[]> {
+    const rows = await this.db.query<{ repo_url: string }>(
+      `SELECT repo_url FROM factories WHERE managed AND team_id <> $1`,
+      [teamId],
+    );
+    return rows.map((r) => r.repo_url);
+  }
+
   async find(id: string, q: Queryable = this.db): Promise<FactoryRecord | undefined> {
     const rows = await q.query(
       `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id WHERE f.id = $1`,

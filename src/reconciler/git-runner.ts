@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config.js';
+import { ALLOWED_TRANSPORTS } from './repository-policy.js';
 
 /** After SIGTERM, how long a git call's process group may take to end before SIGKILL. */
 const KILL_GRACE_MS = 1000;
@@ -55,6 +56,11 @@ export class GitRunner implements OnApplicationShutdown {
       `http.lowSpeedLimit=${LOW_SPEED_BYTES_PER_SECOND}`,
       '-c',
       `http.lowSpeedTime=${stall}`,
+      // Only the transports a factory may use, on every call: not `file`, `ext::` (runs a command) or
+      // a promisor remote's lazy fetch that a repository's own config could name.
+      '-c',
+      'protocol.allow=never',
+      ...ALLOWED_TRANSPORTS.flatMap((t) => ['-c', `protocol.${t}.allow=always`]),
     ];
     this.env = {
       ...process.env,

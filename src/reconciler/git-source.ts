@@ -40,7 +40,7 @@ export class GitSource {
   }
 
   /**
-   * The head of the production branch, made readable by `readTree`: a local repository's as it is, a
+   * The head of the production branch, made readable by `listTree`: a local repository's as it is, a
    * remote one's fetched into the mirror.
    */
   async head(f: FactorySourceRef): Promise<string> {

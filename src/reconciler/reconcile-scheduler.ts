@@ -12,6 +12,7 @@ import { DefinitionStore, type FactoryRecord } from './definition-store.js';
 import { GitRunner, GitStopped } from './git-runner.js';
 import { GitSource } from './git-source.js';
 import { Reconciler } from './reconciler.js';
+import { RepositoryPolicy } from './repository-policy.js';
 
 /** How long a burst of ref changes (a commit writes several files) is gathered into one reconcile. */
 const WATCH_DEBOUNCE_MS = 50;
@@ -33,6 +34,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
   /** Each factory's poll in flight, by factory id. */
   private readonly polls = new Map<string, Promise<void>>();
   private stopped = false;
+  private readonly policy: RepositoryPolicy;
   private firstPollDone!: () => void;
   /** Settles when the polls of the first tick after start have ended. */
   readonly firstPoll = new Promise<void>((resolve) => (this.firstPollDone = resolve));
@@ -42,7 +44,9 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     @Inject(DefinitionStore) private readonly store: DefinitionStore,
     @Inject(GitRunner) private readonly git: GitRunner,
     @Inject(CONFIG) private readonly config: Config,
-  ) {}
+  ) {
+    this.policy = new RepositoryPolicy(config, store);
+  }
 
   onApplicationBootstrap(): void {
     let first = true;
@@ -92,7 +96,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
 
   private async poll(f: FactoryRecord): Promise<void> {
     try {
-      if (!f.managed && GitSource.isLocal(f.repoUrl) && !this.watchers.has(f.id))
+      if (!f.managed && GitSource.isLocal(f.repoUrl) && !this.watchers.has(f.id) && (await this.mayRead(f)))
         await this.watchRefs(f.id, f.repoUrl);
       await this.reconciler.request(f.id);
     } catch (err) {
@@ -103,6 +107,14 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
   /** A reconcile's failure is logged, except the end of a git call by the shutdown. */
   private failed(err: unknown, factoryId: string): void {
     if (!(err instanceof GitStopped)) this.log.warn({ err, factoryId }, 'reconcile failed');
+  }
+
+  /** A repository the factory may not read is not watched either (its reconcile records why). */
+  private mayRead(f: FactoryRecord): Promise<boolean> {
+    return this.policy.check(f.repoUrl, f).then(
+      () => true,
+      () => false,
+    );
   }
 
   private async watchRefs(factoryId: string, repo: string): Promise<void> {

@@ -19,6 +19,7 @@ import { DefinitionStore, type ApplyRecord, type FactoryRecord } from './definit
 import { GitStopped, GitRunner } from './git-runner.js';
 import { GitSource, type ListedBlob } from './git-source.js';
 import { isEmpty, planChanges, summarize, type PlanSummary } from './plan.js';
+import { RepositoryPolicy, RepositoryRefused } from './repository-policy.js';
 
 export interface ReconcileOutcome {
   /**
@@ -43,6 +44,7 @@ export interface ReconcileOutcome {
 export class Reconciler {
   private readonly log = new Logger('Reconciler');
   private readonly source: GitSource;
+  private readonly policy: RepositoryPolicy;
   /** Parsed files by blob id and path, shared by every factory of the process: 32 MiB at most. */
   readonly parsed = new ParsedFileCache(32 * 1024 * 1024);
   private readonly queues = new Map<
@@ -59,6 +61,7 @@ export class Reconciler {
     @Inject(GitRunner) git: GitRunner,
   ) {
     this.source = new GitSource(config.dataDir, git);
+    this.policy = new RepositoryPolicy(config, store);
   }
 
   /**
@@ -98,18 +101,23 @@ export class Reconciler {
     let factory = await this.store.find(factoryId);
     if (!factory) throw new Error(`factory ${factoryId} does not exist`);
 
-    // 1. Source: the head of the production branch, the definition files at that commit listed with
-    // their sizes, and — when the tree is within the limits — those not parsed before, read.
+    // 1. Source: a repository the factory may read (checked on every pass: the row or a symlink on the
+    // path may have changed since registration), the head of its production branch, then the files.
     let revision: string;
     let listed: ListedBlob[];
     let limitErrors: DefinitionError[];
     const cached = new Map<string, DefinitionFile>();
     let contents: Map<string, string>;
-    // A head already attempted is a no-op, unless the status says the fetch failed since: once the
-    // remote answers again, the attempt is recorded, so the factory is ready again without a new commit.
+    // A head already attempted is a no-op, unless the status says the source failed since (fetch or
+    // refusal): once it is readable again, the attempt is recorded, so the factory is ready again
+    // without a new commit.
     const attempted = (f: FactoryRecord) =>
-      !force && revision === f.lastAttemptedRevision && f.reason !== 'FetchFailed';
+      !force &&
+      revision === f.lastAttemptedRevision &&
+      f.reason !== 'FetchFailed' &&
+      f.reason !== 'SourceRefused';
     try {
+      await this.policy.check(factory.repoUrl, factory);
       revision = await this.source.head(factory);
       if (attempted(factory)) return { result: 'noop', revision, errors: [], factory };
       listed = await this.source.listTree(factory, revision, (p) => placementOf(p) !== undefined);
@@ -130,7 +138,14 @@ export class Reconciler {
           errors: [{ path: '', line: 0, message: String(err) }],
           factory,
         };
-      return this.recordFetchFailure(factory, err, force, startedAt, t0);
+      return this.recordSourceFailure(
+        factory,
+        err,
+        err instanceof RepositoryRefused ? 'SourceRefused' : 'FetchFailed',
+        force,
+        startedAt,
+        t0,
+      );
     }
 
     try {
@@ -257,22 +272,23 @@ export class Reconciler {
     return out;
   }
 
-  /** A fetch failure is recorded once per distinct message (polls would repeat it), or when forced. */
-  private async recordFetchFailure(
+  /** A source failure is recorded once per distinct message (polls would repeat it), or when forced. */
+  private async recordSourceFailure(
     factory: FactoryRecord,
     err: unknown,
+    reason: 'FetchFailed' | 'SourceRefused',
     force: boolean,
     startedAt: Date,
     t0: number,
   ): Promise<ReconcileOutcome> {
     const message = err instanceof Error ? err.message : String(err);
     const errors = [{ path: '', line: 0, message }];
-    if (force || factory.reason !== 'FetchFailed' || factory.message !== message) {
+    if (force || factory.reason !== reason || factory.message !== message) {
       await this.store.db.transaction((tx) =>
         this.store.record(tx, factory.id, {
           revision: null,
           result: 'failed',
-          reason: 'FetchFailed',
+          reason,
           message,
           errors,
           plan: null,

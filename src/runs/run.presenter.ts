@@ -1,3 +1,4 @@
+import { redactMcpCredentials } from '../secrets/mcp-credentials.js';
 import type { AgentConfig, Run } from './run.js';
 import { isTerminal } from './run-state.js';
 import { SERVICE_WORKER_HOST } from './run.js';
@@ -38,7 +39,7 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
     created_at: run.createdAt.toISOString(),
     updated_at: run.updatedAt.toISOString(),
     source: run.source,
-    agent_config: run.agentConfig,
+    agent_config: redactMcpCredentials(run.agentConfig),
     conversation_id: run.conversationId,
     execution_location: run.workerHost === SERVICE_WORKER_HOST ? 'service_hosted' : 'self_hosted',
     is_run_type_cancellable: !isTerminal(run.state) && run.state !== 'PENDING',

@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
+import { SecretsModule } from '../secrets/secrets.module.js';
 import { RunsController } from './runs.controller.js';
 import { RunsRepository } from './runs.repository.js';
 import { RunsService } from './runs.service.js';
 import { RunsSignal } from './runs-signal.js';
 
 @Module({
+  imports: [SecretsModule],
   controllers: [RunsController],
   providers: [RunsRepository, RunsService, RunsSignal],
   exports: [RunsRepository, RunsService, RunsSignal],

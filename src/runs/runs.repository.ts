@@ -3,6 +3,7 @@ import { newUuid } from '../common/ids.js';
 import { Database, paramRefs, type Queryable, type StatementPart } from '../database/database.js';
 import type { RunEvent, RunState } from './run-state.js';
 import { nextState, statesAllowing } from './run-state.js';
+import { McpCredentials } from '../secrets/mcp-credentials.js';
 import { RunsSignal } from './runs-signal.js';
 import { SERVICE_WORKER_HOST, type NewRun, type Run } from './run.js';
 
@@ -51,6 +52,8 @@ export function toRun(row: Record<string, unknown>): Run {
 export class RunsRepository {
   constructor(
     @Inject(Database) private readonly db: Database,
+    /** MCP credentials are sealed on the way in and opened only for the harness (docs/security.md). */
+    @Inject(McpCredentials) private readonly credentials: McpCredentials,
     @Optional() @Inject(RunsSignal) private readonly signal?: RunsSignal,
   ) {}
 
@@ -110,7 +113,7 @@ export class RunsRepository {
       column((r) => r.prompt),
       column((r) => r.source),
       column((r) => r.creatorId),
-      column((r) => r.agentConfig),
+      column((r, i) => this.credentials.seal(r.agentConfig, ids[i]!)),
       column((r) => r.agentConfig.name ?? null),
       column((r) => r.agentConfig.model_id ?? null),
       column((r) => r.agentConfig.environment_id ?? null),
@@ -129,6 +132,11 @@ export class RunsRepository {
       keep?.keys ?? column(() => null),
     ];
     return { ctes, params, ids };
+  }
+
+  /** A claimed run's agent config as its harness gets it: MCP credentials opened. */
+  configForHarness(runId: string, stored: Record<string, unknown>): Record<string, unknown> {
+    return this.credentials.open(stored, runId);
   }
 
   /** Wakes the workers: runs were queued (call after the commit that inserted them). */

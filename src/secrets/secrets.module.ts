@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config.js';
+import { McpCredentials } from './mcp-credentials.js';
 import { SecretCipher } from './secret-cipher.js';
 import { loadSecretsKey } from './secrets-key.js';
 import { SecretsRepository } from './secrets.repository.js';
@@ -12,9 +13,14 @@ import { SecretsService } from './secrets.service.js';
       inject: [CONFIG],
       useFactory: (config: Config) => new SecretCipher(loadSecretsKey(config)),
     },
+    {
+      provide: McpCredentials,
+      inject: [SecretCipher],
+      useFactory: (cipher: SecretCipher) => new McpCredentials(cipher),
+    },
     SecretsRepository,
     SecretsService,
   ],
-  exports: [SecretsService],
+  exports: [SecretsService, McpCredentials],
 })
 export class SecretsModule {}

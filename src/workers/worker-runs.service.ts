@@ -160,7 +160,9 @@ export class WorkerRunsService {
   }
 
   private async assignment(run: ClaimedRow, w: WorkerIdentity): Promise<Assignment> {
-    const config = (run.agent_config ?? {}) as Record<string, unknown>;
+    // Handed to the worker that claimed the run, for its harness (FACTORYD_AGENT_CONFIG): the only
+    // place MCP credentials are opened.
+    const config = this.runs.configForHarness(run.id, run.agent_config ?? {});
     let basePrompt = typeof config.base_prompt === 'string' ? config.base_prompt : undefined;
     if (run.skill_spec) {
       const skill = await this.resolveSkill(run.team_id, run.skill_spec);

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -16,7 +17,8 @@ export function runCli(
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, ...opts.env },
+      // Tests register repositories they make in temp folders (TestRepo).
+      env: { ...process.env, FACTORY_REPO_ROOTS: tmpdir(), ...opts.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

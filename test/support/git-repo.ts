@@ -1,7 +1,9 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { eventually } from './eventually.js';
 
 /** A real git repository in a temp folder, committed to as a person would. */
 export class TestRepo {
@@ -37,6 +39,41 @@ export class TestRepo {
   remove(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Serves a repository over git:// on loopback with a real `git daemon`: a remote URL of an allowed
+ * transport (factoryd refuses `file://`), fetched the way a hosted repository is.
+ */
+export async function serveOverGit(repo: TestRepo): Promise<{ url: string; stop(): void }> {
+  const port = await new Promise<number>((resolve, reject) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+    probe.on('error', reject);
+  });
+  const daemon = spawn(
+    'git',
+    [
+      'daemon',
+      '--reuseaddr',
+      '--export-all',
+      '--listen=127.0.0.1',
+      `--port=${port}`,
+      `--base-path=${dirname(repo.dir)}`,
+    ],
+    { stdio: 'ignore' },
+  );
+  await eventually(
+    () =>
+      new Promise<boolean>((resolve) => {
+        const socket = createConnection(port, '127.0.0.1', () => (socket.end(), resolve(true)));
+        socket.on('error', () => resolve(false));
+      }),
+    'git daemon listening',
+  );
+  return { url: `git://127.0.0.1:${port}/${basename(repo.dir)}`, stop: () => daemon.kill() };
 }
 
 /** A small valid factory: a foreman, a worker agent, a token webhook on `secret`. */

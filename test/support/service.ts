@@ -57,6 +57,8 @@ export async function startTestService(
     DATA_DIR: dataDir,
     // Runs stay QUEUED unless a test starts workers (WORKER_CONCURRENCY) on purpose.
     WORKER_CONCURRENCY: '0',
+    // Tests register repositories they make in temp folders (TestRepo).
+    FACTORY_REPO_ROOTS: tmpdir(),
     ...env,
     DATABASE_URL: database.url,
   });

@@ -15,6 +15,7 @@ import { GitRunner } from '../../reconciler/git-runner.js';
 import { GitSource } from '../../reconciler/git-source.js';
 import type { PlanSummary } from '../../reconciler/plan.js';
 import { Reconciler, type ReconcileOutcome } from '../../reconciler/reconciler.js';
+import { RepositoryPolicy } from '../../reconciler/repository-policy.js';
 import { SecretCipher } from '../../secrets/secret-cipher.js';
 import { loadSecretsKey } from '../../secrets/secrets-key.js';
 import { SecretsRepository } from '../../secrets/secrets.repository.js';
@@ -169,7 +170,10 @@ export function registerFactoryCommands(program: Command): void {
     .description(
       'Register a factory: a repository the team commits to (--repo), or one factoryd owns and writes (--managed).',
     )
-    .option('--repo <urlOrPath>', 'git URL or local repository path')
+    .option(
+      '--repo <urlOrPath>',
+      'git URL (https://, ssh://, git://, user@host:path) or a local repository under FACTORY_REPO_ROOTS',
+    )
     .option(
       '--managed',
       'factoryd creates and owns the repository (DATA_DIR/factories/teams/<team>/<name>); change it through the API',
@@ -228,7 +232,14 @@ export function registerFactoryCommands(program: Command): void {
             return;
           }
           const repoUrl = GitSource.isLocal(opts.repo!) ? resolve(opts.repo!) : opts.repo!;
-          const f = await new DefinitionStore(db).register({
+          const store = new DefinitionStore(db);
+          await new RepositoryPolicy(config, store).check(repoUrl, {
+            teamId: team.id,
+            teamName: team.name,
+            name,
+            managed: false,
+          });
+          const f = await store.register({
             teamId: team.id,
             name,
             repoUrl,

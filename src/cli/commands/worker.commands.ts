@@ -6,6 +6,9 @@ import { loadConfig } from '../../config/config.js';
 import { HttpBackend, RefusedError } from '../../workers/http-backend.js';
 import { WorkerPool } from '../../workers/worker-pool.js';
 import { withDatabase } from '../context.js';
+import { McpCredentials } from '../../secrets/mcp-credentials.js';
+import { SecretCipher } from '../../secrets/secret-cipher.js';
+import { loadSecretsKey } from '../../secrets/secrets-key.js';
 
 interface WorkerOptions {
   workerHost?: string;
@@ -75,7 +78,12 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     import('../../workers/worker-runs.service.js'),
   ]);
   await withDatabase(async (db, cfg) => {
-    const service = new WorkerRunsService(db, new RunsRepository(db), cfg.workerLeaseSeconds * 1000);
+    const credentials = new McpCredentials(new SecretCipher(loadSecretsKey(cfg)));
+    const service = new WorkerRunsService(
+      db,
+      new RunsRepository(db, credentials),
+      cfg.workerLeaseSeconds * 1000,
+    );
     const wakeups = new RunWakeups(db);
     await wakeups.start();
     const housekeeping = startHousekeeping(service, cfg, log);

@@ -1,0 +1,178 @@
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { fromRoot } from '../common/paths.js';
+import type { Config } from '../config/config.js';
+import type { DefinitionStore } from './definition-store.js';
+
+/**
+ * The transports a factory's repository may be fetched over. Git is told the same (GitSource), so a
+ * row that bypassed this check still cannot reach `file://`, `ext::` or a remote helper.
+ */
+export const ALLOWED_TRANSPORTS = ['https', 'ssh', 'git'] as const;
+
+/** A repository a factory may not use: the message names the rule broken and the fix. */
+export class RepositoryRefused extends Error {}
+
+/** The factory a repository would serve. */
+export interface RepositoryOwner {
+  teamId: string;
+  teamName: string;
+  name: string;
+  managed: boolean;
+}
+
+/** Where factoryd creates a managed factory's repository (`factoryd factories add NAME --managed`). */
+export function managedRepositoryPath(dataDir: string, team: string, factory: string): string {
+  return join(dataDir, 'factories', 'teams', team, factory);
+}
+
+/** Where the first `factoryd serve` seeds the example factory (team `default`, factory `example`). */
+export function exampleRepositoryPath(dataDir: string): string {
+  return join(dataDir, 'factories', 'example');
+}
+
+const HOW_TO_GIVE = 'a URL (https://, ssh://, git:// or user@host:path) or a local repository';
+
+/**
+ * Which repositories a factory may read (docs/security.md, "Factory registration"): teams share the
+ * service and must not reach each other's definitions, or factoryd's own files, through the path
+ * they register. Checked when a factory is registered and again before every reconcile, so a row
+ * written by an older version or by hand, or a symlink swapped in later, is refused the same way.
+ */
+export class RepositoryPolicy {
+  constructor(
+    private readonly config: Pick<Config, 'dataDir' | 'factoryRepo' | 'factoryRepoRoots'>,
+    private readonly store: Pick<DefinitionStore, 'managedRepositoriesOfOtherTeams'>,
+  ) {}
+
+  /** Throws RepositoryRefused unless `repoUrl` may be the repository of `owner`. */
+  async check(repoUrl: string, owner: RepositoryOwner): Promise<void> {
+    if (isRemote(repoUrl)) return;
+    if (!existsSync(repoUrl))
+      throw new RepositoryRefused(`${repoUrl} does not exist: give ${HOW_TO_GIVE} that exists`);
+    const top = realpathSync(repoUrl);
+    // The operator's own FACTORY_REPO (and the shipped example) belong to the team default only.
+    const configured =
+      owner.teamName === 'default' &&
+      [this.config.factoryRepo, fromRoot('examples', 'factory')].some((p) => p && realOr(p) === top);
+    const others = (await this.store.managedRepositoriesOfOtherTeams(owner.teamId)).map(realOr);
+    const own = this.ownRepositoryOf(owner);
+    const dataDir = realOr(this.config.dataDir);
+    const roots = this.config.factoryRepoRoots.map(realOr);
+    // The folder first (a folder inside a refused repository is refused for that); then what git reads
+    // through `.git` files, worktrees' common dirs and alternates, each checked the same way.
+    const places = function* () {
+      yield top;
+      yield* gitDataOf(top);
+    };
+    for (const place of places()) {
+      const where = place === top ? top : `${top} (its git data at ${place})`;
+      if (others.some((m) => inside(place, m)))
+        throw new RepositoryRefused(
+          `${where} is the managed repository of another team's factory: a team registers only its own repositories`,
+        );
+      if (own && inside(place, own)) continue;
+      if (inside(place, dataDir))
+        throw new RepositoryRefused(
+          `${where} is inside factoryd's DATA_DIR (${dataDir}), which holds its database, keys and the teams' managed repositories: register the team's own repository (${HOW_TO_GIVE} under FACTORY_REPO_ROOTS), or let factoryd create one with \`factoryd factories add ${owner.name} --managed\``,
+        );
+      if (configured) continue;
+      if (!roots.some((root) => inside(place, root)))
+        throw new RepositoryRefused(
+          `${where} is outside FACTORY_REPO_ROOTS (${roots.length ? roots.join(', ') : 'none set'}): set FACTORY_REPO_ROOTS to allow local repositories under ${dirname(place)} (absolute folders separated by ":"), or register the repository by its URL`,
+        );
+    }
+  }
+
+  /** The repository factoryd itself created for this factory, if it is one it creates. */
+  private ownRepositoryOf(owner: RepositoryOwner): string | undefined {
+    if (owner.managed) return realOr(managedRepositoryPath(this.config.dataDir, owner.teamName, owner.name));
+    if (owner.teamName === 'default' && owner.name === 'example')
+      return realOr(exampleRepositoryPath(this.config.dataDir));
+    return undefined;
+  }
+}
+
+/**
+ * Whether git would fetch `repoUrl` from another machine, over an allowed transport; throws for
+ * every other transport (`file://`, `http://`, `ext::`, remote helpers). False: a local path.
+ */
+export function isRemote(repoUrl: string): boolean {
+  const helper = /^([A-Za-z][A-Za-z0-9+.-]*)::/.exec(repoUrl);
+  if (helper)
+    throw new RepositoryRefused(
+      `the git transport "${helper[1]}::" is refused (remote helpers run programs on this machine; ext:: runs any command): give ${HOW_TO_GIVE}`,
+    );
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(repoUrl)?.[1].toLowerCase();
+  if (scheme !== undefined) {
+    if (scheme === 'file')
+      throw new RepositoryRefused(
+        `file:// URLs are refused: give the folder as a local path (allowed under FACTORY_REPO_ROOTS)`,
+      );
+    if (!(ALLOWED_TRANSPORTS as readonly string[]).includes(scheme))
+      throw new RepositoryRefused(
+        `the transport ${scheme}:// is refused: factoryd fetches over ${ALLOWED_TRANSPORTS.map((t) => `${t}://`).join(', ')} and user@host:path only`,
+      );
+    let host: string;
+    try {
+      host = new URL(repoUrl).hostname;
+    } catch {
+      throw new RepositoryRefused(`the ${scheme}:// URL does not parse: check the repository URL`);
+    }
+    if (!host || host.startsWith('-'))
+      throw new RepositoryRefused(`the repository URL has no valid host: check it`);
+    return true;
+  }
+  // git's own rule: a colon before the first slash makes `[user@]host:path`, fetched over ssh.
+  const scp = /^(?:[^@/:\s]+@)?([^@/:\s]+):/.exec(repoUrl);
+  if (scp) {
+    if (scp[1].startsWith('-'))
+      throw new RepositoryRefused(`the host of ${repoUrl} starts with "-": check the repository URL`);
+    return true;
+  }
+  return false;
+}
+
+/** The git directories a repository's top folder reads from (its own, a worktree's common dir, alternates). */
+function gitDataOf(top: string): string[] {
+  const dotGit = join(top, '.git');
+  let gitDir: string;
+  const st = statSync(dotGit, { throwIfNoEntry: false });
+  if (st?.isDirectory()) gitDir = dotGit;
+  else if (st?.isFile()) {
+    const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotGit, 'utf8'))?.[1];
+    if (!pointer) throw new RepositoryRefused(`${dotGit} is not a git directory pointer`);
+    gitDir = resolve(top, pointer);
+  } else if (existsSync(join(top, 'HEAD')) && existsSync(join(top, 'objects'))) gitDir = top;
+  else
+    throw new RepositoryRefused(
+      `${top} is not the top folder of a git repository: register the folder that holds .git (or a bare repository)`,
+    );
+  const common = existsSync(join(gitDir, 'commondir'))
+    ? resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim())
+    : gitDir;
+  const alternatesFile = join(common, 'objects', 'info', 'alternates');
+  const alternates = existsSync(alternatesFile)
+    ? readFileSync(alternatesFile, 'utf8')
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l && !l.startsWith('#'))
+        .map((l) => resolve(common, 'objects', l))
+    : [];
+  return [...new Set([gitDir, common, ...alternates].map(realOr))];
+}
+
+/** The real path (symlinks and `..` resolved) of `p`, or its absolute form when it does not exist. */
+function realOr(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+/** `p` is `folder` or inside it (both real paths). */
+function inside(p: string, folder: string): boolean {
+  const rel = relative(folder, p);
+  return rel === '' || (rel !== '..' && !rel.startsWith('../') && !isAbsolute(rel));
+}
