@@ -1,0 +1,195 @@
+/**
+ * The harness sandbox: what a harness can reach of the machine that runs it (docs/security.md, "The
+ * harness sandbox"). A harness is a team's agent, and teams trust each other with nothing: it gets an
+ * allow-listed environment, a workspace no other run can read, and, where the machine allows, a
+ * bubblewrap sandbox (own PID namespace, the file system read-only except its workspace, the
+ * service's folders not there at all) as an unprivileged user.
+ *
+ * The launcher (launcher.ts) imports this file: plain Node built-ins only.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, sep } from 'node:path';
+
+export type HarnessSandbox =
+  | { mode: 'none' }
+  /** Runs as `uid`/`gid` (the service is root). */
+  | { mode: 'user'; uid: number; gid: number }
+  /**
+   * Inside bubblewrap (`bwrap`, an absolute path), as `uid`/`gid` when the service is root (else as the
+   * service's user); `mounts`: what hides the service's folders, before the workspace is bound in.
+   */
+  | { mode: 'bwrap'; bwrap: string; uid?: number; gid?: number; mounts: string[] };
+
+/** Who owns a workspace and runs its harness: undefined for the service's own user. */
+export function harnessOwner(s: HarnessSandbox): { uid: number; gid: number } | undefined {
+  return s.mode !== 'none' && s.uid !== undefined ? { uid: s.uid, gid: s.gid! } : undefined;
+}
+
+/**
+ * Namespaces and ties of every bwrap sandbox: its own PID namespace (its /proc shows its own processes
+ * only) and IPC namespace, SIGKILL when the launcher dies, and a session of its own (no terminal to
+ * push input into). The network is shared: an agent needs its model's API.
+ */
+const BWRAP_ISOLATION = ['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session'];
+
+/** The program and arguments that start the shell command line `command` in `cwd`, confined. */
+export function harnessSpawn(
+  s: HarnessSandbox,
+  command: string,
+  cwd: string,
+): { file: string; args: string[]; uid?: number; gid?: number } {
+  const owner = harnessOwner(s);
+  if (s.mode !== 'bwrap') return { file: '/bin/sh', args: ['-c', command], ...owner };
+  return {
+    file: s.bwrap,
+    args: [...s.mounts, '--bind', cwd, cwd, '--chdir', cwd, ...BWRAP_ISOLATION, '--', '/bin/sh', '-c', command],
+    ...owner,
+  };
+}
+
+/** What every harness gets of the service's environment, besides the names the operator allows. */
+const BASICS = ['PATH', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'TZ', 'TERM'];
+
+/**
+ * A harness's whole environment: the basics and the operator's HARNESS_ENV_ALLOW names (config.ts
+ * refuses the service's own variables there) from the service's environment, HOME in the workspace,
+ * and the run's own variables.
+ */
+export function harnessEnvironment(
+  run: Record<string, string>,
+  workspace: string,
+  allow: readonly string[],
+  from: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of [...BASICS, ...allow]) if (from[name] !== undefined) env[name] = from[name];
+  return { ...env, HOME: workspace, ...run };
+}
+
+export interface SandboxChoice {
+  sandbox: HarnessSandbox;
+  /** For the start's log: the mode and why. */
+  description: string;
+}
+
+export interface SandboxSettings {
+  /** HARNESS_SANDBOX; undefined: the strongest that works here. */
+  requested?: 'bwrap' | 'user' | 'none';
+  harnessUser: { uid: number; gid: number };
+  /** Where the service keeps its state (DATA_DIR): never visible in a bwrap sandbox. */
+  dataDir: string;
+  /** The package's own folder (the examples harnesses run from): visible, read-only. */
+  packageRoot: string;
+}
+
+const chosen = new Map<string, SandboxChoice>();
+
+/**
+ * The sandbox for harnesses with workspaces under `workspaceRoot`: HARNESS_SANDBOX, or the strongest
+ * this machine runs (bwrap is tried once, with a harness's own mounts: it may be installed yet unable
+ * to make namespaces). An explicit mode that cannot work stops the start (SandboxUnavailable). Also
+ * makes the workspace root reachable by the harnesses' user but not listable.
+ */
+export function chooseSandbox(settings: SandboxSettings, workspaceRoot: string): SandboxChoice {
+  const key = `${settings.requested ?? ''}:${workspaceRoot}`;
+  let choice = chosen.get(key);
+  if (!choice) chosen.set(key, (choice = choose(settings, workspaceRoot)));
+  return choice;
+}
+
+export class SandboxUnavailable extends Error {}
+
+function choose(settings: SandboxSettings, workspaceRoot: string): SandboxChoice {
+  const { requested } = settings;
+  const root = process.getuid?.() === 0;
+  const user = root ? settings.harnessUser : undefined;
+  prepareWorkspaceRoot(workspaceRoot, settings.dataDir, user);
+  if (requested === 'none') return { sandbox: { mode: 'none' }, description: 'none (HARNESS_SANDBOX=none)' };
+  const asUser = user
+    ? `as uid ${user.uid}:${user.gid}`
+    : `as the service's own user (not root: HARNESS_UID does not apply)`;
+  let bwrapFailure = '';
+  if (requested === undefined || requested === 'bwrap') {
+    const sandbox = bwrapSandbox(settings, workspaceRoot, user);
+    bwrapFailure = typeof sandbox === 'string' ? sandbox : '';
+    if (typeof sandbox !== 'string') return { sandbox, description: `bwrap, ${asUser}` };
+    if (requested === 'bwrap') throw new SandboxUnavailable(`bwrap cannot run here: ${bwrapFailure}`);
+  }
+  const fallback = bwrapFailure ? ` (bwrap cannot run here: ${bwrapFailure})` : '';
+  if (user) return { sandbox: { mode: 'user', ...user }, description: `user, ${asUser}${fallback}` };
+  if (requested === 'user')
+    throw new SandboxUnavailable('user needs the service to run as root (to switch to HARNESS_UID)');
+  return {
+    sandbox: { mode: 'none' },
+    description: `none: harnesses run as the service's own user, unconfined${fallback}`,
+  };
+}
+
+/**
+ * The workspace root (and, when it lies in DATA_DIR, DATA_DIR and the folders between) may be
+ * traversed by the harnesses' user, never listed; DATA_DIR's managed repositories are the service's
+ * alone (a harness outside bwrap could otherwise read them by path).
+ */
+function prepareWorkspaceRoot(
+  workspaceRoot: string,
+  dataDir: string,
+  user: { uid: number; gid: number } | undefined,
+): void {
+  mkdirSync(workspaceRoot, { recursive: true, mode: 0o711 });
+  chmodSync(workspaceRoot, 0o711);
+  if (!user || !(workspaceRoot + sep).startsWith(dataDir + sep)) return;
+  for (let dir = dirname(workspaceRoot); (dir + sep).startsWith(dataDir + sep); dir = dirname(dir))
+    chmodSync(dir, (statSync(dir).mode & 0o700) | 0o011);
+  mkdirSync(join(dataDir, 'factories'), { recursive: true, mode: 0o700 });
+  chmodSync(join(dataDir, 'factories'), 0o700);
+}
+
+/** A bwrap sandbox that was seen to start a shell in a workspace here, or why it cannot. */
+function bwrapSandbox(
+  settings: SandboxSettings,
+  workspaceRoot: string,
+  user: { uid: number; gid: number } | undefined,
+): HarnessSandbox | string {
+  const bwrap = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p));
+  if (!bwrap) return 'not installed (Debian: apt-get install bubblewrap)';
+  const sandbox: HarnessSandbox = { mode: 'bwrap', bwrap, ...user, mounts: hidingMounts(settings, workspaceRoot) };
+  const probe = mkdtempSync(join(workspaceRoot, '.sandbox-probe-'));
+  try {
+    chmodSync(probe, 0o700);
+    if (user) chownSync(probe, user.uid, user.gid);
+    const { file, args, uid, gid } = harnessSpawn(sandbox, 'touch ok', probe);
+    const out = spawnSync(file, args, { uid, gid, env: { PATH: process.env.PATH }, encoding: 'utf8', timeout: 10_000 });
+    if (out.status === 0 && existsSync(join(probe, 'ok'))) return sandbox;
+    return (out.stderr || out.error?.message || `exit ${out.status ?? out.signal}`).trim().split('\n')[0]!;
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The whole file system read-only; a private /tmp; empty folders over the service's home (a non-root
+ * service's user keeps its credentials there), DATA_DIR (database cluster, secrets key, managed
+ * repositories, workspaces), the package's `var` and the workspace root. The package and Node.js stay
+ * visible where they lie in a hidden folder: the example harnesses run from them.
+ */
+function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[] {
+  const mounts = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  const hidden = ['/tmp'];
+  const inside = (path: string, dir: string) => (path + sep).startsWith(dir + sep);
+  const home = homedir();
+  if (process.getuid?.() !== 0 && home !== '/' && existsSync(home)) {
+    mounts.push('--tmpfs', home);
+    hidden.push(home);
+    for (const keep of [settings.packageRoot, dirname(dirname(process.execPath))])
+      if (inside(keep, home)) mounts.push('--ro-bind', keep, keep);
+  }
+  for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot]) {
+    if (!existsSync(hide) || hidden.some((h) => inside(hide, h) && !inside(settings.packageRoot, h)))
+      continue;
+    mounts.push('--tmpfs', hide);
+    hidden.push(hide);
+  }
+  return mounts;
+}
