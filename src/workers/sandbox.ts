@@ -44,7 +44,19 @@ export function harnessSpawn(
   if (s.mode !== 'bwrap') return { file: '/bin/sh', args: ['-c', command], ...owner };
   return {
     file: s.bwrap,
-    args: [...s.mounts, '--bind', cwd, cwd, '--chdir', cwd, ...BWRAP_ISOLATION, '--', '/bin/sh', '-c', command],
+    args: [
+      ...s.mounts,
+      '--bind',
+      cwd,
+      cwd,
+      '--chdir',
+      cwd,
+      ...BWRAP_ISOLATION,
+      '--',
+      '/bin/sh',
+      '-c',
+      command,
+    ],
     ...owner,
   };
 }
@@ -154,13 +166,24 @@ function bwrapSandbox(
 ): HarnessSandbox | string {
   const bwrap = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p));
   if (!bwrap) return 'not installed (Debian: apt-get install bubblewrap)';
-  const sandbox: HarnessSandbox = { mode: 'bwrap', bwrap, ...user, mounts: hidingMounts(settings, workspaceRoot) };
+  const sandbox: HarnessSandbox = {
+    mode: 'bwrap',
+    bwrap,
+    ...user,
+    mounts: hidingMounts(settings, workspaceRoot),
+  };
   const probe = mkdtempSync(join(workspaceRoot, '.sandbox-probe-'));
   try {
     chmodSync(probe, 0o700);
     if (user) chownSync(probe, user.uid, user.gid);
     const { file, args, uid, gid } = harnessSpawn(sandbox, 'touch ok', probe);
-    const out = spawnSync(file, args, { uid, gid, env: { PATH: process.env.PATH }, encoding: 'utf8', timeout: 10_000 });
+    const out = spawnSync(file, args, {
+      uid,
+      gid,
+      env: { PATH: process.env.PATH },
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
     if (out.status === 0 && existsSync(join(probe, 'ok'))) return sandbox;
     return (out.stderr || out.error?.message || `exit ${out.status ?? out.signal}`).trim().split('\n')[0]!;
   } finally {
