@@ -40,8 +40,10 @@ export interface Config {
   harnessSandbox?: HarnessSandboxMode;
   /** Names of the service's variables a harness also gets (model credentials, say): HARNESS_ENV_ALLOW. */
   harnessEnvAllow: string[];
-  /** The unprivileged user harnesses run as when the service runs as root. */
+  /** The unprivileged user bwrap sandboxes run as when the service runs as root. */
   harnessUser: { uid: number; gid: number };
+  /** HARNESS_SANDBOX=user: each live harness runs as a uid of its own from this range. */
+  harnessUids: { first: number; last: number };
 }
 
 export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
@@ -73,6 +75,7 @@ const SERVICE_VARIABLES = [
   'HARNESS_SANDBOX',
   'HARNESS_ENV_ALLOW',
   'HARNESS_UID',
+  'HARNESS_UIDS',
 ];
 const refusedInHarness = (name: string) =>
   SERVICE_VARIABLES.includes(name) || name.startsWith('FACTORYD_') || name.startsWith('PG');
@@ -119,6 +122,7 @@ export function loadConfig(env: Env = process.env): Config {
         : oneOf(env, 'HARNESS_SANDBOX', HARNESS_SANDBOX_MODES, 'none'),
     harnessEnvAllow: harnessEnvAllow(env),
     harnessUser: harnessUser(env),
+    harnessUids: harnessUids(env),
   };
 }
 
@@ -137,6 +141,17 @@ function harnessEnvAllow(env: Env): string[] {
       );
   }
   return names;
+}
+
+/** `first-last`: uids no account on the machine uses (default 1900000-1904095, 4096 harnesses at once). */
+function harnessUids(env: Env): { first: number; last: number } {
+  const v = str(env, 'HARNESS_UIDS') ?? '1900000-1904095';
+  const m = /^(\d+)-(\d+)$/.exec(v);
+  const first = m ? Number(m[1]) : NaN;
+  const last = m ? Number(m[2]) : NaN;
+  if (!m || first < 1 || last < first || last > 2 ** 32 - 2)
+    throw new ConfigError('HARNESS_UIDS', `must be a range of uids FIRST-LAST above 0, got "${v}"`);
+  return { first, last };
 }
 
 /** `uid` or `uid:gid` (the gid defaults to the uid); 65534 (nobody) by default. */

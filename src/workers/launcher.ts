@@ -24,7 +24,7 @@ import {
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { harnessOwner, harnessSpawn, type HarnessSandbox } from './sandbox.js';
+import { harnessOwner, harnessSpawn, leaseUid, releaseUid, type HarnessSandbox } from './sandbox.js';
 
 /** A file of the workspace: its path inside it (checked by the worker) and its content. */
 export interface WorkspaceFile {
@@ -89,6 +89,8 @@ interface Job {
   pgid?: number;
   /** The leader is bwrap: the harness is a session of its own under the sandbox's init. */
   inBwrap: boolean;
+  /** The uid leased for this harness (`user` mode), released once its group is gone. */
+  leased?: number;
   graceMs: number;
   /** When the group is stopped: SIGTERM now, SIGKILL from this time on. */
   killAt?: number;
@@ -100,15 +102,19 @@ const jobs = new Map<number, Job>();
 const send = (report: LauncherReport) => process.send!(report);
 
 function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
-  const owner = harnessOwner(req.sandbox);
+  const leased = req.sandbox.mode === 'user' ? leaseUid(req.sandbox.uids) : undefined;
+  const owner = leased !== undefined ? { uid: leased, gid: leased } : harnessOwner(req.sandbox);
   try {
+    if (req.sandbox.mode === 'user' && leased === undefined)
+      throw new Error('every uid of HARNESS_UIDS is in use by a live harness');
     prepareWorkspace(req.cwd, req.files, owner);
   } catch (err) {
+    if (leased !== undefined) releaseUid(leased);
     const message = `factoryd could not prepare the workspace: ${(err as Error).message}`;
     send({ t: 'done', id: req.id, code: 127, signal: null, lines: [[2, message]] });
     return;
   }
-  const { file, args, uid, gid } = harnessSpawn(req.sandbox, req.command, req.cwd);
+  const { file, args, uid, gid } = harnessSpawn(req.sandbox, req.command, req.cwd, owner);
   const child = spawn(file, args, {
     cwd: req.cwd,
     env: req.env,
@@ -121,6 +127,7 @@ function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
     child,
     pgid: child.pid,
     inBwrap: req.sandbox.mode === 'bwrap',
+    leased,
     owner: owner?.uid ?? process.getuid!(),
     graceMs: req.graceMs,
     cwd: req.cwd,
@@ -157,6 +164,7 @@ function finish(id: number, exit: HarnessExit): void {
   const retired = retire(job.cwd);
   send({ t: 'done', id, ...exit, lines: job.output });
   if (retired) keepAsSpare(retired, job.owner);
+  if (job.leased !== undefined) releaseUid(job.leased);
 }
 
 /**

@@ -7,24 +7,43 @@
  *
  * The launcher (launcher.ts) imports this file: plain Node built-ins only.
  */
-import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 
 export type HarnessSandbox =
   | { mode: 'none' }
-  /** Runs as `uid`/`gid` (the service is root). */
-  | { mode: 'user'; uid: number; gid: number }
+  /**
+   * The service is root; each live harness runs as a uid of its own from `uids` (its gid the same
+   * number), leased by the launcher for the harness's life (leaseUid).
+   */
+  | { mode: 'user'; uids: { first: number; last: number } }
   /**
    * Inside bubblewrap (`bwrap`, an absolute path), as `uid`/`gid` when the service is root (else as the
    * service's user); `mounts`: what hides the service's folders, before the workspace is bound in.
    */
   | { mode: 'bwrap'; bwrap: string; uid?: number; gid?: number; mounts: string[] };
 
-/** Who owns a workspace and runs its harness: undefined for the service's own user. */
+/**
+ * Who owns a workspace and runs its harness: undefined for the service's own user; in `user` mode
+ * the uid the launcher leased for the harness.
+ */
 export function harnessOwner(s: HarnessSandbox): { uid: number; gid: number } | undefined {
-  return s.mode !== 'none' && s.uid !== undefined ? { uid: s.uid, gid: s.gid! } : undefined;
+  return s.mode === 'bwrap' && s.uid !== undefined ? { uid: s.uid, gid: s.gid! } : undefined;
 }
 
 /**
@@ -39,8 +58,8 @@ export function harnessSpawn(
   s: HarnessSandbox,
   command: string,
   cwd: string,
+  owner = harnessOwner(s),
 ): { file: string; args: string[]; uid?: number; gid?: number } {
-  const owner = harnessOwner(s);
   if (s.mode !== 'bwrap') return { file: '/bin/sh', args: ['-c', command], ...owner };
   return {
     file: s.bwrap,
@@ -90,6 +109,7 @@ export interface SandboxSettings {
   /** HARNESS_SANDBOX; undefined: the strongest that works here. */
   requested?: 'bwrap' | 'user' | 'none';
   harnessUser: { uid: number; gid: number };
+  harnessUids: { first: number; last: number };
   /** Where the service keeps its state (DATA_DIR): never visible in a bwrap sandbox. */
   dataDir: string;
   /** The package's own folder (the examples harnesses run from): visible, read-only. */
@@ -130,7 +150,14 @@ function choose(settings: SandboxSettings, workspaceRoot: string): SandboxChoice
     if (requested === 'bwrap') throw new SandboxUnavailable(`bwrap cannot run here: ${bwrapFailure}`);
   }
   const fallback = bwrapFailure ? ` (bwrap cannot run here: ${bwrapFailure})` : '';
-  if (user) return { sandbox: { mode: 'user', ...user }, description: `user, ${asUser}${fallback}` };
+  if (user) {
+    const { first, last } = settings.harnessUids;
+    mkdirSync(UID_LEASES, { recursive: true, mode: 0o700 });
+    return {
+      sandbox: { mode: 'user', uids: settings.harnessUids },
+      description: `user, each harness as a uid of its own from ${first}-${last}${fallback}`,
+    };
+  }
   if (requested === 'user')
     throw new SandboxUnavailable('user needs the service to run as root (to switch to HARNESS_UID)');
   return {
@@ -215,4 +242,70 @@ function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[
     hidden.push(hide);
   }
   return mounts;
+}
+
+/**
+ * Leases of `user` mode's uids, one file per uid in use holding its launcher's pid, shared by every
+ * worker on the machine (all root). A lease whose launcher is gone is taken over.
+ */
+const UID_LEASES = '/run/factoryd/harness-uids';
+
+/** A uid of `uids` no live harness on this machine runs as, leased to the caller; undefined if none is free. */
+export function leaseUid(uids: { first: number; last: number }): number | undefined {
+  const count = uids.last - uids.first + 1;
+  const start = Math.floor(Math.random() * count); // launchers rarely try the same uids
+  for (let i = 0; i < count; i++) {
+    const uid = uids.first + ((start + i) % count);
+    if (tryLease(uid) || (leaseIsStale(uid) && tryLease(uid))) return uid;
+  }
+  return undefined;
+}
+
+function tryLease(uid: number): boolean {
+  try {
+    const fd = openSync(`${UID_LEASES}/${uid}`, 'wx', 0o600);
+    writeSync(fd, String(process.pid));
+    closeSync(fd);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      mkdirSync(UID_LEASES, { recursive: true, mode: 0o700 });
+    return false;
+  }
+}
+
+/** The lease's launcher is gone (killed): the lease is removed, and every process of the uid killed. */
+function leaseIsStale(uid: number): boolean {
+  try {
+    const pid = Number(readFileSync(`${UID_LEASES}/${uid}`, 'utf8'));
+    if (pid > 0 && pid !== process.pid) process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') return false;
+    killAllOf(uid);
+    rmSync(`${UID_LEASES}/${uid}`, { force: true });
+    return true;
+  }
+}
+
+/**
+ * Ends the lease once the harness is gone, and with it every process still running as its uid (one
+ * that left the harness's process group): the uid's next harness must find nothing of this run.
+ */
+export function releaseUid(uid: number): void {
+  const kill = spawn('/bin/sh', ['-c', 'kill -9 -1'], { uid, gid: uid, stdio: 'ignore', env: {} });
+  const release = () => {
+    try {
+      unlinkSync(`${UID_LEASES}/${uid}`);
+    } catch {
+      /* already gone */
+    }
+  };
+  kill.once('exit', release);
+  kill.once('error', release);
+}
+
+/** kill(-1) as `uid`: SIGKILL to every process that runs as it. */
+function killAllOf(uid: number): void {
+  spawnSync('/bin/sh', ['-c', 'kill -9 -1'], { uid, gid: uid, stdio: 'ignore', env: {} });
 }

@@ -37,6 +37,7 @@ export function harnessSandbox(config: Config, workspaceRoot: string): SandboxCh
       {
         requested: config.harnessSandbox,
         harnessUser: config.harnessUser,
+        harnessUids: config.harnessUids,
         dataDir: config.dataDir,
         packageRoot: PACKAGE_ROOT.replace(/\/$/, ''),
       },

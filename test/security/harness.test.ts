@@ -185,12 +185,12 @@ describe('a harness cannot reach the service, its data or other runs', () => {
   const noBwrap = bwrapMissing();
   it.skipIf(noBwrap !== undefined)(`in bwrap ${noBwrap ? `(skipped: ${noBwrap})` : ''}`, async () => {
     const s = await serve('bwrap');
-    expect(s.output()).toMatch(/harness sandbox: bwrap/);
     const { found, victimWorkspace, victimRepo } = await attack(s);
     expectNothingReached(found, victimWorkspace, victimRepo);
     // Its own PID namespace: not even the service is in its /proc.
     expect(found.service_in_proc.ok).toBe(false);
     expect(found.pids_seen).toBeLessThan(10);
+    expect(s.output()).toMatch(/harness sandbox: bwrap/);
     await s.stop();
   });
 
@@ -198,10 +198,40 @@ describe('a harness cannot reach the service, its data or other runs', () => {
     `as an unprivileged user ${root ? '' : '(skipped: the tests do not run as root)'}`,
     async () => {
       const s = await serve('user');
-      expect(s.output()).toMatch(/harness sandbox: user, as uid 65534/);
-      const { found, victimWorkspace, victimRepo } = await attack(s);
+        const { found, victimWorkspace, victimRepo } = await attack(s);
       expectNothingReached(found, victimWorkspace, victimRepo);
-      await s.stop();
+      expect(s.output()).toMatch(/harness sandbox: user, each harness as a uid of its own/);
+    await s.stop();
     },
   );
+
+  it("a self-hosted worker's harness gets neither its FACTORYD_API_KEY nor its --api-key", async () => {
+    const s = await serve('none');
+    const worker = spawn(
+      process.execPath,
+      [CLI, 'worker', '--worker-host', 'build-box', '--api', s.api, '--api-key', adminKey],
+      { env: { ...env, FACTORYD_API_KEY: adminKey } },
+    );
+    children.push(worker);
+    let out = '';
+    worker.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const params = { worker_pid: worker.pid };
+    const run = await call(s.api, adminKey, 'POST', '/agent/runs', {
+      prompt: `ATTACK ${JSON.stringify(params)}`,
+      config: { worker_host: 'build-box' },
+    });
+    const report = await eventually(
+      async () => (await messages(s.api, adminKey, run.run_id)).find((m) => m.startsWith('PROBE ')),
+      "the self-hosted worker's probe to report",
+      { timeoutMs: 30_000 },
+    );
+    const found = JSON.parse(report.slice('PROBE '.length));
+    expect(found.env.filter((n: string) => FORBIDDEN.includes(n))).toEqual([]);
+    expect(report).not.toContain(adminKey);
+    for (const reach of ['worker_environ', 'worker_cmdline'])
+      if (found[reach].ok) expect(found[reach].got).not.toContain(adminKey);
+    expect(out).toMatch(/harness sandbox: /);
+    worker.kill('SIGTERM');
+    await s.stop();
+  });
 });

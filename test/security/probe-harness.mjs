@@ -1,7 +1,8 @@
 // A harness that attacks what it runs in (test/security/harness.test.ts): it reads the prompt, tries
 // each reach in turn, and reports what it got as `PROBE {…}` messages of the harness protocol.
 //   prompt "VICTIM":          says its workspace, then waits for `cancel` (a run with an attachment)
-//   prompt "ATTACK {params}": params `service_pid`, `data_dir`, `victim_workspace`, `victim_repo`
+//   prompt "ATTACK {params}": params `service_pid`, `worker_pid`, `data_dir`, `victim_workspace`,
+//                             `victim_repo` (each optional)
 // Plain Node, no dependencies: it must run wherever a harness runs.
 import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -45,6 +46,10 @@ function attack(p) {
     if (!hits.length) throw new Error('none readable');
     return hits.join(',');
   });
+  if (p.worker_pid) {
+    found.worker_environ = attempt(() => readFileSync(`/proc/${p.worker_pid}/environ`, 'latin1'));
+    found.worker_cmdline = attempt(() => readFileSync(`/proc/${p.worker_pid}/cmdline`, 'latin1'));
+  }
   if (p.data_dir) {
     found.list_data_dir = attempt(() => readdirSync(p.data_dir).join(','));
     found.secrets_key = attempt(() => readFileSync(join(p.data_dir, 'secrets.key'), 'utf8'));
