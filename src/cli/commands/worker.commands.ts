@@ -64,7 +64,9 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     const api = opts.api.replace(/\/+$/, '');
     const workerId = `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`;
     const workspaceRoot = join(tmpdir(), 'factoryd-workspaces');
-    process.stderr.write(`factoryd worker: harness sandbox: ${harnessSandbox(config, workspaceRoot).description}\n`);
+    process.stderr.write(
+      `factoryd worker: harness sandbox: ${harnessSandbox(config, workspaceRoot).description}\n`,
+    );
     const pool = new WorkerPool(new HttpBackend(api, apiKey, workerId, opts.workerHost), {
       ...executionOptions(config, workspaceRoot),
       concurrency,
