@@ -75,9 +75,9 @@ interface Served {
 }
 
 /** `factoryd serve` with the operator's environment and HARNESS_SANDBOX=`mode`. */
-async function serve(mode: string): Promise<Served> {
+async function serve(mode: string, more: Record<string, string> = {}): Promise<Served> {
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...env, PORT: '0', WORKER_CONCURRENCY: '2', HARNESS_SANDBOX: mode },
+    env: { ...env, PORT: '0', WORKER_CONCURRENCY: '2', HARNESS_SANDBOX: mode, ...more },
   });
   children.push(child);
   let out = '';
@@ -238,4 +238,26 @@ describe('a harness cannot reach the service, its data or other runs', () => {
     worker.kill('SIGTERM');
     await s.stop();
   });
+
+  it.skipIf(noBwrap !== undefined)(
+    'runs the Claude Code wrapper in bwrap, with the variable the operator allowed',
+    async () => {
+      const fixture = fromRoot('test', 'fixtures', 'claude-stream.jsonl');
+      const s = await serve('bwrap', {
+        HARNESS_COMMAND: `"${process.execPath}" "${fromRoot('examples', 'harness', 'claude-code.js')}"`,
+        HARNESS_ENV_ALLOW: 'CLAUDE_COMMAND',
+        CLAUDE_COMMAND: `cat "${fixture}"; true`,
+      });
+      const run = await call(s.api, adminKey, 'POST', '/agent/runs', { prompt: 'Triage' });
+      const ended = await eventually(async () => {
+        const r = await call(s.api, adminKey, 'GET', `/agent/runs/${run.run_id}`);
+        return ['SUCCEEDED', 'FAILED', 'ERROR'].includes(r.state) && r;
+      }, 'the run to end');
+      expect(ended.state, JSON.stringify(ended.status_message)).toBe('SUCCEEDED');
+      expect(await messages(s.api, adminKey, run.run_id)).toContain(
+        'The issue is a crash in the API: labelled area/api.',
+      );
+      await s.stop();
+    },
+  );
 });
