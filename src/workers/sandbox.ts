@@ -39,8 +39,8 @@ export type HarnessSandbox =
   | { mode: 'bwrap'; bwrap: string; uid?: number; gid?: number; mounts: string[] };
 
 /**
- * Who owns a workspace and runs its harness: undefined for the service's own user; in `user` mode
- * the uid the launcher leased for the harness.
+ * Who owns a workspace and runs its harness when that is fixed: bwrap's user. Undefined for the
+ * service's own user, and in `user` mode, where the launcher leases a uid per harness (leaseUid).
  */
 export function harnessOwner(s: HarnessSandbox): { uid: number; gid: number } | undefined {
   return s.mode === 'bwrap' && s.uid !== undefined ? { uid: s.uid, gid: s.gid! } : undefined;
