@@ -86,6 +86,8 @@ async function measure(adminUrl, dir) {
       // The slots are started below, once the runs are queued.
       WORKER_CONCURRENCY: '0',
       HARNESS_COMMAND: HARNESS,
+      // The harness sandbox as this shell sets it (unset: the strongest that works here).
+      HARNESS_SANDBOX: process.env.HARNESS_SANDBOX ?? '',
     });
     const service = await startService(config);
     const authRepo = new AuthRepository(service.db);

@@ -1,9 +1,13 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { fromRoot } from '../src/common/paths.js';
 import { HarnessProcess } from '../src/workers/harness-process.js';
 import type { HarnessExit, WorkspaceFile } from '../src/workers/launcher.js';
+import { chooseSandbox, type HarnessSandbox } from '../src/workers/sandbox.js';
+import { eventually } from './support/eventually.js';
+import { uniqueSleep } from './support/sleeps.js';
 
 // The launcher as the worker uses it: a real launcher process, real harness processes, real folders.
 const root = mkdtempSync(join(tmpdir(), 'factoryd-launcher-'));
@@ -16,11 +20,29 @@ async function harness(
   files: WorkspaceFile[] = [],
 ): Promise<{ out: string[]; exit: HarnessExit }> {
   const out: string[] = [];
-  const h = new HarnessProcess(
-    { command, cwd: join(root, name), files, env: {}, graceMs: 1000, stdin: '' },
+  const h = start(name, command, out, { mode: 'none' }, files);
+  return { out, exit: await h.finished };
+}
+
+function start(
+  name: string,
+  command: string,
+  out: string[],
+  sandbox: HarnessSandbox,
+  files: WorkspaceFile[] = [],
+): HarnessProcess {
+  return new HarnessProcess(
+    {
+      command,
+      cwd: join(root, name),
+      files,
+      env: { PATH: process.env.PATH! },
+      sandbox,
+      graceMs: 1000,
+      stdin: '',
+    },
     (stream, line) => stream === 'stdout' && out.push(line),
   );
-  return { out, exit: await h.finished };
 }
 
 /** What the harness sees of its workspace: inode, mode, and every entry. */
@@ -59,14 +81,9 @@ describe('harness workspaces', () => {
   });
 
   it('does not reuse a workspace whose mode the harness changed', async () => {
-    const fresh = join(root, 'made-here');
-    mkdirSync(fresh);
-    const freshMode = (statSync(fresh).mode & 0o7777).toString(8);
-    rmSync(fresh, { recursive: true });
-
-    await harness('run-3', 'chmod 700 .');
+    await harness('run-3', 'chmod 755 .');
     const after = await harness('run-4', LOOK);
-    expect(after.out[0]!.split(' ')[1]).toBe(freshMode);
+    expect(after.out[0]!.split(' ')[1]).toBe('700');
     expect(after.out.slice(1)).toEqual([]);
   });
 
@@ -74,5 +91,63 @@ describe('harness workspaces', () => {
     mkdirSync(join(root, 'run-5', 'old'), { recursive: true });
     const run = await harness('run-5', LOOK);
     expect(run.out.slice(1)).toEqual([]);
+  });
+});
+
+describe('a harness in bwrap', () => {
+  const choice = () =>
+    chooseSandbox(
+      {
+        harnessUser: { uid: 65534, gid: 65534 },
+        harnessUids: { first: 1900000, last: 1900999 },
+        dataDir: join(root, 'data'),
+        packageRoot: fromRoot(),
+      },
+      root,
+    );
+  const inBwrap = (() => {
+    try {
+      return choice().sandbox.mode === 'bwrap';
+    } catch {
+      return false;
+    }
+  })();
+
+  it.skipIf(!inBwrap)('gets its grace on a stop: SIGTERM reaches the harness, not bwrap', async () => {
+    const out: string[] = [];
+    const h = start(
+      'grace',
+      `trap 'sleep 0.3; echo graceful; exit 0' TERM; echo ready; ${uniqueSleep(100).processArgs} & wait`,
+      out,
+      choice().sandbox,
+    );
+    await eventually(() => out.includes('ready'), 'the harness to start');
+    const exit = await h.stop();
+    expect(out).toContain('graceful');
+    expect(exit).toEqual({ code: 0, signal: null });
+  });
+
+  it.skipIf(!inBwrap)('takes what the harness started with setsid with it', async () => {
+    const sleep = uniqueSleep(300).processArgs;
+    const out: string[] = [];
+    const exit = await start(
+      'escape-2',
+      `setsid ${sleep} > /dev/null 2>&1 & echo started`,
+      out,
+      choice().sandbox,
+    ).finished;
+    expect(exit.code).toBe(0);
+    expect(out).toEqual(['started']);
+    const running = () =>
+      readdirSync('/proc')
+        .filter((e) => /^\d+$/.test(e))
+        .some((p) => {
+          try {
+            return readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ') === sleep;
+          } catch {
+            return false;
+          }
+        });
+    await eventually(() => !running(), `no \`${sleep}\` left`);
   });
 });

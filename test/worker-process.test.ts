@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -98,8 +98,9 @@ async function waitFor(
  * A harness that ignores its input closing (as an agent CLI may): on a prompt with "Long" it starts
  * a `sleep` (a grandchild of the worker), says its pid, and waits for it.
  */
+const LONG_SLEEP = uniqueSleep(127).processArgs;
 const STUBBORN_HARNESS =
-  'read -r prompt; case "$prompt" in *Long*) sleep 127 & echo "{\\"type\\":\\"message\\",\\"text\\":\\"sleeping $!\\"}"; wait;; esac; ' +
+  `read -r prompt; case "$prompt" in *Long*) ${LONG_SLEEP} & echo '{"type":"message","text":"sleeping"}'; wait;; esac; ` +
   `echo '{"type":"result","status":"succeeded","message":"ok"}'`;
 
 const conversationTexts = async (runId: string, on: TestService = t): Promise<string[]> =>
@@ -114,6 +115,19 @@ async function until(done: () => boolean, what: string, ms = 3000): Promise<void
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** The pid of the process whose command line is `command` (words split by single spaces). */
+const pidOf = (command: string): number | undefined =>
+  readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
+    .find((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ') === command;
+      } catch {
+        return false;
+      }
+    });
 
 const alive = (pid: number) => {
   try {
@@ -135,10 +149,11 @@ describe('factoryd worker (service-hosted, on the database)', () => {
 
     const id = await create({ prompt: 'Long one' });
     await waitFor(id, ['INPROGRESS']);
+    // Found by its command line: in a sandbox, the pid a harness sees is its PID namespace's.
     let pid = 0;
     while (!pid) {
-      const said = (await conversationTexts(id)).find((m) => /^sleeping \d+$/.test(m ?? ''));
-      pid = said ? Number(said.split(' ')[1]) : 0;
+      const said = (await conversationTexts(id)).includes('sleeping');
+      pid = said ? (pidOf(LONG_SLEEP) ?? 0) : 0;
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(alive(pid)).toBe(true);

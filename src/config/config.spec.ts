@@ -41,6 +41,26 @@ describe('loadConfig', () => {
     expect(c.secretsKey?.equals(Buffer.alloc(32, 7))).toBe(true);
   });
 
+  it('reads the harness sandbox settings', () => {
+    const c = loadConfig({
+      HARNESS_SANDBOX: 'user',
+      HARNESS_ENV_ALLOW: ' ANTHROPIC_API_KEY, OPENAI_API_KEY ',
+      HARNESS_UID: '1500:1600',
+      HARNESS_UIDS: '300000-300099',
+    });
+    expect(c).toMatchObject({
+      harnessSandbox: 'user',
+      harnessEnvAllow: ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY'],
+      harnessUser: { uid: 1500, gid: 1600 },
+      harnessUids: { first: 300000, last: 300099 },
+    });
+    expect(loadConfig({})).toMatchObject({
+      harnessSandbox: undefined,
+      harnessEnvAllow: [],
+      harnessUser: { uid: 65534 },
+    });
+  });
+
   const bad: Array<[string, string, RegExp]> = [
     ['PORT', 'eighty', /whole number from 0 to 65535/],
     ['FACTORY_REPO_ROOTS', '/srv/ok:repos', /must list absolute folders separated by ":", got "repos"/],
@@ -59,6 +79,19 @@ describe('loadConfig', () => {
     ['SECRETS_KEY', 'c2hvcnQ=', /32 bytes encoded as base64/],
     ['IDLE_TIMEOUT_MINUTE_MS', '90000', /from 100 to 60000/],
     ['IDLE_TIMEOUT_MINUTE_MS', '1.5', /whole number/],
+    ['HARNESS_SANDBOX', 'docker', /must be one of bwrap, user, none/],
+    [
+      'HARNESS_ENV_ALLOW',
+      'ANTHROPIC_API_KEY,DATABASE_URL',
+      /DATABASE_URL is the service's own configuration/,
+    ],
+    ['HARNESS_ENV_ALLOW', 'SECRETS_KEY', /SECRETS_KEY is the service's own/],
+    ['HARNESS_ENV_ALLOW', 'FACTORYD_API_KEY', /FACTORYD_API_KEY is the service's own/],
+    ['HARNESS_ENV_ALLOW', 'PGPASSWORD', /never goes to a harness/],
+    ['HARNESS_ENV_ALLOW', 'A-B', /not a variable name/],
+    ['HARNESS_UID', '0', /other than 0/],
+    ['HARNESS_UID', 'nobody', /uid or uid:gid/],
+    ['HARNESS_UIDS', '5-1', /FIRST-LAST/],
   ];
   it.each(bad)('rejects %s=%s with a ConfigError naming it', (name, value, reason) => {
     let err: unknown;

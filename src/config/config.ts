@@ -43,7 +43,49 @@ export interface Config {
    * shorten it so that the 1–60 minutes callers may ask for can be exercised in seconds.
    */
   idleMinuteMs: number;
+  /** How harnesses are confined (docs/security.md); unset: the strongest this machine can run. */
+  harnessSandbox?: HarnessSandboxMode;
+  /** Names of the service's variables a harness also gets (model credentials, say): HARNESS_ENV_ALLOW. */
+  harnessEnvAllow: string[];
+  /** The unprivileged user bwrap sandboxes run as when the service runs as root. */
+  harnessUser: { uid: number; gid: number };
+  /** HARNESS_SANDBOX=user: each live harness runs as a uid of its own from this range. */
+  harnessUids: { first: number; last: number };
 }
+
+export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
+export type HarnessSandboxMode = (typeof HARNESS_SANDBOX_MODES)[number];
+
+/**
+ * Variables a harness never gets, even when HARNESS_ENV_ALLOW names them: the service's own
+ * configuration and credentials (every variable read here, a worker's API key, libpq's).
+ */
+const SERVICE_VARIABLES = [
+  'PORT',
+  'HOST',
+  'DATABASE_URL',
+  'DATA_DIR',
+  'FACTORY_REPO',
+  'FACTORY_BRANCH',
+  'FACTORY_POLL_SECONDS',
+  'SECRETS_KEY',
+  'PUBLIC_BASE_URL',
+  'WEBHOOK_BASE_URL',
+  'REDIS_URL',
+  'WEBHOOK_RATE_LIMIT_PER_MINUTE',
+  'LOG_LEVEL',
+  'WORKER_CONCURRENCY',
+  'WORKER_LEASE_SECONDS',
+  'HARNESS_COMMAND',
+  'HARNESS_KILL_GRACE_MS',
+  'IDLE_TIMEOUT_MINUTE_MS',
+  'HARNESS_SANDBOX',
+  'HARNESS_ENV_ALLOW',
+  'HARNESS_UID',
+  'HARNESS_UIDS',
+];
+const refusedInHarness = (name: string) =>
+  SERVICE_VARIABLES.includes(name) || name.startsWith('FACTORYD_') || name.startsWith('PG');
 
 export class ConfigError extends Error {
   constructor(
@@ -83,7 +125,53 @@ export function loadConfig(env: Env = process.env): Config {
       str(env, 'HARNESS_COMMAND') ?? `"${process.execPath}" "${fromRoot('examples', 'harness', 'agent.js')}"`,
     harnessKillGraceMs: int(env, 'HARNESS_KILL_GRACE_MS', 3000, 0, 600_000),
     idleMinuteMs: int(env, 'IDLE_TIMEOUT_MINUTE_MS', 60_000, 100, 60_000),
+    harnessSandbox:
+      str(env, 'HARNESS_SANDBOX') === undefined
+        ? undefined
+        : oneOf(env, 'HARNESS_SANDBOX', HARNESS_SANDBOX_MODES, 'none'),
+    harnessEnvAllow: harnessEnvAllow(env),
+    harnessUser: harnessUser(env),
+    harnessUids: harnessUids(env),
   };
+}
+
+function harnessEnvAllow(env: Env): string[] {
+  const names = (str(env, 'HARNESS_ENV_ALLOW') ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new ConfigError('HARNESS_ENV_ALLOW', `"${name}" is not a variable name (comma-separated names)`);
+    if (refusedInHarness(name))
+      throw new ConfigError(
+        'HARNESS_ENV_ALLOW',
+        `${name} is the service's own configuration or a credential (FACTORYD_*, PG*, factoryd's variables) and never goes to a harness`,
+      );
+  }
+  return names;
+}
+
+/** `first-last`: uids no account on the machine uses (default 1900000-1904095, 4096 harnesses at once). */
+function harnessUids(env: Env): { first: number; last: number } {
+  const v = str(env, 'HARNESS_UIDS') ?? '1900000-1904095';
+  const m = /^(\d+)-(\d+)$/.exec(v);
+  const first = m ? Number(m[1]) : NaN;
+  const last = m ? Number(m[2]) : NaN;
+  if (!m || first < 1 || last < first || last > 2 ** 32 - 2)
+    throw new ConfigError('HARNESS_UIDS', `must be a range of uids FIRST-LAST above 0, got "${v}"`);
+  return { first, last };
+}
+
+/** `uid` or `uid:gid` (the gid defaults to the uid); 65534 (nobody) by default. */
+function harnessUser(env: Env): { uid: number; gid: number } {
+  const v = str(env, 'HARNESS_UID') ?? '65534';
+  const m = /^(\d+)(?::(\d+))?$/.exec(v);
+  const uid = m ? Number(m[1]) : NaN;
+  const gid = m?.[2] !== undefined ? Number(m[2]) : uid;
+  if (!m || uid < 1 || gid < 1 || uid > 2 ** 32 - 2 || gid > 2 ** 32 - 2)
+    throw new ConfigError('HARNESS_UID', `must be a uid or uid:gid other than 0 (root), got "${v}"`);
+  return { uid, gid };
 }
 
 function str(env: Env, name: string): string | undefined {

@@ -50,6 +50,9 @@ class Launcher {
       // Its own process group: a Ctrl-C to the worker's group leaves the harnesses' stop to the worker.
       detached: true,
       execArgv: [],
+      // None of the service's configuration or credentials: a harness that could read this
+      // process's environment (/proc/<pid>/environ) finds nothing.
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     child.on('message', (report: LauncherReport) => this.receive(report));

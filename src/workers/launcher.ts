@@ -11,10 +11,20 @@
  * Plain Node built-ins only: it is started from the built file and must start fast.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { harnessOwner, harnessSpawn, leaseUid, releaseUid, type HarnessSandbox } from './sandbox.js';
 
 /** A file of the workspace: its path inside it (checked by the worker) and its content. */
 export interface WorkspaceFile {
@@ -26,10 +36,15 @@ export interface WorkspaceFile {
 /** What to start: a shell command line in a fresh workspace. */
 export interface HarnessSpec {
   command: string;
-  /** The workspace: made afresh with `files` before the spawn, removed once the run is done. */
+  /**
+   * The workspace: made afresh with `files` before the spawn (mode 0700, owned by the harness's
+   * user), removed once the run is done.
+   */
   cwd: string;
   files: WorkspaceFile[];
+  /** The harness's whole environment (sandbox.ts: harnessEnvironment); nothing of the launcher's own. */
   env: Record<string, string>;
+  sandbox: HarnessSandbox;
   /** SIGTERM, then SIGKILL this much later, when the harness is stopped or leaves processes behind. */
   graceMs: number;
   /** Written to the harness's stdin at once (its first input). */
@@ -68,8 +83,14 @@ const OUTPUT_EVERY_MS = 2;
 interface Job {
   child: ChildProcess;
   cwd: string;
+  /** Who owns the workspace (its uid decides whether the folder may be reused). */
+  owner: number;
   /** The group's id (the leader's pid); undefined if the spawn failed. */
   pgid?: number;
+  /** The leader is bwrap: the harness is a session of its own under the sandbox's init. */
+  inBwrap: boolean;
+  /** The uid leased for this harness (`user` mode), released once its group is gone. */
+  leased?: number;
   graceMs: number;
   /** When the group is stopped: SIGTERM now, SIGKILL from this time on. */
   killAt?: number;
@@ -81,21 +102,37 @@ const jobs = new Map<number, Job>();
 const send = (report: LauncherReport) => process.send!(report);
 
 function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
+  const leased = req.sandbox.mode === 'user' ? leaseUid(req.sandbox.uids) : undefined;
+  const owner = leased !== undefined ? { uid: leased, gid: leased } : harnessOwner(req.sandbox);
   try {
-    prepareWorkspace(req.cwd, req.files);
+    if (req.sandbox.mode === 'user' && leased === undefined)
+      throw new Error('every uid of HARNESS_UIDS is in use by a live harness');
+    prepareWorkspace(req.cwd, req.files, owner);
   } catch (err) {
+    if (leased !== undefined) releaseUid(leased);
     const message = `factoryd could not prepare the workspace: ${(err as Error).message}`;
     send({ t: 'done', id: req.id, code: 127, signal: null, lines: [[2, message]] });
     return;
   }
-  const child = spawn(req.command, {
-    shell: true,
+  const { file, args, uid, gid } = harnessSpawn(req.sandbox, req.command, req.cwd, owner);
+  const child = spawn(file, args, {
     cwd: req.cwd,
-    env: { ...process.env, ...req.env },
+    env: req.env,
+    uid,
+    gid,
     detached: true, // its own process group: a stop reaches every process the harness started
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  const job: Job = { child, pgid: child.pid, graceMs: req.graceMs, cwd: req.cwd, output: [] };
+  const job: Job = {
+    child,
+    pgid: child.pid,
+    inBwrap: req.sandbox.mode === 'bwrap',
+    leased,
+    owner: owner?.uid ?? process.getuid!(),
+    graceMs: req.graceMs,
+    cwd: req.cwd,
+    output: [],
+  };
   jobs.set(req.id, job);
   child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
   if (child.pid) send({ t: 'spawned', id: req.id, pid: child.pid });
@@ -126,7 +163,8 @@ function finish(id: number, exit: HarnessExit): void {
   // Out of its name before the worker hears of the end: once the worker knows, it may remove its folder.
   const retired = retire(job.cwd);
   send({ t: 'done', id, ...exit, lines: job.output });
-  if (retired) keepAsSpare(retired);
+  if (retired) keepAsSpare(retired, job.owner);
+  if (job.leased !== undefined) releaseUid(job.leased);
 }
 
 /**
@@ -135,13 +173,12 @@ function finish(id: number, exit: HarnessExit): void {
  * inode is checked against every inode the group freed recently, so a folder per run came to cost
  * more CPU than the fork itself (a third of the launcher's time in bench/runs-exec). Renaming
  * allocates nothing. A spare holds nothing of its last run: it is kept only once empty, with the
- * mode a new folder gets.
+ * mode a new folder gets (0700) and the owner it had.
  */
 const spares: string[] = [];
 const MAX_SPARES = 8;
 let retiredCount = 0;
-/** A new workspace folder's mode (from the umask), read off the first one made. */
-let freshMode: number | undefined;
+const WORKSPACE_MODE = 0o700;
 
 /** The workspace renamed out of the way (its spare-to-be), or removed if that failed. */
 function retire(cwd: string): string | undefined {
@@ -160,24 +197,29 @@ function retire(cwd: string): string | undefined {
  * up other spawns); an empty folder, the usual case, is checked at once, which costs less than a
  * round through the pool.
  */
-function keepAsSpare(dir: string): void {
+function keepAsSpare(dir: string, owner: number): void {
   let left: string[];
   try {
     left = readdirSync(dir);
   } catch {
     return discard(dir);
   }
-  if (!left.length) return keepIfFresh(dir);
+  if (!left.length) return keepIfFresh(dir, owner);
   void Promise.all(left.map((e) => rm(join(dir, e), { recursive: true, force: true }))).then(
-    () => keepIfFresh(dir),
+    () => keepIfFresh(dir, owner),
     () => discard(dir),
   );
 }
 
-function keepIfFresh(dir: string): void {
+function keepIfFresh(dir: string, owner: number): void {
   try {
     const st = lstatSync(dir);
-    if (spares.length < MAX_SPARES && st.isDirectory() && (st.mode & 0o7777) === freshMode) {
+    if (
+      spares.length < MAX_SPARES &&
+      st.isDirectory() &&
+      (st.mode & 0o7777) === WORKSPACE_MODE &&
+      st.uid === owner
+    ) {
       spares.push(dir);
       return;
     }
@@ -191,19 +233,40 @@ function discard(dir: string): void {
   void rm(dir, { recursive: true, force: true }).catch(() => undefined);
 }
 
-/** The workspace afresh (anything left from an earlier try of this execution goes) with its files. */
-function prepareWorkspace(cwd: string, files: WorkspaceFile[]): void {
+/**
+ * The workspace afresh (anything left from an earlier try of this execution goes) with its files,
+ * all of it the harness's user's and no one else's.
+ */
+function prepareWorkspace(cwd: string, files: WorkspaceFile[], owner?: { uid: number; gid: number }): void {
   if (!fromSpare(cwd)) {
-    if (mkdirSync(cwd, { recursive: true }) === undefined) {
+    mkdirSync(dirname(cwd), { recursive: true });
+    try {
+      mkdirSync(cwd, { mode: WORKSPACE_MODE });
+    } catch {
       rmSync(cwd, { recursive: true, force: true });
-      mkdirSync(cwd, { recursive: true });
+      mkdirSync(cwd, { mode: WORKSPACE_MODE });
     }
-    freshMode ??= lstatSync(cwd).mode & 0o7777;
   }
+  // Also a spare's: it kept its last owner, which may not be this run's.
+  if (owner) chownSync(cwd, owner.uid, owner.gid);
+  const made = new Set<string>([cwd]);
+  const own = (path: string) => owner && chownSync(path, owner.uid, owner.gid);
   for (const f of files) {
     const path = join(cwd, f.path);
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, Buffer.from(f.data, f.encoding));
+    for (let dir = dirname(path), todo: string[] = []; ; dir = dirname(dir)) {
+      if (made.has(dir)) {
+        for (const d of todo.reverse()) {
+          mkdirSync(d, { mode: WORKSPACE_MODE });
+          own(d);
+          made.add(d);
+        }
+        break;
+      }
+      if (dir === dirname(dir)) throw new Error(`${f.path} is not inside the workspace`);
+      todo.push(dir);
+    }
+    writeFileSync(path, Buffer.from(f.data, f.encoding), { mode: 0o600 });
+    own(path);
   }
 }
 
@@ -252,7 +315,7 @@ function lines(id: number, job: Job, stream: Readable, s: 1 | 2): Promise<void> 
   });
 }
 
-/** SIGTERM to the group, SIGKILL once the grace period is over. */
+/** SIGTERM to the harness's group, SIGKILL once the grace period is over. */
 function stop(job: Job): void {
   job.killAt ??= Date.now() + job.graceMs;
   signal(job, Date.now() < job.killAt ? 'SIGTERM' : 'SIGKILL');
@@ -278,10 +341,27 @@ function groupAlive(job: Job): boolean {
 
 function signal(job: Job, sig: NodeJS.Signals): void {
   if (!job.pgid) return;
+  // In bwrap, SIGTERM goes to the harness's session (bwrap's init made it): bwrap itself ends at
+  // SIGTERM, and its sandbox with it at once, which would leave the harness no grace. SIGKILL, or a
+  // harness not started yet, goes to bwrap, and ends everything in its sandbox.
+  const session = job.inBwrap ? sandboxSession(job.pgid) : undefined;
+  for (const group of [session, sig === 'SIGKILL' || !session ? job.pgid : undefined]) {
+    if (group)
+      try {
+        process.kill(-group, sig);
+      } catch {
+        /* the group is gone */
+      }
+  }
+}
+
+/** The sandbox's init (bwrap's only child), whose pid is the harness's session and group. */
+function sandboxSession(bwrapPid: number): number | undefined {
   try {
-    process.kill(-job.pgid, sig);
+    const init = Number(readFileSync(`/proc/${bwrapPid}/task/${bwrapPid}/children`, 'utf8').split(' ')[0]);
+    return init > 0 ? init : undefined;
   } catch {
-    /* the group is gone */
+    return undefined;
   }
 }
 

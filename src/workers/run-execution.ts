@@ -3,6 +3,7 @@ import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
 import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
 import { HarnessProcess } from './harness-process.js';
 import type { WorkspaceFile } from './launcher.js';
+import { harnessEnvironment, type HarnessSandbox } from './sandbox.js';
 
 export interface ExecutionOptions {
   harnessCommand: string;
@@ -11,6 +12,10 @@ export interface ExecutionOptions {
   workspaceRoot: string;
   /** How long one minute of `idle_timeout_minutes` lasts (Config.idleMinuteMs). */
   idleMinuteMs: number;
+  /** How harnesses are confined (sandbox.ts). */
+  sandbox: HarnessSandbox;
+  /** HARNESS_ENV_ALLOW: the service's variables a harness also gets. */
+  envAllow: readonly string[];
 }
 
 const LAST_LINES = 20;
@@ -56,7 +61,8 @@ export class RunExecution {
           command: a.harness_command ?? this.opts.harnessCommand,
           cwd: this.workspace,
           files: this.workspaceFiles(),
-          env: this.env(),
+          env: harnessEnvironment(this.env(), this.workspace, this.opts.envAllow),
+          sandbox: this.opts.sandbox,
           graceMs: this.opts.killGraceMs,
           stdin: encodeInput({
             type: 'prompt',

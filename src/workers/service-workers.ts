@@ -1,12 +1,14 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { Config } from '../config/config.js';
+import { ConfigError, type Config } from '../config/config.js';
 import { newUid } from '../common/ids.js';
+import { PACKAGE_ROOT } from '../common/paths.js';
 import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { DirectBackend } from './direct-backend.js';
 import type { ExecutionOptions } from './run-execution.js';
 import type { RunWakeups } from './run-wakeups.js';
+import { chooseSandbox, SandboxUnavailable, type SandboxChoice } from './sandbox.js';
 import { WorkerPool } from './worker-pool.js';
 import type { WorkerRunsService } from './worker-runs.service.js';
 
@@ -15,13 +17,40 @@ export const heartbeatMs = (config: Config) =>
   Math.max(200, Math.floor((config.workerLeaseSeconds * 1000) / 3));
 const SAFETY_POLL_MS = 2000;
 
-/** How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`. */
+/**
+ * How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`,
+ * in the sandbox chosen for them (once: `harnessSandbox` is what the start logs).
+ */
 export const executionOptions = (config: Config, workspaceRoot: string): ExecutionOptions => ({
   harnessCommand: config.harnessCommand,
   killGraceMs: config.harnessKillGraceMs,
   idleMinuteMs: config.idleMinuteMs,
   workspaceRoot,
+  sandbox: harnessSandbox(config, workspaceRoot).sandbox,
+  envAllow: config.harnessEnvAllow,
 });
+
+/** The sandbox of harnesses with workspaces under `workspaceRoot` (probed on the first call). */
+export function harnessSandbox(config: Config, workspaceRoot: string): SandboxChoice {
+  try {
+    return chooseSandbox(
+      {
+        requested: config.harnessSandbox,
+        harnessUser: config.harnessUser,
+        harnessUids: config.harnessUids,
+        dataDir: config.dataDir,
+        packageRoot: PACKAGE_ROOT.replace(/\/$/, ''),
+      },
+      workspaceRoot,
+    );
+  } catch (err) {
+    if (err instanceof SandboxUnavailable) throw new ConfigError('HARNESS_SANDBOX', err.message);
+    throw err;
+  }
+}
+
+/** Workspaces of service-hosted workers. */
+export const serviceWorkspaceRoot = (config: Config) => join(config.dataDir, 'workspaces');
 
 export interface Housekeeping {
   stop(): Promise<void>;
@@ -74,7 +103,7 @@ export function startServiceHostedPool(
     teamId: null,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
-    ...executionOptions(config, join(config.dataDir, 'workspaces')),
+    ...executionOptions(config, serviceWorkspaceRoot(config)),
     concurrency,
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -28,9 +28,11 @@ export interface WorkerFolder {
  */
 export function openWorkerFolder(root: string, workerId: string, scope: string): WorkerFolder {
   const dir = join(root, workerId.replace(/[^A-Za-z0-9._-]/g, '_'));
-  mkdirSync(dir, { recursive: true });
+  // Harnesses pass through it to their workspaces; none may list the others'.
+  mkdirSync(dir, { recursive: true, mode: 0o711 });
+  chmodSync(dir, 0o711);
   const record: WorkerRecord = { worker_id: workerId, scope, hostname: hostname(), pid: process.pid };
-  writeFileSync(join(dir, RECORD), JSON.stringify(record));
+  writeFileSync(join(dir, RECORD), JSON.stringify(record), { mode: 0o600 });
   const predecessors: WorkerFolder['predecessors'] = [];
   for (const entry of readdirSync(root, { withFileTypes: true })) {
     const other = join(root, entry.name);

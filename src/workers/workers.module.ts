@@ -12,7 +12,13 @@ import { Database } from '../database/database.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { RunWakeups } from './run-wakeups.js';
-import { startHousekeeping, startServiceHostedPool, type Housekeeping } from './service-workers.js';
+import {
+  harnessSandbox,
+  serviceWorkspaceRoot,
+  startHousekeeping,
+  startServiceHostedPool,
+  type Housekeeping,
+} from './service-workers.js';
 import type { WorkerPool } from './worker-pool.js';
 import { WorkerRunsService } from './worker-runs.service.js';
 import { WorkersController } from './workers.controller.js';
@@ -36,8 +42,11 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       this.log.warn(`worker: ${err instanceof Error ? err.message : String(err)}`);
     await this.wakeups.start();
     this.housekeeping = startHousekeeping(this.service, this.config, onError);
-    if (this.config.workerConcurrency > 0)
+    if (this.config.workerConcurrency > 0) {
+      const sandbox = harnessSandbox(this.config, serviceWorkspaceRoot(this.config));
+      this.log.log(`harness sandbox: ${sandbox.description}`);
       this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError);
+    }
   }
 
   /** Before HTTP closes: closing the wake-ups ends the self-hosted workers' long polls, which HTTP would wait for. */

@@ -40,8 +40,14 @@ export function registerWorkerCommands(program: Command): void {
 async function runWorker(opts: WorkerOptions): Promise<void> {
   const config = loadConfig();
   // Loaded for this command only: other commands start without them (they bring in NestJS).
-  const { executionOptions, heartbeatMs, startHousekeeping, startServiceHostedPool } =
-    await import('../../workers/service-workers.js');
+  const {
+    executionOptions,
+    harnessSandbox,
+    heartbeatMs,
+    serviceWorkspaceRoot,
+    startHousekeeping,
+    startServiceHostedPool,
+  } = await import('../../workers/service-workers.js');
   const concurrency = opts.concurrency ? Number(opts.concurrency) : Math.max(config.workerConcurrency, 1);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)
     throw new Error(`--concurrency must be a whole number from 1 to 256, got "${opts.concurrency}"`);
@@ -56,10 +62,16 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     const apiKey = opts.apiKey ?? process.env.FACTORYD_API_KEY;
     if (!opts.api || !apiKey)
       throw new Error('--worker-host needs --api URL and --api-key KEY (or FACTORYD_API_KEY)');
+    // The key out of the command line, which any process on the machine may read (/proc/<pid>/cmdline).
+    if (opts.apiKey) process.title = 'factoryd worker';
     const api = opts.api.replace(/\/+$/, '');
     const workerId = `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`;
+    const workspaceRoot = join(tmpdir(), 'factoryd-workspaces');
+    process.stderr.write(
+      `factoryd worker: harness sandbox: ${harnessSandbox(config, workspaceRoot).description}\n`,
+    );
     const pool = new WorkerPool(new HttpBackend(api, apiKey, workerId, opts.workerHost), {
-      ...executionOptions(config, join(tmpdir(), 'factoryd-workspaces')),
+      ...executionOptions(config, workspaceRoot),
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
       heartbeatMs: Math.min(1000, heartbeatMs(config)),
@@ -87,6 +99,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     const wakeups = new RunWakeups(db);
     await wakeups.start();
     const housekeeping = startHousekeeping(service, cfg, log);
+    const sandbox = harnessSandbox(cfg, serviceWorkspaceRoot(cfg)).description;
+    process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}\n`);
     const pool = startServiceHostedPool(db, service, wakeups, cfg, log, concurrency);
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
     await untilSignal();

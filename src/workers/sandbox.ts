@@ -1,0 +1,311 @@
+/**
+ * The harness sandbox: what a harness can reach of the machine that runs it (docs/security.md, "The
+ * harness sandbox"). A harness is a team's agent, and teams trust each other with nothing: it gets an
+ * allow-listed environment, a workspace no other run can read, and, where the machine allows, a
+ * bubblewrap sandbox (own PID namespace, the file system read-only except its workspace, the
+ * service's folders not there at all) as an unprivileged user.
+ *
+ * The launcher (launcher.ts) imports this file: plain Node built-ins only.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, sep } from 'node:path';
+
+export type HarnessSandbox =
+  | { mode: 'none' }
+  /**
+   * The service is root; each live harness runs as a uid of its own from `uids` (its gid the same
+   * number), leased by the launcher for the harness's life (leaseUid).
+   */
+  | { mode: 'user'; uids: { first: number; last: number } }
+  /**
+   * Inside bubblewrap (`bwrap`, an absolute path), as `uid`/`gid` when the service is root (else as the
+   * service's user); `mounts`: what hides the service's folders, before the workspace is bound in.
+   */
+  | { mode: 'bwrap'; bwrap: string; uid?: number; gid?: number; mounts: string[] };
+
+/**
+ * Who owns a workspace and runs its harness when that is fixed: bwrap's user. Undefined for the
+ * service's own user, and in `user` mode, where the launcher leases a uid per harness (leaseUid).
+ */
+export function harnessOwner(s: HarnessSandbox): { uid: number; gid: number } | undefined {
+  return s.mode === 'bwrap' && s.uid !== undefined ? { uid: s.uid, gid: s.gid! } : undefined;
+}
+
+/**
+ * Namespaces and ties of every bwrap sandbox: its own PID namespace (its /proc shows its own processes
+ * only) and IPC namespace, SIGKILL when the launcher dies, and a session of its own (no terminal to
+ * push input into). The network is shared: an agent needs its model's API.
+ */
+const BWRAP_ISOLATION = ['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session'];
+
+/** The program and arguments that start the shell command line `command` in `cwd`, confined. */
+export function harnessSpawn(
+  s: HarnessSandbox,
+  command: string,
+  cwd: string,
+  owner = harnessOwner(s),
+): { file: string; args: string[]; uid?: number; gid?: number } {
+  if (s.mode !== 'bwrap') return { file: '/bin/sh', args: ['-c', command], ...owner };
+  return {
+    file: s.bwrap,
+    args: [
+      ...s.mounts,
+      '--bind',
+      cwd,
+      cwd,
+      '--chdir',
+      cwd,
+      ...BWRAP_ISOLATION,
+      '--',
+      '/bin/sh',
+      '-c',
+      command,
+    ],
+    ...owner,
+  };
+}
+
+/** What every harness gets of the service's environment, besides the names the operator allows. */
+const BASICS = ['PATH', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'TZ', 'TERM'];
+
+/**
+ * A harness's whole environment: the basics and the operator's HARNESS_ENV_ALLOW names (config.ts
+ * refuses the service's own variables there) from the service's environment, HOME in the workspace,
+ * and the run's own variables.
+ */
+export function harnessEnvironment(
+  run: Record<string, string>,
+  workspace: string,
+  allow: readonly string[],
+  from: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of [...BASICS, ...allow]) if (from[name] !== undefined) env[name] = from[name];
+  return { ...env, HOME: workspace, ...run };
+}
+
+export interface SandboxChoice {
+  sandbox: HarnessSandbox;
+  /** For the start's log: the mode and why. */
+  description: string;
+}
+
+export interface SandboxSettings {
+  /** HARNESS_SANDBOX; undefined: the strongest that works here. */
+  requested?: 'bwrap' | 'user' | 'none';
+  harnessUser: { uid: number; gid: number };
+  harnessUids: { first: number; last: number };
+  /** Where the service keeps its state (DATA_DIR): never visible in a bwrap sandbox. */
+  dataDir: string;
+  /** The package's own folder (the examples harnesses run from): visible, read-only. */
+  packageRoot: string;
+}
+
+const chosen = new Map<string, SandboxChoice>();
+
+/**
+ * The sandbox for harnesses with workspaces under `workspaceRoot`: HARNESS_SANDBOX, or the strongest
+ * this machine runs (bwrap is tried once, with a harness's own mounts: it may be installed yet unable
+ * to make namespaces). An explicit mode that cannot work stops the start (SandboxUnavailable). Also
+ * makes the workspace root reachable by the harnesses' user but not listable.
+ */
+export function chooseSandbox(settings: SandboxSettings, workspaceRoot: string): SandboxChoice {
+  const key = `${settings.requested ?? ''}:${workspaceRoot}`;
+  let choice = chosen.get(key);
+  if (!choice) chosen.set(key, (choice = choose(settings, workspaceRoot)));
+  return choice;
+}
+
+export class SandboxUnavailable extends Error {}
+
+function choose(settings: SandboxSettings, workspaceRoot: string): SandboxChoice {
+  const { requested } = settings;
+  const root = process.getuid?.() === 0;
+  const user = root ? settings.harnessUser : undefined;
+  prepareWorkspaceRoot(workspaceRoot, settings.dataDir, user);
+  if (requested === 'none') return { sandbox: { mode: 'none' }, description: 'none (HARNESS_SANDBOX=none)' };
+  const asUser = user
+    ? `as uid ${user.uid}:${user.gid}`
+    : `as the service's own user (not root: HARNESS_UID does not apply)`;
+  let bwrapFailure = '';
+  if (requested === undefined || requested === 'bwrap') {
+    const sandbox = bwrapSandbox(settings, workspaceRoot, user);
+    bwrapFailure = typeof sandbox === 'string' ? sandbox : '';
+    if (typeof sandbox !== 'string') return { sandbox, description: `bwrap, ${asUser}` };
+    if (requested === 'bwrap') throw new SandboxUnavailable(`bwrap cannot run here: ${bwrapFailure}`);
+  }
+  const fallback = bwrapFailure ? ` (bwrap cannot run here: ${bwrapFailure})` : '';
+  if (user) {
+    const { first, last } = settings.harnessUids;
+    mkdirSync(UID_LEASES, { recursive: true, mode: 0o700 });
+    return {
+      sandbox: { mode: 'user', uids: settings.harnessUids },
+      description: `user, each harness as a uid of its own from ${first}-${last}${fallback}`,
+    };
+  }
+  if (requested === 'user')
+    throw new SandboxUnavailable('user needs the service to run as root (to switch to HARNESS_UID)');
+  return {
+    sandbox: { mode: 'none' },
+    description: `none: harnesses run as the service's own user, unconfined${fallback}`,
+  };
+}
+
+/**
+ * The workspace root (and, when it lies in DATA_DIR, DATA_DIR and the folders between) may be
+ * traversed by the harnesses' user, never listed; DATA_DIR's managed repositories are the service's
+ * alone (a harness outside bwrap could otherwise read them by path).
+ */
+function prepareWorkspaceRoot(
+  workspaceRoot: string,
+  dataDir: string,
+  user: { uid: number; gid: number } | undefined,
+): void {
+  mkdirSync(workspaceRoot, { recursive: true, mode: 0o711 });
+  chmodSync(workspaceRoot, 0o711);
+  if (!user || !(workspaceRoot + sep).startsWith(dataDir + sep)) return;
+  for (let dir = dirname(workspaceRoot); (dir + sep).startsWith(dataDir + sep); dir = dirname(dir))
+    chmodSync(dir, (statSync(dir).mode & 0o700) | 0o011);
+  mkdirSync(join(dataDir, 'factories'), { recursive: true, mode: 0o700 });
+  chmodSync(join(dataDir, 'factories'), 0o700);
+}
+
+/** A bwrap sandbox that was seen to start a shell in a workspace here, or why it cannot. */
+function bwrapSandbox(
+  settings: SandboxSettings,
+  workspaceRoot: string,
+  user: { uid: number; gid: number } | undefined,
+): HarnessSandbox | string {
+  const bwrap = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p));
+  if (!bwrap) return 'not installed (Debian: apt-get install bubblewrap)';
+  const sandbox: HarnessSandbox = {
+    mode: 'bwrap',
+    bwrap,
+    ...user,
+    mounts: hidingMounts(settings, workspaceRoot),
+  };
+  const probe = mkdtempSync(join(workspaceRoot, '.sandbox-probe-'));
+  try {
+    chmodSync(probe, 0o700);
+    if (user) chownSync(probe, user.uid, user.gid);
+    const { file, args, uid, gid } = harnessSpawn(sandbox, 'touch ok', probe);
+    const out = spawnSync(file, args, {
+      uid,
+      gid,
+      env: { PATH: process.env.PATH },
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    if (out.status === 0 && existsSync(join(probe, 'ok'))) return sandbox;
+    return (out.stderr || out.error?.message || `exit ${out.status ?? out.signal}`).trim().split('\n')[0]!;
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The whole file system read-only; a private /tmp; empty folders over the service's home (a non-root
+ * service's user keeps its credentials there), DATA_DIR (database cluster, secrets key, managed
+ * repositories, workspaces), the package's `var` and the workspace root. The package and Node.js stay
+ * visible where they lie in a hidden folder: the example harnesses run from them.
+ */
+function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[] {
+  const mounts = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  const hidden = ['/tmp'];
+  const inside = (path: string, dir: string) => (path + sep).startsWith(dir + sep);
+  const home = homedir();
+  if (process.getuid?.() !== 0 && home !== '/' && existsSync(home)) {
+    mounts.push('--tmpfs', home);
+    hidden.push(home);
+    for (const keep of [settings.packageRoot, dirname(dirname(process.execPath))])
+      if (inside(keep, home)) mounts.push('--ro-bind', keep, keep);
+  }
+  for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot]) {
+    if (!existsSync(hide) || hidden.some((h) => inside(hide, h) && !inside(settings.packageRoot, h)))
+      continue;
+    mounts.push('--tmpfs', hide);
+    hidden.push(hide);
+  }
+  return mounts;
+}
+
+/**
+ * Leases of `user` mode's uids, one file per uid in use holding its launcher's pid, shared by every
+ * worker on the machine (all root). A lease whose launcher is gone is taken over.
+ */
+const UID_LEASES = '/run/factoryd/harness-uids';
+
+/** A uid of `uids` no live harness on this machine runs as, leased to the caller; undefined if none is free. */
+export function leaseUid(uids: { first: number; last: number }): number | undefined {
+  const count = uids.last - uids.first + 1;
+  const start = Math.floor(Math.random() * count); // launchers rarely try the same uids
+  for (let i = 0; i < count; i++) {
+    const uid = uids.first + ((start + i) % count);
+    if (tryLease(uid) || (leaseIsStale(uid) && tryLease(uid))) return uid;
+  }
+  return undefined;
+}
+
+function tryLease(uid: number): boolean {
+  try {
+    const fd = openSync(`${UID_LEASES}/${uid}`, 'wx', 0o600);
+    writeSync(fd, String(process.pid));
+    closeSync(fd);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      mkdirSync(UID_LEASES, { recursive: true, mode: 0o700 });
+    return false;
+  }
+}
+
+/** The lease's launcher is gone (killed): the lease is removed, and every process of the uid killed. */
+function leaseIsStale(uid: number): boolean {
+  try {
+    const pid = Number(readFileSync(`${UID_LEASES}/${uid}`, 'utf8'));
+    if (pid > 0 && pid !== process.pid) process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') return false;
+    killAllOf(uid);
+    rmSync(`${UID_LEASES}/${uid}`, { force: true });
+    return true;
+  }
+}
+
+/**
+ * Ends the lease once the harness is gone, and with it every process still running as its uid (one
+ * that left the harness's process group): the uid's next harness must find nothing of this run.
+ */
+export function releaseUid(uid: number): void {
+  const kill = spawn('/bin/sh', ['-c', 'kill -9 -1'], { uid, gid: uid, stdio: 'ignore', env: {} });
+  const release = () => {
+    try {
+      unlinkSync(`${UID_LEASES}/${uid}`);
+    } catch {
+      /* already gone */
+    }
+  };
+  kill.once('exit', release);
+  kill.once('error', release);
+}
+
+/** kill(-1) as `uid`: SIGKILL to every process that runs as it. */
+function killAllOf(uid: number): void {
+  spawnSync('/bin/sh', ['-c', 'kill -9 -1'], { uid, gid: uid, stdio: 'ignore', env: {} });
+}
