@@ -36,6 +36,12 @@ export interface Config {
    * shorten it so that the 1–60 minutes callers may ask for can be exercised in seconds.
    */
   idleMinuteMs: number;
+  /** The request line and headers must arrive within this (ms). */
+  httpHeadersTimeoutMs: number;
+  /** The whole request, headers and body, must arrive within this (ms); then 408 and the connection closes. */
+  httpRequestTimeoutMs: number;
+  /** An idle keep-alive connection closes after this (ms); above a load balancer's own idle timeout. */
+  httpKeepAliveTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -74,7 +80,22 @@ export function loadConfig(env: Env = process.env): Config {
       str(env, 'HARNESS_COMMAND') ?? `"${process.execPath}" "${fromRoot('examples', 'harness', 'agent.js')}"`,
     harnessKillGraceMs: int(env, 'HARNESS_KILL_GRACE_MS', 3000, 0, 600_000),
     idleMinuteMs: int(env, 'IDLE_TIMEOUT_MINUTE_MS', 60_000, 100, 60_000),
+    ...httpTimeouts(env),
   };
+}
+
+function httpTimeouts(env: Env) {
+  const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  // Node refuses to start with a headers timeout above the request timeout: say so by name.
+  const httpHeadersTimeoutMs = int(
+    env,
+    'HTTP_HEADERS_TIMEOUT_MS',
+    Math.min(10_000, httpRequestTimeoutMs),
+    100,
+    httpRequestTimeoutMs,
+  );
+  const httpKeepAliveTimeoutMs = int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 600_000);
+  return { httpHeadersTimeoutMs, httpRequestTimeoutMs, httpKeepAliveTimeoutMs };
 }
 
 function str(env: Env, name: string): string | undefined {
