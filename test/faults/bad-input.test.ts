@@ -93,7 +93,7 @@ describe('deep JSON', () => {
   it('a delivery nested 20,000 deep is Rejected (invalid JSON) with a message naming the depth', async () => {
     const res = await deliver(nested(20_000));
     expect(res.status).toBe(400);
-    expect((await res.json()).detail).toMatch(/nested more than 512 levels/);
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/nested more than 512 levels/);
     const [entry] = await deliveriesOf(t.service.db, hook.id);
     expect(entry!.status).toBe('rejected_invalid_json');
     // Its detail and Test filter answer, without a payload to recurse into.
