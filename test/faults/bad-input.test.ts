@@ -158,3 +158,29 @@ describe('constructor and __proto__ are ordinary keys', () => {
     expectNamed(res, '', /__proto__ is not a known field/);
   });
 });
+
+describe('forged cursors are a 400, never a database error', () => {
+  const forge = (...parts: unknown[]) => Buffer.from(JSON.stringify(parts)).toString('base64url');
+  const uuid = '00000000-0000-4000-8000-000000000000';
+  it.each([
+    [
+      'a delivery log page at a time that is no time',
+      () => `/api/v1/webhooks/${hook.uid}/deliveries?cursor=${forge('deliveries:', 'soon', uuid)}`,
+    ],
+    [
+      'an applies page at a time that is no time',
+      () =>
+        `/api/v1/factory/${factory.uid}/applies?cursor=${forge('factory-applies', '2026-02-30T00:00:00.000Z', uuid)}`,
+    ],
+    [
+      'a factory page after an id that is no UUID',
+      () => `/api/v1/factory?cursor=${forge('factories:name', 'a', 'no-uuid')}`,
+    ],
+    [
+      'a factory page after a name with NUL',
+      () => `/api/v1/factory?cursor=${forge('factories:name', 'a\u0000', uuid)}`,
+    ],
+  ])('%s', async (_what, path) => {
+    expectNamed(await t.call('GET', path()), 'cursor', /not a cursor issued by this server/);
+  });
+});

@@ -89,11 +89,35 @@ const KEYS = [
   'status',
   'include_deleted',
 ];
+/** A cursor as the server makes them (base64url JSON), holding what it never would. */
+const forgedCursor = fc
+  .tuple(
+    fc.constantFrom(
+      'deliveries:',
+      'factories:name',
+      'factory-applies',
+      'runs:updated_at:desc',
+      'runs:title:asc',
+    ),
+    fc.oneof(
+      nasty,
+      fc.integer(),
+      fc.constant(null),
+      fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+    ),
+    fc.oneof(nasty, fc.uuid()),
+  )
+  .map((parts) => Buffer.from(JSON.stringify(parts)).toString('base64url'));
+
 const query = fc
   .array(
     fc.tuple(
       fc.oneof(fc.constantFrom(...KEYS).map(encodeKey), nasty.map(encode)),
-      fc.oneof(nasty.map(encode), fc.constantFrom('%', '%ZZ', '1', '0', '-1', '501', 'QUEUED,BAD')),
+      fc.oneof(
+        nasty.map(encode),
+        fc.constantFrom('%', '%ZZ', '1', '0', '-1', '501', 'QUEUED,BAD'),
+        forgedCursor,
+      ),
     ),
     { maxLength: 4 },
   )
