@@ -46,7 +46,7 @@ describe('2,000 random malformed requests', () => {
       tally.set(`${hook}:${outcome}`, (tally.get(`${hook}:${outcome}`) ?? 0) + 1);
 
     const bodies = (): Buffer => {
-      switch (r.int(11)) {
+      switch (r.int(12)) {
         case 0:
           return Buffer.alloc(0);
         case 1:
@@ -65,9 +65,10 @@ describe('2,000 random malformed requests', () => {
           return Buffer.from('[' + '1,'.repeat(r.int(1000)) + '1]');
         case 8:
           return Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d]); // {"\xc3(":1} invalid UTF-8
-        case 9: {
+        case 9:
+        case 10: {
           // Valid JSON nested around the limit (512) and far past it.
-          const depth = r.pick([8, 511, 512, 513, 20_000]);
+          const depth = r.pick([8, 511, 512, 513, 20_000, 20_000]);
           return Buffer.from(`{"id":${r.int(1e9)},"deep":${'['.repeat(depth)}${']'.repeat(depth)}}`);
         }
         default:
