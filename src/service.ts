@@ -47,8 +47,8 @@ export async function startService(config: Config): Promise<RunningService> {
   });
   const routes: RunningService['routes'] = [];
   adapter.getInstance().addHook('onRoute', (route) => {
-    // Routes that exist only to refuse (the ingress's 405s and deep-path 404s) are not operations.
     applyBodyLimit(route);
+    // Routes that exist only to refuse (the ingress's 405s and deep-path 404s) are not operations.
     if ((route.config as { refusesOnly?: boolean } | undefined)?.refusesOnly) return;
     for (const method of [route.method].flat()) routes.push({ method, url: route.url });
   });

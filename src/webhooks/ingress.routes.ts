@@ -8,8 +8,8 @@ import { MethodNotAllowed } from './ingress-errors.js';
 import { IngressService, type BodyRead } from './ingress.service.js';
 
 /**
- * The ingress endpoints, registered straight on Fastify in their own scope: no JSON parser and no
- * 16 MiB API body limit apply; the body arrives as the raw stream, counted while it streams in.
+ * The ingress endpoints, registered straight on Fastify in their own scope: neither the API's JSON
+ * parser nor its body limits apply; the body arrives as the raw stream, counted while it streams in.
  * Responses are problem+json like the API (same ApiErrors, same body builder).
  */
 @Injectable()
