@@ -8,6 +8,11 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBeUndefined();
     expect(c.dataDir).toMatch(/var$/);
     expect(c.idleMinuteMs).toBe(60_000);
+    expect(c).toMatchObject({
+      httpHeadersTimeoutMs: 10_000,
+      httpRequestTimeoutMs: 30_000,
+      httpKeepAliveTimeoutMs: 72_000,
+    });
   });
 
   it('reads good values', () => {
@@ -48,6 +53,10 @@ describe('loadConfig', () => {
     ['SECRETS_KEY', 'c2hvcnQ=', /32 bytes encoded as base64/],
     ['IDLE_TIMEOUT_MINUTE_MS', '90000', /from 100 to 60000/],
     ['IDLE_TIMEOUT_MINUTE_MS', '1.5', /whole number/],
+    ['HTTP_REQUEST_TIMEOUT_MS', 'soon', /whole number/],
+    // Node refuses a headers timeout above the request timeout (30 s by default).
+    ['HTTP_HEADERS_TIMEOUT_MS', '40000', /from 100 to 30000/],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '10', /from 1000 to 600000/],
   ];
   it.each(bad)('rejects %s=%s with a ConfigError naming it', (name, value, reason) => {
     let err: unknown;
