@@ -9,6 +9,9 @@ import type { Config } from './config/config.js';
 import { openDatabase } from './database/data-source.js';
 import { startDatabaseServer, type DatabaseServer } from './database/database-server.js';
 import { Database } from './database/database.js';
+import { httpTimeouts } from './common/http-timeouts.js';
+import { parseJsonBody } from './common/json-body.js';
+import { applyBodyLimit, DEFAULT_BODY_LIMIT } from './common/route-config.js';
 import { Metrics } from './ops/metrics.js';
 import { installOpenApi } from './openapi.js';
 
@@ -26,15 +29,15 @@ export interface RunningService {
 
 /** Accepted from callers as a request id when it is short and plain; otherwise we make one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-/** Large enough for ten 1 MiB attachments in base64. */
-const API_BODY_LIMIT = 16 * 1024 * 1024;
 
 export async function startService(config: Config): Promise<RunningService> {
   const databaseServer = await startDatabaseServer(config);
   const dataSource = await openDatabase(databaseServer.url);
   const db = Database.fromDataSource(dataSource);
   const adapter = new FastifyAdapter({
-    bodyLimit: API_BODY_LIMIT,
+    // Each route's own limit where it declares one (@BodyLimit): see docs/run-api.md "Limits".
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    ...httpTimeouts(config),
     genReqId: (req: IncomingMessage) => {
       const given = req.headers['x-request-id'];
       const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
@@ -44,6 +47,7 @@ export async function startService(config: Config): Promise<RunningService> {
   });
   const routes: RunningService['routes'] = [];
   adapter.getInstance().addHook('onRoute', (route) => {
+    applyBodyLimit(route);
     // Routes that exist only to refuse (the ingress's 405s and deep-path 404s) are not operations.
     if ((route.config as { refusesOnly?: boolean } | undefined)?.refusesOnly) return;
     for (const method of [route.method].flat()) routes.push({ method, url: route.url });
@@ -53,6 +57,7 @@ export async function startService(config: Config): Promise<RunningService> {
     rawBody: true,
   });
   app.useLogger(app.get(Logger));
+  app.useBodyParser('application/json', {}, parseJsonBody);
   const metrics = app.get(Metrics);
   const fastify = app.getHttpAdapter().getInstance();
   fastify.addHook('onSend', async (req, reply) => {

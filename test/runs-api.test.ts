@@ -129,7 +129,12 @@ describe('POST /agent/runs and the alias /agent/run', () => {
       'metadata',
       /invalid key/,
     ],
-    ['a NUL in a metadata value', { prompt: 'x', metadata: { k: 'a\u0000b' } }, 'metadata.k', /must match/],
+    [
+      'a NUL in a metadata value',
+      { prompt: 'x', metadata: { k: 'a\u0000b' } },
+      'metadata.k',
+      /NUL character/,
+    ],
     [
       'a metadata value over 256 characters',
       { prompt: 'x', metadata: { k: 'v'.repeat(257) } },

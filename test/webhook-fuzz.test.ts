@@ -46,7 +46,7 @@ describe('2,000 random malformed requests', () => {
       tally.set(`${hook}:${outcome}`, (tally.get(`${hook}:${outcome}`) ?? 0) + 1);
 
     const bodies = (): Buffer => {
-      switch (r.int(10)) {
+      switch (r.int(12)) {
         case 0:
           return Buffer.alloc(0);
         case 1:
@@ -65,6 +65,12 @@ describe('2,000 random malformed requests', () => {
           return Buffer.from('[' + '1,'.repeat(r.int(1000)) + '1]');
         case 8:
           return Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d]); // {"\xc3(":1} invalid UTF-8
+        case 9:
+        case 10: {
+          // Valid JSON nested around the limit (512) and far past it.
+          const depth = r.pick([8, 511, 512, 513, 20_000, 20_000]);
+          return Buffer.from(`{"id":${r.int(1e9)},"deep":${'['.repeat(depth)}${']'.repeat(depth)}}`);
+        }
         default:
           return Buffer.from(JSON.stringify({ action: r.pick(['opened', 'closed']), id: r.int(50) }));
       }
@@ -168,7 +174,7 @@ describe('2,000 random malformed requests', () => {
       else if (res.status === 202) count(q.hook, 'delivered');
       else if (res.status === 401) count(q.hook, 'rejected_auth');
       else if (res.status === 413) count(q.hook, 'rejected_too_large');
-      else if (res.status === 400 && res.text.includes('not valid JSON'))
+      else if (res.status === 400 && /not valid JSON|nested more than/.test(res.text))
         count(q.hook, 'rejected_invalid_json');
     });
     for (const name of Object.keys(hooks) as HookName[]) {
@@ -188,6 +194,23 @@ describe('2,000 random malformed requests', () => {
       }
       expect(extra, `${name}: log entries without an answer`).toBeLessThanOrEqual(unanswered);
       expect(log.length).toBeGreaterThan(0);
+    }
+    // Every Accepted entry is served back: its detail (with the payload) and a Test filter against it.
+    const accepted = (await deliveriesOf(t.service.db, hooks.token.id)).filter(
+      (e) => e.status === 'accepted',
+    );
+    expect(accepted.length).toBeGreaterThan(0);
+    for (let i = 0; i < accepted.length; i += 25) {
+      const served = await Promise.all(
+        accepted.slice(i, i + 25).flatMap((e) => [
+          t.call('GET', `/api/v1/webhooks/${hooks.token.uid}/deliveries/${e.id}`),
+          t.call('POST', `/api/v1/webhooks/${hooks.token.uid}/test-filter`, {
+            delivery: e.id,
+            filter: { payload: { deep: { exists: true } } },
+          }),
+        ]),
+      );
+      expect(served.map((s) => s.status).filter((s) => s !== 200)).toEqual([]);
     }
     expect(JSON.stringify(await t.service.db.query(`SELECT headers FROM deliveries`))).not.toContain(
       hooks.token.secret,

@@ -1,4 +1,5 @@
 import {
+  applyDecorators,
   type CanActivate,
   createParamDecorator,
   type ExecutionContext,
@@ -8,52 +9,48 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { NotAuthorized } from '../common/problem.js';
+import { routeConfig } from '../common/route-config.js';
 import type { Scope } from './api-key.js';
 import type { AuthContext } from './auth-context.js';
-import { AuthService } from './auth.service.js';
 
 const SCOPE_KEY = 'factoryd:scope';
 const PUBLIC_KEY = 'factoryd:public';
 
-/** The scope a route needs. Every route states one, or is marked @Public(): the guard denies by default. */
-export const RequireScope = (scope: Scope) => SetMetadata(SCOPE_KEY, scope);
+/**
+ * The scope a route needs. Every route states one, or is marked @Public(): the guard denies by
+ * default. The scope also goes into the route's Fastify config, where ApiEdge checks the key before
+ * the body is read.
+ */
+export const RequireScope = (scope: Scope) =>
+  applyDecorators(SetMetadata(SCOPE_KEY, scope), routeConfig({ scope }));
 /** No API key needed (health, schemas, webhook ingress, which authenticates its own way). */
 export const Public = () => SetMetadata(PUBLIC_KEY, true);
 
 type AuthedRequest = FastifyRequest & { auth?: AuthContext };
 
-/** The caller resolved by ApiKeyGuard. */
+/** The caller resolved by ApiEdge. */
 export const Auth = createParamDecorator((_: unknown, ctx: ExecutionContext): AuthContext => {
   const auth = ctx.switchToHttp().getRequest<AuthedRequest>().auth;
-  if (!auth) throw new Error('@Auth() on a route without ApiKeyGuard');
+  if (!auth) throw new Error('@Auth() on a route without @RequireScope');
   return auth;
 });
 
+/**
+ * Denies by default: a route states a scope (whose key ApiEdge has already authenticated and
+ * authorized, before the body was read) or is @Public().
+ */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
-  constructor(
-    @Inject(Reflector) private readonly reflector: Reflector,
-    @Inject(AuthService) private readonly auth: AuthService,
-  ) {}
+  constructor(@Inject(Reflector) private readonly reflector: Reflector) {}
 
-  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+  canActivate(ctx: ExecutionContext): boolean {
     const targets = [ctx.getHandler(), ctx.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
-    const scope = this.reflector.getAllAndOverride<Scope | undefined>(SCOPE_KEY, targets);
-    if (!scope) throw new Error(`route ${ctx.getClass().name}.${ctx.getHandler().name} declares no scope`);
-    const req = ctx.switchToHttp().getRequest<AuthedRequest>();
-    const header = req.headers['x-team-uid'];
-    const auth = await this.auth.authenticate(
-      req.headers.authorization,
-      Array.isArray(header) ? header[0] : header,
-    );
-    if (!auth.scopes.has(scope)) {
-      throw new NotAuthorized(
-        `This API key lacks the scope ${scope} (it has ${[...auth.scopes].join(', ')}).`,
-      );
-    }
-    req.auth = auth;
+    const route = `${ctx.getClass().name}.${ctx.getHandler().name}`;
+    if (!this.reflector.getAllAndOverride<Scope | undefined>(SCOPE_KEY, targets))
+      throw new Error(`route ${route} declares no scope`);
+    if (!ctx.switchToHttp().getRequest<AuthedRequest>().auth)
+      throw new Error(`route ${route} was not authenticated by ApiEdge (is @RequireScope on its method?)`);
     return true;
   }
 }

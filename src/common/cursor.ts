@@ -1,4 +1,6 @@
+import { UUID_PATTERN } from './ids.js';
 import { invalidParam } from './problem.js';
+import { unstorableText } from './storable.js';
 
 /**
  * Opaque keyset cursors: the position after the last item of a page, base64url-encoded JSON.
@@ -33,7 +35,10 @@ export function decodeCursor(cursor: string, scope: string): CursorPosition {
     parsed.length !== 3 ||
     typeof parsed[0] !== 'string' ||
     !(typeof parsed[1] === 'string' || typeof parsed[1] === 'number' || parsed[1] === null) ||
-    typeof parsed[2] !== 'string'
+    (typeof parsed[1] === 'string' && unstorableText(parsed[1]) !== undefined) ||
+    typeof parsed[2] !== 'string' ||
+    // Every listing's tie-breaker is a UUID: anything else is forged, and must not reach the SQL.
+    !UUID_PATTERN.test(parsed[2])
   ) {
     throw invalidParam(
       'cursor',
@@ -47,6 +52,18 @@ export function decodeCursor(cursor: string, scope: string): CursorPosition {
     );
   }
   return { scope: parsed[0], key: parsed[1], id: parsed[2] };
+}
+
+/** The key of a cursor made from a timestamp's toISOString(); a forged one is a 400, not a database error. */
+export function isoKey(pos: CursorPosition): string {
+  const key = pos.key;
+  const date = typeof key === 'string' ? new Date(key) : undefined;
+  if (!date || Number.isNaN(date.getTime()) || date.toISOString() !== key)
+    throw invalidParam(
+      'cursor',
+      'cursor is not a cursor issued by this server; pass next_cursor from the previous page',
+    );
+  return key as string;
 }
 
 export interface PageInfo {

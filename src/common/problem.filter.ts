@@ -72,7 +72,9 @@ function statusOf(exception: unknown): number | undefined {
 
 function detailOf(exception: unknown, status: number, req: FastifyRequest): string {
   if (status === 404) return `No route ${req.method} ${req.url.split('?')[0]}.`;
-  const code = (exception as { code?: string }).code;
+  // Nest wraps Fastify's own errors (FST_ERR_…) in an HttpException whose cause is the original.
+  const fastifyError = exception as { code?: string; cause?: { code?: string } };
+  const code = fastifyError.code ?? fastifyError.cause?.code;
   if (
     code === 'FST_ERR_CTP_INVALID_JSON' ||
     code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
@@ -80,7 +82,8 @@ function detailOf(exception: unknown, status: number, req: FastifyRequest): stri
   ) {
     return 'The request body is not valid JSON.';
   }
-  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return 'The request body is too large.';
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return `The request body is larger than ${req.routeOptions.bodyLimit} bytes, the most this route accepts.`;
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return 'Send the body as application/json.';
   const message = exception instanceof Error ? exception.message : undefined;
   return message ?? BY_STATUS[status][1];

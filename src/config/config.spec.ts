@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, SERVICE_VARIABLES } from './config.js';
 
 describe('loadConfig', () => {
   it('has working defaults', () => {
@@ -8,8 +8,19 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBeUndefined();
     expect(c.dataDir).toMatch(/var$/);
     expect(c.idleMinuteMs).toBe(60_000);
+    expect(c).toMatchObject({
+      httpHeadersTimeoutMs: 10_000,
+      httpRequestTimeoutMs: 30_000,
+      httpKeepAliveTimeoutMs: 72_000,
+    });
     expect(c.gitTimeoutSeconds).toBe(60);
     expect(c.factoryRepoRoots).toEqual([]);
+  });
+
+  it('counts every variable it reads as the service’s own, never passed to a harness', () => {
+    const read = new Set<string>();
+    loadConfig(new Proxy({}, { get: (_, name) => void read.add(String(name)) }));
+    expect([...read].filter((name) => !SERVICE_VARIABLES.includes(name))).toEqual([]);
   });
 
   it('reads FACTORY_REPO_ROOTS as absolute folders separated by ":"', () => {
@@ -92,6 +103,10 @@ describe('loadConfig', () => {
     ['HARNESS_UID', '0', /other than 0/],
     ['HARNESS_UID', 'nobody', /uid or uid:gid/],
     ['HARNESS_UIDS', '5-1', /FIRST-LAST/],
+    ['HTTP_REQUEST_TIMEOUT_MS', 'soon', /whole number/],
+    // Node refuses a headers timeout above the request timeout (30 s by default).
+    ['HTTP_HEADERS_TIMEOUT_MS', '40000', /from 100 to 30000/],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '10', /from 1000 to 600000/],
   ];
   it.each(bad)('rejects %s=%s with a ConfigError naming it', (name, value, reason) => {
     let err: unknown;

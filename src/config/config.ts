@@ -51,6 +51,12 @@ export interface Config {
   harnessUser: { uid: number; gid: number };
   /** HARNESS_SANDBOX=user: each live harness runs as a uid of its own from this range. */
   harnessUids: { first: number; last: number };
+  /** The request line and headers must arrive within this (ms). */
+  httpHeadersTimeoutMs: number;
+  /** The whole request, headers and body, must arrive within this (ms); then 408 and the connection closes. */
+  httpRequestTimeoutMs: number;
+  /** An idle keep-alive connection closes after this (ms); above a load balancer's own idle timeout. */
+  httpKeepAliveTimeoutMs: number;
 }
 
 export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
@@ -60,7 +66,7 @@ export type HarnessSandboxMode = (typeof HARNESS_SANDBOX_MODES)[number];
  * Variables a harness never gets, even when HARNESS_ENV_ALLOW names them: the service's own
  * configuration and credentials (every variable read here, a worker's API key, libpq's).
  */
-const SERVICE_VARIABLES = [
+export const SERVICE_VARIABLES = [
   'PORT',
   'HOST',
   'DATABASE_URL',
@@ -83,6 +89,11 @@ const SERVICE_VARIABLES = [
   'HARNESS_ENV_ALLOW',
   'HARNESS_UID',
   'HARNESS_UIDS',
+  'FACTORY_REPO_ROOTS',
+  'GIT_TIMEOUT_SECONDS',
+  'HTTP_HEADERS_TIMEOUT_MS',
+  'HTTP_REQUEST_TIMEOUT_MS',
+  'HTTP_KEEP_ALIVE_TIMEOUT_MS',
 ];
 const refusedInHarness = (name: string) =>
   SERVICE_VARIABLES.includes(name) || name.startsWith('FACTORYD_') || name.startsWith('PG');
@@ -132,6 +143,7 @@ export function loadConfig(env: Env = process.env): Config {
     harnessEnvAllow: harnessEnvAllow(env),
     harnessUser: harnessUser(env),
     harnessUids: harnessUids(env),
+    ...httpTimeouts(env),
   };
 }
 
@@ -172,6 +184,20 @@ function harnessUser(env: Env): { uid: number; gid: number } {
   if (!m || uid < 1 || gid < 1 || uid > 2 ** 32 - 2 || gid > 2 ** 32 - 2)
     throw new ConfigError('HARNESS_UID', `must be a uid or uid:gid other than 0 (root), got "${v}"`);
   return { uid, gid };
+}
+
+function httpTimeouts(env: Env) {
+  const httpRequestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  // Node refuses to start with a headers timeout above the request timeout: say so by name.
+  const httpHeadersTimeoutMs = int(
+    env,
+    'HTTP_HEADERS_TIMEOUT_MS',
+    Math.min(10_000, httpRequestTimeoutMs),
+    100,
+    httpRequestTimeoutMs,
+  );
+  const httpKeepAliveTimeoutMs = int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 600_000);
+  return { httpHeadersTimeoutMs, httpRequestTimeoutMs, httpKeepAliveTimeoutMs };
 }
 
 function str(env: Env, name: string): string | undefined {

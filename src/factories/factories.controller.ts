@@ -4,6 +4,7 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
 import { publicBaseUrl, searchParams, webhookBaseUrl } from '../common/base-url.js';
 import { NotFound } from '../common/problem.js';
+import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { SchemaRegistry } from '../common/schema-validator.js';
 import { CONFIG, type Config } from '../config/config.js';
@@ -52,6 +53,7 @@ export class FactoriesController {
   @Post('factory/:uid/runs')
   @HttpCode(200)
   @RequireScope('runs:write')
+  @BodyLimit(PROMPT_BODY_LIMIT)
   dispatch(@Auth() auth: AuthContext, @Param('uid') uid: string, @Body() body: unknown) {
     return this.factories.dispatch(
       auth,

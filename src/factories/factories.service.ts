@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Clock } from '../common/clock.js';
-import { decodeCursor, encodeCursor, type PageInfo } from '../common/cursor.js';
+import { decodeCursor, encodeCursor, isoKey, type PageInfo } from '../common/cursor.js';
 import { Conflict, InvalidRequest, NotFound } from '../common/problem.js';
 import { titleFromPrompt } from '../runs/run.js';
 import { Database } from '../database/database.js';
@@ -67,7 +67,7 @@ export class FactoriesService {
     const after = cursor ? decodeCursor(cursor, APPLIES_SCOPE) : undefined;
     const rows = await this.repo.applies(
       f.id,
-      after && { startedAt: String(after.key), id: after.id },
+      after && { startedAt: isoKey(after), id: after.id },
       limit + 1,
     );
     return {

@@ -31,7 +31,8 @@ export interface RunListFilter {
   createdAfter?: string;
   createdBefore?: string;
   updatedAfter?: string;
-  metadata: Record<string, string>;
+  /** A Map, so keys such as `constructor` or `__proto__` are ordinary keys. */
+  metadata: Map<string, string>;
   q?: string;
   artifactType?: 'PLAN' | 'PULL_REQUEST';
   scheduleId?: string;
@@ -112,17 +113,17 @@ export function parseRunListQuery(search: URLSearchParams): RunListFilter {
   const q = one('q');
   if (q !== undefined && q.length > 200) throw invalidParam('q', 'q must be at most 200 characters');
 
-  const metadata: Record<string, string> = {};
+  const metadata = new Map<string, string>();
   for (const [key, value] of search) {
     const m = /^metadata\[(.*)\]$/.exec(key);
     if (!m) continue;
     if (!/^[a-zA-Z0-9._-]{1,64}$/.test(m[1])) {
       throw invalidParam(key, `metadata filter key "${m[1]}" must match [a-zA-Z0-9._-]{1,64}`);
     }
-    if (m[1] in metadata) throw invalidParam(key, `metadata[${m[1]}] may be given once`);
-    metadata[m[1]] = value;
+    if (metadata.has(m[1])) throw invalidParam(key, `metadata[${m[1]}] may be given once`);
+    metadata.set(m[1], value);
   }
-  if (Object.keys(metadata).length > MAX_METADATA_FILTERS) {
+  if (metadata.size > MAX_METADATA_FILTERS) {
     throw invalidParam(
       'metadata',
       `at most ${MAX_METADATA_FILTERS} metadata[key]=value filters may be combined`,
@@ -201,7 +202,9 @@ export function buildRunListSql(
   if (f.createdAfter) where.push(`r.created_at > ${p(f.createdAfter)}::timestamptz`);
   if (f.createdBefore) where.push(`r.created_at < ${p(f.createdBefore)}::timestamptz`);
   if (f.updatedAfter) where.push(`r.updated_at > ${p(f.updatedAfter)}::timestamptz`);
-  if (Object.keys(f.metadata).length) where.push(`r.metadata @> ${p(JSON.stringify(f.metadata))}::jsonb`);
+  // Object.fromEntries defines own properties: a `__proto__` key stays a key.
+  if (f.metadata.size)
+    where.push(`r.metadata @> ${p(JSON.stringify(Object.fromEntries(f.metadata)))}::jsonb`);
   if (f.q !== undefined)
     where.push(`${RUN_SEARCH_TEXT} ILIKE ${p(`%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`);
   if (f.artifactType)

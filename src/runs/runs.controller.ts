@@ -17,11 +17,18 @@ import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { publicBaseUrl, searchParams } from '../common/base-url.js';
 import { Clock } from '../common/clock.js';
 import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
+import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { RUN_SOURCES } from './run.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { presentRun } from './run.presenter.js';
 import { RunsService, type RunCreateRequest } from './runs.service.js';
+
+/**
+ * A run's body: up to ten 1 MiB attachments in base64 (13.3 MiB) with the prompt and config; the
+ * attachments and images together may not pass it. The API's only large body.
+ */
+export const RUN_CREATE_BODY_LIMIT = 16 * 1024 * 1024;
 
 const RUN_ID = ApiParam({ name: 'runId', description: 'The run id (a UUID)', schema: { type: 'string' } });
 
@@ -119,6 +126,7 @@ export class RunsController {
   @ApiJsonOk('RunCreateResponse', 'The run is QUEUED')
   @ApiProblems(403, 404)
   @RequireScope('runs:write')
+  @BodyLimit(RUN_CREATE_BODY_LIMIT)
   create(@Auth() auth: AuthContext, @Body() body: unknown, @Req() req: FastifyRequest) {
     // The factoryd CLI says who it is; everything else that calls the API is an API caller.
     const source = req.headers['user-agent']?.startsWith('factoryd-cli/') ? 'CLI' : 'API';
@@ -161,6 +169,7 @@ export class RunsController {
   @ApiJsonOk({ type: 'object', additionalProperties: false }, 'Stored')
   @ApiProblems(403, 404)
   @RequireScope('runs:write')
+  @BodyLimit(PROMPT_BODY_LIMIT)
   async followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
     const req = this.validate.body<{ message: string; mode?: string }>('RunFollowupRequest', body);
     await this.runs.followup(auth, runId, req.message, req.mode);

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { decodeCursor, encodeCursor, type PageInfo } from '../common/cursor.js';
+import { decodeCursor, encodeCursor, isoKey, type PageInfo } from '../common/cursor.js';
 import { Database, paramRefs, type Queryable, type StatementPart } from '../database/database.js';
 
 export const DELIVERY_STATUSES = [
@@ -96,7 +96,7 @@ export class DeliveryLog {
       where += ` AND status = $${params.length}`;
     }
     if (after) {
-      params.push(new Date(after.key as string), after.id);
+      params.push(new Date(isoKey(after)), after.id);
       where += ` AND (received_at, id) < ($${params.length - 1}, $${params.length})`;
     }
     const rows = await this.db.query(

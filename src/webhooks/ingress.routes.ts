@@ -2,17 +2,14 @@ import type { Readable } from 'node:stream';
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { mustCloseAfterRefusal } from '../common/drain.js';
 import { ApiError, NotFound, problemBody } from '../common/problem.js';
 import { MethodNotAllowed } from './ingress-errors.js';
 import { IngressService, type BodyRead } from './ingress.service.js';
 
-/** How much of a refused request's remaining body is read and discarded before answering. */
-const DRAIN_BYTES = 1024 * 1024;
-const DRAIN_MS = 1000;
-
 /**
- * The ingress endpoints, registered straight on Fastify in their own scope: no JSON parser and no
- * 16 MiB API body limit apply; the body arrives as the raw stream, counted while it streams in.
+ * The ingress endpoints, registered straight on Fastify in their own scope: neither the API's JSON
+ * parser nor its body limits apply; the body arrives as the raw stream, counted while it streams in.
  * Responses are problem+json like the API (same ApiErrors, same body builder).
  */
 @Injectable()
@@ -91,11 +88,8 @@ export class IngressRoutes implements OnModuleInit {
       void reply.header('Retry-After', String(problem.options.retryAfter));
     for (const [name, value] of Object.entries(problem.options.headers ?? {})) void reply.header(name, value);
     void reply.code(problem.status).header('Content-Type', 'application/problem+json');
-    if (req.raw.complete || req.raw.destroyed) return reply.send(body);
-    // Refused before the body was all read: discard (never buffer) up to DRAIN_BYTES more for up to
-    // DRAIN_MS, so the sender is reading when the answer comes instead of getting a reset; past that, close.
-    void drain(req.raw, DRAIN_BYTES).then((drained) => {
-      if (!drained) void reply.header('Connection', 'close');
+    void mustCloseAfterRefusal(req.raw).then((close) => {
+      if (close) void reply.header('Connection', 'close');
       void reply.send(body);
     });
     return reply;
@@ -105,35 +99,6 @@ export class IngressRoutes implements OnModuleInit {
 function isClientError(err: unknown): boolean {
   const status = (err as { statusCode?: number } | undefined)?.statusCode;
   return typeof status === 'number' && status >= 400 && status < 500;
-}
-
-/**
- * Reads and discards the rest of a request; false when more than `cap` bytes remain, the rest takes
- * longer than DRAIN_MS, or the request broke off.
- */
-function drain(stream: Readable, cap: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    let seen = 0;
-    const timer = setTimeout(() => finish(false), DRAIN_MS);
-    const finish = (ok: boolean) => {
-      clearTimeout(timer);
-      stream.off('data', onData);
-      stream.off('end', onEnd);
-      stream.off('close', onClose);
-      resolve(ok);
-    };
-    const onData = (chunk: Buffer) => {
-      seen += chunk.length;
-      if (seen > cap) finish(false);
-    };
-    const onEnd = () => finish(true);
-    const onClose = () => finish(false);
-    stream.on('data', onData);
-    stream.on('end', onEnd);
-    stream.on('close', onClose);
-    stream.on('error', () => undefined);
-    stream.resume();
-  });
 }
 
 /** Reads the body while counting; past `limit` it stops buffering and lets the rest drain unread. */

@@ -4,6 +4,7 @@ import { webhookRun } from '../automations/run-envelope.js';
 import { Clock } from '../common/clock.js';
 import { newUuid } from '../common/ids.js';
 import { InvalidRequest, NotFound, RateLimited } from '../common/problem.js';
+import { findInputProblem, MAX_JSON_DEPTH } from '../common/storable.js';
 import { Database } from '../database/database.js';
 import { DeliveryCommits } from './delivery-commits.js';
 import { deliveryIdentity } from './delivery-identity.js';
@@ -140,9 +141,9 @@ export class IngressService {
 
     const identity = deliveryIdentity(req.headers, body, identityHeaders(hook));
     const json = parseJson(body);
-    if (json === undefined) {
+    if ('refused' in json) {
       await this.commits.record({ entry: sized('rejected_invalid_json', { identity }), runs: [] });
-      throw new InvalidRequest('The body is not valid JSON (an empty body is not JSON; `null` is).');
+      throw new InvalidRequest(json.refused);
     }
     const accepted = { ...sized('accepted', { identity }), payloadText: json.text };
     const delivery = {
@@ -207,12 +208,23 @@ function keptHeaders(headers: IncomingHttpHeaders, hook: LiveWebhook): Record<st
   return kept;
 }
 
-/** The body's text and value when it is valid UTF-8 holding one JSON value (of any type), else undefined. */
-function parseJson(body: Buffer): { text: string; value: unknown } | undefined {
+/**
+ * The body's text and value when it is valid UTF-8 holding one JSON value (of any type) nested at
+ * most MAX_JSON_DEPTH deep (deeper, the delivery log and Test filter could not serve it back); else
+ * why not. NUL and lone surrogates are fine here: the payload is stored as the text received.
+ */
+function parseJson(body: Buffer): { text: string; value: unknown } | { refused: string } {
+  let parsed: { text: string; value: unknown };
   try {
     const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(body);
-    return { text, value: JSON.parse(text) as unknown };
+    parsed = { text, value: JSON.parse(text) as unknown };
   } catch {
-    return undefined;
+    return { refused: 'The body is not valid JSON (an empty body is not JSON; `null` is).' };
   }
+  const problem = findInputProblem(parsed.value, '', { depthOnly: true });
+  if (problem)
+    return {
+      refused: `The body is valid JSON, but ${problem.message}; webhooks take at most ${MAX_JSON_DEPTH}.`,
+    };
+  return parsed;
 }

@@ -5,6 +5,7 @@ import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { InvalidRequest } from '../common/problem.js';
+import { BodyLimit } from '../common/route-config.js';
 import { UUID_PATTERN } from '../common/ids.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import type { Outcome } from './assignment.js';
@@ -15,6 +16,8 @@ import { WorkerRunsService, type WorkerIdentity } from './worker-runs.service.js
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const WORKER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_WAIT_SECONDS = 25;
+/** A report of harness events (up to 1,000, each text at most 64 KiB) or a run's end with its last events. */
+const REPORT_BODY_LIMIT = 16 * 1024 * 1024;
 
 interface WorkerBody {
   worker_id?: unknown;
@@ -131,6 +134,7 @@ export class WorkersController {
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('runs:write')
+  @BodyLimit(REPORT_BODY_LIMIT)
   async events(
     @Auth() auth: AuthContext,
     @Param('runId') runId: string,
@@ -160,6 +164,7 @@ export class WorkersController {
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('runs:write')
+  @BodyLimit(REPORT_BODY_LIMIT)
   async finish(
     @Auth() auth: AuthContext,
     @Param('runId') runId: string,
