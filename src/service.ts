@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
 import type { Config } from './config/config.js';
 import { openDatabase } from './database/data-source.js';
 import { startDatabaseServer, type DatabaseServer } from './database/database-server.js';
 import { Database } from './database/database.js';
+import { installLogging } from './logging.js';
 import { Metrics } from './ops/metrics.js';
 import { installOpenApi } from './openapi.js';
 
@@ -52,7 +52,7 @@ export async function startService(config: Config): Promise<RunningService> {
     bufferLogs: true,
     rawBody: true,
   });
-  app.useLogger(app.get(Logger));
+  installLogging(app, config);
   const metrics = app.get(Metrics);
   const fastify = app.getHttpAdapter().getInstance();
   fastify.addHook('onSend', async (req, reply) => {
