@@ -20,8 +20,11 @@ export interface RunningService {
   databaseServer: DatabaseServer;
   /** Every route Fastify registered (method and URL pattern), e.g. for checking the OpenAPI document. */
   routes: Array<{ method: string; url: string }>;
-  /** Drains HTTP, closes the pool, then stops an embedded database: in that order. */
-  stop(): Promise<void>;
+  /**
+   * Stops the workers, drains HTTP, closes the pool, then stops an embedded database: in that order,
+   * telling `report` as each stage ends.
+   */
+  stop(report?: (stage: string) => void): Promise<void>;
 }
 
 /** Accepted from callers as a request id when it is short and plain; otherwise we make one. */
@@ -63,6 +66,17 @@ export async function startService(config: Config): Promise<RunningService> {
       .labels(req.method, req.routeOptions.url ?? 'unmatched', String(reply.statusCode))
       .observe(reply.elapsedTime / 1000);
   });
+  let report: (stage: string) => void = () => undefined;
+  // NestJS stops the workers (beforeApplicationShutdown) before it closes HTTP: Fastify's close hooks
+  // mark the end of both stages.
+  fastify.addHook('preClose', (done) => {
+    report('workers stopped');
+    done();
+  });
+  fastify.addHook('onClose', (_instance, done) => {
+    report('HTTP drained and closed');
+    done();
+  });
   installOpenApi(app);
   await app.listen(config.port, config.host);
   const address = fastify.server.address();
@@ -70,11 +84,13 @@ export async function startService(config: Config): Promise<RunningService> {
   const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
 
   let stopping: Promise<void> | undefined;
-  const stop = () =>
+  const stop = (reportTo?: (stage: string) => void) =>
     (stopping ??= (async () => {
+      if (reportTo) report = reportTo;
       await app.close();
       await dataSource.destroy().catch(() => undefined);
       await databaseServer.stop();
+      report(databaseServer.embedded ? 'embedded PostgreSQL stopped' : 'database connections closed');
     })());
   return { app, db, url: `http://${host}:${port}`, databaseServer, routes, stop };
 }
