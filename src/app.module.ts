@@ -1,6 +1,5 @@
 import { type DynamicModule, Global, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { LoggerModule } from 'nestjs-pino';
 import { AuthModule } from './auth/auth.module.js';
 import { AutomationsModule } from './automations/automations.module.js';
 import { Clock } from './common/clock.js';
@@ -9,7 +8,6 @@ import { RequestValidator } from './common/request-validation.js';
 import { SchemaRegistry } from './common/schema-validator.js';
 import { CONFIG, type Config } from './config/config.js';
 import { Database } from './database/database.js';
-import { loggerOptions } from './logging.js';
 import { FactoriesModule } from './factories/factories.module.js';
 import { ManagementModule } from './management/management.module.js';
 import { OpsModule } from './ops/ops.module.js';
@@ -43,7 +41,6 @@ export class AppModule {
       module: AppModule,
       imports: [
         CoreModule.forRoot(config, db, schemas),
-        LoggerModule.forRoot(loggerOptions(config)),
         OpsModule,
         AuthModule,
         SecretsModule,

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
 import type { Config } from './config/config.js';
 import { openDatabase } from './database/data-source.js';
@@ -12,6 +11,7 @@ import { Database } from './database/database.js';
 import { httpTimeouts } from './common/http-timeouts.js';
 import { parseJsonBody } from './common/json-body.js';
 import { applyBodyLimit, DEFAULT_BODY_LIMIT } from './common/route-config.js';
+import { installLogging } from './logging.js';
 import { Metrics } from './ops/metrics.js';
 import { installOpenApi } from './openapi.js';
 
@@ -23,8 +23,11 @@ export interface RunningService {
   databaseServer: DatabaseServer;
   /** Every route Fastify registered (method and URL pattern), e.g. for checking the OpenAPI document. */
   routes: Array<{ method: string; url: string }>;
-  /** Drains HTTP, closes the pool, then stops an embedded database: in that order. */
-  stop(): Promise<void>;
+  /**
+   * Stops the workers, drains HTTP, closes the pool, then stops an embedded database: in that order,
+   * telling `report` as each stage ends.
+   */
+  stop(report?: (stage: string) => void): Promise<void>;
 }
 
 /** Accepted from callers as a request id when it is short and plain; otherwise we make one. */
@@ -56,7 +59,7 @@ export async function startService(config: Config): Promise<RunningService> {
     bufferLogs: true,
     rawBody: true,
   });
-  app.useLogger(app.get(Logger));
+  installLogging(app, config);
   app.useBodyParser('application/json', {}, parseJsonBody);
   const metrics = app.get(Metrics);
   const fastify = app.getHttpAdapter().getInstance();
@@ -68,6 +71,17 @@ export async function startService(config: Config): Promise<RunningService> {
       .labels(req.method, req.routeOptions.url ?? 'unmatched', String(reply.statusCode))
       .observe(reply.elapsedTime / 1000);
   });
+  let report: (stage: string) => void = () => undefined;
+  // NestJS stops the workers (beforeApplicationShutdown) before it closes HTTP: Fastify's close hooks
+  // mark the end of both stages.
+  fastify.addHook('preClose', (done) => {
+    report('workers stopped');
+    done();
+  });
+  fastify.addHook('onClose', (_instance, done) => {
+    report('HTTP drained and closed');
+    done();
+  });
   installOpenApi(app);
   await app.listen(config.port, config.host);
   const address = fastify.server.address();
@@ -75,11 +89,13 @@ export async function startService(config: Config): Promise<RunningService> {
   const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
 
   let stopping: Promise<void> | undefined;
-  const stop = () =>
+  const stop = (reportTo?: (stage: string) => void) =>
     (stopping ??= (async () => {
+      if (reportTo) report = reportTo;
       await app.close();
       await dataSource.destroy().catch(() => undefined);
       await databaseServer.stop();
+      report(databaseServer.embedded ? 'embedded PostgreSQL stopped' : 'database connections closed');
     })());
   return { app, db, url: `http://${host}:${port}`, databaseServer, routes, stop };
 }

@@ -51,7 +51,7 @@ async function serve(env: Record<string, string>): Promise<Served> {
   }
   await new Promise((r) => setTimeout(r, 50)); // the rest of the banner
   const url = /factoryd is up: API (\S+)\/api\/v1/.exec(out)![1];
-  const adminKey = /^\s{2}(\S+)$/m.exec(out.split('shown only this once')[1] ?? '')?.[1] ?? '';
+  const adminKey = /FACTORYD_API_KEY=(\S+)/.exec(out)?.[1] ?? '';
   return { child, url, adminKey, output: () => out, exit };
 }
 

@@ -42,7 +42,9 @@ describe('factoryd validate [DIR]', () => {
     const r = await factoryd('validate', fromRoot('examples', 'factory'));
     expect(r.status).toBe(0);
     expect(r.stderr).toBe('');
-    expect(r.stdout).toContain('skipped: team secrets (secretName) were not checked: no database');
+    expect(r.stdout).toContain(
+      'skipped: team secrets (secretName) were not checked: no factoryd serve runs on',
+    );
     expect(r.stdout).toMatch(/11 definition files, valid/);
   });
 

@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapFactory } from '../src/cli/factory-bootstrap.js';
+import { fromRoot } from '../src/common/paths.js';
 import { loadConfig } from '../src/config/config.js';
 import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
 import { startTestService, type TestService } from './support/service.js';
@@ -22,12 +23,13 @@ describe('the example factory on the first start', () => {
 
   it('seeds the repository in two commits, creates its secrets (printed once), and applies it all', async () => {
     const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
-    const lines = await bootstrapFactory(t.service, config);
+    const { lines, secrets } = await bootstrapFactory(t.service, config);
     expect(lines[0]).toContain(`seeded the example factory in ${join(dataDir, 'factories', 'example')}`);
-    const secretLines = lines.slice(
-      lines.indexOf('Team secrets of its webhooks (shown only this once):') + 1,
-    );
-    expect(secretLines.map((l) => l.trim().split(':')[0]).sort()).toEqual([
+    // Its files point an editor at the checkout's schemas, from where the copy lies.
+    const seeded = join(dataDir, 'factories', 'example');
+    const modeline = /\$schema=(\S+)/.exec(readFileSync(join(seeded, 'factory.yaml'), 'utf8'))![1];
+    expect(resolve(seeded, modeline)).toBe(fromRoot('schemas', 'editor', 'factory.schema.json'));
+    expect(secrets.map((s) => s.name).sort()).toEqual([
       'example-ci-token',
       'example-github-webhook',
       'example-pager-url-token',
@@ -59,6 +61,6 @@ describe('the example factory on the first start', () => {
     expect(run.body).toMatchObject({ foreman_agent: 'foreman', state: 'QUEUED' });
 
     // A later start changes nothing and prints nothing.
-    expect(await bootstrapFactory(t.service, config)).toEqual([]);
+    expect(await bootstrapFactory(t.service, config)).toEqual({ lines: [], secrets: [] });
   });
 });

@@ -158,7 +158,7 @@ describe.each([
   );
 
   it.skipIf(skip || !env.REDIS_URL)(
-    'with REDIS_URL the windows live in Redis, not in PostgreSQL',
+    'with REDIS_URL the windows live in Redis, not in PostgreSQL (the Redis store only)',
     async () => {
       const hook = await createWebhook(a, factory);
       expect((await post(a, hook, '{"r":1}')).status).toBe(202);

@@ -174,12 +174,8 @@ function sleep(seconds) {
 }
 
 function finish(prompt) {
-  const lines = [
-    '# Summary',
-    '',
-    `Prompt: ${prompt.trim().split('\n')[0]}`,
-    `Words in prompt: ${prompt.split(/\s+/).filter(Boolean).length}`,
-  ];
+  const words = prompt.split(/\s+/).filter(Boolean).length;
+  const lines = ['# Summary', '', `Prompt: ${prompt.trim().split('\n')[0]}`, `Words in prompt: ${words}`];
   if (notes.payload) lines.push(`Payload (${notes.payload.file}): ${notes.payload.facts.join('; ')}`);
   if (notes.skills.length) lines.push(`Skills loaded: ${notes.skills.join(', ')}`);
   for (const a of notes.answers) lines.push(`Asked "${a.question}", answered "${a.answer}"`);
@@ -187,12 +183,22 @@ function finish(prompt) {
   const text = `${lines.join('\n')}\n`;
   writeFileSync(join(workspace, 'summary.md'), text);
   emit({ type: 'action', kind: 'artifact', input: { type: 'file', name: 'summary.md', content: text } });
+  // Says what this example did, which is record, not analyse: it is not a model.
+  const recorded = [`the prompt's first line and word count (${words})`];
+  if (notes.payload) recorded.push(`${count(notes.payload.facts.length, 'fact')} from ${notes.payload.file}`);
+  if (notes.skills.length) recorded.push(`${count(notes.skills.length, 'skill')} loaded`);
+  if (notes.answers.length) recorded.push(count(notes.answers.length, 'answer'));
+  if (notes.followups.length) recorded.push(count(notes.followups.length, 'follow-up'));
   emit({
     type: 'result',
     status: 'succeeded',
-    message: `Done: ${lines.length - 2} findings written to summary.md`,
+    message: `Done (the example harness, no model): summary.md records ${recorded.join(', ')}`,
   });
   process.exit(0);
+}
+
+function count(n, noun) {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 main().catch((err) => {

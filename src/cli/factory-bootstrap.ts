@@ -1,5 +1,5 @@
 import { lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { basename, join, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { parse } from 'yaml';
 import { AuthRepository } from '../auth/auth.repository.js';
 import { fromRoot } from '../common/paths.js';
@@ -19,34 +19,45 @@ const EXAMPLE = fromRoot('examples', 'factory');
 /** How the example's automations name a webhook before it has a UID. */
 const PLACEHOLDER = /uid-of-([A-Za-z0-9._-]+)/g;
 
+/** What the start did to the default team's factory: lines to print, and the secrets it generated. */
+export interface FactoryBootstrap {
+  lines: string[];
+  /** The team secrets the example's webhooks name, generated now: shown (and saved) once, by `serve`. */
+  secrets: Array<{ name: string; value: string }>;
+}
+
 /**
  * The default team's factory on a start of `factoryd serve`. FACTORY_REPO set: that repository,
  * registered once. Unset: on the first start, the example factory, seeded into a repository under
  * DATA_DIR/factories/example as a person would (webhooks first, then automations on their UIDs),
- * with the team secrets its webhooks name. Returns the lines to print (secret values, once).
+ * with the team secrets its webhooks name.
  */
-export async function bootstrapFactory(service: RunningService, config: Config): Promise<string[]> {
+export async function bootstrapFactory(service: RunningService, config: Config): Promise<FactoryBootstrap> {
   try {
     return await registerDefaultFactory(service, config);
   } catch (err) {
     // The API serves without a factory; say what went wrong instead of refusing to start.
-    return [`factory: not set up: ${err instanceof Error ? err.message : String(err)}`];
+    return {
+      lines: [`factory: not set up: ${err instanceof Error ? err.message : String(err)}`],
+      secrets: [],
+    };
   }
 }
 
-async function registerDefaultFactory(service: RunningService, config: Config): Promise<string[]> {
+async function registerDefaultFactory(service: RunningService, config: Config): Promise<FactoryBootstrap> {
   const app = service.app;
   const store = app.get(DefinitionStore);
   const reconciler = app.get(Reconciler);
   const runner = app.get(GitRunner);
   const team = await new AuthRepository(service.db).findTeamByName('default');
-  if (!team) return [];
+  const nothing: FactoryBootstrap = { lines: [], secrets: [] };
+  if (!team) return nothing;
   const existing = await store.listAll();
   const lines: string[] = [];
 
   if (config.factoryRepo && resolve(config.factoryRepo) !== resolve(EXAMPLE)) {
     const repoUrl = GitSource.isLocal(config.factoryRepo) ? resolve(config.factoryRepo) : config.factoryRepo;
-    if (existing.some((f) => f.repoUrl === repoUrl)) return [];
+    if (existing.some((f) => f.repoUrl === repoUrl)) return nothing;
     const name = await factoryNameOf(runner, repoUrl, config.factoryBranch);
     await new RepositoryPolicy(config, store).check(repoUrl, {
       teamId: team.id,
@@ -55,20 +66,24 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
       managed: false,
     });
     const f = await store.register({ teamId: team.id, name, repoUrl, branch: config.factoryBranch });
-    if (!f) return [`factory: team default already has a factory named ${name}; FACTORY_REPO not registered`];
+    if (!f)
+      return {
+        lines: [`factory: team default already has a factory named ${name}; FACTORY_REPO not registered`],
+        secrets: [],
+      };
     const out = await reconciler.request(f.id);
     lines.push(`factory: ${name} from ${config.factoryRepo} (${config.factoryBranch}): ${out.result}`);
     for (const e of out.errors.slice(0, 10)) lines.push(`  ${e.path}:${e.line}: ${e.message}`);
-    return lines;
+    return { lines, secrets: [] };
   }
 
-  if (existing.some((f) => f.teamId === team.id && f.name === 'example')) return [];
+  if (existing.some((f) => f.teamId === team.id && f.name === 'example')) return nothing;
   const repo = exampleRepositoryPath(config.dataDir);
   rmSync(repo, { recursive: true, force: true });
   // Written like a managed factory's changes: through git's index, never through a link on disk.
   const repos = new ManagedRepositories(config, runner);
   const author = { name: 'factoryd', email: 'factoryd@localhost' };
-  const files = exampleFiles();
+  const files = withSchemaPaths(exampleFiles(), repo);
   const [automations, rest] = [true, false].map((a) =>
     Object.fromEntries(Object.entries(files).filter(([path]) => path.startsWith('automations/') === a)),
   );
@@ -80,9 +95,9 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
     'Agents, skill and webhooks of the example factory',
   );
 
-  // The secrets the webhooks name, generated: shown once, here.
+  // The secrets the webhooks name, generated: shown once, by `serve`.
   const secrets = app.get(SecretsService);
-  const created: string[] = [];
+  const created: FactoryBootstrap['secrets'] = [];
   for (const [path, content] of Object.entries(rest)) {
     if (!path.startsWith('webhooks/')) continue;
     const hook = parse(content) as {
@@ -98,7 +113,7 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
           ? 'whsec'
           : 'token';
     const { value } = await secrets.generate(team.id, hook.secretName, kind);
-    created.push(`  ${hook.secretName}: ${value}`);
+    created.push({ name: hook.secretName, value });
   }
 
   const f = (await store.register({
@@ -139,8 +154,31 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
       (w) => `  ${w.name}: ${base}/webhooks/w/${w.uid}${w.fields.authMode === 'url_token' ? '/{token}' : ''}`,
     ),
   );
-  if (created.length) lines.push('Team secrets of its webhooks (shown only this once):', ...created);
-  return lines;
+  return { lines, secrets: created };
+}
+
+/** An editor's schema modeline with a path relative to the file's folder. */
+const SCHEMA_MODELINE = /^(# yaml-language-server: \$schema=)(\.{1,2}\/\S+)$/m;
+
+/**
+ * The seeded copies of the example's YAML files point their editors at the same schemas as the
+ * originals: each relative modeline is rewritten for the file's place under `repo`.
+ */
+function withSchemaPaths(files: Record<string, string>, repo: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(files).map(([path, content]) => {
+      if (!/\.ya?ml$/.test(path)) return [path, content];
+      const schemaOf = (rel: string) => resolve(dirname(join(EXAMPLE, path)), rel);
+      const copy = join(repo, path);
+      return [
+        path,
+        content.replace(
+          SCHEMA_MODELINE,
+          (_all, prefix: string, rel: string) => `${prefix}${relative(dirname(copy), schemaOf(rel))}`,
+        ),
+      ];
+    }),
+  );
 }
 
 /** The example factory's files by repository path (regular files only). */

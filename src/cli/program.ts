@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { fromRoot } from '../common/paths.js';
 import { registerAuthCommands } from './commands/auth.commands.js';
 import { registerRunsCommands } from './commands/runs.commands.js';
 import { registerFactoryCommands } from './commands/factories.commands.js';
@@ -23,6 +25,7 @@ const COMMANDS: Array<(program: Command) => void> = [
 export function buildProgram(): Command {
   const program = new Command('factoryd')
     .description('Run cloud coding agents from code and from events.')
+    .version(packageVersion(), '-V, --version', 'print the version (from package.json)')
     .showHelpAfterError()
     .addHelpText(
       'after',
@@ -30,4 +33,8 @@ export function buildProgram(): Command {
     );
   for (const register of COMMANDS) register(program);
   return program;
+}
+
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(fromRoot('package.json'), 'utf8')) as { version: string }).version;
 }

@@ -111,8 +111,13 @@ type Env = Record<string, string | undefined>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+/** DATA_DIR, absolute: also read alone by CLI commands that need nothing else (the local service's address). */
+export function dataDirOf(env: Env = process.env): string {
+  return resolve(str(env, 'DATA_DIR') ?? 'var');
+}
+
 export function loadConfig(env: Env = process.env): Config {
-  const dataDir = resolve(str(env, 'DATA_DIR') ?? 'var');
+  const dataDir = dataDirOf(env);
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   return {
     port: int(env, 'PORT', 8080, 0, 65535),

@@ -21,6 +21,8 @@ export interface ValidationContext {
   /** The team's secrets: whether the current value of each is URL-safe. */
   secrets?: Map<string, { urlSafe: boolean }>;
   team?: string;
+  /** Why the checks that need the service were not made, when they were not (default: no database). */
+  uncheckedBecause?: string;
 }
 
 export interface ValidationResult {
@@ -206,7 +208,7 @@ export function validateDefinition(
     }
   });
   if (!ctx.secrets && webhookFiles.length)
-    skipped.push('team secrets (secretName) were not checked: no database');
+    skipped.push(`team secrets (secretName) were not checked: ${ctx.uncheckedBecause ?? 'no database'}`);
 
   const automations: AutomationDefinition[] = [];
   const liveUidByPath = new Map(
@@ -294,7 +296,8 @@ export function validateDefinition(
       prompt: f.source.body.trim(),
     });
   }
-  if (uidsSkipped) skipped.push('webhook UIDs in triggers were not checked: no database');
+  if (uidsSkipped)
+    skipped.push(`webhook UIDs in triggers were not checked: ${ctx.uncheckedBecause ?? 'no database'}`);
 
   const skills: SkillDefinition[] = of('skill').map((f) => ({
     name: f.name,

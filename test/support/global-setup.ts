@@ -18,6 +18,7 @@ declare module 'vitest' {
  * test file then creates its own database on it (test/support/database.ts).
  */
 export default async function setup(project: TestProject) {
+  announce();
   buildIfStale();
   if (process.env.DATABASE_URL) {
     project.provide('adminDatabaseUrl', process.env.DATABASE_URL);
@@ -50,6 +51,21 @@ function buildIfStale(): void {
       stdio: 'inherit',
     },
   );
+}
+
+/**
+ * What the run does and what it leaves out, first: the first files take a minute to report, and a
+ * skipped test shows only as a count.
+ */
+function announce(): void {
+  const lines = [
+    `factoryd tests on ${process.env.DATABASE_URL ? 'DATABASE_URL' : 'a throwaway embedded PostgreSQL'}: ` +
+      'two files at a time, each on its own database; a file is reported when it ends (the longest take about a minute).',
+    process.env.TEST_REDIS_URL
+      ? `TEST_REDIS_URL=${process.env.TEST_REDIS_URL}: the rate-limit tests also run on Redis.`
+      : 'TEST_REDIS_URL unset: the rate-limit tests on Redis are skipped (set TEST_REDIS_URL=redis://127.0.0.1:6379 to run them).',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n\n`);
 }
 
 function files(dir: string): string[] {

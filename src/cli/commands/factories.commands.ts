@@ -21,6 +21,7 @@ import { loadSecretsKey } from '../../secrets/secrets-key.js';
 import { SecretsRepository } from '../../secrets/secrets.repository.js';
 import { SecretsService } from '../../secrets/secrets.service.js';
 import { withDatabase } from '../context.js';
+import { serviceChecksFor } from '../validation-context.js';
 import { print, renderTable } from '../output.js';
 import { authOf } from './auth.commands.js';
 import { FactoryWriteLock } from '../../management/factory-write-lock.js';
@@ -82,40 +83,60 @@ export function registerFactoryCommands(program: Command): void {
   program
     .command('validate [dir]')
     .description('Validate a factory folder offline: file:line: reason for each error; exit 1 on any.')
+    .option('--team <name>', 'with a running service: the team whose secrets it checks', 'default')
+    .option(
+      '--factory <name>',
+      'with a running service: the factory whose webhook UIDs it checks (default: factory.yaml’s name)',
+    )
+    .option('--offline', 'check the files only, even when a factoryd serve runs on this DATA_DIR')
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExample (a factory repository’s CI):\n  npx factoryd validate .')
-    .action((dir: string | undefined, opts: { json?: boolean }) => {
-      const root = resolve(dir ?? '.');
-      let folder: ReturnType<typeof readFolder>;
-      try {
-        folder = readFolder(root);
-      } catch (err) {
-        throw new Error(`cannot read ${root}: ${err instanceof Error ? err.message : String(err)}`, {
-          cause: err,
-        });
-      }
-      const { tree } = folder;
-      const result = folder.errors.length
-        ? { errors: folder.errors, skipped: [] }
-        : loadDefinition(tree, new SchemaRegistry());
-      if (opts.json) {
-        print(opts, {
-          valid: result.errors.length === 0,
-          files: tree.size,
-          errors: result.errors,
-          skipped: result.skipped,
-        });
-      } else {
-        for (const e of result.errors) process.stderr.write(`${formatError(e)}\n`);
-        for (const s of result.skipped) process.stdout.write(`skipped: ${s}\n`);
-        process.stdout.write(
-          result.errors.length
-            ? `${result.errors.length} error${result.errors.length === 1 ? '' : 's'} in ${root}\n`
-            : `${root}: ${tree.size} definition files, valid\n`,
-        );
-      }
-      if (result.errors.length) process.exitCode = 1;
-    });
+    .addHelpText(
+      'after',
+      '\nWhen a factoryd serve runs on this DATA_DIR (npm start in this folder), the team’s secrets and the\n' +
+        'factory’s webhook UIDs are checked against its database too.\n' +
+        '\nExample (a factory repository’s CI):\n  npx factoryd validate . --offline',
+    )
+    .action(
+      async (
+        dir: string | undefined,
+        opts: { json?: boolean; team: string; factory?: string; offline?: boolean },
+      ) => {
+        const root = resolve(dir ?? '.');
+        let folder: ReturnType<typeof readFolder>;
+        try {
+          folder = readFolder(root);
+        } catch (err) {
+          throw new Error(`cannot read ${root}: ${err instanceof Error ? err.message : String(err)}`, {
+            cause: err,
+          });
+        }
+        const { tree } = folder;
+        const checks = await serviceChecksFor(tree, opts, reconcilerOf);
+        const result = folder.errors.length
+          ? { errors: folder.errors, skipped: [] }
+          : loadDefinition(tree, new SchemaRegistry(), checks.context);
+        if (opts.json) {
+          print(opts, {
+            valid: result.errors.length === 0,
+            files: tree.size,
+            errors: result.errors,
+            skipped: result.skipped,
+            checked_against: checks.checkedAgainst ?? null,
+          });
+        } else {
+          if (checks.checkedAgainst)
+            process.stdout.write(`checked against the running service: ${checks.checkedAgainst}\n`);
+          for (const e of result.errors) process.stderr.write(`${formatError(e)}\n`);
+          for (const s of result.skipped) process.stdout.write(`skipped: ${s}\n`);
+          process.stdout.write(
+            result.errors.length
+              ? `${result.errors.length} error${result.errors.length === 1 ? '' : 's'} in ${root}\n`
+              : `${root}: ${tree.size} definition files, valid\n`,
+          );
+        }
+        if (result.errors.length) process.exitCode = 1;
+      },
+    );
 
   for (const [verb, description] of [
     ['plan', 'Show what the next reconcile would change (nothing is applied or recorded).'],

@@ -39,11 +39,15 @@ export function registerRunsCommands(program: Command): void {
     .option('--skill <spec>', 'start from a skill: owner/repo:name')
     .option('--config <json>', 'AmbientAgentConfig as JSON, e.g. {"model_id":"…","worker_host":"my-box"}')
     .option('--metadata <key=value...>', 'labels (repeatable)')
-    .option('--watch', 'then follow it until it ends (like `runs watch`)')
+    .option('--watch', 'then follow it until it ends, like `runs watch` (the default on a terminal)')
+    .option('--no-watch', 'print its id and return (the default when stdout is not a terminal)')
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  npx factoryd runs create --prompt "Fix the flaky test in ci/" --metadata pipeline=1234\n  git diff | npx factoryd runs create --title "Review this diff" --watch',
+      '\nA run needs a prompt (--prompt, --prompt-file or stdin) or a skill (--skill).\n' +
+        '\nExamples:\n  npx factoryd runs create --prompt "Fix the flaky test in ci/" --metadata pipeline=1234\n' +
+        '  git diff | npx factoryd runs create --title "Review this diff" --watch\n' +
+        '  RUN=$(npx factoryd runs create --prompt "Fix it" --json | jq -r .run_id)   # in a script: no watch',
     )
     .action(
       async (
@@ -57,19 +61,25 @@ export function registerRunsCommands(program: Command): void {
           watch?: boolean;
         },
       ) => {
-        const client = new ApiClient(o);
         const prompt =
           o.prompt ??
           (o.promptFile
             ? readFileSync(o.promptFile, 'utf8')
-            : o.skill
+            : o.skill || process.stdin.isTTY
               ? undefined
               : await readStdin('the prompt (or give --prompt)'));
+        // What the API would refuse with a 400, said before anything is sent.
+        if (!prompt?.trim() && !o.skill)
+          throw new Error(
+            'a run needs a prompt or a skill: --prompt TEXT, --prompt-file PATH, the prompt on stdin, or --skill OWNER/REPO:NAME',
+          );
+        const client = new ApiClient(o);
         const body: Record<string, unknown> = { prompt, title: o.title, skill: o.skill };
         if (o.config) body.config = parseJson(o.config, '--config');
         if (o.metadata) body.metadata = Object.fromEntries(o.metadata.map((kv) => splitPair(kv)));
         const created = await client.request<{ run_id: string; state: string }>('POST', '/agent/runs', body);
-        if (o.watch) return watch(client, created.run_id, o);
+        // On a terminal a person wants to see the run go; a script wants the id and its shell back.
+        if (o.watch ?? (process.stdout.isTTY === true && !o.json)) return watch(client, created.run_id, o);
         print(o, created, () => `Started run ${created.run_id} (${created.state}).`);
       },
     );

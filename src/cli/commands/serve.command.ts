@@ -1,6 +1,9 @@
+import { closeSync, fchmodSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { isAbsolute, join, relative } from 'node:path';
 import type { Command } from 'commander';
 import { bootstrapDefaultTeam } from '../../auth/bootstrap.js';
 import { ConfigError, loadConfig } from '../../config/config.js';
+import { recordLocalService } from '../local-service.js';
 import { authOf } from './auth.commands.js';
 
 export function registerServeCommand(program: Command): void {
@@ -30,35 +33,100 @@ async function serve(): Promise<void> {
   const service = await startService(config);
   const { repo, auth } = authOf(service.db);
   const adminKey = await bootstrapDefaultTeam(repo, auth);
+  const factory = await bootstrapFactory(service, config);
+  const rule = '─'.repeat(78);
   const lines = [
     '',
+    rule,
     `factoryd is up: API ${service.url}/api/v1  (OpenAPI: ${service.url}/api/v1/openapi.json)`,
     service.databaseServer.embedded
-      ? `database: embedded PostgreSQL under ${config.dataDir}/pg`
+      ? `database: embedded PostgreSQL under ${shown(join(config.dataDir, 'pg'))}`
       : 'database: DATABASE_URL',
+    'The CLI in another terminal, in this folder, finds this service by itself: npx factoryd --help',
   ];
-  if (adminKey) {
-    lines.push(
-      '',
-      'First start: created team "default" and an admin API key (shown only this once):',
-      '',
-      `  ${adminKey}`,
-      '',
-      `Try: curl -H "Authorization: Bearer ${adminKey}" ${service.url}/api/v1/agent/runs`,
-    );
-  }
-  lines.push('', ...(await bootstrapFactory(service, config)));
+  if (factory.lines.length) lines.push('', ...factory.lines);
+  // Last, where the eye lands when the banner ends.
+  if (adminKey || factory.secrets.length)
+    lines.push('', ...firstStartCredentials(config.dataDir, adminKey, factory.secrets));
+  lines.push(rule);
   process.stdout.write(lines.join('\n') + '\n\n');
+  const forget = recordLocalService(config.dataDir, {
+    url: service.url,
+    pid: process.pid,
+    database: service.databaseServer.embedded ? 'embedded' : 'DATABASE_URL',
+  });
+
   const shutdown = (signal: string) => {
     process.stdout.write(`\n${signal}: shutting down\n`);
-    service.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`factoryd: shutdown failed: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
+    forget();
+    service
+      .stop((stage) => process.stdout.write(`${stage}\n`))
+      .then(
+        () => {
+          process.stdout.write('factoryd stopped\n');
+          process.exit(0);
+        },
+        (err: unknown) => {
+          process.stderr.write(`factoryd: shutdown failed: ${String(err)}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+/**
+ * The first start's credentials: saved for the owner only (the terminal scrolls them away under the
+ * request logs), and the block that shows them and says where they are. Appended, so that a file
+ * kept from an earlier start (another DATABASE_URL, say) loses nothing.
+ */
+function firstStartCredentials(
+  dataDir: string,
+  adminKey: string | undefined,
+  secrets: Array<{ name: string; value: string }>,
+): string[] {
+  const file = join(dataDir, 'first-start-credentials.txt');
+  const text = [
+    `# factoryd: the credentials its first start created (${new Date().toISOString()}); readable by you only.`,
+    '# Another admin key at any time: npx factoryd api-keys create --team default',
+    ...(adminKey ? [`FACTORYD_API_KEY=${adminKey}`] : []),
+    ...(secrets.length ? ['', '# Team secrets (team default) the example factory’s webhooks name:'] : []),
+    ...secrets.map((s) => `${s.name}=${s.value}`),
+    '',
+    '',
+  ].join('\n');
+  mkdirSync(dataDir, { recursive: true });
+  const fd = openSync(file, 'a', 0o600);
+  try {
+    fchmodSync(fd, 0o600); // an existing file is narrowed before it receives anything
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+  return [
+    ...(adminKey
+      ? [
+          'First start: created team "default" and its admin API key:',
+          '',
+          `  export FACTORYD_API_KEY=${adminKey}`,
+        ]
+      : []),
+    ...(secrets.length
+      ? [
+          '',
+          'Team secrets the example factory’s webhooks name:',
+          ...secrets.map((s) => `  ${s.name}: ${s.value}`),
+        ]
+      : []),
+    '',
+    `Not shown again; saved in ${shown(file)} (readable by you only).`,
+    'Another key at any time: npx factoryd api-keys create --team default',
+  ];
+}
+
+/** A path as the user typed it: relative to the current folder when inside it. */
+function shown(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
 }

@@ -5,10 +5,12 @@ import { newUid } from '../../common/ids.js';
 import { loadConfig } from '../../config/config.js';
 import { HttpBackend, RefusedError } from '../../workers/http-backend.js';
 import { WorkerPool } from '../../workers/worker-pool.js';
+import { API_OPTION_HELP } from '../api-client.js';
 import { withDatabase } from '../context.js';
 import { McpCredentials } from '../../secrets/mcp-credentials.js';
 import { SecretCipher } from '../../secrets/secret-cipher.js';
 import { loadSecretsKey } from '../../secrets/secrets-key.js';
+import { serviceRootOf } from '../local-service.js';
 
 interface WorkerOptions {
   workerHost?: string;
@@ -26,13 +28,13 @@ export function registerWorkerCommands(program: Command): void {
         'With --worker-host: a self-hosted worker that connects out to the API and takes only that host’s runs.',
     )
     .option('--worker-host <id>', 'self-hosted worker id; runs with agent_config.worker_host = ID')
-    .option('--api <url>', 'the API base URL, e.g. https://factoryd.example.com/api/v1')
+    .option('--api <url>', API_OPTION_HELP)
     .option('--api-key <key>', 'an API key with runs:write (default: $FACTORYD_API_KEY)')
     .option('--concurrency <n>', 'harnesses at a time (default: WORKER_CONCURRENCY)')
     .addHelpText(
       'after',
       '\nExamples:\n  DATABASE_URL=postgres://… npx factoryd worker --concurrency 8\n' +
-        '  npx factoryd worker --worker-host build-box --api https://factoryd.example.com/api/v1 --api-key $KEY',
+        '  npx factoryd worker --worker-host build-box --api https://factoryd.example.com --api-key $KEY',
     )
     .action(runWorker);
 }
@@ -64,7 +66,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
       throw new Error('--worker-host needs --api URL and --api-key KEY (or FACTORYD_API_KEY)');
     // The key out of the command line, which any process on the machine may read (/proc/<pid>/cmdline).
     if (opts.apiKey) process.title = 'factoryd worker';
-    const api = opts.api.replace(/\/+$/, '');
+    const api = `${serviceRootOf(opts.api)}/api/v1`;
     const workerId = `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`;
     const workspaceRoot = join(tmpdir(), 'factoryd-workspaces');
     process.stderr.write(

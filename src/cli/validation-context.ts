@@ -1,0 +1,80 @@
+import { parse } from 'yaml';
+import { AuthRepository } from '../auth/auth.repository.js';
+import { dataDirOf } from '../config/config.js';
+import { isUrlSafe, type ValidationContext } from '../definitions/validate-definition.js';
+import type { Config } from '../config/config.js';
+import type { Database } from '../database/database.js';
+import type { DefinitionStore } from '../reconciler/definition-store.js';
+import type { SecretsService } from '../secrets/secrets.service.js';
+import { withDatabase } from './context.js';
+import { findLocalService } from './local-service.js';
+
+export interface ServiceChecks {
+  context: ValidationContext;
+  /** What the folder was checked against, when it was: e.g. `team default, factory example`. */
+  checkedAgainst?: string;
+}
+
+/**
+ * What `factoryd validate` checks beyond the files when a `factoryd serve` runs on this DATA_DIR: the
+ * team's secrets and the factory's webhook UIDs, from that service's database. Otherwise, why not and
+ * how to have them checked.
+ */
+export async function serviceChecksFor(
+  tree: Map<string, string>,
+  opts: { team?: string; factory?: string; offline?: boolean },
+  servicesOf: (db: Database, config: Config) => { store: DefinitionStore; secrets: SecretsService },
+): Promise<ServiceChecks> {
+  if (opts.offline) return { context: { uncheckedBecause: 'offline (--offline)' } };
+  const dataDir = dataDirOf();
+  const local = findLocalService(dataDir);
+  if (!local)
+    return {
+      context: {
+        uncheckedBecause: `no factoryd serve runs on ${dataDir} (start it in this folder, or set DATA_DIR to its folder)`,
+      },
+    };
+  if (local.database === 'DATABASE_URL' && !process.env.DATABASE_URL)
+    return {
+      context: {
+        uncheckedBecause: `the factoryd serve at ${local.url} uses DATABASE_URL: set the same DATABASE_URL here`,
+      },
+    };
+  return withDatabase(async (db, config) => {
+    const teamName = opts.team ?? 'default';
+    const team = await new AuthRepository(db).findTeamByName(teamName);
+    if (!team)
+      return { context: { uncheckedBecause: `the running service has no team ${teamName} (--team NAME)` } };
+    const { store, secrets } = servicesOf(db, config);
+    const current = new Map<string, { urlSafe: boolean }>();
+    for (const { name } of await secrets.list(team.id)) {
+      const value = (await secrets.current(team.id, name))?.value;
+      if (value !== undefined) current.set(name, { urlSafe: isUrlSafe(value) });
+    }
+    const context: ValidationContext = { secrets: current, team: team.name };
+
+    const factoryName = opts.factory ?? nameIn(tree.get('factory.yaml'));
+    const factory = (await store.listAll()).find((f) => f.teamId === team.id && f.name === factoryName);
+    if (!factory) {
+      context.uncheckedBecause = `team ${team.name} has no factory named ${factoryName ?? '(factory.yaml has no name)'} (--factory NAME)`;
+      return { context, checkedAgainst: `team ${team.name}` };
+    }
+    const applied = await db.transaction((tx) => store.appliedState(tx, factory.id));
+    context.knownWebhooks = applied.webhooks.map((w) => ({
+      uid: w.uid,
+      name: w.name,
+      path: w.path,
+      deleted: w.deleted,
+    }));
+    return { context, checkedAgainst: `team ${team.name}, factory ${factory.name}` };
+  });
+}
+
+function nameIn(factoryYaml: string | undefined): string | undefined {
+  try {
+    const name = (parse(factoryYaml ?? '') as { name?: unknown } | null)?.name;
+    return typeof name === 'string' ? name : undefined;
+  } catch {
+    return undefined; // the file's own errors are reported by the validation
+  }
+}

@@ -1,0 +1,214 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fromRoot } from '../src/common/paths.js';
+import { CLI, runCli } from './support/cli.js';
+import { createTestDatabase } from './support/database.js';
+import { eventually } from './support/eventually.js';
+import { startTestService, type TestService } from './support/service.js';
+
+/**
+ * A new user's first hour (issue #19), with the built `factoryd` as a child process: `npm start` in one
+ * terminal, the CLI in another, the same folder (DATA_DIR), a port that is not 8080.
+ */
+const RULE = '─'.repeat(78);
+
+describe('factoryd --version', () => {
+  it('prints the version of package.json', async () => {
+    const { version } = JSON.parse(readFileSync(fromRoot('package.json'), 'utf8')) as { version: string };
+    const r = await runCli(['--version']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(version);
+  });
+});
+
+describe('factoryd serve in one terminal, the CLI in another', () => {
+  let db: { url: string; drop(): Promise<void> };
+  let dataDir: string;
+  let child: ChildProcess;
+  let out = '';
+  let exit: Promise<number | null>;
+  let url: string;
+  let adminKey: string;
+  /** The CLI in "another terminal": the same DATA_DIR, nothing said about where the service listens. */
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    runCli(args, {
+      env: { DATA_DIR: dataDir, FACTORYD_API_URL: '', PORT: '', FACTORYD_API_KEY: adminKey, ...env },
+    });
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    dataDir = mkdtempSync(join(tmpdir(), 'factoryd-first-hour-'));
+    child = spawn(process.execPath, [CLI, 'serve'], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        PORT: '0',
+        DATABASE_URL: db.url,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'info',
+        FACTORY_POLL_SECONDS: '3600',
+      },
+    });
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    exit = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    // The banner is one write, between two rules.
+    await eventually(() => out.split(RULE).length >= 3 || child.exitCode !== null, 'the start banner', {
+      timeoutMs: 90_000,
+    });
+    url = /factoryd is up: API (\S+)\/api\/v1/.exec(out)![1];
+    adminKey = /export FACTORYD_API_KEY=(\S+)/.exec(out)![1];
+  });
+  afterAll(async () => {
+    if (child?.exitCode === null) child.kill('SIGKILL');
+    await db?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('ends its first-start banner with the admin key and the webhook secrets, also kept in a file only its owner reads', async () => {
+    const banner = out.split(RULE)[1];
+    expect(banner).not.toMatch(/^\{/m); // a block of its own, not a JSON log line
+    expect(banner).toContain(`export FACTORYD_API_KEY=${adminKey}`);
+    expect(banner).toContain('first-start-credentials.txt (readable by you only)');
+    expect(banner).toContain('npx factoryd api-keys create --team default');
+    const secrets = [...banner.matchAll(/^ {2}(example-[\w-]+): (\S+)$/gm)].map((m) => [m[1], m[2]]);
+    expect(secrets.map(([name]) => name).sort()).toEqual([
+      'example-ci-token',
+      'example-github-webhook',
+      'example-pager-url-token',
+    ]);
+
+    const file = join(dataDir, 'first-start-credentials.txt');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const saved = readFileSync(file, 'utf8');
+    expect(saved).toContain(`\nFACTORYD_API_KEY=${adminKey}\n`);
+    for (const [name, value] of secrets) expect(saved).toContain(`\n${name}=${value}\n`);
+    const res = await fetch(`${url}/api/v1/agent/runs`, { headers: { authorization: `Bearer ${adminKey}` } });
+    expect(res.status).toBe(200);
+  });
+
+  it('records its address under DATA_DIR, and the CLI finds it there on its non-default port', async () => {
+    expect(new URL(url).port).not.toBe('8080');
+    expect(JSON.parse(readFileSync(join(dataDir, 'service.json'), 'utf8'))).toEqual({
+      url,
+      pid: child.pid,
+      database: 'DATABASE_URL',
+    });
+    const created = await cli(['runs', 'create', '--prompt', 'Found by itself', '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ state: 'QUEUED' });
+  });
+
+  it('validate checks the team secrets and webhook UIDs against the running service, or says precisely why not', async () => {
+    // The example as seeded, on the UIDs the service assigned (examples/factory holds placeholders).
+    const example = join(dataDir, 'factories', 'example');
+    const checked = await cli(['validate', example], { DATABASE_URL: db.url });
+    expect(checked.code, checked.stderr).toBe(0);
+    expect(checked.stdout).toContain('checked against the running service: team default, factory example');
+    expect(checked.stdout).not.toContain('skipped');
+
+    const elsewhere = await cli(['validate', example], { DATABASE_URL: '' });
+    expect(elsewhere.stdout).toContain(
+      `skipped: team secrets (secretName) were not checked: the factoryd serve at ${url} uses DATABASE_URL: set the same DATABASE_URL here`,
+    );
+    const offline = await cli(['validate', example, '--offline'], { DATABASE_URL: db.url });
+    expect(offline.stdout).toContain('were not checked: offline (--offline)');
+  });
+
+  it('on SIGTERM says each stage as it ends and forgets its address; a record left by a dead process is ignored', async () => {
+    child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+    const stages = out.slice(out.indexOf('SIGTERM: shutting down'));
+    expect(stages.split('\n').filter(Boolean)).toEqual([
+      'SIGTERM: shutting down',
+      'workers stopped',
+      'HTTP drained and closed',
+      'database connections closed',
+      'factoryd stopped',
+    ]);
+    expect(existsSync(join(dataDir, 'service.json'))).toBe(false);
+
+    // A killed serve leaves its record: the CLI looks past it, to http://127.0.0.1:$PORT.
+    writeFileSync(join(dataDir, 'service.json'), JSON.stringify({ url, pid: await deadPid() }));
+    const r = await cli(['runs', 'list'], { PORT: '9' });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('cannot reach factoryd at http://127.0.0.1:9 ');
+  });
+});
+
+describe('factoryd runs against a test service', () => {
+  let t: TestService;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    t = await startTestService();
+    env = { FACTORYD_API_KEY: t.adminKey, FACTORYD_API_URL: '', DATA_DIR: t.dataDir };
+  });
+  afterAll(async () => t?.stop());
+
+  it('--api is the service’s root URL; the API’s own URL (…/api/v1) means the same', async () => {
+    for (const api of [t.url, `${t.url}/`, `${t.url}/api/v1`, `${t.url}/api/v1/`]) {
+      const r = await runCli(['runs', 'list', '--json', '--api', api], { env });
+      expect(r.code, `${api}: ${r.stderr}`).toBe(0);
+    }
+    const fromEnv = await runCli(['runs', 'list', '--json'], {
+      env: { ...env, FACTORYD_API_URL: `${t.url}/api/v1` },
+    });
+    expect(fromEnv.code, fromEnv.stderr).toBe(0);
+    for (const help of [
+      ['runs', 'list', '--help'],
+      ['worker', '--help'],
+    ]) {
+      expect((await runCli(help)).stdout).toContain(
+        'the service’s root URL, e.g. https://factoryd.example.com',
+      );
+    }
+  });
+
+  it('runs create without a prompt or a skill is refused before anything is sent', async () => {
+    const before = (await t.call('GET', '/api/v1/agent/runs?limit=100')).body.runs.length;
+    for (const stdin of ['', '  \n']) {
+      const r = await runCli(['runs', 'create', '--api', t.url], { env, stdin });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('a run needs a prompt or a skill: --prompt TEXT');
+    }
+    expect((await t.call('GET', '/api/v1/agent/runs?limit=100')).body.runs.length).toBe(before);
+  });
+
+  it('runs create returns at once in a script, and follows the run on a terminal', async () => {
+    const scripted = await runCli(['runs', 'create', '--api', t.url, '--prompt', 'In a script'], { env });
+    expect(scripted.code, scripted.stderr).toBe(0);
+    expect(scripted.stdout).toMatch(/^Started run \S+ \(QUEUED\)\.\n$/);
+
+    // `script` gives the CLI a terminal; the run is cancelled so that the watch ends.
+    const onTerminal = spawn(
+      'script',
+      [
+        '-qec',
+        `"${process.execPath}" "${CLI}" runs create --api ${t.url} --prompt "On a terminal"`,
+        '/dev/null',
+      ],
+      { env: { ...process.env, ...env } },
+    );
+    let seen = '';
+    onTerminal.stdout.on('data', (d: Buffer) => (seen += d.toString()));
+    const ended = new Promise<number | null>((resolve) => onTerminal.on('exit', resolve));
+    const run = await eventually(async () => {
+      const runs = (await t.call('GET', '/api/v1/agent/runs?q=On%20a%20terminal')).body.runs;
+      return runs[0] as { run_id: string } | undefined;
+    }, 'the run started on a terminal');
+    await eventually(() => seen.includes(`${run.run_id}  QUEUED`), 'the live progress line');
+    await t.call('POST', `/api/v1/agent/runs/${run.run_id}/cancel`);
+    expect(await ended).toBe(1); // watch: exit 1 when the run did not succeed
+    expect(seen).toContain('CANCELLED');
+  });
+});
+
+/** The pid of a process that has ended. */
+async function deadPid(): Promise<number> {
+  const p = spawn(process.execPath, ['-e', '']);
+  await new Promise((resolve) => p.on('exit', resolve));
+  return p.pid!;
+}
