@@ -36,6 +36,15 @@ export interface Config {
    * shorten it so that the 1–60 minutes callers may ask for can be exercised in seconds.
    */
   idleMinuteMs: number;
+  /** Applied to a run that gives no `idle_timeout_minutes` (0: none). */
+  runIdleTimeoutMinutes: number;
+  /** The longest one execution of a run may take, on any worker (0: no limit). */
+  runMaxDurationMinutes: number;
+  /**
+   * Service-hosted slots (across every replica) one team's runs may hold at once, unless the team has
+   * its own (`teams set-slots`). Unset: all slots but one while other teams exist (see docs/workers.md).
+   */
+  teamMaxSlots?: number;
 }
 
 export class ConfigError extends Error {
@@ -74,6 +83,10 @@ export function loadConfig(env: Env = process.env): Config {
       str(env, 'HARNESS_COMMAND') ?? `"${process.execPath}" "${fromRoot('examples', 'harness', 'agent.js')}"`,
     harnessKillGraceMs: int(env, 'HARNESS_KILL_GRACE_MS', 3000, 0, 600_000),
     idleMinuteMs: int(env, 'IDLE_TIMEOUT_MINUTE_MS', 60_000, 100, 60_000),
+    runIdleTimeoutMinutes: int(env, 'RUN_IDLE_TIMEOUT_MINUTES', 15, 0, 1440),
+    runMaxDurationMinutes: int(env, 'RUN_MAX_DURATION_MINUTES', 240, 0, 10_080),
+    teamMaxSlots:
+      str(env, 'TEAM_MAX_SLOTS') === undefined ? undefined : int(env, 'TEAM_MAX_SLOTS', 0, 1, 10_000),
   };
 }
 

@@ -14,7 +14,7 @@ import { RunsRepository } from '../runs/runs.repository.js';
 import { RunWakeups } from './run-wakeups.js';
 import { startHousekeeping, startServiceHostedPool, type Housekeeping } from './service-workers.js';
 import type { WorkerPool } from './worker-pool.js';
-import { WorkerRunsService } from './worker-runs.service.js';
+import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
 import { WorkersController } from './workers.controller.js';
 
 /** `factoryd serve`: the LISTEN connection, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
@@ -56,7 +56,7 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       provide: WorkerRunsService,
       inject: [Database, RunsRepository, CONFIG, Clock],
       useFactory: (db: Database, runs: RunsRepository, config: Config, clock: Clock) =>
-        new WorkerRunsService(db, runs, config.workerLeaseSeconds * 1000, () => clock.now()),
+        new WorkerRunsService(db, runs, runPolicy(config), () => clock.now()),
     },
     { provide: RunWakeups, inject: [Database], useFactory: (db: Database) => new RunWakeups(db) },
     ServiceWorkers,
