@@ -32,8 +32,8 @@ export interface Config {
   /** After `cancel` and SIGTERM, how long a harness's process group may linger before SIGKILL. */
   harnessKillGraceMs: number;
   /**
-   * How long one minute of a run's `idle_timeout_minutes` lasts here: 60000, except in tests, which
-   * shorten it so that the 1–60 minutes callers may ask for can be exercised in seconds.
+   * How long one minute of a run's `idle_timeout_minutes` and of the run limits lasts here: 60000,
+   * except in tests, which shorten it so that the 1–60 minutes callers may ask for can be exercised in seconds.
    */
   idleMinuteMs: number;
   /** Applied to a run that gives no `idle_timeout_minutes` (0: none). */
