@@ -8,6 +8,12 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBeUndefined();
     expect(c.dataDir).toMatch(/var$/);
     expect(c.idleMinuteMs).toBe(60_000);
+    expect(c).toMatchObject({ runIdleTimeoutMinutes: 15, runMaxDurationMinutes: 240 });
+    expect(c.teamMaxSlots).toBeUndefined();
+    expect(loadConfig({ TEAM_MAX_SLOTS: '3', RUN_MAX_DURATION_MINUTES: '0' })).toMatchObject({
+      teamMaxSlots: 3,
+      runMaxDurationMinutes: 0,
+    });
   });
 
   it('reads good values', () => {
@@ -48,6 +54,9 @@ describe('loadConfig', () => {
     ['SECRETS_KEY', 'c2hvcnQ=', /32 bytes encoded as base64/],
     ['IDLE_TIMEOUT_MINUTE_MS', '90000', /from 100 to 60000/],
     ['IDLE_TIMEOUT_MINUTE_MS', '1.5', /whole number/],
+    ['RUN_IDLE_TIMEOUT_MINUTES', 'soon', /whole number from 0 to 1440/],
+    ['RUN_MAX_DURATION_MINUTES', '20000', /from 0 to 10080/],
+    ['TEAM_MAX_SLOTS', '0', /from 1 to 10000/],
   ];
   it.each(bad)('rejects %s=%s with a ConfigError naming it', (name, value, reason) => {
     let err: unknown;
