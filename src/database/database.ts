@@ -91,11 +91,16 @@ export class Database extends ClientQueries {
     return new Database(pool, ds);
   }
 
-  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
-  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. With
+   * `lock`, the transaction first waits for that advisory lock (in the same round trip as BEGIN).
+   */
+  async transaction<T>(work: (tx: Queryable) => Promise<T>, opts: { lock?: number } = {}): Promise<T> {
     const client = await this.pool.connect();
     try {
-      await client.query('BEGIN');
+      await client.query(
+        opts.lock === undefined ? 'BEGIN' : `BEGIN; SELECT pg_advisory_xact_lock(${Math.trunc(opts.lock)})`,
+      );
       const tx = new ClientQueries(client, []);
       const result = await work(tx);
       await client.query('COMMIT');

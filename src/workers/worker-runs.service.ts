@@ -155,15 +155,16 @@ export class WorkerRunsService {
         : // Service-hosted claims take turns (across replicas: a lock in the database), so that each
           // counts what the claims before it took: concurrent claims would each see a team under its
           // cap and together take it over.
-          await this.db.transaction(async (tx) => {
-            await tx.execute(`SELECT pg_advisory_xact_lock(${SERVICE_CLAIM_LOCK})`);
-            return tx.query<ClaimedRow>(claimStatement(FAIR_PICK), [
-              ...params,
-              w.slots ?? 1,
-              new Date(now.getTime() - this.leaseMs),
-              this.policy.teamMaxSlots ?? null,
-            ]);
-          });
+          await this.db.transaction(
+            (tx) =>
+              tx.query<ClaimedRow>(claimStatement(FAIR_PICK), [
+                ...params,
+                w.slots ?? 1,
+                new Date(now.getTime() - this.leaseMs),
+                this.policy.teamMaxSlots ?? null,
+              ]),
+            { lock: SERVICE_CLAIM_LOCK },
+          );
     return Promise.all(rows.map((r) => this.assignment(r, w)));
   }
 
@@ -582,7 +583,8 @@ const OWN_TEAM_PICK = `
  * lone team. The slots are those of every live service-hosted worker in the registry (other replicas'
  * and this worker's own $7; seen after $8). Runs are taken in turns: a team's n-th oldest queued run
  * has turn `held + n`, so the team holding least goes first and a burst is shared out round-robin;
- * ties go to the oldest run.
+ * ties go to the oldest run. The best turns are locked by id (`= ANY(ARRAY(…))`): joined to `runs`
+ * instead, the planner guessed many candidates and read the whole table to match them.
  */
 const FAIR_PICK = `
   WITH RECURSIVE queued_teams(team_id) AS (
@@ -607,9 +609,9 @@ const FAIR_PICK = `
          SELECT r.id, r.created_at, row_number() OVER (ORDER BY r.created_at) AS n
            FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = sh.team_id
           ORDER BY r.created_at LIMIT greatest(least($2::int, sh.cap - sh.held), 0)) c)
-  SELECT r.id FROM candidates c JOIN runs r ON r.id = c.id
-   WHERE r.state IN (${CLAIMABLE_SQL})
-   ORDER BY c.turn, c.created_at LIMIT $2 FOR UPDATE OF r SKIP LOCKED`;
+  SELECT id FROM runs
+   WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, created_at LIMIT $2)) AND state IN (${CLAIMABLE_SQL})
+     FOR UPDATE SKIP LOCKED`;
 
 /**
  * The claim around a pick (the ids of the runs to claim, locked): $3 the claimed state, $4 now, $5 the

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { WorkerRunsService, type WorkerIdentity } from '../../src/workers/worker-runs.service.js';
 
 // Issue #13: two runs of one team whose harness printed its result and then waited on stdin held both
 // service-hosted slots, and every other team's runs stayed QUEUED behind them, with no limit in sight.
@@ -90,6 +91,42 @@ describe('fair service-hosted slots (2 slots, team A hangs, team B queues)', () 
     // A never held both slots: its second run started only once its first had ended.
     expect(Date.parse(stopped.started_at)).toBeGreaterThanOrEqual(Date.parse(idled.updated_at));
     expect(Date.parse(stopped.updated_at) - Date.parse(stopped.started_at)).toBeGreaterThanOrEqual(10_000);
+  });
+});
+
+describe('the service-hosted claim, by itself (no worker running)', () => {
+  let q: TestService;
+  beforeAll(async () => {
+    q = await startTestService();
+  });
+  afterAll(async () => q?.stop());
+
+  it('shares a burst between teams in turns, counts slots across replicas, and stops a team at its cap', async () => {
+    const x = await q.newTeam('team-x');
+    const y = await q.newTeam('team-y');
+    const queue = async (key: string, n: number) => {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++)
+        ids.push((await q.call('POST', '/api/v1/agent/runs', { prompt: `run ${i}` }, key)).body.run_id);
+      return ids;
+    };
+    const xs = await queue(x.key, 4); // older than all of y's
+    const ys = await queue(y.key, 4);
+    const service = q.service.app.get(WorkerRunsService);
+    // Two replicas of 2 slots each: 4 slots, so a team's default cap is 3 (other teams exist).
+    const other: WorkerIdentity = { id: 'replica-2', host: 'warp', teamId: null, slots: 2 };
+    await service.register(other);
+    const me: WorkerIdentity = { id: 'replica-1', host: 'warp', teamId: null, slots: 2 };
+    const claimed = async (max: number) => (await service.claim(me, max)).map((a) => a.run_id);
+
+    // Turns: x's 1st, y's 1st, x's 2nd, y's 2nd — not x's four oldest.
+    expect((await claimed(4)).sort()).toEqual([xs[0], xs[1], ys[0], ys[1]].sort());
+    // x holds 2, y holds 2: one more each up to the cap of 3, then nothing while they hold 3.
+    expect((await claimed(4)).sort()).toEqual([xs[2], ys[2]].sort());
+    expect(await claimed(4)).toEqual([]);
+    // A team's own cap wins over the default.
+    await q.authRepo.setMaxSlots(x.team.id, 4);
+    expect(await claimed(4)).toEqual([xs[3]]);
   });
 });
 
