@@ -108,11 +108,16 @@ export class HttpBackend implements WorkerBackend {
 
 /** The API answered and said no (bad key, bad request): retrying will not help. */
 export class RefusedError extends Error {
+  /** What the API said (a problem's `detail`). */
+  readonly detail: string;
+
   constructor(
     readonly status: number,
     body: string,
   ) {
-    super(`the API refused the worker (HTTP ${status}): ${problemDetail(body)}`);
+    const detail = problemDetail(body);
+    super(`the API refused the worker (HTTP ${status}): ${detail}`);
+    this.detail = detail;
   }
 }
 

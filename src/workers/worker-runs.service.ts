@@ -134,7 +134,7 @@ export class WorkerRunsService {
    * Claims up to `max` QUEUED runs of the worker's host and gathers what their harnesses need, in one
    * statement: follow-ups taken (and recorded in the conversation), attachments, the team's skills,
    * the conversation so far. A self-hosted worker takes its own team's oldest runs. Service-hosted
-   * workers share their slots fairly (`fairPick`). SKIP LOCKED: claimers never wait on each other's
+   * workers share their slots fairly (FAIR_PICK). SKIP LOCKED: claimers never wait on each other's
    * rows. It is the one state change that cannot go through RunsRepository.transition (a batch decided
    * by the lock), so it takes its states from the state machine itself.
    */
@@ -372,14 +372,13 @@ export class WorkerRunsService {
           WHERE state IN (${HELD_SQL}) AND claimed_at < $1 ORDER BY claimed_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
         [claimedBefore],
       );
-      const now = this.now();
       const message = this.overDuration('its worker did not stop it, so the service ended the run');
-      for (const r of rows) {
-        const path: RunEvent[] = r.state === 'BLOCKED' ? ['resume', 'fail'] : ['fail'];
-        await this.runs.transition(tx, r.id, r.state, path, now, { statusMessage: message });
-        await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [r.id]);
-      }
-      return rows.length;
+      return this.end(
+        tx,
+        rows,
+        (r) => (r.state === 'BLOCKED' ? ['resume', 'fail'] : ['fail']),
+        () => message,
+      );
     });
   }
 
@@ -427,10 +426,20 @@ export class WorkerRunsService {
     });
   }
 
-  private async lose(tx: Queryable, rows: HeldRun[], why: (r: HeldRun) => StatusMessage): Promise<number> {
+  private lose(tx: Queryable, rows: HeldRun[], why: (r: HeldRun) => StatusMessage): Promise<number> {
+    return this.end(tx, rows, () => ['lose'], why);
+  }
+
+  /** Ends held runs the service took from their workers (`path` from their state), their leases cleared. */
+  private async end(
+    tx: Queryable,
+    rows: HeldRun[],
+    path: (r: HeldRun) => RunEvent[],
+    why: (r: HeldRun) => StatusMessage,
+  ): Promise<number> {
     const now = this.now();
     for (const r of rows) {
-      await this.runs.transition(tx, r.id, r.state, 'lose', now, { statusMessage: why(r) });
+      await this.runs.transition(tx, r.id, r.state, path(r), now, { statusMessage: why(r) });
       await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [r.id]);
     }
     return rows.length;

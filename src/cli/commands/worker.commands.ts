@@ -71,7 +71,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
           err.status === 401
             ? `the API key is not valid (unknown or revoked). A self-hosted worker needs a worker key for its host: ` +
                 `\`factoryd api-keys create --team TEAM --scopes workers --worker-host ${opts.workerHost}\``
-            : `${err.message.replace(/^the API refused the worker/, 'the API refused this key')}`,
+            : `the API refused this key for worker host ${opts.workerHost} (HTTP ${err.status}): ${err.detail}`,
         );
       });
     const pool = new WorkerPool(backend, {
