@@ -588,8 +588,9 @@ const OWN_TEAM_PICK = `
  * The service-hosted pick: fair shares of the slots. Each team with queued runs (found by skipping
  * through the queue index team by team) may hold up to its cap: the team's own max_slots, else
  * TEAM_MAX_SLOTS ($9), else every slot but one when other teams exist — so that a team that fills
- * the slots with runs that hang still leaves one for the next team's run — and all of them for a
- * lone team. The slots are those of every live service-hosted worker in the registry (other replicas'
+ * the slots with runs that hang still leaves one for the next team's run — and no cap for a lone
+ * team (NULL: `least` ignores it). Not `total` for a lone team: a run whose harness ended still
+ * counts as held until its worker's report lands, so that cap held free slots empty. The slots are those of every live service-hosted worker in the registry (other replicas'
  * and this worker's own $7; seen after $8). Runs are taken in turns: a team's n-th oldest queued run
  * has turn `held + n`, so the team holding least goes first and a burst is shared out round-robin;
  * ties go to the oldest run. The best turns are locked by id (`= ANY(ARRAY(…))`): joined to `runs`
@@ -608,7 +609,7 @@ const FAIR_PICK = `
    shares AS MATERIALIZED (
      SELECT q.team_id, held.n AS held,
             coalesce(t.max_slots, $9::int, CASE WHEN EXISTS (SELECT 1 FROM teams o WHERE o.id <> q.team_id)
-                                                THEN greatest(s.total - 1, 1) ELSE s.total END) AS cap
+                                                THEN greatest(s.total - 1, 1) END) AS cap
        FROM queued_teams q JOIN teams t ON t.id = q.team_id CROSS JOIN slots s
        CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM runs h
                             WHERE h.state IN (${HELD_SQL}) AND h.worker_host = $1 AND h.team_id = q.team_id) held),
