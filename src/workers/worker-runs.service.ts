@@ -155,16 +155,12 @@ export class WorkerRunsService {
         : // Service-hosted claims take turns (across replicas: a lock in the database), so that each
           // counts what the claims before it took: concurrent claims would each see a team under its
           // cap and together take it over.
-          await this.db.transaction(
-            (tx) =>
-              tx.query<ClaimedRow>(claimStatement(FAIR_PICK), [
-                ...params,
-                w.slots ?? 1,
-                new Date(now.getTime() - this.leaseMs),
-                this.policy.teamMaxSlots ?? null,
-              ]),
-            { lock: SERVICE_CLAIM_LOCK },
-          );
+          await this.db.queryLocked<ClaimedRow>(SERVICE_CLAIM_LOCK, claimStatement(FAIR_PICK), [
+            ...params,
+            w.slots ?? 1,
+            new Date(now.getTime() - this.leaseMs),
+            this.policy.teamMaxSlots ?? null,
+          ]);
     return Promise.all(rows.map((r) => this.assignment(r, w)));
   }
 
