@@ -1,5 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { SCOPE_EXTENSION } from './auth/auth.guard.js';
 import { SchemaRegistry } from './common/schema-validator.js';
 
 export const OPENAPI_PATH = '/api/v1/openapi.json';
@@ -13,9 +14,23 @@ export function buildOpenApi(app: NestFastifyApplication): OpenAPIObject {
     .setTitle('factoryd')
     .setDescription('Run API (Oz-compatible), factories, webhooks. Errors are RFC 7807 problem+json.')
     .setVersion('1')
-    .addBearerAuth()
+    .addBearerAuth({
+      type: 'http',
+      scheme: 'bearer',
+      description:
+        'An API key (`fdk_…`). Each operation names the scope it needs in its `security`: `runs:read`, ' +
+        '`runs:write`, `factory:manage`, or `workers` — a worker key, bound to one `worker_host` and with ' +
+        'no other scope, the only key the self-hosted worker API (`/agent/workers/*`) takes.',
+    })
     .build();
   const doc = SwaggerModule.createDocument(app, config);
+  // The scope a route requires (RequireScope) is its security requirement (OpenAPI 3.1 lets a
+  // non-OAuth scheme list the roles it needs).
+  for (const ops of Object.values(doc.paths))
+    for (const op of Object.values(ops) as Array<Record<string, unknown>>) {
+      const scope = op?.[SCOPE_EXTENSION];
+      if (typeof scope === 'string') op.security = [{ bearer: [scope] }];
+    }
   doc.openapi = '3.1.0';
   const schemas = app.get(SchemaRegistry).schemas;
   doc.components ??= {};

@@ -268,6 +268,44 @@ describe('factoryd teams / api-keys', () => {
     expect(again.stderr).toMatch(/no live API key/);
   });
 
+  it('creates a worker key bound to one host, lists the host, and refuses a worker key mixed with other scopes', async () => {
+    const created = await cli(
+      'api-keys',
+      'create',
+      '--team',
+      'default',
+      '--scopes',
+      'workers',
+      '--worker-host',
+      'build-box',
+      '--json',
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const key = JSON.parse(created.stdout) as { id: string; key: string; worker_host: string };
+    expect(key.worker_host).toBe('build-box');
+    const connect = await t.call('POST', '/api/v1/agent/workers/connect', { worker_id: 'w1' }, key.key);
+    expect(connect.body).toEqual({
+      worker_host: 'build-box',
+      team: { uid: t.defaultTeam.uid, name: 'default' },
+    });
+    const listed = JSON.parse((await cli('api-keys', 'list', '--json')).stdout).api_keys;
+    expect(listed.find((k: { id: string }) => k.id === key.id)).toMatchObject({
+      scopes: ['workers'],
+      worker_host: 'build-box',
+    });
+    expect((await cli('api-keys', 'list')).stdout).toMatch(/WORKER HOST[\s\S]*build-box/);
+
+    for (const [args, message] of [
+      [['--scopes', 'workers'], /needs --worker-host/],
+      [['--scopes', 'workers,runs:read', '--worker-host', 'x'], /workers scope goes alone/],
+      [['--scopes', 'runs:read', '--worker-host', 'x'], /only for a key with --scopes workers/],
+    ] as const) {
+      const res = await cli('api-keys', 'create', '--team', 'default', ...args);
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toMatch(message);
+    }
+  });
+
   it('fails with a message and non-zero exit for an unknown team or bad scope', async () => {
     const noTeam = await cli('api-keys', 'create', '--team', 'nope');
     expect(noTeam.code).not.toBe(0);

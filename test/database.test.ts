@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/database/data-source.js';
 import { Database } from '../src/database/database.js';
 import { createTestDatabase } from './support/database.js';
+import { eventually } from './support/eventually.js';
 
 // Statements with parameters run as named prepared statements (parsed and planned once per
 // connection): they must behave exactly as one-off statements do, errors and transactions included.
@@ -89,5 +90,43 @@ describe('afterCommit', () => {
     ).rejects.toThrow('changed my mind');
     expect(calls).toEqual(['outside', 'inside']);
     expect(await seen('ac-3')).toEqual([{ n: 0 }]);
+  });
+});
+
+describe('queryLocked', () => {
+  it('waits for the lock, then sees what its previous holder committed; a failure leaves the connection clean', async () => {
+    const LOCK = 424_242;
+    const holder = await db.pool.connect();
+    try {
+      await holder.query(`BEGIN`);
+      await holder.query(`SELECT pg_advisory_xact_lock(${LOCK})`);
+      await holder.query(`INSERT INTO prepared_probe (k, v) VALUES ('locked-1', 1)`);
+      const counted = db.queryLocked<{ n: number }>(
+        LOCK,
+        `SELECT count(*)::int AS n FROM prepared_probe WHERE k LIKE $1`,
+        ['locked-%'],
+      );
+      // It is waiting for the lock (its snapshot not yet taken) when the holder commits.
+      await eventually(
+        async () =>
+          (
+            await db.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`,
+              [LOCK],
+            )
+          )[0].n === 1,
+        'queryLocked to wait for the lock',
+      );
+      await holder.query(`COMMIT`);
+      expect(await counted).toEqual([{ n: 1 }]);
+    } finally {
+      holder.release();
+    }
+    await expect(db.queryLocked(LOCK, `SELECT 1 / $1::int`, [0])).rejects.toThrow(/division by zero/);
+    // Every connection of the pool (3) is clean afterwards: not left in an aborted transaction.
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => db.queryLocked<{ v: number }>(LOCK, `SELECT $1::int AS v`, [i])),
+    );
+    expect(results.map((r) => r[0].v)).toEqual([0, 1, 2, 3, 4, 5]);
   });
 });

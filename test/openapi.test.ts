@@ -54,6 +54,18 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('names the scope each operation needs; the worker API needs a worker key', () => {
+    expect(doc.paths['/api/v1/agent/runs'].post.security).toEqual([{ bearer: ['runs:write'] }]);
+    expect(doc.paths['/api/v1/agent/runs'].get.security).toEqual([{ bearer: ['runs:read'] }]);
+    const workerOps = Object.entries<Record<string, any>>(doc.paths).filter(([p]) =>
+      p.startsWith('/api/v1/agent/workers/'),
+    );
+    expect(workerOps.length).toBeGreaterThanOrEqual(7);
+    for (const [path, ops] of workerOps)
+      for (const op of Object.values<any>(ops)) expect(op.security, path).toEqual([{ bearer: ['workers'] }]);
+    expect(doc.components.securitySchemes.bearer.description).toMatch(/`workers`/);
+  });
+
   it('points request bodies and responses at the JSON Schemas that validate them', () => {
     const create = doc.paths['/api/v1/agent/runs'].post;
     expect(create.requestBody.content['application/json'].schema).toEqual({

@@ -2,7 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../src/database/database.js';
 import { RunsRepository } from '../src/runs/runs.repository.js';
-import { WorkerRunsService, type WorkerIdentity } from '../src/workers/worker-runs.service.js';
+import { loadConfig } from '../src/config/config.js';
+import { runPolicy, WorkerRunsService, type WorkerIdentity } from '../src/workers/worker-runs.service.js';
 import { startTestService, type TestService } from './support/service.js';
 import { McpCredentials } from '../src/secrets/mcp-credentials.js';
 
@@ -56,7 +57,7 @@ function literal(client: pg.Client, value: unknown): string {
 }
 
 describe("the workers' statements, planned for any values", () => {
-  it('read runs through an index: claim, lease renewal, reports, the reaper, lost workers', async () => {
+  it('read runs through an index: both claims, lease renewal, reports, the reapers, lost workers', async () => {
     const db = t.service.db;
     const { team, key } = await t.newTeam('plans');
     // A table with a history: ended runs around the live ones.
@@ -67,6 +68,7 @@ describe("the workers' statements, planned for any values", () => {
       [team.id],
     );
     for (let i = 0; i < 3; i++) await t.call('POST', '/api/v1/agent/runs', { prompt: `live ${i}` }, key);
+    await t.call('POST', '/api/v1/agent/runs', { prompt: 'on a box', config: { worker_host: 'box' } }, key);
     await db.execute(`ANALYZE runs`);
 
     const sent: Sent[] = [];
@@ -74,12 +76,15 @@ describe("the workers' statements, planned for any values", () => {
     const workerRuns = new WorkerRunsService(
       recorded,
       new RunsRepository(recorded, t.service.app.get(McpCredentials)),
-      30_000,
+      runPolicy(loadConfig({})),
     );
-    const w: WorkerIdentity = { id: 'plans-w1', host: 'warp', teamId: team.id };
+    // A service-hosted worker (the fair claim) and a self-hosted one (its own team's runs).
+    const w: WorkerIdentity = { id: 'plans-w1', host: 'warp', teamId: null, slots: 2 };
     await workerRuns.register(w);
     const [a] = await workerRuns.claim(w, 1);
     expect(a).toBeDefined();
+    const box: WorkerIdentity = { id: 'plans-box', host: 'box', teamId: team.id };
+    expect(await workerRuns.claim(box, 1)).toHaveLength(1);
     await workerRuns.heartbeat(w, [a!.run_id]);
     await workerRuns.record(
       w,
@@ -94,10 +99,11 @@ describe("the workers' statements, planned for any values", () => {
       lastLines: [],
     });
     await workerRuns.reap();
+    await workerRuns.endOverdue();
     await workerRuns.lost(w, ['plans-w0']);
 
     const onRuns = sent.filter((s) => /\b(FROM|UPDATE) runs\b/.test(s.text));
-    expect(onRuns.length).toBeGreaterThanOrEqual(5);
+    expect(onRuns.length).toBeGreaterThanOrEqual(7);
     const client = new pg.Client({ connectionString: t.service.databaseServer.url });
     await client.connect();
     try {

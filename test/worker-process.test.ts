@@ -60,13 +60,14 @@ function worker(args: string[], env: Record<string, string> = {}): Worker {
   return child;
 }
 
-const selfHosted = (host: string, on: TestService = t) => [
+/** A self-hosted worker's arguments, with a worker key for its host. */
+const selfHosted = async (host: string, on: TestService = t) => [
   '--worker-host',
   host,
   '--api',
   on.api,
   '--api-key',
-  on.adminKey,
+  await on.workerKey(host),
 ];
 
 async function create(body: Record<string, unknown>, key?: string, on: TestService = t): Promise<string> {
@@ -170,7 +171,7 @@ describe('factoryd worker (service-hosted, on the database)', () => {
 describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
   it("takes only its own host's runs in its own team, and shows up as connected", async () => {
     const other = await t.newTeam('other-team');
-    worker(selfHosted('box-a'));
+    worker(await selfHosted('box-a'));
     const mine = await create({ prompt: 'On box a', config: { worker_host: 'box-a' } });
     const elsewhere = await create({ prompt: 'On box b', config: { worker_host: 'box-b' } });
     const serviceHosted = await create({ prompt: 'On the service' });
@@ -206,7 +207,7 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
   });
 
   it('follows a follow-up and a cancel over HTTP, and a restarted worker picks up new runs', async () => {
-    const args = selfHosted('box-c');
+    const args = await selfHosted('box-c');
     let w = worker(args);
     const asked = await create({ prompt: 'Ask me\n/ask Proceed?', config: { worker_host: 'box-c' } });
     await waitFor(asked, ['BLOCKED']);
@@ -261,11 +262,22 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     expect((await waitFor(later, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
   });
 
-  it('refuses the reserved host id and bad worker ids', async () => {
-    const res = await t.call('POST', '/api/v1/agent/workers/claim', { worker_id: 'w1', worker_host: 'warp' });
-    expect(res.status).toBe(400);
-    expect(res.body.detail).toMatch(/reserved/);
-    const bad = await t.call('POST', '/api/v1/agent/workers/claim', { worker_id: 'a b', worker_host: 'box' });
+  it('refuses another host id (the reserved one too) and bad worker ids', async () => {
+    const key = await t.workerKey('box');
+    const res = await t.call(
+      'POST',
+      '/api/v1/agent/workers/claim',
+      { worker_id: 'w1', worker_host: 'warp' },
+      key,
+    );
+    expect(res.status).toBe(403);
+    expect(res.body.detail).toMatch(/bound to worker_host "box"/);
+    const bad = await t.call(
+      'POST',
+      '/api/v1/agent/workers/claim',
+      { worker_id: 'a b', worker_host: 'box' },
+      key,
+    );
     expect(bad.status).toBe(400);
     const unauth = await t.call(
       'POST',
@@ -274,6 +286,25 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
       '',
     );
     expect(unauth.status).toBe(401);
+  });
+});
+
+describe('factoryd worker --worker-host checks its key when it starts', () => {
+  it('refuses a key that is no worker key (an old runs:write key) and says how to issue one', async () => {
+    const w = worker(['--worker-host', 'box-old', '--api', t.api, '--api-key', t.adminKey]);
+    const code = await new Promise((r) => w.once('exit', r));
+    expect(code).not.toBe(0);
+    expect(w.output()).toContain(
+      '`factoryd api-keys create --team default --scopes workers --worker-host box-old`',
+    );
+    expect(w.output()).toMatch(/lacks the scope workers/);
+  });
+
+  it("refuses another host's worker key, naming the host it is bound to", async () => {
+    const w = worker(['--worker-host', 'box-y', '--api', t.api, '--api-key', await t.workerKey('box-x')]);
+    const code = await new Promise((r) => w.once('exit', r));
+    expect(code).not.toBe(0);
+    expect(w.output()).toMatch(/bound to worker_host "box-x" and cannot act for "box-y"/);
   });
 });
 
@@ -288,7 +319,7 @@ describe('restarts', () => {
     // A lease shorter than the outage: the restarted API's reaper waits a lease before reaping.
     const api = await startTestService({ WORKER_LEASE_SECONDS: '4' });
     try {
-      const w = worker(selfHosted('box-r', api), { WORKER_LEASE_SECONDS: '4' });
+      const w = worker(await selfHosted('box-r', api), { WORKER_LEASE_SECONDS: '4' });
       const live = await create(
         {
           prompt: 'Wait, then ask\n/wait 2\n/ask Proceed after the restart?',
@@ -300,7 +331,12 @@ describe('restarts', () => {
       await waitFor(live, ['INPROGRESS'], 20_000, undefined, api);
       // And a run held by a worker that never comes back.
       const orphan = await create({ prompt: 'Orphan', config: { worker_host: 'box-gone' } }, undefined, api);
-      await api.call('POST', '/api/v1/agent/workers/claim', { worker_id: 'gone', worker_host: 'box-gone' });
+      await api.call(
+        'POST',
+        '/api/v1/agent/workers/claim',
+        { worker_id: 'gone', worker_host: 'box-gone' },
+        await api.workerKey('box-gone'),
+      );
       // Down for longer than the lease; the harness asks its question (BLOCKED) while the API is away.
       await api.restart({ downMs: 5000 });
       expect(w.exitCode).toBeNull();
@@ -338,7 +374,8 @@ describe('restarts', () => {
     const api = await startTestService({ WORKER_LEASE_SECONDS: '60' });
     try {
       const env = { WORKER_LEASE_SECONDS: '60' };
-      const first = worker(selfHosted('box-k', api), env);
+      const args = await selfHosted('box-k', api);
+      const first = worker(args, env);
       const firstFolder = join(dataDir, 'factoryd-workspaces', await first.id());
       const old = await create(
         { prompt: 'Long\n/wait 120', config: { worker_host: 'box-k' } },
@@ -350,7 +387,7 @@ describe('restarts', () => {
       first.kill('SIGKILL');
       await new Promise((r) => first.once('exit', r));
 
-      const second = worker(selfHosted('box-k', api), env);
+      const second = worker(args, env);
       const lost = await waitFor(old, ['ERROR', 'SUCCEEDED', 'FAILED'], 20_000, undefined, api);
       expect(lost.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
       expect(lost.status_message.message).toMatch(/died while running this run/);

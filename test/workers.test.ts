@@ -186,26 +186,26 @@ describe('service-hosted workers running the example harness', () => {
 });
 
 describe('the self-hosted worker API', () => {
-  const claimAs = (workerId: string, host: string, key?: string) =>
-    t.call('POST', '/api/v1/agent/workers/claim', { worker_id: workerId, worker_host: host, max: 1 }, key);
-  const lost = (body: Record<string, unknown>, key?: string) =>
-    t.call('POST', '/api/v1/agent/workers/lost', body, key);
+  /** A worker key per host of the team `default` (the worker API takes no other key). */
+  const keys = new Map<string, Promise<string>>();
+  const keyFor = (host: string) => {
+    if (!keys.has(host)) keys.set(host, t.workerKey(host));
+    return keys.get(host)!;
+  };
+  const asWorker = async (host: string, path: string, body: Record<string, unknown>) =>
+    t.call('POST', `/api/v1/agent/workers${path}`, body, await keyFor(host));
+  const claimAs = (workerId: string, host: string) =>
+    asWorker(host, '/claim', { worker_id: workerId, worker_host: host, max: 1 });
+  const lost = async (body: Record<string, unknown>, key?: string) =>
+    t.call('POST', '/api/v1/agent/workers/lost', body, key ?? (await keyFor('box-l')));
 
   it('claims at most `max` runs, oldest first, and never one another worker holds', async () => {
     const ids: string[] = [];
     for (const n of [1, 2, 3, 4])
       ids.push(await create({ prompt: `Queued ${n}`, config: { worker_host: 'box-q' } }));
-    const first = await t.call('POST', '/api/v1/agent/workers/claim', {
-      worker_id: 'q1',
-      worker_host: 'box-q',
-      max: 1,
-    });
+    const first = await asWorker('box-q', '/claim', { worker_id: 'q1', worker_host: 'box-q', max: 1 });
     expect(first.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([ids[0]]);
-    const next = await t.call('POST', '/api/v1/agent/workers/claim', {
-      worker_id: 'q2',
-      worker_host: 'box-q',
-      max: 2,
-    });
+    const next = await asWorker('box-q', '/claim', { worker_id: 'q2', worker_host: 'box-q', max: 2 });
     expect(next.body.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([ids[1], ids[2]].sort());
     expect((await t.call('GET', `/api/v1/agent/runs/${ids[3]}`)).body.state).toBe('QUEUED');
   });
@@ -213,10 +213,10 @@ describe('the self-hosted worker API', () => {
   it("takes a short run's start, events and end in one report, dated by the worker's own measure", async () => {
     const worker = { worker_id: 's1', worker_host: 'box-s' };
     const id = await create({ prompt: 'Quick one', config: { worker_host: 'box-s' } });
-    const claimed = await t.call('POST', '/api/v1/agent/workers/claim', worker);
+    const claimed = await asWorker('box-s', '/claim', worker);
     expect(claimed.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([id]);
     const finish = (outcome: Record<string, unknown>) =>
-      t.call('POST', `/api/v1/agent/workers/runs/${id}/finish`, { ...worker, execution: 1, outcome });
+      asWorker('box-s', `/runs/${id}/finish`, { ...worker, execution: 1, outcome });
 
     // Malformed reports are refused whole: nothing recorded, the run still CLAIMED.
     for (const [outcome, message] of [
@@ -228,7 +228,7 @@ describe('the self-hosted worker API', () => {
       expect(res.status).toBe(400);
       expect(res.body.detail).toMatch(message);
     }
-    const events = await t.call('POST', `/api/v1/agent/workers/runs/${id}/events`, {
+    const events = await asWorker('box-s', `/runs/${id}/events`, {
       ...worker,
       execution: 1,
       events: [],
@@ -264,8 +264,8 @@ describe('the self-hosted worker API', () => {
   it('reports a start on its own (no events yet) as INPROGRESS, dated by the worker', async () => {
     const worker = { worker_id: 's2', worker_host: 'box-t' };
     const id = await create({ prompt: 'Slow one', config: { worker_host: 'box-t' } });
-    await t.call('POST', '/api/v1/agent/workers/claim', worker);
-    const res = await t.call('POST', `/api/v1/agent/workers/runs/${id}/events`, {
+    await asWorker('box-t', '/claim', worker);
+    const res = await asWorker('box-t', `/runs/${id}/events`, {
       ...worker,
       execution: 1,
       events: [],
@@ -306,17 +306,16 @@ describe('the self-hosted worker API', () => {
     const other = await t.newTeam('lost-other-team');
     const foreign = await lost(
       { worker_id: 'w2', worker_host: 'box-l', worker_ids: ['dead-one'] },
-      other.key,
+      await t.workerKey('box-l', other.team),
     );
     expect(foreign.body).toEqual({ lost_runs: 0 });
-    const otherHost = await lost({ worker_id: 'w2', worker_host: 'box-m', worker_ids: ['dead-one'] });
+    const otherHost = await lost(
+      { worker_id: 'w2', worker_host: 'box-m', worker_ids: ['dead-one'] },
+      await keyFor('box-m'),
+    );
     expect(otherHost.body).toEqual({ lost_runs: 0 });
     // (renewed, so that a slow machine cannot let this run's 3 s lease lapse first)
-    await t.call('POST', '/api/v1/agent/workers/heartbeat', {
-      worker_id: 'dead-one',
-      worker_host: 'box-l',
-      run_ids: [id],
-    });
+    await asWorker('box-l', '/heartbeat', { worker_id: 'dead-one', worker_host: 'box-l', run_ids: [id] });
     expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CLAIMED');
 
     const res = await lost({ worker_id: 'w2', worker_host: 'box-l', worker_ids: ['dead-one'] });
@@ -329,14 +328,14 @@ describe('the self-hosted worker API', () => {
   });
 
   it.each([
-    [{ worker_id: 'w2', worker_host: 'box-l' }, /worker_ids must be an array/],
-    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: 'dead-one' }, /worker_ids must be an array/],
-    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: ['a b'] }, /each 1-128 characters/],
-    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: Array(101).fill('w') }, /at most 100/],
-    [{ worker_id: 'w2', worker_host: 'warp', worker_ids: ['w'] }, /reserved/],
-  ])('refuses a bad lost-workers report %#', async (body, detail) => {
+    [{ worker_id: 'w2', worker_host: 'box-l' }, 400, /worker_ids must be an array/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: 'dead-one' }, 400, /worker_ids must be an array/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: ['a b'] }, 400, /each 1-128 characters/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: Array(101).fill('w') }, 400, /at most 100/],
+    [{ worker_id: 'w2', worker_host: 'warp', worker_ids: ['w'] }, 403, /bound to worker_host "box-l"/],
+  ])('refuses a bad lost-workers report %#', async (body, status, detail) => {
     const res = await lost(body);
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(status);
     expect(res.body.detail).toMatch(detail);
   });
 });
@@ -382,7 +381,7 @@ describe("a team's own harness (factoryd teams set-harness)", () => {
       'POST',
       '/api/v1/agent/workers/claim',
       { worker_id: 'h1', worker_host: 'box-h' },
-      team.key,
+      await t.workerKey('box-h', team.team),
     );
     expect(claimed.body.runs).toHaveLength(1);
     expect(claimed.body.runs[0]).not.toHaveProperty('harness_command');

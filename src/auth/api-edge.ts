@@ -6,7 +6,7 @@ import { mustCloseAfterRefusal } from '../common/drain.js';
 import { NotAuthorized, RequestInvalid } from '../common/problem.js';
 import type { EdgeRouteConfig } from '../common/route-config.js';
 import { findInputProblem, unstorableText, type InputProblem } from '../common/storable.js';
-import type { Scope } from './api-key.js';
+import { WORKER_SCOPE, workerKeyCommand, type Scope } from './api-key.js';
 import type { AuthContext } from './auth-context.js';
 import { AuthService } from './auth.service.js';
 
@@ -47,16 +47,27 @@ export class ApiEdge implements OnModuleInit {
         req.headers.authorization,
         Array.isArray(team) ? team[0] : team,
       );
-      if (!auth.scopes.has(scope))
-        throw new NotAuthorized(
-          `This API key lacks the scope ${scope} (it has ${[...auth.scopes].join(', ')}).`,
-        );
+      if (!auth.scopes.has(scope)) throw new NotAuthorized(refusal(scope, auth));
       req.auth = auth;
     } catch (err) {
       if (await mustCloseAfterRefusal(req.raw)) void reply.header('Connection', 'close');
       throw err;
     }
   }
+}
+
+/**
+ * Why the key may not call this route; a worker with a caller's key is told how to get a worker key
+ * (the host is not known yet: the body, which names it, is not read before the key is accepted).
+ */
+function refusal(scope: Scope, auth: AuthContext): string {
+  const lacks = `This API key lacks the scope ${scope} (it has ${[...auth.scopes].join(', ')}).`;
+  if (scope !== WORKER_SCOPE) return lacks;
+  return (
+    `${lacks} The worker API takes only worker keys, each bound to one worker_host (runs:write no longer ` +
+    `serves workers). Issue one with \`${workerKeyCommand(auth.team.name, 'ID')}\` and start the worker ` +
+    `with it: \`factoryd worker --worker-host ID --api-key <the new key>\`.`
+  );
 }
 
 function scopeOf(req: FastifyRequest): Scope | undefined {

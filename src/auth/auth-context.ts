@@ -19,4 +19,6 @@ export interface AuthContext {
   principal: Principal;
   team: TeamRef;
   scopes: ReadonlySet<Scope>;
+  /** A worker key's one worker_host (keys with the `workers` scope only). */
+  workerHost?: string;
 }

@@ -8,6 +8,7 @@ import {
   SetMetadata,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { ApiExtension } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { routeConfig } from '../common/route-config.js';
 import type { Scope } from './api-key.js';
@@ -16,13 +17,20 @@ import type { AuthContext } from './auth-context.js';
 const SCOPE_KEY = 'factoryd:scope';
 const PUBLIC_KEY = 'factoryd:public';
 
+/** Where the OpenAPI document finds a route's scope (buildOpenApi turns it into the route's `security`). */
+export const SCOPE_EXTENSION = 'x-required-scope';
+
 /**
  * The scope a route needs. Every route states one, or is marked @Public(): the guard denies by
  * default. The scope also goes into the route's Fastify config, where ApiEdge checks the key before
- * the body is read.
+ * the body is read, and into the OpenAPI document.
  */
 export const RequireScope = (scope: Scope) =>
-  applyDecorators(SetMetadata(SCOPE_KEY, scope), routeConfig({ scope }));
+  applyDecorators(
+    SetMetadata(SCOPE_KEY, scope),
+    routeConfig({ scope }),
+    ApiExtension(SCOPE_EXTENSION, scope),
+  );
 /** No API key needed (health, schemas, webhook ingress, which authenticates its own way). */
 export const Public = () => SetMetadata(PUBLIC_KEY, true);
 

@@ -9,6 +9,7 @@ export interface KeyRecord {
   scopes: Scope[];
   principal: Principal;
   teams: TeamRef[];
+  workerHost: string | null;
 }
 
 export interface ApiKeyListing {
@@ -16,6 +17,8 @@ export interface ApiKeyListing {
   name: string;
   prefix: string;
   scopes: Scope[];
+  /** A worker key's host. */
+  worker_host: string | null;
   principal_uid: string;
   teams: string[];
   created_at: Date;
@@ -30,7 +33,7 @@ export class AuthRepository {
   /** The live key with this hash, its principal and the principal's teams. */
   async findKeyByHash(hash: Buffer): Promise<KeyRecord | undefined> {
     const rows = await this.db.query(
-      `SELECT k.id AS key_id, k.scopes, p.id AS principal_id, p.uid AS principal_uid, p.type, p.display_name,
+      `SELECT k.id AS key_id, k.scopes, k.worker_host, p.id AS principal_id, p.uid AS principal_uid, p.type, p.display_name,
               coalesce(json_agg(json_build_object('id', t.id, 'uid', t.uid, 'name', t.name) ORDER BY t.name)
                        FILTER (WHERE t.id IS NOT NULL), '[]') AS teams
          FROM api_keys k
@@ -53,6 +56,7 @@ export class AuthRepository {
         displayName: r.display_name as string,
       },
       teams: r.teams as TeamRef[],
+      workerHost: r.worker_host as string | null,
     };
   }
 
@@ -81,15 +85,22 @@ export class AuthRepository {
     return rows[0];
   }
 
-  async listTeams(): Promise<Array<TeamRef & { created_at: Date; harness_command: string | null }>> {
-    return this.db.query<TeamRef & { created_at: Date; harness_command: string | null }>(
-      `SELECT id, uid, name, created_at, harness_command FROM teams ORDER BY name`,
+  async listTeams(): Promise<
+    Array<TeamRef & { created_at: Date; harness_command: string | null; max_slots: number | null }>
+  > {
+    return this.db.query(
+      `SELECT id, uid, name, created_at, harness_command, max_slots FROM teams ORDER BY name`,
     );
   }
 
   /** The team's harness for the service-hosted workers; null: the environment's HARNESS_COMMAND. */
   async setHarnessCommand(teamId: string, command: string | null): Promise<void> {
     await this.db.execute(`UPDATE teams SET harness_command = $2 WHERE id = $1`, [teamId, command]);
+  }
+
+  /** The most service-hosted slots the team's runs may hold at once; null: the environment's default. */
+  async setMaxSlots(teamId: string, slots: number | null): Promise<void> {
+    await this.db.execute(`UPDATE teams SET max_slots = $2 WHERE id = $1`, [teamId, slots]);
   }
 
   /** A principal in the given teams with one key; all in one transaction. */
@@ -101,6 +112,7 @@ export class AuthRepository {
     prefix: string;
     hash: Buffer;
     scopes: Scope[];
+    workerHost?: string;
   }): Promise<{ keyId: string; principalUid: string }> {
     return this.db.transaction(async (tx) => {
       const [p] = await tx.query<{ id: string; uid: string }>(
@@ -111,8 +123,8 @@ export class AuthRepository {
         await tx.execute(`INSERT INTO team_members (team_id, principal_id) VALUES ($1, $2)`, [teamId, p.id]);
       }
       const [k] = await tx.query<{ id: string }>(
-        `INSERT INTO api_keys (principal_id, name, prefix, key_hash, scopes) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-        [p.id, input.keyName, input.prefix, input.hash, input.scopes],
+        `INSERT INTO api_keys (principal_id, name, prefix, key_hash, scopes, worker_host) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+        [p.id, input.keyName, input.prefix, input.hash, input.scopes, input.workerHost ?? null],
       );
       return { keyId: k.id, principalUid: p.uid };
     });
@@ -120,7 +132,7 @@ export class AuthRepository {
 
   async listKeys(teamId?: string): Promise<ApiKeyListing[]> {
     return this.db.query<ApiKeyListing>(
-      `SELECT k.id, k.name, k.prefix, k.scopes, p.uid AS principal_uid, k.created_at, k.last_used_at, k.revoked_at,
+      `SELECT k.id, k.name, k.prefix, k.scopes, k.worker_host, p.uid AS principal_uid, k.created_at, k.last_used_at, k.revoked_at,
               coalesce(array_agg(t.name ORDER BY t.name) FILTER (WHERE t.id IS NOT NULL), '{}') AS teams
          FROM api_keys k
          JOIN principals p ON p.id = k.principal_id

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AuthenticationRequired, InvalidRequest, NotAuthorized } from '../common/problem.js';
-import { generateApiKey, hashApiKey, type Scope } from './api-key.js';
+import { generateApiKey, hashApiKey, workerKeyProblem, type Scope } from './api-key.js';
 import type { AuthContext, TeamRef } from './auth-context.js';
 import { AuthRepository } from './auth.repository.js';
 
@@ -21,7 +21,13 @@ export class AuthService {
     if (!record) throw new AuthenticationRequired('The API key is not valid (unknown or revoked).');
     const team = this.selectTeam(record.teams, teamUid);
     this.touch(record.keyId);
-    return { keyId: record.keyId, principal: record.principal, team, scopes: new Set(record.scopes) };
+    return {
+      keyId: record.keyId,
+      principal: record.principal,
+      team,
+      scopes: new Set(record.scopes),
+      ...(record.workerHost ? { workerHost: record.workerHost } : {}),
+    };
   }
 
   private selectTeam(teams: TeamRef[], teamUid: string | undefined): TeamRef {
@@ -55,13 +61,21 @@ export class AuthService {
     return team;
   }
 
-  /** Creates a principal in `teams` with one key; the key is returned once and stored only hashed. */
+  /**
+   * Creates a principal in `teams` with one key; the key is returned once and stored only hashed. A
+   * worker key (scope `workers`) serves one `workerHost` of one team.
+   */
   async createApiKey(input: {
     teams: TeamRef[];
     scopes: Scope[];
     name: string;
     type?: 'user' | 'service_account';
+    workerHost?: string;
   }): Promise<{ id: string; key: string; prefix: string; principalUid: string }> {
+    const problem = workerKeyProblem(input.scopes, input.workerHost);
+    if (problem) throw new InvalidRequest(problem);
+    if (input.workerHost !== undefined && input.teams.length !== 1)
+      throw new InvalidRequest('a worker key serves one team: give --team once');
     const generated = generateApiKey();
     const { keyId, principalUid } = await this.repo.createPrincipalWithKey({
       type: input.type ?? 'service_account',
@@ -71,6 +85,7 @@ export class AuthService {
       prefix: generated.prefix,
       hash: generated.hash,
       scopes: input.scopes,
+      workerHost: input.workerHost,
     });
     return { id: keyId, key: generated.key, prefix: generated.prefix, principalUid };
   }

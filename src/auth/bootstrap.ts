@@ -1,9 +1,10 @@
-import { SCOPES } from './api-key.js';
+import { CALLER_SCOPES } from './api-key.js';
 import type { AuthRepository } from './auth.repository.js';
 import type { AuthService } from './auth.service.js';
 
 /**
- * First start: the team `default` and an admin key with every scope. Returns the key only when it was
+ * First start: the team `default` and an admin key with every scope but `workers` (a worker key is a
+ * machine's, bound to its host). Returns the key only when it was
  * just created, so it is shown once; later starts find teams and return undefined.
  */
 export async function bootstrapDefaultTeam(
@@ -15,7 +16,7 @@ export async function bootstrapDefaultTeam(
   if (!team) return undefined; // another replica won the race
   const { key } = await auth.createApiKey({
     teams: [team],
-    scopes: [...SCOPES],
+    scopes: [...CALLER_SCOPES],
     name: 'admin',
     type: 'user',
   });

@@ -8,6 +8,12 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBeUndefined();
     expect(c.dataDir).toMatch(/var$/);
     expect(c.idleMinuteMs).toBe(60_000);
+    expect(c).toMatchObject({ runIdleTimeoutMinutes: 15, runMaxDurationMinutes: 240 });
+    expect(c.teamMaxSlots).toBeUndefined();
+    expect(loadConfig({ TEAM_MAX_SLOTS: '3', RUN_MAX_DURATION_MINUTES: '0' })).toMatchObject({
+      teamMaxSlots: 3,
+      runMaxDurationMinutes: 0,
+    });
     expect(c).toMatchObject({
       httpHeadersTimeoutMs: 10_000,
       httpRequestTimeoutMs: 30_000,
@@ -107,6 +113,9 @@ describe('loadConfig', () => {
     // Node refuses a headers timeout above the request timeout (30 s by default).
     ['HTTP_HEADERS_TIMEOUT_MS', '40000', /from 100 to 30000/],
     ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '10', /from 1000 to 600000/],
+    ['RUN_IDLE_TIMEOUT_MINUTES', 'soon', /whole number from 0 to 1440/],
+    ['RUN_MAX_DURATION_MINUTES', '20000', /from 0 to 10080/],
+    ['TEAM_MAX_SLOTS', '0', /from 1 to 10000/],
   ];
   it.each(bad)('rejects %s=%s with a ConfigError naming it', (name, value, reason) => {
     let err: unknown;

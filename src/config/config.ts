@@ -39,8 +39,8 @@ export interface Config {
   /** After `cancel` and SIGTERM, how long a harness's process group may linger before SIGKILL. */
   harnessKillGraceMs: number;
   /**
-   * How long one minute of a run's `idle_timeout_minutes` lasts here: 60000, except in tests, which
-   * shorten it so that the 1–60 minutes callers may ask for can be exercised in seconds.
+   * How long one minute of a run's `idle_timeout_minutes` and of the run limits lasts here: 60000,
+   * except in tests, which shorten it so that the 1–60 minutes callers may ask for can be exercised in seconds.
    */
   idleMinuteMs: number;
   /** How harnesses are confined (docs/security.md); unset: the strongest this machine can run. */
@@ -57,6 +57,15 @@ export interface Config {
   httpRequestTimeoutMs: number;
   /** An idle keep-alive connection closes after this (ms); above a load balancer's own idle timeout. */
   httpKeepAliveTimeoutMs: number;
+  /** Applied to a run that gives no `idle_timeout_minutes` (0: none). */
+  runIdleTimeoutMinutes: number;
+  /** The longest one execution of a run may take, on any worker (0: no limit). */
+  runMaxDurationMinutes: number;
+  /**
+   * Service-hosted slots (across every replica) one team's runs may hold at once, unless the team has
+   * its own (`teams set-slots`). Unset: all slots but one while other teams exist (see docs/workers.md).
+   */
+  teamMaxSlots?: number;
 }
 
 export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
@@ -94,6 +103,9 @@ export const SERVICE_VARIABLES = [
   'HTTP_HEADERS_TIMEOUT_MS',
   'HTTP_REQUEST_TIMEOUT_MS',
   'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+  'RUN_IDLE_TIMEOUT_MINUTES',
+  'RUN_MAX_DURATION_MINUTES',
+  'TEAM_MAX_SLOTS',
 ];
 const refusedInHarness = (name: string) =>
   SERVICE_VARIABLES.includes(name) || name.startsWith('FACTORYD_') || name.startsWith('PG');
@@ -149,6 +161,10 @@ export function loadConfig(env: Env = process.env): Config {
     harnessUser: harnessUser(env),
     harnessUids: harnessUids(env),
     ...httpTimeouts(env),
+    runIdleTimeoutMinutes: int(env, 'RUN_IDLE_TIMEOUT_MINUTES', 15, 0, 1440),
+    runMaxDurationMinutes: int(env, 'RUN_MAX_DURATION_MINUTES', 240, 0, 10_080),
+    teamMaxSlots:
+      str(env, 'TEAM_MAX_SLOTS') === undefined ? undefined : int(env, 'TEAM_MAX_SLOTS', 0, 1, 10_000),
   };
 }
 

@@ -29,7 +29,7 @@ export interface AgentConfig {
   computer_use_enabled?: boolean;
 }
 
-export const SERVICE_WORKER_HOST = 'warp';
+export { SERVICE_WORKER_HOST } from '../common/worker-host.js';
 
 /** A run's default title: the prompt's first line, at most 100 characters; `fallback` when there is none. */
 export function titleFromPrompt(prompt: string, fallback: string): string {

@@ -15,7 +15,10 @@ export interface Assignment {
   /** The team's managed skills, written under `factory-skills/<factory>/<path>` in the workspace. */
   skills: Array<{ factory: string; path: string; content: string }>;
   history: Array<{ role: string; text: string }>;
+  /** The run's idle limit (its own, or the service's default); the worker stops the harness after it. */
   idle_timeout_minutes?: number;
+  /** The service's limit on one execution (RUN_MAX_DURATION_MINUTES); the worker stops the harness after it. */
+  max_duration_minutes?: number;
   /** The team's own harness command (service-hosted workers only); else the worker's HARNESS_COMMAND. */
   harness_command?: string;
 }
@@ -23,7 +26,7 @@ export interface Assignment {
 /** What a harness ended with. */
 export interface Outcome {
   /** Set when the worker stopped the harness itself. */
-  stoppedBy?: 'cancel' | 'idle' | 'shutdown';
+  stoppedBy?: 'cancel' | 'idle' | 'max_duration' | 'shutdown';
   exitCode: number | null;
   signal: string | null;
   lastLines: string[];

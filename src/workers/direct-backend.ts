@@ -13,6 +13,8 @@ export class DirectBackend implements WorkerBackend {
 
   /** The wake-up generation the last claim saw: a signal after it means look again at once. */
   private seen = 0;
+  /** Ends the current waitForWork. */
+  private runEnded = () => {};
 
   get workerId(): string {
     return this.worker.id;
@@ -23,8 +25,14 @@ export class DirectBackend implements WorkerBackend {
     this.seen = this.wakeups.generation;
     return this.service.claim(this.worker, max);
   }
+  /**
+   * Waits for a wake-up, or for one of this worker's own runs to end: a team held back by its share
+   * of the slots may then have a turn, and no NOTIFY says so.
+   */
   waitForWork(ms: number): Promise<void> {
-    return this.wakeups.next(ms, this.seen);
+    const ended = new AbortController();
+    this.runEnded = () => ended.abort();
+    return this.wakeups.next(ms, this.seen, ended.signal);
   }
   record(runId: string, execution: number, events: HarnessEvent[], startedMsAgo?: number): Promise<void> {
     return this.service.record(this.worker, runId, execution, events, startedMsAgo);
@@ -35,8 +43,9 @@ export class DirectBackend implements WorkerBackend {
   heartbeat(runIds: string[]): Promise<void> {
     return this.service.heartbeat(this.worker, runIds);
   }
-  finish(runId: string, execution: number, outcome: Outcome): Promise<void> {
-    return this.service.finish(this.worker, runId, execution, outcome);
+  async finish(runId: string, execution: number, outcome: Outcome): Promise<void> {
+    await this.service.finish(this.worker, runId, execution, outcome);
+    this.runEnded();
   }
   async lost(workerIds: string[]): Promise<void> {
     await this.service.lost(this.worker, workerIds);

@@ -23,6 +23,24 @@ export class HttpBackend implements WorkerBackend {
     return `${this.api} ${this.workerHost}`;
   }
 
+  /**
+   * Checks the key before any work: the API answers with the host and team a worker key serves, or
+   * refuses (RefusedError) a key that is no worker key for this host. Waits while the API is unreachable.
+   */
+  async connect(
+    onUnreachable: (err: unknown) => void,
+  ): Promise<{ worker_host: string; team: { name: string } }> {
+    for (;;) {
+      try {
+        return await this.post('/agent/workers/connect', {});
+      } catch (err) {
+        if (err instanceof RefusedError || this.abort.signal.aborted) throw err;
+        onUnreachable(err);
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
+  }
+
   async claim(max: number): Promise<Assignment[]> {
     const res = await this.post<{ runs: Assignment[] }>('/agent/workers/claim', {
       max,
@@ -90,10 +108,26 @@ export class HttpBackend implements WorkerBackend {
 
 /** The API answered and said no (bad key, bad request): retrying will not help. */
 export class RefusedError extends Error {
+  /** What the API said (a problem's `detail`). */
+  readonly detail: string;
+
   constructor(
     readonly status: number,
     body: string,
   ) {
-    super(`the API refused the worker (HTTP ${status}): ${body.slice(0, 300)}`);
+    const detail = problemDetail(body);
+    super(`the API refused the worker (HTTP ${status}): ${detail}`);
+    this.detail = detail;
   }
+}
+
+/** A problem+json body's `detail` (what a person can act on), else the body's start. */
+function problemDetail(body: string): string {
+  try {
+    const detail = (JSON.parse(body) as { detail?: unknown }).detail;
+    if (typeof detail === 'string') return detail;
+  } catch {
+    /* not JSON */
+  }
+  return body.slice(0, 300);
 }

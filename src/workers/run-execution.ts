@@ -10,12 +10,18 @@ export interface ExecutionOptions {
   killGraceMs: number;
   /** Workspaces are made under this folder, one per execution, removed afterwards. */
   workspaceRoot: string;
-  /** How long one minute of `idle_timeout_minutes` lasts (Config.idleMinuteMs). */
+  /** How long one minute of `idle_timeout_minutes` and of the run's duration limit lasts (Config.idleMinuteMs). */
   idleMinuteMs: number;
   /** How harnesses are confined (sandbox.ts). */
   sandbox: HarnessSandbox;
   /** HARNESS_ENV_ALLOW: the service's variables a harness also gets. */
   envAllow: readonly string[];
+  /**
+   * This worker's own limits (RUN_IDLE_TIMEOUT_MINUTES, RUN_MAX_DURATION_MINUTES; 0: none), for an
+   * assignment that carries none (from a service older than the limits).
+   */
+  idleTimeoutMinutes: number;
+  maxDurationMinutes: number;
 }
 
 const LAST_LINES = 20;
@@ -30,6 +36,7 @@ export class RunExecution {
   private reports: Promise<void> = Promise.resolve();
   private flushTimer?: NodeJS.Timeout;
   private idleTimer?: NodeJS.Timeout;
+  private durationTimer?: NodeJS.Timeout;
   private result?: Extract<HarnessEvent, { type: 'result' }>;
   private stoppedBy?: Outcome['stoppedBy'];
   private readonly workspace: string;
@@ -77,13 +84,18 @@ export class RunExecution {
         (s, l) => this.onLine(s, l),
       );
       this.spawnedAt = performance.now();
+      const maxMinutes = a.max_duration_minutes ?? this.opts.maxDurationMinutes;
+      if (maxMinutes)
+        this.durationTimer = setTimeout(
+          () => void this.stop('max_duration'),
+          maxMinutes * this.opts.idleMinuteMs,
+        );
       // The start is not a report of its own: it goes with the first events, or alone once
       // FLUSH_EVERY_MS passed, or, for a run that ends sooner, with its end (one statement).
       this.flushTimer = setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
       this.touch();
       const exit = await this.harness.finished;
-      clearTimeout(this.idleTimer);
-      clearTimeout(this.flushTimer);
+      this.clearTimers();
       const events = this.takePending();
       const start = this.takeStart();
       this.report(() =>
@@ -109,9 +121,14 @@ export class RunExecution {
         }),
       );
     } finally {
-      clearTimeout(this.idleTimer);
-      clearTimeout(this.flushTimer);
+      this.clearTimers();
     }
+  }
+
+  private clearTimers(): void {
+    clearTimeout(this.idleTimer);
+    clearTimeout(this.durationTimer);
+    clearTimeout(this.flushTimer);
   }
 
   /** Resolves when every report of this execution has been sent. */
@@ -228,7 +245,7 @@ export class RunExecution {
   }
 
   private touch(): void {
-    const minutes = this.assignment.idle_timeout_minutes;
+    const minutes = this.assignment.idle_timeout_minutes ?? this.opts.idleTimeoutMinutes;
     if (!minutes) return;
     if (this.idleTimer) this.idleTimer.refresh();
     else this.idleTimer = setTimeout(() => void this.stop('idle'), minutes * this.opts.idleMinuteMs);

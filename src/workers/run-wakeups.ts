@@ -50,17 +50,22 @@ export class RunWakeups extends EventEmitter {
     this.emit('queued');
   }
 
-  /** Resolves on the next `queued` (at once if one came after `since`, a `generation`), or after `ms`. */
-  next(ms: number, since = this.generation): Promise<void> {
-    if (this.generation !== since || this.closed) return Promise.resolve();
+  /**
+   * Resolves on the next `queued` (at once if one came after `since`, a `generation`), after `ms`, or
+   * when `cut` aborts.
+   */
+  next(ms: number, since = this.generation, cut?: AbortSignal): Promise<void> {
+    if (this.generation !== since || this.closed || cut?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.off('queued', done);
+        cut?.removeEventListener('abort', done);
         resolve();
       };
       const timer = setTimeout(done, ms);
       this.once('queued', done);
+      cut?.addEventListener('abort', done, { once: true });
     });
   }
 

@@ -25,6 +25,8 @@ export const executionOptions = (config: Config, workspaceRoot: string): Executi
   harnessCommand: config.harnessCommand,
   killGraceMs: config.harnessKillGraceMs,
   idleMinuteMs: config.idleMinuteMs,
+  idleTimeoutMinutes: config.runIdleTimeoutMinutes,
+  maxDurationMinutes: config.runMaxDurationMinutes,
   workspaceRoot,
   sandbox: harnessSandbox(config, workspaceRoot).sandbox,
   envAllow: config.harnessEnvAllow,
@@ -57,8 +59,8 @@ export interface Housekeeping {
 }
 
 /**
- * The reaper (lapsed leases → ERROR) and the "no self-hosted worker connected" notes; any process
- * may run it. The reaper starts one lease after the process: leases that lapsed while the API was
+ * The reaper (lapsed leases → ERROR; runs over RUN_MAX_DURATION_MINUTES whose worker did not stop them →
+ * FAILED) and the "no self-hosted worker connected" notes; any process may run it. The reaper starts one lease after the process: leases that lapsed while the API was
  * down were not the workers' fault, and a live worker renews its lease within a heartbeat of the
  * API's return (a worker that died with it is reaped one lease later).
  */
@@ -72,7 +74,10 @@ export function startHousekeeping(
   const tick = () => {
     busy = busy.then(async () => {
       try {
-        if (Date.now() >= reapFrom) await service.reap();
+        if (Date.now() >= reapFrom) {
+          await service.reap();
+          await service.endOverdue();
+        }
         await service.markUnservedHosts();
       } catch (err) {
         onError(err);
@@ -101,6 +106,7 @@ export function startServiceHostedPool(
     id: `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`,
     host: SERVICE_WORKER_HOST,
     teamId: null,
+    slots: concurrency,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
     ...executionOptions(config, serviceWorkspaceRoot(config)),

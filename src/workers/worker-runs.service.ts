@@ -2,6 +2,7 @@ import { paramRefs, type Database, type Queryable, type StatementPart } from '..
 import { nextState, sqlStates, statesAllowing, type RunEvent, type RunState } from '../runs/run-state.js';
 import { skillName } from '../runs/runs.service.js';
 import type { RunsRepository } from '../runs/runs.repository.js';
+import type { Config } from '../config/config.js';
 import type { Assignment, Control, Outcome } from './assignment.js';
 import type { HarnessEvent } from './harness-protocol.js';
 
@@ -11,7 +12,30 @@ export interface WorkerIdentity {
   host: string;
   /** Self-hosted workers are scoped to the team of their API key; service-hosted ones serve all. */
   teamId: string | null;
+  /** A service-hosted worker's slots: counted in the total that teams share (the registry). */
+  slots?: number;
 }
+
+/** The service's rules for running runs (from the environment: `runPolicy(config)`). */
+export interface RunPolicy {
+  leaseMs: number;
+  /** Given to a run without `idle_timeout_minutes` (0: none). */
+  idleTimeoutMinutes: number;
+  /** The longest one execution may run (0: no limit). */
+  maxDurationMinutes: number;
+  /** How long one minute of these limits lasts (shortened by tests only). */
+  minuteMs: number;
+  /** Service-hosted slots one team may hold (unless it has its own); undefined: all but one when other teams exist. */
+  teamMaxSlots?: number;
+}
+
+export const runPolicy = (config: Config): RunPolicy => ({
+  leaseMs: config.workerLeaseSeconds * 1000,
+  idleTimeoutMinutes: config.runIdleTimeoutMinutes,
+  maxDurationMinutes: config.runMaxDurationMinutes,
+  minuteMs: config.idleMinuteMs,
+  teamMaxSlots: config.teamMaxSlots,
+});
 
 const HELD: RunState[] = ['CLAIMED', 'INPROGRESS', 'BLOCKED'];
 /** In statements' texts (sqlStates says why): a run is claimed from these, and held in HELD. */
@@ -81,20 +105,24 @@ const LAST_LINES_IN_MESSAGE = 5;
  * state change goes through RunsRepository.transition (the state machine, compare-and-set).
  */
 export class WorkerRunsService {
+  private readonly leaseMs: number;
+
   constructor(
     private readonly db: Database,
     private readonly runs: RunsRepository,
-    private readonly leaseMs: number,
+    private readonly policy: RunPolicy,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.leaseMs = policy.leaseMs;
+  }
 
   async register(w: WorkerIdentity): Promise<void> {
     const now = this.now();
     await this.db.execute(
-      `INSERT INTO workers (id, worker_host, team_id, self_hosted, connected_at, last_seen_at)
-       VALUES ($1, $2, $3, $4, $5, $5)
-       ON CONFLICT (id) DO UPDATE SET last_seen_at = $5`,
-      [w.id, w.host, w.teamId, w.teamId !== null, now],
+      `INSERT INTO workers (id, worker_host, team_id, self_hosted, connected_at, last_seen_at, slots)
+       VALUES ($1, $2, $3, $4, $5, $5, $6)
+       ON CONFLICT (id) DO UPDATE SET last_seen_at = $5, slots = $6`,
+      [w.id, w.host, w.teamId, w.teamId !== null, now, w.slots ?? 0],
     );
   }
 
@@ -103,59 +131,36 @@ export class WorkerRunsService {
   }
 
   /**
-   * Claims up to `max` of the oldest QUEUED runs of the worker's host (SKIP LOCKED: claimers never
-   * wait on each other) and gathers what their harnesses need, in one statement: follow-ups taken
-   * (and recorded in the conversation), attachments, the team's skills, the conversation so far.
-   * It is the one state change that cannot go through RunsRepository.transition (a batch decided
+   * Claims up to `max` QUEUED runs of the worker's host and gathers what their harnesses need, in one
+   * statement: follow-ups taken (and recorded in the conversation), attachments, the team's skills,
+   * the conversation so far. A self-hosted worker takes its own team's oldest runs. Service-hosted
+   * workers share their slots fairly (FAIR_PICK). SKIP LOCKED: claimers never wait on each other's
+   * rows. It is the one state change that cannot go through RunsRepository.transition (a batch decided
    * by the lock), so it takes its states from the state machine itself.
    */
   async claim(w: WorkerIdentity, max: number): Promise<Assignment[]> {
     if (max <= 0) return [];
     const now = this.now();
-    // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
-    // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
-    // Its rows are locked in a claimable state, so the update finds them by id (the primary key).
-    const rows = await this.db.query<ClaimedRow>(
-      `WITH picked AS MATERIALIZED (
-         SELECT id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = $1 AND ($2::uuid IS NULL OR team_id = $2)
-          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED),
-       c AS (
-         UPDATE runs r SET state = $4, updated_at = $5, lease_owner = $6, lease_expires_at = $7, claimed_at = $5,
-                execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
-           FROM picked WHERE r.id = picked.id
-          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
-       f AS (
-         UPDATE run_followups u SET delivered_at = $5 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
-         RETURNING u.run_id, u.message, u.created_at),
-       opening AS (
-         INSERT INTO run_events (run_id, team_id, execution, type, role, body, created_at)
-         SELECT m.run_id, m.team_id, m.execution, 'message', 'user',
-                jsonb_build_object('type', 'message', 'role', 'user', 'text', m.text), $5
-           FROM (SELECT c.id AS run_id, c.team_id, c.execution, c.prompt AS text, 0 AS k, $5::timestamptz AS at FROM c WHERE c.execution = 1
-                 UNION ALL
-                 SELECT f.run_id, c.team_id, c.execution, f.message, 1, f.created_at FROM f JOIN c ON c.id = f.run_id) m
-          ORDER BY m.run_id, m.k, m.at)
-       SELECT c.*,
-         (SELECT json_agg(f.message ORDER BY f.created_at) FROM f WHERE f.run_id = c.id) AS followups,
-         (SELECT json_agg(json_build_object('file_name', a.file_name, 'data', encode(a.content, 'base64')) ORDER BY a.file_name)
-            FROM run_attachments a WHERE a.run_id = c.id) AS attachments,
-         (SELECT json_agg(json_build_object('factory', fa.name, 'path', s.path, 'content', s.content) ORDER BY fa.name, s.path)
-            FROM factory_skills s JOIN factories fa ON fa.id = s.factory_id
-           WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
-         (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
-            FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history,
-         (SELECT t.harness_command FROM teams t WHERE t.id = c.team_id) AS harness_command
-       FROM c`,
-      [
-        w.host,
-        w.teamId,
-        max,
-        nextState('QUEUED', 'claim'),
-        now,
-        w.id,
-        new Date(now.getTime() + this.leaseMs),
-      ],
-    );
+    const params = [
+      w.host,
+      max,
+      nextState('QUEUED', 'claim'),
+      now,
+      w.id,
+      new Date(now.getTime() + this.leaseMs),
+    ];
+    const rows =
+      w.teamId !== null
+        ? await this.db.query<ClaimedRow>(claimStatement(OWN_TEAM_PICK), [...params, w.teamId])
+        : // Service-hosted claims take turns (across replicas: a lock in the database), so that each
+          // counts what the claims before it took: concurrent claims would each see a team under its
+          // cap and together take it over.
+          await this.db.queryLocked<ClaimedRow>(SERVICE_CLAIM_LOCK, claimStatement(FAIR_PICK), [
+            ...params,
+            w.slots ?? 1,
+            new Date(now.getTime() - this.leaseMs),
+            this.policy.teamMaxSlots ?? null,
+          ]);
     return Promise.all(rows.map((r) => this.assignment(r, w)));
   }
 
@@ -184,8 +189,8 @@ export class WorkerRunsService {
       })),
       skills: run.skills ?? [],
       history: run.history ?? [],
-      idle_timeout_minutes:
-        typeof config.idle_timeout_minutes === 'number' ? config.idle_timeout_minutes : undefined,
+      idle_timeout_minutes: idleMinutes(config, this.policy) || undefined,
+      max_duration_minutes: this.policy.maxDurationMinutes || undefined,
       // A self-hosted machine runs its own HARNESS_COMMAND: the service never tells it what to execute.
       harness_command: (w.teamId === null && run.harness_command) || undefined,
     };
@@ -333,15 +338,53 @@ export class WorkerRunsService {
       if (state === 'BLOCKED') await step('resume');
       if (state === 'CLAIMED') await step('start');
       if (outcome.stoppedBy === 'idle') {
+        const minutes = idleMinutes(run.agent_config ?? {}, this.policy);
+        const source =
+          typeof run.agent_config?.idle_timeout_minutes === 'number'
+            ? "the run's idle_timeout_minutes"
+            : 'RUN_IDLE_TIMEOUT_MINUTES, the default when the run sets no idle_timeout_minutes';
         return step('fail', {
-          message:
-            'The agent was idle (no output, no input) for longer than idle_timeout_minutes and was stopped',
+          message: `The agent was idle (no output, no input) for longer than idle_timeout_minutes (${minutes} minute(s): ${source}) and was stopped`,
           error_code: 'idle_timeout',
         });
       }
+      if (outcome.stoppedBy === 'max_duration')
+        return step('fail', this.overDuration('its worker stopped it'));
       const [event, message] = endOf(outcome);
       return step(event, message);
     });
+  }
+
+  /**
+   * Runs held longer than RUN_MAX_DURATION_MINUTES end as FAILED (max_duration). Every worker stops
+   * such a run itself; this is for a worker that does not (an older or a modified one), a lease
+   * later, so that a worker that does is never overtaken. Returns how many.
+   */
+  async endOverdue(): Promise<number> {
+    const { maxDurationMinutes, minuteMs } = this.policy;
+    if (!maxDurationMinutes) return 0;
+    const claimedBefore = new Date(this.now().getTime() - maxDurationMinutes * minuteMs - this.leaseMs);
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.query<HeldRun>(
+        `SELECT id, state, lease_owner, lease_expires_at FROM runs
+          WHERE state IN (${HELD_SQL}) AND claimed_at < $1 ORDER BY claimed_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
+        [claimedBefore],
+      );
+      const message = this.overDuration('its worker did not stop it, so the service ended the run');
+      return this.end(
+        tx,
+        rows,
+        (r) => (r.state === 'BLOCKED' ? ['resume', 'fail'] : ['fail']),
+        () => message,
+      );
+    });
+  }
+
+  private overDuration(how: string): StatusMessage {
+    return {
+      message: `The run reached the maximum run duration of ${this.policy.maxDurationMinutes} minute(s) (RUN_MAX_DURATION_MINUTES) and was stopped; ${how}`,
+      error_code: 'max_duration',
+    };
   }
 
   /** Runs whose lease lapsed end as ERROR (retryable); returns how many. */
@@ -381,10 +424,20 @@ export class WorkerRunsService {
     });
   }
 
-  private async lose(tx: Queryable, rows: HeldRun[], why: (r: HeldRun) => StatusMessage): Promise<number> {
+  private lose(tx: Queryable, rows: HeldRun[], why: (r: HeldRun) => StatusMessage): Promise<number> {
+    return this.end(tx, rows, () => ['lose'], why);
+  }
+
+  /** Ends held runs the service took from their workers (`path` from their state), their leases cleared. */
+  private async end(
+    tx: Queryable,
+    rows: HeldRun[],
+    path: (r: HeldRun) => RunEvent[],
+    why: (r: HeldRun) => StatusMessage,
+  ): Promise<number> {
     const now = this.now();
     for (const r of rows) {
-      await this.runs.transition(tx, r.id, r.state, 'lose', now, { statusMessage: why(r) });
+      await this.runs.transition(tx, r.id, r.state, path(r), now, { statusMessage: why(r) });
       await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [r.id]);
     }
     return rows.length;
@@ -495,14 +548,113 @@ function eventsPart(
   };
 }
 
+interface LockedRun {
+  state: RunState;
+  lease_owner: string;
+  execution: number;
+  agent_config: Record<string, unknown> | null;
+}
+
 /** A run's state and lease, locked for the rest of the transaction (a worker's control and end). */
-async function lockLease(
-  tx: Queryable,
-  runId: string,
-): Promise<{ state: RunState; lease_owner: string; execution: number } | undefined> {
-  const [run] = await tx.query<{ state: RunState; lease_owner: string; execution: number }>(
-    `SELECT state, lease_owner, execution FROM runs WHERE id = $1 FOR UPDATE`,
+async function lockLease(tx: Queryable, runId: string): Promise<LockedRun | undefined> {
+  const [run] = await tx.query<LockedRun>(
+    `SELECT state, lease_owner, execution, agent_config FROM runs WHERE id = $1 FOR UPDATE`,
     [runId],
   );
   return run;
+}
+
+/** A run's idle limit: its own `idle_timeout_minutes`, else the service's default (0: none). */
+function idleMinutes(config: Record<string, unknown>, policy: RunPolicy): number {
+  return typeof config.idle_timeout_minutes === 'number'
+    ? config.idle_timeout_minutes
+    : policy.idleTimeoutMinutes;
+}
+
+/** An advisory lock key: service-hosted claims take it in turn (any constant no other lock uses). */
+const SERVICE_CLAIM_LOCK = 7_146_110_001;
+
+/**
+ * A self-hosted worker's pick: the oldest QUEUED runs of its host in its team ($7). Parameters of
+ * every pick: $1 host, $2 max; the claim's own are $3–$6 (claimStatement).
+ */
+const OWN_TEAM_PICK = `
+  SELECT id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = $1 AND team_id = $7
+   ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+
+/**
+ * The service-hosted pick: fair shares of the slots. Each team with queued runs (found by skipping
+ * through the queue index team by team) may hold up to its cap: the team's own max_slots, else
+ * TEAM_MAX_SLOTS ($9), else every slot but one when other teams exist — so that a team that fills
+ * the slots with runs that hang still leaves one for the next team's run — and no cap for a lone
+ * team (NULL: `least` ignores it). Not `total` for a lone team: a run whose harness ended still
+ * counts as held until its worker's report lands, so that cap held free slots empty. The slots are those of every live service-hosted worker in the registry (other replicas'
+ * and this worker's own $7; seen after $8). Runs are taken in turns: a team's n-th oldest queued run
+ * has turn `held + n`, so the team holding least goes first and a burst is shared out round-robin;
+ * ties go to the oldest run. The best turns are locked by id (`= ANY(ARRAY(…))`): joined to `runs`
+ * instead, the planner guessed many candidates and read the whole table to match them.
+ */
+const FAIR_PICK = `
+  WITH RECURSIVE queued_teams(team_id) AS (
+     (SELECT team_id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = $1 ORDER BY team_id LIMIT 1)
+     UNION ALL
+     SELECT (SELECT r.team_id FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id > q.team_id
+              ORDER BY r.team_id LIMIT 1)
+       FROM queued_teams q WHERE q.team_id IS NOT NULL),
+   slots AS (
+     SELECT $7::int + coalesce(sum(w.slots), 0)::int AS total FROM workers w
+      WHERE w.team_id IS NULL AND w.worker_host = $1 AND w.id <> $5 AND w.last_seen_at > $8),
+   shares AS MATERIALIZED (
+     SELECT q.team_id, held.n AS held,
+            coalesce(t.max_slots, $9::int, CASE WHEN EXISTS (SELECT 1 FROM teams o WHERE o.id <> q.team_id)
+                                                THEN greatest(s.total - 1, 1) END) AS cap
+       FROM queued_teams q JOIN teams t ON t.id = q.team_id CROSS JOIN slots s
+       CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM runs h
+                            WHERE h.state IN (${HELD_SQL}) AND h.worker_host = $1 AND h.team_id = q.team_id) held),
+   candidates AS MATERIALIZED (
+     SELECT c.id, sh.held + c.n AS turn, c.created_at
+       FROM shares sh CROSS JOIN LATERAL (
+         SELECT r.id, r.created_at, row_number() OVER (ORDER BY r.created_at) AS n
+           FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = sh.team_id
+          ORDER BY r.created_at LIMIT greatest(least($2::int, sh.cap - sh.held), 0)) c)
+  SELECT id FROM runs
+   WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, created_at LIMIT $2)) AND state IN (${CLAIMABLE_SQL})
+     FOR UPDATE SKIP LOCKED`;
+
+/**
+ * The claim around a pick (the ids of the runs to claim, locked): $3 the claimed state, $4 now, $5 the
+ * lease owner, $6 the lease's end.
+ */
+function claimStatement(pick: string): string {
+  // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
+  // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
+  // Its rows are locked in a claimable state, so the update finds them by id (the primary key).
+  return `WITH picked AS MATERIALIZED (${pick}),
+       c AS (
+         UPDATE runs r SET state = $3, updated_at = $4, lease_owner = $5, lease_expires_at = $6, claimed_at = $4,
+                execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
+           FROM picked WHERE r.id = picked.id
+          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
+       f AS (
+         UPDATE run_followups u SET delivered_at = $4 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
+         RETURNING u.run_id, u.message, u.created_at),
+       opening AS (
+         INSERT INTO run_events (run_id, team_id, execution, type, role, body, created_at)
+         SELECT m.run_id, m.team_id, m.execution, 'message', 'user',
+                jsonb_build_object('type', 'message', 'role', 'user', 'text', m.text), $4
+           FROM (SELECT c.id AS run_id, c.team_id, c.execution, c.prompt AS text, 0 AS k, $4::timestamptz AS at FROM c WHERE c.execution = 1
+                 UNION ALL
+                 SELECT f.run_id, c.team_id, c.execution, f.message, 1, f.created_at FROM f JOIN c ON c.id = f.run_id) m
+          ORDER BY m.run_id, m.k, m.at)
+       SELECT c.*,
+         (SELECT json_agg(f.message ORDER BY f.created_at) FROM f WHERE f.run_id = c.id) AS followups,
+         (SELECT json_agg(json_build_object('file_name', a.file_name, 'data', encode(a.content, 'base64')) ORDER BY a.file_name)
+            FROM run_attachments a WHERE a.run_id = c.id) AS attachments,
+         (SELECT json_agg(json_build_object('factory', fa.name, 'path', s.path, 'content', s.content) ORDER BY fa.name, s.path)
+            FROM factory_skills s JOIN factories fa ON fa.id = s.factory_id
+           WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
+         (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
+            FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history,
+         (SELECT t.harness_command FROM teams t WHERE t.id = c.team_id) AS harness_command
+       FROM c`;
 }

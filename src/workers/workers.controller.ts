@@ -4,16 +4,16 @@ import type { FastifyRequest } from 'fastify';
 import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
-import { InvalidRequest } from '../common/problem.js';
+import { workerKeyCommand } from '../auth/api-key.js';
+import { InvalidRequest, NotAuthorized } from '../common/problem.js';
 import { BodyLimit } from '../common/route-config.js';
 import { UUID_PATTERN } from '../common/ids.js';
-import { SERVICE_WORKER_HOST } from '../runs/run.js';
+import { selfHostedHostProblem } from '../common/worker-host.js';
 import type { Outcome } from './assignment.js';
 import { parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
 import { RunWakeups } from './run-wakeups.js';
 import { WorkerRunsService, type WorkerIdentity } from './worker-runs.service.js';
 
-const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const WORKER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_WAIT_SECONDS = 25;
 /** A report of harness events (up to 1,000, each text at most 64 KiB) or a run's end with its last events. */
@@ -26,7 +26,8 @@ interface WorkerBody {
 
 /**
  * The self-hosted worker API: a worker connects out, long-polls for runs of its host (in its API
- * key's team), streams events back, and learns of follow-ups and cancels when it asks.
+ * key's team), streams events back, and learns of follow-ups and cancels when it asks. Every route
+ * takes only a worker key (scope `workers`) and acts only for the worker_host the key is bound to.
  */
 @Controller('api/v1/agent')
 @ApiTags('Runs')
@@ -63,11 +64,32 @@ export class WorkersController {
     return { workers: await this.service.connectedSelfHosted(auth.team.id) };
   }
 
+  @Post('workers/connect')
+  @ApiOperation({
+    summary:
+      'Self-hosted worker protocol: who this worker key serves (checked when `factoryd worker` starts)',
+  })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['worker_host', 'team'],
+    properties: {
+      worker_host: { type: 'string' },
+      team: { type: 'object', properties: { uid: { type: 'string' }, name: { type: 'string' } } },
+    },
+  })
+  @HttpCode(200)
+  @RequireScope('workers')
+  async connect(@Auth() auth: AuthContext, @Body() body: WorkerBody) {
+    const w = identity(auth, body);
+    await this.service.register(w);
+    return { worker_host: w.host, team: { uid: auth.team.uid, name: auth.team.name } };
+  }
+
   @Post('workers/claim')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
-  @RequireScope('runs:write')
+  @RequireScope('workers')
   async claim(
     @Auth() auth: AuthContext,
     @Body() body: WorkerBody & { max?: unknown; wait_seconds?: unknown },
@@ -96,7 +118,7 @@ export class WorkersController {
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
-  @RequireScope('runs:write')
+  @RequireScope('workers')
   async heartbeat(@Auth() auth: AuthContext, @Body() body: WorkerBody & { run_ids?: unknown }) {
     const ids = Array.isArray(body.run_ids)
       ? body.run_ids.filter((i): i is string => typeof i === 'string' && UUID_PATTERN.test(i))
@@ -109,7 +131,7 @@ export class WorkersController {
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
   @ApiJsonOk({ type: 'object', properties: { lost_runs: { type: 'integer' } } })
   @HttpCode(200)
-  @RequireScope('runs:write')
+  @RequireScope('workers')
   async lost(@Auth() auth: AuthContext, @Body() body: WorkerBody & { worker_ids?: unknown }) {
     const ids = body.worker_ids;
     if (
@@ -124,7 +146,7 @@ export class WorkersController {
     return {
       lost_runs: await this.service.lost(
         w,
-        ids.map((i: string) => ownerId(auth, i)),
+        ids.map((i: string) => ownerId(auth, w.host, i)),
       ),
     };
   }
@@ -133,7 +155,7 @@ export class WorkersController {
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
-  @RequireScope('runs:write')
+  @RequireScope('workers')
   @BodyLimit(REPORT_BODY_LIMIT)
   async events(
     @Auth() auth: AuthContext,
@@ -154,7 +176,7 @@ export class WorkersController {
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
-  @RequireScope('runs:write')
+  @RequireScope('workers')
   control(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: WorkerBody) {
     return this.service.control(identity(auth, body), runParam(runId));
   }
@@ -163,7 +185,7 @@ export class WorkersController {
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
-  @RequireScope('runs:write')
+  @RequireScope('workers')
   @BodyLimit(REPORT_BODY_LIMIT)
   async finish(
     @Auth() auth: AuthContext,
@@ -173,7 +195,10 @@ export class WorkersController {
     const o = body.outcome ?? {};
     const outcome: Outcome = {
       stoppedBy:
-        o.stoppedBy === 'cancel' || o.stoppedBy === 'idle' || o.stoppedBy === 'shutdown'
+        o.stoppedBy === 'cancel' ||
+        o.stoppedBy === 'idle' ||
+        o.stoppedBy === 'max_duration' ||
+        o.stoppedBy === 'shutdown'
           ? o.stoppedBy
           : undefined,
       exitCode: typeof o.exitCode === 'number' ? o.exitCode : null,
@@ -191,20 +216,29 @@ export class WorkersController {
   }
 }
 
-/** Worker ids are namespaced by team, so no team can act as another team's worker. */
+/**
+ * The worker the key speaks for: its host is the key's (a body's `worker_host`, optional, must name
+ * it). Worker ids are namespaced by team and host, so a key reaches no run another team's or another
+ * host's worker holds, whatever worker id it sends.
+ */
 function identity(auth: AuthContext, body: WorkerBody): WorkerIdentity {
-  if (typeof body.worker_host !== 'string' || !NAME.test(body.worker_host))
-    throw new InvalidRequest('worker_host must be 1-64 characters of [A-Za-z0-9._-]');
-  if (body.worker_host === SERVICE_WORKER_HOST)
-    throw new InvalidRequest(
-      `worker_host "${SERVICE_WORKER_HOST}" is reserved for the service-hosted workers`,
+  const host = auth.workerHost;
+  // The guard admits only keys with the workers scope, and those always have a host (api_keys check).
+  if (!host) throw new NotAuthorized('This API key is not a worker key (it is bound to no worker_host).');
+  if (body.worker_host !== undefined && body.worker_host !== host) {
+    const other = selfHostedHostProblem(body.worker_host) ? undefined : (body.worker_host as string);
+    throw new NotAuthorized(
+      `This worker key is bound to worker_host "${host}" and cannot act for ${other ? `"${other}"` : 'another host'}. ` +
+        `Start the worker with --worker-host ${host}, or issue a key for the other host: ` +
+        `\`${workerKeyCommand(auth.team.name, other ?? 'ID')}\`.`,
     );
+  }
   if (typeof body.worker_id !== 'string' || !WORKER_ID.test(body.worker_id))
     throw new InvalidRequest('worker_id must be 1-128 characters of [A-Za-z0-9._:-]');
-  return { id: ownerId(auth, body.worker_id), host: body.worker_host, teamId: auth.team.id };
+  return { id: ownerId(auth, host, body.worker_id), host, teamId: auth.team.id };
 }
 
-const ownerId = (auth: AuthContext, workerId: string) => `${auth.team.uid}/${workerId}`;
+const ownerId = (auth: AuthContext, host: string, workerId: string) => `${auth.team.uid}/${host}/${workerId}`;
 
 function runParam(runId: string): string {
   if (!UUID_PATTERN.test(runId)) throw new InvalidRequest(`run id ${runId} is not a UUID`);

@@ -20,7 +20,7 @@ import {
   type Housekeeping,
 } from './service-workers.js';
 import type { WorkerPool } from './worker-pool.js';
-import { WorkerRunsService } from './worker-runs.service.js';
+import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
 import { WorkersController } from './workers.controller.js';
 
 /** `factoryd serve`: the LISTEN connection, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
@@ -65,7 +65,7 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       provide: WorkerRunsService,
       inject: [Database, RunsRepository, CONFIG, Clock],
       useFactory: (db: Database, runs: RunsRepository, config: Config, clock: Clock) =>
-        new WorkerRunsService(db, runs, config.workerLeaseSeconds * 1000, () => clock.now()),
+        new WorkerRunsService(db, runs, runPolicy(config), () => clock.now()),
     },
     { provide: RunWakeups, inject: [Database], useFactory: (db: Database) => new RunWakeups(db) },
     ServiceWorkers,

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SCOPES, type Scope } from '../../src/auth/api-key.js';
+import { CALLER_SCOPES, type Scope } from '../../src/auth/api-key.js';
 import { AuthRepository } from '../../src/auth/auth.repository.js';
 import { AuthService } from '../../src/auth/auth.service.js';
 import { bootstrapDefaultTeam } from '../../src/auth/bootstrap.js';
@@ -16,7 +16,7 @@ export interface TestService {
   url: string;
   /** `${url}/api/v1` */
   api: string;
-  /** An admin key of the team `default` (every scope). */
+  /** An admin key of the team `default` (every scope but `workers`). */
   adminKey: string;
   defaultTeam: TeamRef;
   auth: AuthService;
@@ -24,6 +24,8 @@ export interface TestService {
   /** A new team with a key of the given scopes. */
   newTeam(name: string, scopes?: Scope[]): Promise<{ team: TeamRef; key: string }>;
   newKey(teams: TeamRef[], scopes: Scope[], name?: string): Promise<string>;
+  /** A worker key (scope `workers`) for `host` in `team` (default: the team `default`). */
+  workerKey(host: string, team?: TeamRef): Promise<string>;
   /** fetch against the service with the admin key (or `key`), JSON in and out. */
   call(
     method: string,
@@ -98,7 +100,11 @@ export async function startTestService(
     auth,
     authRepo,
     newKey,
-    async newTeam(name, scopes = [...SCOPES]) {
+    async workerKey(host, team = defaultTeam) {
+      return (await auth.createApiKey({ teams: [team], scopes: ['workers'], name: host, workerHost: host }))
+        .key;
+    },
+    async newTeam(name, scopes = [...CALLER_SCOPES]) {
       const team = await auth.createTeam(name);
       return { team, key: await newKey([team], scopes) };
     },

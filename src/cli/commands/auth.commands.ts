@@ -41,11 +41,18 @@ export function registerAuthCommands(program: Command): void {
           name: t.name,
           created_at: t.created_at.toISOString(),
           harness_command: t.harness_command,
+          max_slots: t.max_slots,
         }));
         print(opts, { teams: data }, () =>
           renderTable(
-            ['NAME', 'UID', 'CREATED', 'HARNESS'],
-            data.map((t) => [t.name, t.uid, t.created_at, t.harness_command ?? '(HARNESS_COMMAND)']),
+            ['NAME', 'UID', 'CREATED', 'HARNESS', 'MAX SLOTS'],
+            data.map((t) => [
+              t.name,
+              t.uid,
+              t.created_at,
+              t.harness_command ?? '(HARNESS_COMMAND)',
+              t.max_slots === null ? '(TEAM_MAX_SLOTS)' : String(t.max_slots),
+            ]),
           ),
         );
       }),
@@ -78,6 +85,33 @@ export function registerAuthCommands(program: Command): void {
       }),
     );
 
+  teams
+    .command('set-slots <team> [slots]')
+    .description(
+      "Set how many service-hosted worker slots this team's runs may hold at once (across every replica), " +
+        'overriding TEAM_MAX_SLOTS. Runs over the cap wait while the team holds that many.',
+    )
+    .option('--default', "go back to the environment's TEAM_MAX_SLOTS")
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  npx factoryd teams set-slots platform 4\n  npx factoryd teams set-slots platform --default',
+    )
+    .action((name: string, slots: string | undefined, opts: { default?: boolean; json?: boolean }) =>
+      withDatabase(async (db) => {
+        const max = maxSlots(slots, opts.default);
+        const { repo } = authOf(db);
+        const team = await repo.findTeam(name);
+        if (!team) throw new Error(`no team ${name}; see \`factoryd teams list\``);
+        await repo.setMaxSlots(team.id, max);
+        print(opts, { name: team.name, max_slots: max }, () =>
+          max === null
+            ? `Team ${team.name} may hold the environment's TEAM_MAX_SLOTS service-hosted slots.`
+            : `Team ${team.name} may hold at most ${max} service-hosted slot(s) at once.`,
+        );
+      }),
+    );
+
   const keys = program
     .command('api-keys')
     .description('API keys: stored hashed, shown once.')
@@ -91,16 +125,18 @@ export function registerAuthCommands(program: Command): void {
     .requiredOption('--team <team...>', 'team name or uid (repeat for several)')
     .option(
       '--scopes <list>',
-      'comma-separated: runs:read, runs:write, factory:manage',
+      'comma-separated: runs:read, runs:write, factory:manage; or workers alone (with --worker-host)',
       'runs:read,runs:write',
     )
+    .option('--worker-host <id>', 'for --scopes workers: the one self-hosted worker host the key serves')
     .option('--name <name>', 'who the key is for (shown as the run creator)', 'api-key')
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
-      '\nExample:\n  npx factoryd api-keys create --team default --scopes runs:read,runs:write,factory:manage --name ci',
+      '\nExamples:\n  npx factoryd api-keys create --team default --scopes runs:read,runs:write,factory:manage --name ci\n' +
+        '  npx factoryd api-keys create --team default --scopes workers --worker-host build-box --name build-box',
     )
-    .action((opts: { team: string[]; scopes: string; name: string; json?: boolean }) =>
+    .action((opts: { team: string[]; scopes: string; name: string; workerHost?: string; json?: boolean }) =>
       withDatabase(async (db) => {
         const { repo, auth } = authOf(db);
         const scopes = parseScopes(opts.scopes);
@@ -110,7 +146,12 @@ export function registerAuthCommands(program: Command): void {
           if (!team) throw new Error(`no team ${t}; see \`factoryd teams list\``);
           teamRefs.push(team);
         }
-        const created = await auth.createApiKey({ teams: teamRefs, scopes, name: opts.name });
+        const created = await auth.createApiKey({
+          teams: teamRefs,
+          scopes,
+          name: opts.name,
+          workerHost: opts.workerHost,
+        });
         print(
           opts,
           {
@@ -118,11 +159,12 @@ export function registerAuthCommands(program: Command): void {
             key: created.key,
             prefix: created.prefix,
             scopes,
+            worker_host: opts.workerHost ?? null,
             teams: teamRefs.map((t) => t.name),
           },
           () =>
             [
-              `API key ${created.id} (${scopes.join(', ')}) for ${teamRefs.map((t) => t.name).join(', ')}:`,
+              `API key ${created.id} (${scopes.join(', ')}${opts.workerHost ? ` for worker host ${opts.workerHost}` : ''}) for ${teamRefs.map((t) => t.name).join(', ')}:`,
               '',
               `  ${created.key}`,
               '',
@@ -151,12 +193,13 @@ export function registerAuthCommands(program: Command): void {
         }));
         print(opts, { api_keys: data }, () =>
           renderTable(
-            ['ID', 'NAME', 'PREFIX', 'SCOPES', 'TEAMS', 'LAST USED', 'REVOKED'],
+            ['ID', 'NAME', 'PREFIX', 'SCOPES', 'WORKER HOST', 'TEAMS', 'LAST USED', 'REVOKED'],
             data.map((k) => [
               k.id,
               k.name,
               `${k.prefix}…`,
               k.scopes.join(','),
+              k.worker_host,
               k.teams.join(','),
               k.last_used_at,
               k.revoked_at,
@@ -177,6 +220,19 @@ export function registerAuthCommands(program: Command): void {
         print(opts, { id, revoked: true }, () => `Revoked API key ${id}.`);
       }),
     );
+}
+
+/** `set-slots`' argument: a whole number of slots, or null with --default. */
+function maxSlots(slots: string | undefined, useDefault: boolean | undefined): number | null {
+  if (useDefault) {
+    if (slots !== undefined) throw new Error('give either a number of slots or --default, not both');
+    return null;
+  }
+  if (slots === undefined || !/^\d+$/.test(slots) || Number(slots) < 1 || Number(slots) > 10_000)
+    throw new Error(
+      `give the number of slots, a whole number from 1 to 10000 (got ${slots === undefined ? 'none' : `"${slots}"`}), or --default`,
+    );
+  return Number(slots);
 }
 
 /** The words after `--`, joined as one shell command line (as ssh does); null with --default. */

@@ -29,7 +29,10 @@ export function registerWorkerCommands(program: Command): void {
     )
     .option('--worker-host <id>', 'self-hosted worker id; runs with agent_config.worker_host = ID')
     .option('--api <url>', API_OPTION_HELP)
-    .option('--api-key <key>', 'an API key with runs:write (default: $FACTORYD_API_KEY)')
+    .option(
+      '--api-key <key>',
+      'a worker key for this host: `factoryd api-keys create --team T --scopes workers --worker-host ID` (default: $FACTORYD_API_KEY)',
+    )
     .option('--concurrency <n>', 'harnesses at a time (default: WORKER_CONCURRENCY)')
     .addHelpText(
       'after',
@@ -72,7 +75,25 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     process.stderr.write(
       `factoryd worker: harness sandbox: ${harnessSandbox(config, workspaceRoot).description}\n`,
     );
-    const pool = new WorkerPool(new HttpBackend(api, apiKey, workerId, opts.workerHost), {
+    const backend = new HttpBackend(api, apiKey, workerId, opts.workerHost);
+    let said = false;
+    const served = await backend
+      .connect((err) => {
+        if (!said) log(new Error(`waiting for the API at ${api}: ${(err as Error).message}`));
+        said = true;
+      })
+      .catch((err: unknown) => {
+        if (!(err instanceof RefusedError)) throw err;
+        // A service older than worker keys has no such route: it checks the key with each request.
+        if (err.status === 404) return { worker_host: opts.workerHost!, team: { name: '(not checked)' } };
+        throw new Error(
+          err.status === 401
+            ? `the API key is not valid (unknown or revoked). A self-hosted worker needs a worker key for its host: ` +
+                `\`factoryd api-keys create --team TEAM --scopes workers --worker-host ${opts.workerHost}\``
+            : `the API refused this key for worker host ${opts.workerHost} (HTTP ${err.status}): ${err.detail}`,
+        );
+      });
+    const pool = new WorkerPool(backend, {
       ...executionOptions(config, workspaceRoot),
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
@@ -81,23 +102,21 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
       onError: log,
     });
     pool.start();
-    process.stdout.write(`factoryd worker ${workerId}: self-hosted "${opts.workerHost}" → ${api}\n`);
+    process.stdout.write(
+      `factoryd worker ${workerId}: self-hosted "${served.worker_host}" of team ${served.team.name} → ${api}\n`,
+    );
     await untilSignal();
     await pool.stop();
     return;
   }
-  const [{ RunsRepository }, { RunWakeups }, { WorkerRunsService }] = await Promise.all([
+  const [{ RunsRepository }, { RunWakeups }, { WorkerRunsService, runPolicy }] = await Promise.all([
     import('../../runs/runs.repository.js'),
     import('../../workers/run-wakeups.js'),
     import('../../workers/worker-runs.service.js'),
   ]);
   await withDatabase(async (db, cfg) => {
     const credentials = new McpCredentials(new SecretCipher(loadSecretsKey(cfg)));
-    const service = new WorkerRunsService(
-      db,
-      new RunsRepository(db, credentials),
-      cfg.workerLeaseSeconds * 1000,
-    );
+    const service = new WorkerRunsService(db, new RunsRepository(db, credentials), runPolicy(cfg));
     const wakeups = new RunWakeups(db);
     await wakeups.start();
     const housekeeping = startHousekeeping(service, cfg, log);

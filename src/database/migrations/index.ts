@@ -7,6 +7,8 @@ import { SlidingRateLimits1763683700000 } from './1763683700000-sliding-rate-lim
 import { AwaitingWebhookSecrets1763684000000 } from './1763684000000-awaiting-webhook-secrets.js';
 import { TeamHarness1763684100000 } from './1763684100000-team-harness.js';
 import { RunSearchText1763684200000 } from './1763684200000-run-search-text.js';
+import { WorkerKeys1763684300000 } from './1763684300000-worker-keys.js';
+import { FairSlots1763684310000 } from './1763684310000-fair-slots.js';
 import { SealMcpCredentials1763684400000 } from './1763684400000-seal-mcp-credentials.js';
 
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
@@ -20,5 +22,7 @@ export const MIGRATIONS = [
   AwaitingWebhookSecrets1763684000000,
   TeamHarness1763684100000,
   RunSearchText1763684200000,
+  WorkerKeys1763684300000,
+  FairSlots1763684310000,
   SealMcpCredentials1763684400000,
 ];

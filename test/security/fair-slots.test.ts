@@ -1,0 +1,204 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
+import { eventually } from '../support/eventually.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { WorkerRunsService, type WorkerIdentity } from '../../src/workers/worker-runs.service.js';
+
+// Issue #13: two runs of one team whose harness printed its result and then waited on stdin held both
+// service-hosted slots, and every other team's runs stayed QUEUED behind them, with no limit in sight.
+// Here a "minute" of the run limits lasts one second: runs go idle after 6 s, and last at most 10 s.
+let t: TestService;
+beforeAll(async () => {
+  t = await startTestService({
+    WORKER_CONCURRENCY: '2',
+    WORKER_LEASE_SECONDS: '3',
+    HARNESS_KILL_GRACE_MS: '1000',
+    IDLE_TIMEOUT_MINUTE_MS: '1000',
+    RUN_IDLE_TIMEOUT_MINUTES: '6',
+    RUN_MAX_DURATION_MINUTES: '10',
+  });
+});
+afterAll(async () => t?.stop());
+
+/**
+ * Team A's agent: it prints its result and then waits on stdin without a word (idle), or, asked to
+ * keep talking, says something every half second for ever (never idle: only the duration limit ends it).
+ */
+const HANGING_HARNESS =
+  `read -r prompt; case "$prompt" in *keep-talking*) ` +
+  `while :; do echo '{"type":"message","text":"still working"}'; sleep 0.5; done;; ` +
+  `*) echo '{"type":"result","status":"succeeded","message":"done, but not exiting"}'; cat > /dev/null;; esac`;
+
+const ENDED = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
+
+async function create(key: string, body: Record<string, unknown>): Promise<string> {
+  const res = await t.call('POST', '/api/v1/agent/runs', body, key);
+  expect(res.status).toBe(200);
+  return res.body.run_id;
+}
+
+const get = async (id: string, key: string) =>
+  (await t.call('GET', `/api/v1/agent/runs/${id}`, undefined, key)).body;
+const reaches = (id: string, key: string, states: string[], what: string, timeoutMs = 20_000) =>
+  eventually(
+    async () => {
+      const run = await get(id, key);
+      return states.includes(run.state) ? run : undefined;
+    },
+    what,
+    { timeoutMs },
+  );
+
+describe('fair service-hosted slots (2 slots, team A hangs, team B queues)', () => {
+  it("starts B's run at once while A's runs hang; A's runs then end by the idle and duration limits, saying so", async () => {
+    const a = await t.newTeam('team-a');
+    const b = await t.newTeam('team-b');
+    await t.authRepo.setHarnessCommand(a.team.id, HANGING_HARNESS);
+
+    const idle = await create(a.key, { prompt: 'Print the result, then wait on stdin' });
+    const talker = await create(a.key, { prompt: 'keep-talking past every limit' });
+    await reaches(idle, a.key, ['INPROGRESS'], "A's first run hanging");
+
+    const quick = await create(b.key, { prompt: 'A quick job' });
+    const done = await reaches(quick, b.key, ENDED, "B's run to end while A's runs hang");
+    expect(done.state).toBe('SUCCEEDED');
+
+    const idled = await reaches(idle, a.key, ENDED, "A's silent run to end by the idle limit");
+    expect(idled.state).toBe('FAILED');
+    expect(idled.status_message.error_code).toBe('idle_timeout');
+    expect(idled.status_message.message).toMatch(
+      /idle \(no output, no input\) for longer than idle_timeout_minutes \(6 minute\(s\): RUN_IDLE_TIMEOUT_MINUTES/,
+    );
+    // B's run started and ended while A's run still hung: it did not wait for A's slot.
+    expect(Date.parse(done.started_at)).toBeLessThan(Date.parse(idled.updated_at));
+    expect(Date.parse(done.updated_at)).toBeLessThan(Date.parse(idled.updated_at));
+
+    const stopped = await reaches(
+      talker,
+      a.key,
+      ENDED,
+      "A's talking run to end by the duration limit",
+      40_000,
+    );
+    expect(stopped.state).toBe('FAILED');
+    expect(stopped.status_message.error_code).toBe('max_duration');
+    expect(stopped.status_message.message).toMatch(
+      /maximum run duration of 10 minute\(s\) \(RUN_MAX_DURATION_MINUTES\) and was stopped; its worker stopped it/,
+    );
+    // A never held both slots: its second run started only once its first had ended.
+    expect(Date.parse(stopped.started_at)).toBeGreaterThanOrEqual(Date.parse(idled.updated_at));
+    expect(Date.parse(stopped.updated_at) - Date.parse(stopped.started_at)).toBeGreaterThanOrEqual(10_000);
+  });
+});
+
+describe('the service-hosted claim, by itself (no worker running)', () => {
+  let q: TestService;
+  beforeAll(async () => {
+    q = await startTestService();
+  });
+  afterAll(async () => q?.stop());
+
+  it('shares a burst between teams in turns, counts slots across replicas, and stops a team at its cap', async () => {
+    const x = await q.newTeam('team-x');
+    const y = await q.newTeam('team-y');
+    const queue = async (key: string, n: number) => {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++)
+        ids.push((await q.call('POST', '/api/v1/agent/runs', { prompt: `run ${i}` }, key)).body.run_id);
+      return ids;
+    };
+    const xs = await queue(x.key, 4); // older than all of y's
+    const ys = await queue(y.key, 4);
+    const service = q.service.app.get(WorkerRunsService);
+    // Two replicas of 2 slots each: 4 slots, so a team's default cap is 3 (other teams exist).
+    const other: WorkerIdentity = { id: 'replica-2', host: 'warp', teamId: null, slots: 2 };
+    await service.register(other);
+    const me: WorkerIdentity = { id: 'replica-1', host: 'warp', teamId: null, slots: 2 };
+    const claimed = async (max: number) => (await service.claim(me, max)).map((a) => a.run_id);
+
+    // Turns: x's 1st, y's 1st, x's 2nd, y's 2nd — not x's four oldest.
+    expect((await claimed(4)).sort()).toEqual([xs[0], xs[1], ys[0], ys[1]].sort());
+    // x holds 2, y holds 2: one more each up to the cap of 3, then nothing while they hold 3.
+    expect((await claimed(4)).sort()).toEqual([xs[2], ys[2]].sort());
+    expect(await claimed(4)).toEqual([]);
+    // A team's own cap wins over the default.
+    await q.authRepo.setMaxSlots(x.team.id, 4);
+    expect(await claimed(4)).toEqual([xs[3]]);
+  });
+});
+
+describe('the duration limit on a self-hosted worker', () => {
+  it('is sent with the run, and the service ends an over-duration run whose worker does not stop it', async () => {
+    const key = await t.workerKey('box-old');
+    const id = await create(t.adminKey, { prompt: 'On an old box', config: { worker_host: 'box-old' } });
+    const as = { worker_id: 'old-1', worker_host: 'box-old' };
+    const claimed = await t.call('POST', '/api/v1/agent/workers/claim', as, key);
+    expect(claimed.body.runs[0]).toMatchObject({
+      run_id: id,
+      idle_timeout_minutes: 6,
+      max_duration_minutes: 10,
+    });
+    await t.call(
+      'POST',
+      `/api/v1/agent/workers/runs/${id}/events`,
+      { ...as, execution: 1, events: [], started_ms_ago: 0 },
+      key,
+    );
+
+    // A worker that ignores the limits: it keeps renewing its lease and never stops the harness.
+    const ended = await eventually(
+      async () => {
+        await t.call('POST', '/api/v1/agent/workers/heartbeat', { ...as, run_ids: [id] }, key);
+        const run = await get(id, t.adminKey);
+        return ENDED.includes(run.state) ? run : undefined;
+      },
+      'the service to end the over-duration run',
+      { timeoutMs: 40_000, intervalMs: 500 },
+    );
+    expect(ended.state).toBe('FAILED');
+    expect(ended.status_message.error_code).toBe('max_duration');
+    expect(ended.status_message.message).toMatch(/its worker did not stop it, so the service ended the run/);
+    expect(Date.parse(ended.updated_at) - Date.parse(ended.started_at)).toBeGreaterThanOrEqual(10_000);
+    // The worker hears it is no longer its run.
+    const control = await t.call('POST', `/api/v1/agent/workers/runs/${id}/control`, as, key);
+    expect(control.body).toEqual({ stop: true, followups: [] });
+  });
+});
+
+describe('factoryd teams set-slots', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-cli-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const cli = (...args: string[]) =>
+    runCli(args, {
+      env: { DATABASE_URL: t.service.databaseServer.url, DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+    });
+  const slotsOf = async (name: string) =>
+    JSON.parse((await cli('teams', 'list', '--json')).stdout).teams.find(
+      (x: { name: string }) => x.name === name,
+    ).max_slots;
+
+  it("sets a team's own cap and goes back to the default; bad input changes nothing", async () => {
+    await t.newTeam('team-c');
+    const set = await cli('teams', 'set-slots', 'team-c', '3', '--json');
+    expect(set.code, set.stderr).toBe(0);
+    expect(JSON.parse(set.stdout)).toEqual({ name: 'team-c', max_slots: 3 });
+    expect(await slotsOf('team-c')).toBe(3);
+    for (const [args, message] of [
+      [['team-c', '0'], /whole number from 1 to 10000/],
+      [['team-c', 'many'], /whole number from 1 to 10000/],
+      [['team-c'], /give the number of slots/],
+      [['team-c', '2', '--default'], /either a number of slots or --default/],
+      [['nosuch-team', '2'], /no team nosuch-team/],
+    ] as const) {
+      const res = await cli('teams', 'set-slots', ...args);
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toMatch(message);
+    }
+    expect(await slotsOf('team-c')).toBe(3);
+    expect((await cli('teams', 'set-slots', 'team-c', '--default')).code).toBe(0);
+    expect(await slotsOf('team-c')).toBeNull();
+  });
+});
