@@ -93,7 +93,10 @@ async function serve(mode: string, more: Record<string, string> = {}): Promise<S
   );
   if (!adminKey) {
     // The first start made the default team and printed its admin key (once); then the attacker's team.
-    adminKey = /shown only this once\):\s+(\S+)/.exec(out)![1]!;
+    adminKey = await eventually(
+      () => /export FACTORYD_API_KEY=(\S+)/.exec(out)?.[1],
+      'the first start’s admin key',
+    );
     const team = await runCli(['teams', 'create', 'attacker', '--json'], { env });
     expect(team.code, team.stderr).toBe(0);
     const created = await runCli(['api-keys', 'create', '--team', 'attacker', '--json'], { env });
@@ -211,10 +214,26 @@ describe('a harness cannot reach the service, its data or other runs', () => {
 
   it("a self-hosted worker's harness gets neither its FACTORYD_API_KEY nor its --api-key", async () => {
     const s = await serve('none');
+    const created = await runCli(
+      [
+        'api-keys',
+        'create',
+        '--team',
+        'default',
+        '--scopes',
+        'workers',
+        '--worker-host',
+        'build-box',
+        '--json',
+      ],
+      { env },
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const workerKey: string = JSON.parse(created.stdout).key;
     const worker = spawn(
       process.execPath,
-      [CLI, 'worker', '--worker-host', 'build-box', '--api', s.api, '--api-key', adminKey],
-      { env: { ...env, FACTORYD_API_KEY: adminKey } },
+      [CLI, 'worker', '--worker-host', 'build-box', '--api', s.api, '--api-key', workerKey],
+      { env: { ...env, FACTORYD_API_KEY: workerKey } },
     );
     children.push(worker);
     let out = '';
@@ -231,9 +250,9 @@ describe('a harness cannot reach the service, its data or other runs', () => {
     );
     const found = JSON.parse(report.slice('PROBE '.length));
     expect(found.env.filter((n: string) => FORBIDDEN.includes(n))).toEqual([]);
-    expect(report).not.toContain(adminKey);
+    expect(report).not.toContain(workerKey);
     for (const reach of ['worker_environ', 'worker_cmdline'])
-      if (found[reach].ok) expect(found[reach].got).not.toContain(adminKey);
+      if (found[reach].ok) expect(found[reach].got).not.toContain(workerKey);
     expect(out).toMatch(/harness sandbox: /);
     worker.kill('SIGTERM');
     await s.stop();

@@ -1,7 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG, type Config } from '../../src/config/config.js';
 import { SealMcpCredentials1763684400000 } from '../../src/database/migrations/1763684400000-seal-mcp-credentials.js';
@@ -17,20 +15,6 @@ const sha256 = (s: string) => `sha256:${createHash('sha256').update(s).digest('h
  * its SHA-256 (so the test can tell the real value arrived, without the value reaching the
  * conversation), as a `probe` action; then it succeeds.
  */
-const PROBE = `
-const { createHash } = require('node:crypto');
-const config = JSON.parse(process.env.FACTORYD_AGENT_CONFIG);
-for (const server of Object.values(config.mcp_servers ?? {}))
-  for (const field of ['headers', 'env'])
-    for (const key of Object.keys(server[field] ?? {}))
-      server[field][key] = 'sha256:' + createHash('sha256').update(String(server[field][key])).digest('hex');
-const emit = (e) => process.stdout.write(JSON.stringify(e) + '\\n');
-process.stdin.once('data', () => {
-  emit({ type: 'action', kind: 'probe', input: { config } });
-  emit({ type: 'result', status: 'succeeded', message: 'probed' });
-  process.exit(0);
-});
-`;
 
 /**
  * Issue #13, 8: MCP server headers (a bearer token) were stored in plain text and shown to every
@@ -40,7 +24,6 @@ process.stdin.once('data', () => {
 describe('MCP server credentials (docs/security.md, "MCP server credentials")', () => {
   let t: TestService;
   let readerKey: string;
-  const dir = mkdtempSync(join(tmpdir(), 'factoryd-probe-'));
   const token = `ghp_${randomBytes(18).toString('hex')}`;
   const envToken = `lin_${randomBytes(18).toString('hex')}`;
   const config = {
@@ -51,8 +34,7 @@ describe('MCP server credentials (docs/security.md, "MCP server credentials")', 
   };
 
   beforeAll(async () => {
-    const probe = join(dir, 'probe.cjs');
-    writeFileSync(probe, PROBE);
+    const probe = fileURLToPath(new URL('./mcp-probe-harness.mjs', import.meta.url));
     t = await startTestService({
       SECRETS_KEY: randomBytes(32).toString('base64'),
       WORKER_CONCURRENCY: '1',
@@ -62,7 +44,6 @@ describe('MCP server credentials (docs/security.md, "MCP server credentials")', 
   });
   afterAll(async () => {
     await t?.stop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   let runId: string;
