@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { CONFIG, type Config } from '../config/config.js';
+import { CONFIG, SERVICE_VARIABLES, type Config } from '../config/config.js';
 import { ALLOWED_TRANSPORTS } from './repository-policy.js';
 
 /** After SIGTERM, how long a git call's process group may take to end before SIGKILL. */
@@ -63,7 +63,13 @@ export class GitRunner implements OnApplicationShutdown {
       ...ALLOWED_TRANSPORTS.flatMap((t) => ['-c', `protocol.${t}.allow=always`]),
     ];
     this.env = {
-      ...process.env,
+      // Nothing of the service's own configuration or credentials: git runs helpers (ssh, credential
+      // helpers, a local repository's configured commands) that need none of it.
+      ...Object.fromEntries(
+        Object.entries(process.env).filter(
+          ([name]) => !SERVICE_VARIABLES.includes(name) && !name.startsWith('FACTORYD_'),
+        ),
+      ),
       GIT_TERMINAL_PROMPT: '0',
       // An operator's own GIT_SSH_COMMAND (a key, a proxy) is kept; it should say BatchMode=yes too.
       GIT_SSH_COMMAND:
