@@ -90,7 +90,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
           err.status === 401
             ? `the API key is not valid (unknown or revoked). A self-hosted worker needs a worker key for its host: ` +
                 `\`factoryd api-keys create --team TEAM --scopes workers --worker-host ${opts.workerHost}\``
-            : `the API refused this key for worker host ${opts.workerHost} (HTTP ${err.status}): ${err.detail}`,
+            : // The API cannot name the host (it refuses before reading the body that names it): this worker can.
+              `the API refused this key for worker host ${opts.workerHost} (HTTP ${err.status}): ${err.detail.replaceAll('--worker-host ID', `--worker-host ${opts.workerHost}`)}`,
         );
       });
     const pool = new WorkerPool(backend, {
