@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Logger } from 'nestjs-pino';
@@ -30,7 +31,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const API_BODY_LIMIT = 16 * 1024 * 1024;
 
 export async function startService(config: Config): Promise<RunningService> {
-  const databaseServer = await startDatabaseServer(config);
+  const supervisor = new NestLogger('EmbeddedPostgres');
+  const databaseServer = await startDatabaseServer(config, { notice: (m) => supervisor.warn(m) });
   const dataSource = await openDatabase(databaseServer.url);
   const db = Database.fromDataSource(dataSource);
   const adapter = new FastifyAdapter({

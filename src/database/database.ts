@@ -91,9 +91,30 @@ export class Database extends ClientQueries {
     return new Database(pool, ds);
   }
 
+  /**
+   * A connection of the pool for a caller's own use, with an `error` listener for as long as it is
+   * checked out: node-postgres emits `error` on a client whose backend is terminated or whose server
+   * goes away, and an emitter without a listener ends the process. The caller's pending query fails
+   * with the error instead; `release` destroys a connection that failed, so the pool replaces it.
+   */
+  async checkout(): Promise<CheckedOut> {
+    const client = await this.pool.connect();
+    let lost: Error | undefined;
+    const onError = (err: Error) => (lost ??= err);
+    client.on('error', onError);
+    return {
+      client,
+      release: (failed?: Error) => {
+        client.off('error', onError);
+        client.release(lost ?? failed);
+      },
+    };
+  }
+
   /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const { client, release } = await this.checkout();
+    let broken: Error | undefined;
     try {
       await client.query('BEGIN');
       const tx = new ClientQueries(client, []);
@@ -102,10 +123,18 @@ export class Database extends ClientQueries {
       for (const fn of tx.commitHooks!) fn();
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      // A connection that cannot roll back is not given to anyone else.
+      await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
       throw err;
     } finally {
-      client.release();
+      release(broken);
     }
   }
+}
+
+/** A pooled connection checked out by `Database.checkout`. */
+export interface CheckedOut {
+  client: pg.PoolClient;
+  /** Back to the pool, or destroyed when it failed (`failed`, or an `error` it emitted meanwhile). */
+  release(failed?: Error): void;
 }

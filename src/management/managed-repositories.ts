@@ -13,6 +13,12 @@ export interface Author {
   email: string;
 }
 
+/** A commit made on top of `previous` (undefined: the first), not yet on the branch. */
+export interface Candidate {
+  previous: string | undefined;
+  commit: string;
+}
+
 /** A file to write (`content`) or to remove (`null`), by repository path. */
 export type FileChanges = Record<string, string | null>;
 
@@ -53,8 +59,9 @@ export class ManagedRepositories {
       throw new Error(`${dir} exists and is not empty; move it away or choose another factory name`);
     mkdirSync(dir, { recursive: true });
     await git(dir, 'init', '--quiet', `--initial-branch=${branch}`);
-    const commit = await this.commit(dir, branch, files, author, message, false);
-    return commit!.commit;
+    const first = (await this.candidate(dir, branch, files, author, message, false))!;
+    await this.advance(dir, branch, first);
+    return first.commit;
   }
 
   /** The content of `path` at the branch head (undefined when there is no such file). */
@@ -65,17 +72,19 @@ export class ManagedRepositories {
   }
 
   /**
-   * Writes `files` and commits them on `branch` by `author`. Without `allowEmpty`, a change that
-   * changes nothing makes no commit (undefined). Returns the commit and the head before it.
+   * A commit by `author` of `files` on top of the branch head, which does not move: the branch takes
+   * it (`advance`) only once it is live, so a change that never got confirmed is never on the branch
+   * for a later reconcile to apply. Without `allowEmpty`, a change that changes nothing makes no
+   * commit (undefined). Returns the commit and the head it is on.
    */
-  async commit(
+  async candidate(
     dir: string,
     branch: string,
     files: FileChanges,
     author: Author,
     message: string,
     allowEmpty: boolean,
-  ): Promise<{ previous: string | undefined; commit: string } | undefined> {
+  ): Promise<Candidate | undefined> {
     const previous = await this.clean(dir, branch);
     for (const [path, content] of Object.entries(files)) {
       if (content === null) {
@@ -89,22 +98,35 @@ export class ManagedRepositories {
     }
     const staged = (await git(dir, 'diff', '--cached', '--name-only')).trim();
     if (!staged && !allowEmpty) return undefined;
-    await git(
-      dir,
-      'commit',
-      '--quiet',
-      '--allow-empty',
-      `--author=${author.name} <${author.email}>`,
-      '-m',
-      message,
-    );
-    return { previous, commit: (await git(dir, 'rev-parse', 'HEAD')).trim() };
+    const tree = (await git(dir, 'write-tree')).trim();
+    const commit = (
+      await gitWith(
+        { GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email },
+        dir,
+        'commit-tree',
+        tree,
+        ...(previous ? ['-p', previous] : []),
+        '-m',
+        message,
+      )
+    ).trim();
+    // The working copy stays the head's until the branch takes the commit.
+    await git(dir, 'reset', '--quiet', '--hard');
+    return { previous, commit };
   }
 
-  /** Moves the branch back to `commit` (a change that did not apply must not stay the head). */
-  async resetTo(dir: string, branch: string, commit: string): Promise<void> {
-    await git(dir, 'checkout', '--quiet', '--force', branch);
-    await git(dir, 'reset', '--quiet', '--hard', commit);
+  /** Moves the branch to a candidate, only from the head it was made on, and the working copy with it. */
+  async advance(dir: string, branch: string, { previous, commit }: Candidate): Promise<void> {
+    await git(
+      dir,
+      'update-ref',
+      '-m',
+      'factoryd: change applied',
+      `refs/heads/${branch}`,
+      commit,
+      previous ?? '',
+    );
+    await git(dir, 'reset', '--quiet', '--hard');
   }
 
   /**
@@ -130,9 +152,24 @@ export function authorOf(principal: { uid: string; displayName: string }): Autho
   return { name: name || principal.uid, email: `${principal.uid}@factoryd.invalid` };
 }
 
-async function git(dir: string, ...args: string[]): Promise<string> {
+function git(dir: string, ...args: string[]): Promise<string> {
+  return gitWith(undefined, dir, ...args);
+}
+
+/** git with `env` added to ours (e.g. the author of a commit-tree). */
+async function gitWith(
+  env: Record<string, string> | undefined,
+  dir: string,
+  ...args: string[]
+): Promise<string> {
   try {
-    return (await run('git', [...COMMITTER, ...ISOLATED, ...args], { cwd: dir, encoding: 'utf8' })).stdout;
+    return (
+      await run('git', [...COMMITTER, ...ISOLATED, ...args], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: env && { ...process.env, ...env },
+      })
+    ).stdout;
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr?.trim();
     throw new Error(`git ${args[0]} in ${dir} failed${stderr ? `: ${stderr.split('\n')[0]}` : ''}`, {

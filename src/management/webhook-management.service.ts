@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Conflict, invalidParam, NotFound, OperationNotSupported } from '../common/problem.js';
 import { nameProblem } from '../definitions/definition-file.js';
@@ -48,8 +48,6 @@ export interface WebhookWithSecret {
  */
 @Injectable()
 export class WebhookManagement {
-  private readonly log = new Logger('WebhookManagement');
-
   constructor(
     @Inject(ManagementRepository) private readonly repo: ManagementRepository,
     @Inject(FactoriesService) private readonly factories: FactoriesService,
@@ -133,13 +131,12 @@ export class WebhookManagement {
         enabled: awaiting ? false : (req.enabled ?? true),
         description: req.description,
       };
-      await this.undoOnFailure(added, () =>
-        this.managed.commit(factory, {
-          author: authorOf(auth.principal),
-          message: `Create webhook ${req.name} (${authMode}${req.signature_scheme ? `, ${req.signature_scheme}` : ''})`,
-          files: { [path]: writeWebhookFile('', fields) },
-        }),
-      );
+      await this.managed.commit(factory, {
+        author: authorOf(auth.principal),
+        message: `Create webhook ${req.name} (${authMode}${req.signature_scheme ? `, ${req.signature_scheme}` : ''})`,
+        files: { [path]: writeWebhookFile('', fields) },
+        undo: this.withdraw(added),
+      });
       const webhook = (await this.repo.liveWebhook(factory.id, path))!;
       if (awaiting) await this.repo.markAwaitingSecret(webhook.id);
       await this.directory.refresh(factory.id);
@@ -226,14 +223,13 @@ export class WebhookManagement {
       const current = await this.live(auth, uid);
       await this.refuseSharedWithOthers(auth, current);
       const { value, ref } = await this.secrets.generate(auth.team.id, current.secret_name, kind);
-      await this.undoOnFailure(ref, () =>
-        this.managed.commit(factory, {
-          author: authorOf(auth.principal),
-          message: `Rotate the secret of webhook ${current.name} (team secret ${current.secret_name}, version ${ref.version})`,
-          files: {},
-          allowEmpty: true,
-        }),
-      );
+      await this.managed.commit(factory, {
+        author: authorOf(auth.principal),
+        message: `Rotate the secret of webhook ${current.name} (team secret ${current.secret_name}, version ${ref.version})`,
+        files: {},
+        allowEmpty: true,
+        undo: this.withdraw(ref),
+      });
       await this.directory.refresh(factory.id);
       return { webhook: await this.live(auth, uid), secret: value };
     });
@@ -278,14 +274,13 @@ export class WebhookManagement {
       const content = current.awaiting_secret
         ? writeWebhookFile((await this.managed.read(factory, path)) ?? '', { enabled: true })
         : undefined;
-      await this.undoOnFailure(ref, () =>
-        this.managed.commit(factory, {
-          author: authorOf(auth.principal),
-          message: `Set the signing secret of webhook ${current.name} (team secret ${current.secret_name}, version ${ref.version})${content ? '; enable it' : ''}`,
-          files: content ? { [path]: content } : {},
-          allowEmpty: true,
-        }),
-      );
+      await this.managed.commit(factory, {
+        author: authorOf(auth.principal),
+        message: `Set the signing secret of webhook ${current.name} (team secret ${current.secret_name}, version ${ref.version})${content ? '; enable it' : ''}`,
+        files: content ? { [path]: content } : {},
+        allowEmpty: true,
+        undo: this.withdraw(ref),
+      });
       await this.repo.clearAwaitingSecret(current.id);
       await this.directory.refresh(factory.id);
       return { webhook: await this.live(auth, uid), ...(shown ? { secret: shown } : {}) };
@@ -364,20 +359,9 @@ export class WebhookManagement {
     await this.directory.refresh(factory.id);
   }
 
-  /** Runs the commit; if it does not apply, the secret version added for it is withdrawn too. */
-  private async undoOnFailure(
-    added: SecretVersionRef | undefined,
-    commit: () => Promise<void>,
-  ): Promise<void> {
-    try {
-      await commit();
-    } catch (err) {
-      if (added)
-        await this.secrets
-          .revert(added)
-          .catch((undo: unknown) => this.log.warn({ err: undo }, 'withdrawing a secret version failed'));
-      throw err;
-    }
+  /** For a commit that does not go live: withdraws the secret version added for it. */
+  private withdraw(added: SecretVersionRef | undefined): (() => Promise<void>) | undefined {
+    return added && (() => this.secrets.revert(added));
   }
 
   private async secretExists(auth: AuthContext, name: string): Promise<boolean> {

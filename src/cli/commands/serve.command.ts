@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { bootstrapDefaultTeam } from '../../auth/bootstrap.js';
 import { ConfigError, loadConfig } from '../../config/config.js';
@@ -27,6 +28,9 @@ async function serve(): Promise<void> {
   // Loaded here, not at the top: every other command (an API client, say) starts without NestJS.
   const { startService } = await import('../../service.js');
   const { bootstrapFactory } = await import('../factory-bootstrap.js');
+  // A signal before the service is up ends the process at once: its `exit` stops an embedded database.
+  const starting = () => process.exit(1);
+  process.once('SIGINT', starting).once('SIGTERM', starting);
   const service = await startService(config);
   const { repo, auth } = authOf(service.db);
   const adminKey = await bootstrapDefaultTeam(repo, auth);
@@ -34,7 +38,10 @@ async function serve(): Promise<void> {
     '',
     `factoryd is up: API ${service.url}/api/v1  (OpenAPI: ${service.url}/api/v1/openapi.json)`,
     service.databaseServer.embedded
-      ? `database: embedded PostgreSQL under ${config.dataDir}/pg`
+      ? `database: embedded PostgreSQL under ${service.databaseServer.location}` +
+        (service.databaseServer.location === join(config.dataDir, 'pg')
+          ? ''
+          : ` (linked from ${join(config.dataDir, 'pg')}: as root, where the postgres user can reach it)`)
       : 'database: DATABASE_URL',
   ];
   if (adminKey) {
@@ -59,6 +66,7 @@ async function serve(): Promise<void> {
       },
     );
   };
+  process.off('SIGINT', starting).off('SIGTERM', starting);
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));
 }
