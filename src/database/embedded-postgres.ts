@@ -291,7 +291,8 @@ function reachableClusterDir(dir: string, owner: { uid: number; gid: number }): 
         `${blocked} is not searchable by others. Run \`chmod o+x ${blocked}\`, or set DATA_DIR to another folder.`,
     );
   const home = join(ROOT_CLUSTERS_DIR, randomBytes(6).toString('hex'));
-  mkdirSync(home, { recursive: true, mode: 0o700 });
+  mkdirSync(ROOT_CLUSTERS_DIR, { recursive: true, mode: 0o755 });
+  mkdirSync(home, { mode: 0o700 });
   chownSync(home, owner.uid, owner.gid);
   const above = unsearchableAbove(home);
   if (above)
