@@ -125,7 +125,7 @@ const CONNECTION_CODES = new Set([
  */
 const UNAVAILABLE_SQLSTATES = /^(08...|57P0[123]|53300)$/;
 /** What node-postgres says, without a code, when its socket ends under it or it is handed a dead client. */
-const CONNECTION_MESSAGES = /^Connection terminated|not queryable|Connection closed/i;
+const CONNECTION_MESSAGES = /^Connection terminated|not queryable/i;
 
 /**
  * True when `err` (or what it wraps: `cause`, TypeORM's `driverError`, an AggregateError's errors) says
