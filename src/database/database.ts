@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { isDatabaseUnreachable } from '../common/problem.js';
 
 /** What a repository needs to run SQL: the pool, or a transaction's client. */
 export interface Queryable {
@@ -137,4 +138,23 @@ export interface CheckedOut {
   client: pg.PoolClient;
   /** Back to the pool, or destroyed when it failed (`failed`, or an `error` it emitted meanwhile). */
   release(failed?: Error): void;
+}
+
+/** Pauses between attempts of `retryWhileUnreachable`: about 7 s in all. */
+const RETRY_PAUSES_MS = [100, 200, 400, 800, 1600, 2000, 2000];
+
+/**
+ * Runs `work` again while it fails because the database is out of reach (a connection cut, a server
+ * restarting), after a growing pause; any other error, or the last one, is thrown. For work that
+ * must not give up at the first cut because what it completes has already taken effect.
+ */
+export async function retryWhileUnreachable<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (attempt >= RETRY_PAUSES_MS.length || !isDatabaseUnreachable(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSES_MS[attempt]));
+    }
+  }
 }

@@ -7,6 +7,7 @@ import { FactoriesService } from '../factories/factories.service.js';
 import { DefinitionStore, type FactoryRecord } from '../reconciler/definition-store.js';
 import type { SecretVersionRef } from '../secrets/secrets.repository.js';
 import { SecretsService } from '../secrets/secrets.service.js';
+import { retryWhileUnreachable } from '../database/database.js';
 import { WEBHOOK_UID } from '../webhooks/ingress.service.js';
 import { WebhookDirectory } from '../webhooks/webhook-directory.js';
 import { ManagedFactories, repositoryBacked } from './managed-factories.js';
@@ -137,10 +138,11 @@ export class WebhookManagement {
         files: { [path]: writeWebhookFile('', fields) },
         undo: this.withdraw(added),
       });
-      const webhook = (await this.repo.liveWebhook(factory.id, path))!;
-      if (awaiting) await this.repo.markAwaitingSecret(webhook.id);
-      await this.directory.refresh(factory.id);
-      return { webhook: { ...webhook, awaiting_secret: awaiting }, ...(shown ? { secret: shown } : {}) };
+      return this.afterCommit(factory, async () => {
+        const webhook = (await this.repo.liveWebhook(factory.id, path))!;
+        if (awaiting) await this.repo.markAwaitingSecret(webhook.id);
+        return { webhook: { ...webhook, awaiting_secret: awaiting }, ...(shown ? { secret: shown } : {}) };
+      });
     });
   }
 
@@ -165,7 +167,7 @@ export class WebhookManagement {
         );
       const verb = enabled ? 'Enable' : 'Disable';
       await this.changeFile(auth, factory, current, `${verb} webhook ${webhook.name}`, { enabled });
-      return this.live(auth, uid);
+      return this.afterCommit(factory, () => this.live(auth, uid));
     });
   }
 
@@ -198,7 +200,7 @@ export class WebhookManagement {
         deliveryIdHeader: req.delivery_id_header,
         description: req.description,
       });
-      return this.live(auth, uid);
+      return this.afterCommit(factory, () => this.live(auth, uid));
     });
   }
 
@@ -230,8 +232,7 @@ export class WebhookManagement {
         allowEmpty: true,
         undo: this.withdraw(ref),
       });
-      await this.directory.refresh(factory.id);
-      return { webhook: await this.live(auth, uid), secret: value };
+      return this.afterCommit(factory, async () => ({ webhook: await this.live(auth, uid), secret: value }));
     });
   }
 
@@ -281,9 +282,10 @@ export class WebhookManagement {
         allowEmpty: true,
         undo: this.withdraw(ref),
       });
-      await this.repo.clearAwaitingSecret(current.id);
-      await this.directory.refresh(factory.id);
-      return { webhook: await this.live(auth, uid), ...(shown ? { secret: shown } : {}) };
+      return this.afterCommit(factory, async () => {
+        await this.repo.clearAwaitingSecret(current.id);
+        return { webhook: await this.live(auth, uid), ...(shown ? { secret: shown } : {}) };
+      });
     });
   }
 
@@ -319,8 +321,7 @@ export class WebhookManagement {
         message: `Delete webhook ${webhook.name}`,
         files: { [current.path]: null },
       });
-      await this.repo.clearAwaitingSecret(current.id);
-      await this.directory.refresh(factory.id);
+      await this.afterCommit(factory, () => this.repo.clearAwaitingSecret(current.id));
     });
   }
 
@@ -356,7 +357,19 @@ export class WebhookManagement {
       message,
       files: { [webhook.path]: writeWebhookFile(content, fields) },
     });
-    await this.directory.refresh(factory.id);
+  }
+
+  /**
+   * What follows a commit that went live: `work` (the rest of the write, the answer), then the
+   * webhook cache refreshed. Retried while the database is out of reach: the change is live, so its
+   * caller should hear "done" rather than a 503 it might take for "not applied".
+   */
+  private afterCommit<T>(factory: FactoryRecord, work: () => Promise<T>): Promise<T> {
+    return retryWhileUnreachable(async () => {
+      const out = await work();
+      await this.directory.refresh(factory.id);
+      return out;
+    });
   }
 
   /** For a commit that does not go live: withdraws the secret version added for it. */

@@ -35,14 +35,24 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** Cuts every connection of the service's database, from the test server's admin connection. */
-async function terminateBackends(admin: pg.Client, databaseName: string): Promise<number> {
-  const { rows } = await admin.query<{ n: string }>(
-    `SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity
-      WHERE datname = $1 AND pid <> pg_backend_pid()`,
-    [databaseName],
-  );
-  return Number(rows[0]!.n);
+/**
+ * Cuts every connection of the service's database, from a connection of its own to the test server's
+ * admin database (one per round: tests of other files share that server and may cut connections too).
+ */
+async function terminateBackends(databaseName: string): Promise<number> {
+  const admin = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
+  admin.on('error', () => undefined);
+  await admin.connect();
+  try {
+    const { rows } = await admin.query<{ n: string }>(
+      `SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity
+        WHERE datname = $1 AND pid <> pg_backend_pid()`,
+      [databaseName],
+    );
+    return Number(rows[0]!.n);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
 }
 
 const git = (dir: string, ...args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' });
@@ -124,9 +134,6 @@ describe('database connections terminated at random under load', () => {
       });
     const load = [...Array.from({ length: 6 }, sender), runApi(), runApi(), manager()];
 
-    const admin = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
-    admin.on('error', () => undefined);
-    await admin.connect();
     const databaseName = new URL(database.url).pathname.slice(1);
     let terminated = 0;
     try {
@@ -137,13 +144,12 @@ describe('database connections terminated at random under load', () => {
         await eventually(() => answers.length >= before + gap, 'the load to go on between cuts', {
           timeoutMs: 60_000,
         });
-        terminated += await terminateBackends(admin, databaseName);
+        terminated += await terminateBackends(databaseName);
         expect(serve.child.exitCode, serve.output()).toBeNull();
       }
     } finally {
       stop = true;
       await Promise.all(load);
-      await admin.end();
     }
 
     expect(terminated).toBeGreaterThan(12);
