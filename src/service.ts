@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { Logger as NestLogger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule } from './app.module.js';
@@ -34,7 +35,8 @@ export interface RunningService {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function startService(config: Config): Promise<RunningService> {
-  const databaseServer = await startDatabaseServer(config);
+  const supervisor = new NestLogger('EmbeddedPostgres');
+  const databaseServer = await startDatabaseServer(config, { notice: (m) => supervisor.warn(m) });
   const dataSource = await openDatabase(databaseServer.url);
   const db = Database.fromDataSource(dataSource);
   const adapter = new FastifyAdapter({

@@ -128,7 +128,8 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
     (w) => !w.deleted,
   );
   const uids = new Map(hooks.map((w) => [w.name, w.uid]));
-  await repos.commit(
+  // The example's own first change: made and moved onto the branch at once (nobody waits for an answer).
+  const automationsCommit = await repos.candidate(
     repo,
     config.factoryBranch,
     Object.fromEntries(
@@ -141,6 +142,7 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
     'Automations on the webhooks’ UIDs',
     false,
   );
+  if (automationsCommit) await repos.advance(repo, config.factoryBranch, automationsCommit);
   const second = await reconciler.request(f.id);
   if (second.errors.length)
     throw new Error(`the example automations did not apply: ${second.errors[0].message}`);

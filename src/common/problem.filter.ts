@@ -1,6 +1,6 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type ErrorCode, problemBody } from './problem.js';
+import { ApiError, type ErrorCode, expectedProblem, problemBody } from './problem.js';
 import { RequestInvalid } from './request-validation.js';
 
 const BY_STATUS: Record<number, [ErrorCode, string]> = {
@@ -18,8 +18,8 @@ const BY_STATUS: Record<number, [ErrorCode, string]> = {
 
 /**
  * Every error leaves as RFC 7807 problem+json, here and nowhere else. Our ApiErrors carry their own
- * code; framework errors (unknown route, malformed JSON, body too large) are mapped by status; anything
- * else is a 500 whose body says nothing of the internals (the log has it, under the same trace id).
+ * code; a lost database is a 503 with Retry-After (`expectedProblem`); framework errors (unknown
+ * route, malformed JSON, body too large) are mapped by status; anything else is a 500 whose body says nothing of the internals (the log has it, under the same trace id).
  */
 @Catch()
 export class ProblemFilter implements ExceptionFilter {
@@ -40,7 +40,12 @@ export class ProblemFilter implements ExceptionFilter {
   }
 
   private toApiError(exception: unknown, req: FastifyRequest): ApiError {
-    if (exception instanceof ApiError) return exception;
+    const expected = expectedProblem(exception);
+    if (expected) {
+      if (!(exception instanceof ApiError))
+        this.log.warn({ err: exception, reqId: req.id }, 'database unreachable: answered 503');
+      return expected;
+    }
     const status = statusOf(exception);
     if (status !== undefined && status < 500 && BY_STATUS[status]) {
       const [code, title] = BY_STATUS[status];

@@ -94,6 +94,72 @@ export class OperationNotSupported extends ApiError {
   }
 }
 
+/** Seconds a caller waits before retrying while the database is out of reach. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+/** 503 + Retry-After: the database is out of reach (restarting, a connection cut); nothing was changed. */
+export class ServiceUnavailable extends ApiError {
+  constructor(detail: string, retryAfterSeconds = DATABASE_RETRY_AFTER_SECONDS) {
+    super(503, 'service_unavailable', 'Service unavailable', detail, {
+      retryable: true,
+      retryAfter: retryAfterSeconds,
+    });
+  }
+}
+
+/** Socket errors of a connection that could not be made or was cut. */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
+/**
+ * SQLSTATEs of a server that is gone or not taking us: class 08 (connection exception), 57P01-57P03
+ * (terminated by an administrator, by a crash of another backend, cannot connect now: starting, stopping,
+ * recovering), 53300 (too many connections).
+ */
+const UNAVAILABLE_SQLSTATES = /^(08...|57P0[123]|53300)$/;
+/** What node-postgres says, without a code, when its socket ends under it or it is handed a dead client. */
+const CONNECTION_MESSAGES = /^Connection terminated|not queryable/i;
+
+/**
+ * True when `err` (or what it wraps: `cause`, TypeORM's `driverError`, an AggregateError's errors) says
+ * the database could not be reached or the connection was lost: a fault of the moment, not of the
+ * request, which a retry after a short wait may get through.
+ */
+export function isDatabaseUnreachable(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 5) return false;
+  const e = err as {
+    code?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    driverError?: unknown;
+    errors?: unknown;
+  };
+  if (typeof e.code === 'string' && (CONNECTION_CODES.has(e.code) || UNAVAILABLE_SQLSTATES.test(e.code)))
+    return true;
+  if (typeof e.message === 'string' && CONNECTION_MESSAGES.test(e.message)) return true;
+  const inner = [e.cause, e.driverError, ...(Array.isArray(e.errors) ? e.errors : [])];
+  return inner.some((i) => isDatabaseUnreachable(i, depth + 1));
+}
+
+/**
+ * The answer an error stands for when it is one we expect: an ApiError as it is, a lost database as a
+ * 503 with Retry-After. Undefined for anything else (a bug: the caller answers 500 and logs it). The
+ * one place both the API's filter and the ingress map errors.
+ */
+export function expectedProblem(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  if (isDatabaseUnreachable(err))
+    return new ServiceUnavailable('The database could not be reached just now; retry after a moment.');
+  return undefined;
+}
+
 export interface ProblemBody {
   type: string;
   title: string;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { isDatabaseUnreachable } from '../common/problem.js';
 
 /** What a repository needs to run SQL: the pool, or a transaction's client. */
 export interface Queryable {
@@ -91,22 +92,24 @@ export class Database extends ClientQueries {
     return new Database(pool, ds);
   }
 
-  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
-  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+  /**
+   * A connection of the pool for a caller's own use, with an `error` listener for as long as it is
+   * checked out: node-postgres emits `error` on a client whose backend is terminated or whose server
+   * goes away, and an emitter without a listener ends the process. The caller's pending query fails
+   * with the error instead; `release` destroys a connection that failed, so the pool replaces it.
+   */
+  async checkout(): Promise<CheckedOut> {
     const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const tx = new ClientQueries(client, []);
-      const result = await work(tx);
-      await client.query('COMMIT');
-      for (const fn of tx.commitHooks!) fn();
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    let lost: Error | undefined;
+    const onError = (err: Error) => (lost ??= err);
+    client.on('error', onError);
+    return {
+      client,
+      release: (failed?: Error) => {
+        client.off('error', onError);
+        client.release(lost ?? failed);
+      },
+    };
   }
 
   /**
@@ -116,7 +119,8 @@ export class Database extends ClientQueries {
    * loop between the round trips (a busy worker's loop made them cost more than the statement).
    */
   async queryLocked<T = Record<string, any>>(lock: number, sql: string, params: unknown[]): Promise<T[]> {
-    const client = await this.pool.connect();
+    const { client, release } = await this.checkout();
+    let failed: Error | undefined;
     try {
       const begin = client.query(`BEGIN; SELECT pg_advisory_xact_lock(${Math.trunc(lock)})`);
       const result = client.query(statement(sql, params));
@@ -124,8 +128,58 @@ export class Database extends ClientQueries {
       const commit = client.query('COMMIT');
       const [, { rows }] = await Promise.all([begin, result, commit]);
       return rows as T[];
+    } catch (err) {
+      failed = err as Error;
+      throw err;
     } finally {
-      client.release();
+      // A failed statement leaves the connection clean (COMMIT rolled back); a lost one is destroyed.
+      release(isDatabaseUnreachable(failed) ? failed : undefined);
+    }
+  }
+
+  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const { client, release } = await this.checkout();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const tx = new ClientQueries(client, []);
+      const result = await work(tx);
+      await client.query('COMMIT');
+      for (const fn of tx.commitHooks!) fn();
+      return result;
+    } catch (err) {
+      // A connection that cannot roll back is not given to anyone else.
+      await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
+      throw err;
+    } finally {
+      release(broken);
+    }
+  }
+}
+
+/** A pooled connection checked out by `Database.checkout`. */
+export interface CheckedOut {
+  client: pg.PoolClient;
+  /** Back to the pool, or destroyed when it failed (`failed`, or an `error` it emitted meanwhile). */
+  release(failed?: Error): void;
+}
+
+/** Pauses between attempts of `retryWhileUnreachable`: about 7 s in all. */
+const RETRY_PAUSES_MS = [100, 200, 400, 800, 1600, 2000, 2000];
+
+/**
+ * Runs `work` again while it fails because the database is out of reach (a connection cut, a server
+ * restarting), after a growing pause; any other error, or the last one, is thrown. For work that
+ * must not give up at the first cut because what it completes has already taken effect.
+ */
+export async function retryWhileUnreachable<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (attempt >= RETRY_PAUSES_MS.length || !isDatabaseUnreachable(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSES_MS[attempt]));
     }
   }
 }

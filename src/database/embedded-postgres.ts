@@ -1,6 +1,18 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { arch, platform, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -20,8 +32,20 @@ export interface EmbeddedPostgresOptions {
   dir: string;
   /** Throwaway clusters for tests trade durability for speed. */
   durable?: boolean;
+  /** The server's own output (stderr). */
   log?: (line: string) => void;
+  /** What the supervisor does: an unexpected exit, each restart. */
+  notice?: (message: string) => void;
 }
+
+/**
+ * As root, where clusters live whose DATA_DIR the `postgres` user cannot reach (under /root, or a
+ * `mktemp -d`): one folder each, owned by `postgres`, linked from `<DATA_DIR>/pg`.
+ */
+export const ROOT_CLUSTERS_DIR = '/var/lib/factoryd/pg';
+
+/** Restart backoff of the supervisor: doubles from the first to the last. */
+const RESTART_DELAY_MS = { first: 250, max: 5000 };
 
 interface ClusterFile {
   password: string;
@@ -31,20 +55,24 @@ export class EmbeddedPostgres {
   private child?: ChildProcess;
   private port = 0;
   private password = '';
+  private stopping = false;
+  private restartTimer?: NodeJS.Timeout;
+  /** The cluster's folder as the server sees it (a link resolved): where the data is. */
+  location = '';
 
   constructor(private readonly options: EmbeddedPostgresOptions) {}
 
   /** Starts (initialising if needed) and returns the URL of the server's `postgres` database. */
   async start(): Promise<string> {
-    const { dir } = this.options;
-    const dataDir = join(dir, 'data');
-    const clusterFile = join(dir, 'cluster.json');
     const bins = await binaries();
     const owner = await this.runAs();
+    const dir = owner ? reachableClusterDir(this.options.dir, owner) : this.options.dir;
+    this.location = dir;
+    const dataDir = join(dir, 'data');
+    const clusterFile = join(dir, 'cluster.json');
 
     if (!existsSync(join(dataDir, 'PG_VERSION'))) {
       mkdirSync(dir, { recursive: true });
-      if (owner) assertReachableByOthers(dir);
       mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       // As root, the server runs as `postgres`, which must reach the folder and own the data.
       if (owner) for (const d of [dir, dataDir]) chownSync(d, owner.uid, owner.gid);
@@ -77,45 +105,106 @@ export class EmbeddedPostgres {
       this.port = running.port;
     } else {
       this.port = await freeLoopbackPort();
-      const flags = [
-        '-D',
-        dataDir,
-        '-p',
-        String(this.port),
-        '-c',
-        'listen_addresses=127.0.0.1',
-        '-c',
-        'unix_socket_directories=',
-        '-c',
-        'max_connections=200',
-        ...(this.options.durable === false
-          ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']
-          : []),
-      ];
-      // Its own process group: a Ctrl-C in the terminal reaches the service, which stops the
-      // database last, after it has drained.
-      const child = spawn(bins.postgres, flags, {
-        ...owner,
-        detached: true,
-        stdio: ['ignore', 'ignore', 'pipe'],
-        env: { ...process.env, LC_ALL: 'C' },
-      });
-      this.child = child;
-      let stderr = '';
-      child.stderr?.on('data', (chunk: Buffer) => {
-        const text = chunk.toString();
-        stderr = (stderr + text).slice(-4000);
-        this.options.log?.(text.trimEnd());
-      });
-      const exited = new Promise<never>((_, reject) =>
-        child.once('exit', (code) =>
-          reject(new Error(`embedded PostgreSQL exited (code ${code}): ${stderr.trim()}`)),
-        ),
-      );
-      await Promise.race([this.waitUntilReady(), exited]);
+      process.once('exit', this.stopOnExit);
+      await this.launch(() => this.spawnServer(bins.postgres, dataDir, owner));
     }
     return this.url('postgres');
   }
+
+  /**
+   * The server as a child, in its own process group (a Ctrl-C in the terminal reaches the service,
+   * which stops the database last, after it has drained); resolves once it takes connections.
+   */
+  private spawnServer(
+    postgres: string,
+    dataDir: string,
+    owner: { uid: number; gid: number } | undefined,
+  ): { child: ChildProcess; ready: Promise<void> } {
+    const flags = [
+      '-D',
+      dataDir,
+      '-p',
+      String(this.port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=200',
+      ...(this.options.durable === false
+        ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']
+        : []),
+    ];
+    const child = spawn(postgres, flags, {
+      ...owner,
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, LC_ALL: 'C' },
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      stderr = (stderr + text).slice(-4000);
+      this.options.log?.(text.trimEnd());
+    });
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code, signal) =>
+        reject(new Error(`embedded PostgreSQL exited (${signal ?? `code ${code}`}): ${stderr.trim()}`)),
+      ),
+    );
+    exited.catch(() => undefined);
+    return { child, ready: Promise.race([this.waitUntilReady(child), exited]) };
+  }
+
+  /**
+   * Starts the server and supervises it: an exit we did not ask for (killed, crashed) is logged and
+   * the server started again on the same port, after 0.25 s doubling to 5 s while it keeps failing,
+   * until `stop`. Meanwhile the pool's connections fail and requests answer 503 with Retry-After.
+   */
+  private async launch(spawnServer: () => { child: ChildProcess; ready: Promise<void> }): Promise<void> {
+    const { child, ready } = spawnServer();
+    this.child = child;
+    try {
+      await ready;
+    } catch (err) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      throw err;
+    }
+    // Supervised from here on; a launch that failed is retried by its caller instead.
+    const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (this.stopping || this.child !== child) return;
+      this.options.notice?.(
+        `embedded PostgreSQL (pid ${child.pid}) exited unexpectedly (${signal ?? `code ${code}`}); restarting it`,
+      );
+      this.restart(spawnServer, RESTART_DELAY_MS.first);
+    };
+    if (child.exitCode !== null || child.signalCode !== null) exited(child.exitCode, child.signalCode);
+    else child.once('exit', exited);
+  }
+
+  private restart(spawnServer: () => { child: ChildProcess; ready: Promise<void> }, delayMs: number): void {
+    this.restartTimer = setTimeout(() => {
+      if (this.stopping) return;
+      this.launch(spawnServer).then(
+        () =>
+          this.options.notice?.(`embedded PostgreSQL restarted (pid ${this.child?.pid}, port ${this.port})`),
+        (err: unknown) => {
+          const next = Math.min(delayMs * 2, RESTART_DELAY_MS.max);
+          this.options.notice?.(
+            `embedded PostgreSQL did not restart (${err instanceof Error ? err.message.split('\n')[0] : String(err)}); trying again in ${next} ms`,
+          );
+          if (!this.stopping) this.restart(spawnServer, next);
+        },
+      );
+    }, delayMs);
+  }
+
+  /** The process is ending (an uncaught error, `process.exit`): the server must not outlive it. */
+  private readonly stopOnExit = () => {
+    this.stopping = true;
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+  };
 
   url(database: string): string {
     return `postgres://postgres:${encodeURIComponent(this.password)}@127.0.0.1:${this.port}/${database}`;
@@ -127,6 +216,9 @@ export class EmbeddedPostgres {
    * or one left behind by a killed process) and is left running.
    */
   async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    process.off('exit', this.stopOnExit);
     const child = this.child;
     if (child && child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -136,7 +228,8 @@ export class EmbeddedPostgres {
     this.child = undefined;
   }
 
-  private async waitUntilReady(): Promise<void> {
+  /** Until the server takes connections; fails at once if `child` exits meanwhile. */
+  private async waitUntilReady(child?: ChildProcess): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const client = new pg.Client({ connectionString: this.url('postgres') });
       client.on('error', () => undefined);
@@ -146,7 +239,7 @@ export class EmbeddedPostgres {
         return;
       } catch (err) {
         await client.end().catch(() => undefined);
-        if (attempt > 600) throw err;
+        if (attempt > 600 || (child && (child.exitCode !== null || child.signalCode !== null))) throw err;
         await sleep(50);
       }
     }
@@ -180,16 +273,43 @@ async function binaries(): Promise<{ initdb: string; postgres: string }> {
   }
 }
 
-/** As root, the `postgres` user must be able to pass through every folder above the cluster. */
-function assertReachableByOthers(dir: string): void {
+/**
+ * As root, a cluster folder the `postgres` user can reach. `dir` itself when every folder above it is
+ * searchable by others; otherwise (under /root, a `mktemp -d`) a folder of its own under
+ * ROOT_CLUSTERS_DIR, owned by `postgres`, with `dir` a link to it, so later starts find it there.
+ */
+function reachableClusterDir(dir: string, owner: { uid: number; gid: number }): string {
+  mkdirSync(dirname(resolve(dir)), { recursive: true });
+  const linked = lstatSync(dir, { throwIfNoEntry: false });
+  if (linked?.isSymbolicLink()) return realpathSync(dir);
+  const blocked = unsearchableAbove(dir);
+  if (!blocked) return dir;
+  // A folder with a cluster already in it stays where it is: the one-line fix is the caller's.
+  if (linked && readdirSync(dir).length > 0)
+    throw new Error(
+      `embedded PostgreSQL runs as the user postgres (factoryd runs as root), which cannot reach ${dir}: ` +
+        `${blocked} is not searchable by others. Run \`chmod o+x ${blocked}\`, or set DATA_DIR to another folder.`,
+    );
+  const home = join(ROOT_CLUSTERS_DIR, randomBytes(6).toString('hex'));
+  mkdirSync(ROOT_CLUSTERS_DIR, { recursive: true, mode: 0o755 });
+  mkdirSync(home, { mode: 0o700 });
+  chownSync(home, owner.uid, owner.gid);
+  const above = unsearchableAbove(home);
+  if (above)
+    throw new Error(
+      `embedded PostgreSQL runs as the user postgres (factoryd runs as root), which can reach neither ${dir} nor ${home}: ` +
+        `run \`chmod o+x ${blocked} ${above}\`, or set DATA_DIR to another folder.`,
+    );
+  if (linked) rmdirSync(dir);
+  symlinkSync(home, dir);
+  return home;
+}
+
+/** The first folder above `dir` that others cannot pass through, if any. */
+function unsearchableAbove(dir: string): string | undefined {
   for (let d = dirname(resolve(dir)); ; d = dirname(d)) {
-    if ((statSync(d).mode & 0o001) === 0) {
-      throw new Error(
-        `embedded PostgreSQL runs as the user postgres (factoryd runs as root), which cannot reach ${dir}: ` +
-          `${d} is not searchable by others. Run \`chmod o+x ${d}\`, or set DATA_DIR to another folder.`,
-      );
-    }
-    if (d === dirname(d)) return;
+    if ((statSync(d).mode & 0o001) === 0) return d;
+    if (d === dirname(d)) return undefined;
   }
 }
 

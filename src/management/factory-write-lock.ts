@@ -20,7 +20,7 @@ export class FactoryWriteLock {
     this.tails.set(factoryId, tail);
     await before;
     const key = `factoryd:manage:${factoryId}`;
-    const client = await this.db.pool.connect().catch((err: unknown) => {
+    const { client, release } = await this.db.checkout().catch((err: unknown) => {
       done();
       throw err;
     });
@@ -36,7 +36,7 @@ export class FactoryWriteLock {
           .catch((err: Error) => (broken = err));
       }
     } finally {
-      client.release(broken);
+      release(broken);
       done();
       if (this.tails.get(factoryId) === tail) this.tails.delete(factoryId);
     }

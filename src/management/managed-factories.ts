@@ -1,5 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { ApiError, Conflict, RequestInvalid } from '../common/problem.js';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ApiError, Conflict, expectedProblem, RequestInvalid } from '../common/problem.js';
 import { formatError } from '../definitions/definition.js';
 import { displayRepo } from '../factories/factory.presenter.js';
 import { DefinitionStore, type FactoryRecord } from '../reconciler/definition-store.js';
@@ -37,6 +37,8 @@ function initialFiles(name: string): FileChanges {
  */
 @Injectable()
 export class ManagedFactories {
+  private readonly log = new Logger('ManagedFactories');
+
   constructor(
     @Inject(ManagedRepositories) private readonly repos: ManagedRepositories,
     @Inject(Reconciler) private readonly reconciler: Reconciler,
@@ -78,31 +80,47 @@ export class ManagedFactories {
   }
 
   /**
-   * Commits `files` by `author` and applies the commit (awaited). If it does not apply, the branch
-   * goes back to the previous head, which is reconciled again so the factory is ready as before, and
-   * this throws: 400 with the apply's `file:line: reason` errors, or a 500 for a failure of the
-   * service itself. Call inside `exclusive`. A change that changes nothing commits nothing, unless
-   * `allowEmpty` (a secret change: the new commit re-pins the factory's webhooks to current secrets).
+   * Commits `files` by `author` and applies the commit (awaited); the production branch takes the
+   * commit only once it is live, so the head is always what is live and what callers were told. A
+   * commit that does not apply stays off the branch, the head is reconciled again so the factory is
+   * ready as before, and this throws: 400 with the apply's `file:line: reason` errors, 503 when the
+   * database was lost meanwhile (the change may have reached it: the next reconcile of the head
+   * takes it back), or a 500 for another failure of the service itself. Call inside `exclusive`. A
+   * change that changes nothing commits nothing, unless `allowEmpty` (a secret change: the new
+   * commit re-pins the factory's webhooks to current secrets). `undo` takes back what the caller
+   * prepared for the change (a secret version) before the head applies again, so it never pins it.
    */
   async commit(
     factory: FactoryRecord,
-    change: { author: Author; message: string; files: FileChanges; allowEmpty?: boolean },
+    change: {
+      author: Author;
+      message: string;
+      files: FileChanges;
+      allowEmpty?: boolean;
+      undo?: () => Promise<void>;
+    },
   ): Promise<void> {
-    const done = await this.repos.commit(
-      factory.repoUrl,
-      factory.branch,
+    const { repoUrl: dir, branch } = factory;
+    const candidate = await this.repos.candidate(
+      dir,
+      branch,
       change.files,
       change.author,
       change.message,
       change.allowEmpty ?? false,
     );
-    if (!done) return;
-    const outcome = await this.reconciler.request(factory.id, true);
-    if (outcome.result !== 'failed') return;
-    if (done.previous) {
-      await this.repos.resetTo(factory.repoUrl, factory.branch, done.previous);
-      await this.reconciler.request(factory.id, true);
+    if (!candidate) return;
+    let outcome: ReconcileOutcome;
+    try {
+      outcome = await this.reconciler.applyCandidate(factory.id, candidate.commit, () =>
+        this.repos.advance(dir, branch, candidate),
+      );
+    } catch (err) {
+      await this.takeBack(factory, change.undo);
+      throw err;
     }
+    if (outcome.result !== 'failed') return;
+    await this.takeBack(factory, change.undo);
     const located = outcome.errors.filter((e) => e.path);
     if (located.length) {
       throw new RequestInvalid(
@@ -112,6 +130,8 @@ export class ManagedFactories {
         })),
       );
     }
+    const unavailable = expectedProblem(outcome.cause);
+    if (unavailable) throw unavailable;
     throw new ApiError(
       500,
       'internal_error',
@@ -119,6 +139,16 @@ export class ManagedFactories {
       `the change to factory ${factory.name} did not apply (${outcome.errors[0]?.message ?? 'unknown reason'}) and was undone; see GET /api/v1/factory/${factory.uid}/applies`,
       { retryable: true },
     );
+  }
+
+  /**
+   * After a change that did not go live: the caller's `undo`, then the branch head applies again, so
+   * the factory is ready as before and whatever of the change reached the database is undone. If the
+   * database is away, the poll applies the head once it is back (its revision is not the last attempted).
+   */
+  private async takeBack(factory: FactoryRecord, undo?: () => Promise<void>): Promise<void> {
+    await undo?.().catch((err: unknown) => this.log.warn({ err }, 'taking back a change failed'));
+    await this.reconciler.request(factory.id, true).catch(() => undefined);
   }
 }
 

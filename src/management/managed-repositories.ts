@@ -14,6 +14,12 @@ export interface Author {
   email: string;
 }
 
+/** A commit made on top of `previous` (undefined: the first), not yet on the branch. */
+export interface Candidate {
+  previous: string | undefined;
+  commit: string;
+}
+
 /** A file to write (`content`) or to remove (`null`), by repository path. */
 export type FileChanges = Record<string, string | null>;
 
@@ -57,8 +63,9 @@ export class ManagedRepositories {
       throw new Error(`${dir} exists and is not empty; move it away or choose another factory name`);
     mkdirSync(dir, { recursive: true });
     await this.git(dir, 'init', '--quiet', `--initial-branch=${branch}`);
-    const commit = await this.commit(dir, branch, files, author, message, false);
-    return commit!.commit;
+    const first = (await this.candidate(dir, branch, files, author, message, false))!;
+    await this.advance(dir, branch, first);
+    return first.commit;
   }
 
   /** The content of `path` at the branch head (undefined when there is no such file). */
@@ -69,8 +76,10 @@ export class ManagedRepositories {
   }
 
   /**
-   * Writes `files` and commits them on `branch` by `author`. Without `allowEmpty`, a change that
-   * changes nothing makes no commit (undefined). Returns the commit and the head before it.
+   * A commit by `author` of `files` on top of the branch head, which does not move: the branch takes
+   * it (`advance`) only once it is live, so a change that never got confirmed is never on the branch
+   * for a later reconcile to apply. Without `allowEmpty`, a change that changes nothing makes no
+   * commit (undefined). Returns the commit and the head it is on.
    *
    * A symlink committed there (`webhooks/x.yaml -> /etc/…`, or a linked folder) must not redirect a
    * write outside the repository: a path with a link or any other non-regular file on it at the head
@@ -78,14 +87,14 @@ export class ManagedRepositories {
    * the working tree. Git itself then brings the working copy to the new head (it replaces links on
    * disk, never follows them).
    */
-  async commit(
+  async candidate(
     dir: string,
     branch: string,
     files: FileChanges,
     author: Author,
     message: string,
     allowEmpty: boolean,
-  ): Promise<{ previous: string | undefined; commit: string } | undefined> {
+  ): Promise<Candidate | undefined> {
     const previous = await this.clean(dir, branch);
     for (const [path, content] of Object.entries(files)) {
       await regularFileAt(this.gitText, dir, path, previous);
@@ -99,23 +108,38 @@ export class ManagedRepositories {
     }
     const staged = (await this.git(dir, 'diff', '--cached', '--name-only')).trim();
     if (!staged && !allowEmpty) return undefined;
-    await this.git(
-      dir,
-      'commit',
-      '--quiet',
-      '--allow-empty',
-      `--author=${author.name} <${author.email}>`,
-      '-m',
-      message,
-    );
+    const tree = (await this.git(dir, 'write-tree')).trim();
+    const commit = (
+      await this.git(
+        dir,
+        '-c',
+        `author.name=${author.name}`,
+        '-c',
+        `author.email=${author.email}`,
+        'commit-tree',
+        tree,
+        ...(previous ? ['-p', previous] : []),
+        '-m',
+        message,
+      )
+    ).trim();
+    // The working copy stays the head's until the branch takes the commit.
     await this.git(dir, 'reset', '--quiet', '--hard');
-    return { previous, commit: (await this.git(dir, 'rev-parse', 'HEAD')).trim() };
+    return { previous, commit };
   }
 
-  /** Moves the branch back to `commit` (a change that did not apply must not stay the head). */
-  async resetTo(dir: string, branch: string, commit: string): Promise<void> {
-    await this.git(dir, 'checkout', '--quiet', '--force', branch);
-    await this.git(dir, 'reset', '--quiet', '--hard', commit);
+  /** Moves the branch to a candidate, only from the head it was made on, and the working copy with it. */
+  async advance(dir: string, branch: string, { previous, commit }: Candidate): Promise<void> {
+    await this.git(
+      dir,
+      'update-ref',
+      '-m',
+      'factoryd: change applied',
+      `refs/heads/${branch}`,
+      commit,
+      previous ?? '',
+    );
+    await this.git(dir, 'reset', '--quiet', '--hard');
   }
 
   /**
@@ -143,7 +167,7 @@ export class ManagedRepositories {
     try {
       return (await this.runner.run([...COMMITTER, ...ISOLATED, ...args], dir, input)).toString('utf8');
     } catch (err) {
-      const command = args.find((a) => !a.startsWith('-'));
+      const command = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c');
       const detail = (err instanceof Error ? err.message : String(err)).split('\n')[0];
       throw new Error(`git ${command} in ${dir} failed${detail ? `: ${detail}` : ''}`, { cause: err });
     }

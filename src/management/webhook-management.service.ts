@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Conflict, invalidParam, NotFound, OperationNotSupported } from '../common/problem.js';
 import { nameProblem } from '../definitions/definition-file.js';
@@ -7,6 +7,7 @@ import { FactoriesService } from '../factories/factories.service.js';
 import { DefinitionStore, type FactoryRecord } from '../reconciler/definition-store.js';
 import type { SecretVersionRef } from '../secrets/secrets.repository.js';
 import { SecretsService } from '../secrets/secrets.service.js';
+import { retryWhileUnreachable } from '../database/database.js';
 import { WEBHOOK_UID } from '../webhooks/ingress.service.js';
 import { WebhookDirectory } from '../webhooks/webhook-directory.js';
 import { ManagedFactories, repositoryBacked } from './managed-factories.js';
@@ -48,8 +49,6 @@ export interface WebhookWithSecret {
  */
 @Injectable()
 export class WebhookManagement {
-  private readonly log = new Logger('WebhookManagement');
-
   constructor(
     @Inject(ManagementRepository) private readonly repo: ManagementRepository,
     @Inject(FactoriesService) private readonly factories: FactoriesService,
@@ -133,17 +132,17 @@ export class WebhookManagement {
         enabled: awaiting ? false : (req.enabled ?? true),
         description: req.description,
       };
-      await this.undoOnFailure(added, () =>
-        this.managed.commit(factory, {
-          author: authorOf(auth.principal),
-          message: `Create webhook ${req.name} (${authMode}${req.signature_scheme ? `, ${req.signature_scheme}` : ''})`,
-          files: { [path]: writeWebhookFile('', fields) },
-        }),
-      );
-      const webhook = (await this.repo.liveWebhook(factory.id, path))!;
-      if (awaiting) await this.repo.markAwaitingSecret(webhook.id);
-      await this.directory.refresh(factory.id);
-      return { webhook: { ...webhook, awaiting_secret: awaiting }, ...(shown ? { secret: shown } : {}) };
+      await this.managed.commit(factory, {
+        author: authorOf(auth.principal),
+        message: `Create webhook ${req.name} (${authMode}${req.signature_scheme ? `, ${req.signature_scheme}` : ''})`,
+        files: { [path]: writeWebhookFile('', fields) },
+        undo: this.withdraw(added),
+      });
+      return this.afterCommit(factory, async () => {
+        const webhook = (await this.repo.liveWebhook(factory.id, path))!;
+        if (awaiting) await this.repo.markAwaitingSecret(webhook.id);
+        return { webhook: { ...webhook, awaiting_secret: awaiting }, ...(shown ? { secret: shown } : {}) };
+      });
     });
   }
 
@@ -168,7 +167,7 @@ export class WebhookManagement {
         );
       const verb = enabled ? 'Enable' : 'Disable';
       await this.changeFile(auth, factory, current, `${verb} webhook ${webhook.name}`, { enabled });
-      return this.live(auth, uid);
+      return this.afterCommit(factory, () => this.live(auth, uid));
     });
   }
 
@@ -201,7 +200,7 @@ export class WebhookManagement {
         deliveryIdHeader: req.delivery_id_header,
         description: req.description,
       });
-      return this.live(auth, uid);
+      return this.afterCommit(factory, () => this.live(auth, uid));
     });
   }
 
@@ -226,16 +225,14 @@ export class WebhookManagement {
       const current = await this.live(auth, uid);
       await this.refuseSharedWithOthers(auth, current);
       const { value, ref } = await this.secrets.generate(auth.team.id, current.secret_name, kind);
-      await this.undoOnFailure(ref, () =>
-        this.managed.commit(factory, {
-          author: authorOf(auth.principal),
-          message: `Rotate the secret of webhook ${current.name} (team secret ${current.secret_name}, version ${ref.version})`,
-          files: {},
-          allowEmpty: true,
-        }),
-      );
-      await this.directory.refresh(factory.id);
-      return { webhook: await this.live(auth, uid), secret: value };
+      await this.managed.commit(factory, {
+        author: authorOf(auth.principal),
+        message: `Rotate the secret of webhook ${current.name} (team secret ${current.secret_name}, version ${ref.version})`,
+        files: {},
+        allowEmpty: true,
+        undo: this.withdraw(ref),
+      });
+      return this.afterCommit(factory, async () => ({ webhook: await this.live(auth, uid), secret: value }));
     });
   }
 
@@ -278,17 +275,17 @@ export class WebhookManagement {
       const content = current.awaiting_secret
         ? writeWebhookFile((await this.managed.read(factory, path)) ?? '', { enabled: true })
         : undefined;
-      await this.undoOnFailure(ref, () =>
-        this.managed.commit(factory, {
-          author: authorOf(auth.principal),
-          message: `Set the signing secret of webhook ${current.name} (team secret ${current.secret_name}, version ${ref.version})${content ? '; enable it' : ''}`,
-          files: content ? { [path]: content } : {},
-          allowEmpty: true,
-        }),
-      );
-      await this.repo.clearAwaitingSecret(current.id);
-      await this.directory.refresh(factory.id);
-      return { webhook: await this.live(auth, uid), ...(shown ? { secret: shown } : {}) };
+      await this.managed.commit(factory, {
+        author: authorOf(auth.principal),
+        message: `Set the signing secret of webhook ${current.name} (team secret ${current.secret_name}, version ${ref.version})${content ? '; enable it' : ''}`,
+        files: content ? { [path]: content } : {},
+        allowEmpty: true,
+        undo: this.withdraw(ref),
+      });
+      return this.afterCommit(factory, async () => {
+        await this.repo.clearAwaitingSecret(current.id);
+        return { webhook: await this.live(auth, uid), ...(shown ? { secret: shown } : {}) };
+      });
     });
   }
 
@@ -324,8 +321,7 @@ export class WebhookManagement {
         message: `Delete webhook ${webhook.name}`,
         files: { [current.path]: null },
       });
-      await this.repo.clearAwaitingSecret(current.id);
-      await this.directory.refresh(factory.id);
+      await this.afterCommit(factory, () => this.repo.clearAwaitingSecret(current.id));
     });
   }
 
@@ -361,23 +357,24 @@ export class WebhookManagement {
       message,
       files: { [webhook.path]: writeWebhookFile(content, fields) },
     });
-    await this.directory.refresh(factory.id);
   }
 
-  /** Runs the commit; if it does not apply, the secret version added for it is withdrawn too. */
-  private async undoOnFailure(
-    added: SecretVersionRef | undefined,
-    commit: () => Promise<void>,
-  ): Promise<void> {
-    try {
-      await commit();
-    } catch (err) {
-      if (added)
-        await this.secrets
-          .revert(added)
-          .catch((undo: unknown) => this.log.warn({ err: undo }, 'withdrawing a secret version failed'));
-      throw err;
-    }
+  /**
+   * What follows a commit that went live: `work` (the rest of the write, the answer), then the
+   * webhook cache refreshed. Retried while the database is out of reach: the change is live, so its
+   * caller should hear "done" rather than a 503 it might take for "not applied".
+   */
+  private afterCommit<T>(factory: FactoryRecord, work: () => Promise<T>): Promise<T> {
+    return retryWhileUnreachable(async () => {
+      const out = await work();
+      await this.directory.refresh(factory.id);
+      return out;
+    });
+  }
+
+  /** For a commit that does not go live: withdraws the secret version added for it. */
+  private withdraw(added: SecretVersionRef | undefined): (() => Promise<void>) | undefined {
+    return added && (() => this.secrets.revert(added));
   }
 
   private async secretExists(auth: AuthContext, name: string): Promise<boolean> {

@@ -12,6 +12,10 @@ const NOT_READY = ApiResponse({
   content: { 'application/problem+json': { schema: schemaRef('Problem') } },
 });
 
+function notReady(detail: string): ApiError {
+  return new ApiError(503, 'service_unavailable', 'Not ready', detail, { retryAfter: 5, retryable: true });
+}
+
 @ApiTags('Operations')
 @Controller()
 @Public()
@@ -35,20 +39,14 @@ export class OpsController {
   @ApiJsonOk({ type: 'object', properties: { status: { const: 'ready' } } })
   @NOT_READY
   async ready() {
+    let pending: boolean;
     try {
       await this.db.query('SELECT 1');
+      pending = await this.db.dataSource.showMigrations();
     } catch {
-      throw new ApiError(503, 'service_unavailable', 'Not ready', 'The database does not answer.', {
-        retryAfter: 5,
-        retryable: true,
-      });
+      throw notReady('The database does not answer.');
     }
-    if (await this.db.dataSource.showMigrations()) {
-      throw new ApiError(503, 'service_unavailable', 'Not ready', 'Database migrations are pending.', {
-        retryAfter: 5,
-        retryable: true,
-      });
-    }
+    if (pending) throw notReady('Database migrations are pending.');
     return { status: 'ready' };
   }
 

@@ -32,6 +32,8 @@ export interface ReconcileOutcome {
   factory: FactoryRecord;
   /** What the apply changed (or, for a dry run, would change). */
   plan?: PlanSummary;
+  /** Why a `failed` apply failed when the service failed (not the definition): the error itself. */
+  cause?: unknown;
 }
 
 /**
@@ -85,15 +87,41 @@ export class Reconciler {
     return waiting.promise;
   }
 
+  /**
+   * Applies `revision`, a commit not (yet) on the production branch, and once it is live (applied or
+   * unchanged) runs `publish`, which moves the branch to it: both in the factory's queue, so no poll
+   * reconciles the branch in between. Never joined with other requests. A candidate whose apply fails,
+   * or whose outcome is lost with the database, stays off the branch, and the next reconcile of the
+   * branch head undoes it wherever it did reach the database.
+   */
+  applyCandidate(
+    factoryId: string,
+    revision: string,
+    publish: () => Promise<void>,
+  ): Promise<ReconcileOutcome> {
+    const q = this.queues.get(factoryId) ?? { tail: Promise.resolve() };
+    this.queues.set(factoryId, q);
+    const done = q.tail.then(async () => {
+      const outcome = await this.reconcile(factoryId, { force: true, revision });
+      if (outcome.result === 'applied' || outcome.result === 'unchanged') await publish();
+      return outcome;
+    });
+    q.tail = done.catch(() => undefined);
+    return done;
+  }
+
   /** What reconciling the head would change, without changing or recording anything. */
   plan(factoryId: string): Promise<ReconcileOutcome> {
     return this.reconcile(factoryId, { force: true, dryRun: true });
   }
 
-  /** One pass of the pipeline. `force` reconciles the head even when it was already attempted. */
+  /**
+   * One pass of the pipeline. `force` reconciles the head even when it was already attempted;
+   * `revision` reconciles that commit instead of the head.
+   */
   private async reconcile(
     factoryId: string,
-    opts: { force: boolean; dryRun?: boolean },
+    opts: { force: boolean; dryRun?: boolean; revision?: string },
   ): Promise<ReconcileOutcome> {
     const { force, dryRun = false } = opts;
     const startedAt = this.clock.now();
@@ -118,7 +146,7 @@ export class Reconciler {
       f.reason !== 'SourceRefused';
     try {
       await this.policy.check(factory.repoUrl, factory);
-      revision = await this.source.head(factory);
+      revision = opts.revision ?? (await this.source.head(factory));
       if (attempted(factory)) return { result: 'noop', revision, errors: [], factory };
       listed = await this.source.listTree(factory, revision, (p) => placementOf(p) !== undefined);
       limitErrors = checkTreeLimits(listed);
@@ -246,7 +274,7 @@ export class Reconciler {
           durationMs: Math.round(performance.now() - t0),
         }),
       );
-      return { result: 'failed', revision, errors, factory };
+      return { result: 'failed', revision, errors, factory, cause: err };
     }
   }
 

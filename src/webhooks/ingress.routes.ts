@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { mustCloseAfterRefusal } from '../common/drain.js';
-import { ApiError, NotFound, problemBody } from '../common/problem.js';
+import { ApiError, expectedProblem, NotFound, problemBody } from '../common/problem.js';
 import { MethodNotAllowed } from './ingress-errors.js';
 import { IngressService, type BodyRead } from './ingress.service.js';
 
@@ -66,8 +66,12 @@ export class IngressRoutes implements OnModuleInit {
 
   private fail(req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
     let problem: ApiError;
-    if (err instanceof ApiError) problem = err;
-    else if (isClientError(err))
+    const expected = expectedProblem(err);
+    if (expected) {
+      problem = expected;
+      if (!(err instanceof ApiError))
+        this.logger.warn({ err, reqId: req.id }, 'database unreachable: answered 503');
+    } else if (isClientError(err))
       problem = new ApiError(400, 'invalid_request', 'Invalid request', 'The request could not be read.');
     else {
       this.logger.error({ err, reqId: req.id }, 'webhook ingress failed');

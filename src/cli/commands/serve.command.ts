@@ -30,6 +30,9 @@ async function serve(): Promise<void> {
   // Loaded here, not at the top: every other command (an API client, say) starts without NestJS.
   const { startService } = await import('../../service.js');
   const { bootstrapFactory } = await import('../factory-bootstrap.js');
+  // A signal before the service is up ends the process at once: its `exit` stops an embedded database.
+  const starting = () => process.exit(1);
+  process.once('SIGINT', starting).once('SIGTERM', starting);
   const service = await startService(config);
   const { repo, auth } = authOf(service.db);
   const adminKey = await bootstrapDefaultTeam(repo, auth);
@@ -40,7 +43,10 @@ async function serve(): Promise<void> {
     rule,
     `factoryd is up: API ${service.url}/api/v1  (OpenAPI: ${service.url}/api/v1/openapi.json)`,
     service.databaseServer.embedded
-      ? `database: embedded PostgreSQL under ${shown(join(config.dataDir, 'pg'))}`
+      ? `database: embedded PostgreSQL under ${shown(service.databaseServer.location!)}` +
+        (service.databaseServer.location === join(config.dataDir, 'pg')
+          ? ''
+          : ` (linked from ${join(config.dataDir, 'pg')}: as root, where the postgres user can reach it)`)
       : 'database: DATABASE_URL',
     'The CLI in another terminal, in this folder, finds this service by itself: npx factoryd --help',
   ];
@@ -72,6 +78,7 @@ async function serve(): Promise<void> {
         },
       );
   };
+  process.off('SIGINT', starting).off('SIGTERM', starting);
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));
 }

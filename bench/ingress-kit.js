@@ -1,0 +1,157 @@
+// The pieces the ingress benchmarks share: a throwaway database, the floor, a service with webhooks
+// set up as the reconciler would leave them, the load generator, and how a line of figures reads.
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify from 'fastify';
+import pg from 'pg';
+import { newUid } from '../dist/common/ids.js';
+import { loadConfig } from '../dist/config/config.js';
+import { EmbeddedPostgres } from '../dist/database/embedded-postgres.js';
+import { SecretsService } from '../dist/secrets/secrets.service.js';
+import { startService } from '../dist/service.js';
+
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+export const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+
+/**
+ * Drives one target with autocannon in a child process (bench/ingress-load.js) for DURATION seconds;
+ * resolves with its figures. `collect`: also each 202's delivery id.
+ */
+export function load(target) {
+  return new Promise((resolve, reject) => {
+    const child = fork(new URL('./ingress-load.js', import.meta.url).pathname, [], {
+      env: {
+        ...process.env,
+        BENCH_TARGET: JSON.stringify({ connections: CONNECTIONS, seconds: DURATION, ...target }),
+      },
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`)),
+    );
+  });
+}
+
+/**
+ * A fresh database on DATABASE_URL's server, or on an embedded one (durable, like a real start) under
+ * a temporary folder; `drop` removes both.
+ */
+export async function benchDatabase() {
+  const dir = mkdtempSync(join(tmpdir(), 'factoryd-bench-'));
+  chmodSync(dir, 0o755); // as root the embedded server runs as `postgres`, which must reach it
+  let embedded;
+  let adminUrl = process.env.DATABASE_URL;
+  if (!adminUrl) {
+    embedded = new EmbeddedPostgres({ dir: join(dir, 'pg'), durable: true });
+    adminUrl = await embedded.start();
+  }
+  const name = `factoryd_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  admin.on('error', () => undefined);
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    dir,
+    admin,
+    async drop() {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+      await embedded?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The floor: a bare Fastify route that inserts one row through `pg` (same PostgreSQL, same pool size). */
+export async function measureFloor(databaseUrl) {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 20 });
+  await pool.query(
+    `CREATE TABLE bench_floor (id bigserial PRIMARY KEY, body jsonb NOT NULL, received_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  const floor = Fastify();
+  floor.post('/floor', async (req, reply) => {
+    await pool.query(`INSERT INTO bench_floor (body) VALUES ($1)`, [JSON.stringify(req.body)]);
+    return reply.code(202).send({ ok: true });
+  });
+  await floor.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    return await load({ url: `http://127.0.0.1:${floor.server.address().port}/floor`, headers: {} });
+  } finally {
+    await floor.close();
+    await pool.end();
+  }
+}
+
+/**
+ * factoryd on `databaseUrl` (rate limit raised, no service-hosted workers, so the runs the deliveries
+ * start stay queued instead of spawning agent processes on the same cores) with a factory whose
+ * webhooks each have 20 automations, of which the payload lets exactly one fire.
+ */
+export async function benchService(databaseUrl, dir) {
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    DATA_DIR: join(dir, 'data'),
+    WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+    WORKER_CONCURRENCY: '0',
+  });
+  const service = await startService(config);
+  const db = service.db;
+  const [team] = await db.query(`INSERT INTO teams (uid, name) VALUES ($1, 'bench') RETURNING id`, [
+    newUid(),
+  ]);
+  const [factory] = await db.query(
+    `INSERT INTO factories (uid, team_id, name, repo_url, definition, ready) VALUES ($1, $2, 'bench', 'file:///dev/null', $3, true) RETURNING id`,
+    [
+      newUid(),
+      team.id,
+      { schemaVersion: 'v1alpha1', name: 'bench', agentDefaults: { model: 'bench-model' } },
+    ],
+  );
+  await db.execute(
+    `INSERT INTO agents (factory_id, name, path, agent_type, base_prompt) VALUES ($1, 'foreman', 'agents/foreman/agent.md', 'FOREMAN', 'You lead.')`,
+    [factory.id],
+  );
+  const secrets = service.app.get(SecretsService);
+  /** A webhook and its 20 automations; returns its UID. */
+  const webhook = async (authMode, scheme, secret) => {
+    const name = `hook-${newUid().slice(0, 6)}`;
+    const ref = await secrets.set(team.id, name, secret);
+    const uid = newUid();
+    await db.execute(
+      `INSERT INTO webhooks (uid, factory_id, team_id, name, path, auth_mode, signature_scheme, secret_name, secret_version_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $4, $8)`,
+      [uid, factory.id, team.id, name, `webhooks/${name}.yaml`, authMode, scheme, ref.versionId],
+    );
+    for (let i = 0; i < 20; i++) {
+      const triggers = [
+        {
+          provider: 'webhook',
+          event: 'received',
+          filter: { webhook_ids: [uid], payload: { kind: [`k${i}`], action: { not_in: ['deleted'] } } },
+        },
+      ];
+      await db.execute(
+        `INSERT INTO automations (factory_id, name, path, triggers, prompt) VALUES ($1, $2, $3, $4, 'Handle it.')`,
+        [factory.id, `${name}-a${i}`, `automations/${name}-a${i}/automation.md`, JSON.stringify(triggers)],
+      );
+    }
+    return uid;
+  };
+  return { service, db, webhook };
+}
+
+/** One line of figures. */
+export const fmt = (label, r) =>
+  `${label.padEnd(44)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${String(r.p50).padStart(3)} ms   p99 ${String(r.p99).padStart(3)} ms   (${r.total} requests, ${r.non2xx} not 2xx)`;

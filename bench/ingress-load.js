@@ -1,0 +1,54 @@
+// The ingress benchmarks' load generator, run as a child process (bench/ingress-kit.js `load`) so it
+// does not share the servers' event loop: autocannon against one target, its figures as JSON on
+// stdout. With `collect`, it also keeps each 202's delivery id and counts 503s without Retry-After.
+import { createHmac } from 'node:crypto';
+import autocannon from 'autocannon';
+
+const spec = JSON.parse(process.env.BENCH_TARGET);
+const accepted = [];
+let unavailableWithoutRetryAfter = 0;
+let n = 0;
+const result = await autocannon({
+  url: spec.url,
+  connections: spec.connections,
+  duration: spec.seconds,
+  method: 'POST',
+  requests: [
+    {
+      setupRequest: (req) => {
+        const body = JSON.stringify({ kind: 'k0', n: n++, nonce: Math.random(), action: 'opened' });
+        const headers = { ...spec.headers, 'content-type': 'application/json' };
+        if (spec.githubSecret) {
+          headers['x-hub-signature-256'] =
+            `sha256=${createHmac('sha256', spec.githubSecret).update(body).digest('hex')}`;
+        }
+        return { ...req, method: 'POST', headers, body };
+      },
+      ...(spec.collect && {
+        onResponse: (status, body, _context, headers) => {
+          if (status === 202) accepted.push(JSON.parse(body).delivery_id);
+          if (status === 503 && !headers['retry-after']) unavailableWithoutRetryAfter++;
+        },
+      }),
+    },
+  ],
+});
+const statuses = Object.fromEntries(
+  Object.entries(result.statusCodeStats).map(([code, s]) => [code, s.count]),
+);
+process.stdout.write(
+  JSON.stringify({
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    total: result.requests.total,
+    non2xx: result.non2xx + result.errors + result.timeouts,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    seconds: result.duration,
+    statuses,
+    ...(spec.collect && { accepted, unavailableWithoutRetryAfter }),
+  }),
+  // A pipe's write may still be pending: exit once it is out.
+  () => process.exit(0),
+);
