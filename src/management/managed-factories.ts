@@ -101,17 +101,18 @@ export class ManagedFactories {
     },
   ): Promise<void> {
     const { repoUrl: dir, branch } = factory;
-    const candidate = await this.repos.candidate(
-      dir,
-      branch,
-      change.files,
-      change.author,
-      change.message,
-      change.allowEmpty ?? false,
-    );
-    if (!candidate) return;
     let outcome: ReconcileOutcome;
     try {
+      // A refused change (a path through a symlink: 409) takes back what was prepared for it too.
+      const candidate = await this.repos.candidate(
+        dir,
+        branch,
+        change.files,
+        change.author,
+        change.message,
+        change.allowEmpty ?? false,
+      );
+      if (!candidate) return;
       outcome = await this.reconciler.applyCandidate(factory.id, candidate.commit, () =>
         this.repos.advance(dir, branch, candidate),
       );
