@@ -74,13 +74,9 @@ describe('definition files are data, within limits', () => {
    * stays live; the next poll of the same head attempts nothing and records nothing.
    */
   async function expectRefused(sha: string, error: { path: string; line: number; message: RegExp }) {
-    const out = await reconciler.request(factoryId);
-    expect(out.result).toBe('failed');
-    expect(out.errors).toContainEqual({
-      path: error.path,
-      line: error.line,
-      message: expect.stringMatching(error.message),
-    });
+    // This request or the repository's ref watch (whichever comes first) attempts the head: once the
+    // request resolves, the attempt is recorded either way.
+    await reconciler.request(factoryId);
     expect(await status()).toMatchObject({
       last_attempted_revision: sha,
       last_applied_revision: good,
@@ -90,6 +86,11 @@ describe('definition files are data, within limits', () => {
     const recorded = (await applies()).filter((a) => a.revision === sha);
     expect(recorded).toHaveLength(1);
     expect(recorded[0].result).toBe('failed');
+    expect(recorded[0].errors).toContainEqual({
+      path: error.path,
+      line: error.line,
+      message: expect.stringMatching(error.message),
+    });
     // `factoryd plan` and `apply` run this same reconciler: the dry run refuses the head the same way.
     expect((await reconciler.plan(factoryId)).errors).toContainEqual(
       recorded[0].errors.find((e: any) => e.path === error.path),
@@ -198,7 +199,8 @@ describe('definition files are data, within limits', () => {
         skills[`skills/big${i}/SKILL.md`] =
           `---\ndescription: c${commit}\n---\n${String(commit).repeat(1_000_000)}`;
       const sha = commitAttack(skills);
-      expect(await reconciler.request(factoryId)).toMatchObject({ result: 'applied', revision: sha });
+      await reconciler.request(factoryId); // or the ref watch first: applied either way once it resolves
+      expect(await status()).toMatchObject({ last_applied_revision: sha, ready: true });
       expect(cache.bytes).toBeLessThanOrEqual(cache.maxBytes);
     }
     // 40 distinct files of about 1 MB went through it: the oldest were let go.
