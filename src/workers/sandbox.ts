@@ -225,16 +225,20 @@ function bwrapSandbox(
  * visible where they lie in a hidden folder: the example harnesses run from them.
  */
 function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[] {
-  const mounts = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
-  const hidden = ['/tmp'];
+  const mounts = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  const hidden: string[] = [];
   const inside = (path: string, dir: string) => (path + sep).startsWith(dir + sep);
-  const home = homedir();
-  if (process.getuid?.() !== 0 && home !== '/' && existsSync(home)) {
-    mounts.push('--tmpfs', home);
-    hidden.push(home);
+  // An empty folder over `dir`, with the package and Node.js bound back where they lie inside it (a
+  // checkout in /tmp, an install in a home folder).
+  const cover = (dir: string) => {
+    mounts.push('--tmpfs', dir);
+    hidden.push(dir);
     for (const keep of [settings.packageRoot, dirname(dirname(process.execPath))])
-      if (inside(keep, home)) mounts.push('--ro-bind', keep, keep);
-  }
+      if (inside(keep, dir)) mounts.push('--ro-bind', keep, keep);
+  };
+  cover('/tmp');
+  const home = homedir();
+  if (process.getuid?.() !== 0 && home !== '/' && existsSync(home)) cover(home);
   for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot]) {
     if (!existsSync(hide) || hidden.some((h) => inside(hide, h) && !inside(settings.packageRoot, h)))
       continue;
