@@ -15,10 +15,76 @@ afterAll(async () => t?.stop());
 /** `/api/v1/agent/runs/:runId` → `/api/v1/agent/runs/{runId}` */
 const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
+/** Every operation of the document, as `GET /path`, its path and method, and the operation. */
+const operations = () =>
+  Object.entries<Record<string, any>>(doc.paths).flatMap(([path, ops]) =>
+    Object.entries<any>(ops).map(([method, op]) => ({
+      where: `${method.toUpperCase()} ${path}`,
+      path,
+      method,
+      op,
+    })),
+  );
+
 describe('OpenAPI document', () => {
   it('is OpenAPI 3.1 with bearer auth', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('names its server, and gives every operation a summary, its security and its client errors', () => {
+    expect(doc.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+    for (const { where, op } of operations()) {
+      expect(op.summary, where).toEqual(expect.stringMatching(/\S/));
+      // `[]` (public) or the bearer scheme with the one scope the route requires.
+      expect(op.security, where).toSatisfy(
+        (s: unknown) =>
+          JSON.stringify(s) === '[]' || /^\[\{"bearer":\["[a-z:]+"\]\}\]$/.test(JSON.stringify(s)),
+      );
+      // Only a public operation that takes no input has no client error to declare (redocly's
+      // operation-4xx-response is ignored for exactly those: .redocly.lint-ignore.yaml).
+      const takesInput = op.security.length > 0 || op.parameters?.length > 0 || op.requestBody;
+      if (takesInput)
+        expect(
+          Object.keys(op.responses).filter((s) => /^4/.test(s)),
+          where,
+        ).not.toEqual([]);
+    }
+  });
+
+  it('declares security as the server enforces it: without a key, a public operation answers, any other 401', async () => {
+    const sample: Record<string, string> = {
+      uid: 'A'.repeat(22),
+      runId: '00000000-0000-4000-8000-000000000000',
+      id: '00000000-0000-4000-8000-000000000000',
+      file: 'webhook.schema.json',
+      token: 't',
+    };
+    const wrong: string[] = [];
+    for (const { where, path, method, op } of operations()) {
+      const res = await fetch(`${t.url}${path.replace(/\{(\w+)\}/g, (_, p: string) => sample[p])}`, {
+        method: method.toUpperCase(),
+        ...(method === 'get' ? {} : { headers: { 'content-type': 'application/json' }, body: '{}' }),
+      });
+      await res.arrayBuffer();
+      // Declared public (`[]`) and answered, or declared with a scope and refused.
+      const declared = res.status === 401 ? op.security?.length > 0 : op.security?.length === 0;
+      if (!declared) wrong.push(`${where} → ${res.status}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('uses every component it publishes', () => {
+    const text = JSON.stringify(doc.paths) + JSON.stringify(doc.components.schemas);
+    const unused = Object.keys(doc.components.schemas).filter(
+      (name) => !text.includes(`"#/components/schemas/${name}"`),
+    );
+    expect(unused).toEqual([]);
+  });
+
+  it('is the document CI lints, built without a database (npm run lint:openapi)', async () => {
+    const { openApiWithoutDatabase } = await import('../src/openapi.js');
+    expect(JSON.parse(JSON.stringify(await openApiWithoutDatabase()))).toEqual(doc);
   });
 
   it('documents every route Fastify registered (no route can be forgotten)', () => {

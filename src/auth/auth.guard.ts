@@ -19,6 +19,8 @@ const PUBLIC_KEY = 'factoryd:public';
 
 /** Where the OpenAPI document finds a route's scope (buildOpenApi turns it into the route's `security`). */
 export const SCOPE_EXTENSION = 'x-required-scope';
+/** Marks a @Public() route for the OpenAPI document (buildOpenApi gives it `security: []`). */
+export const PUBLIC_EXTENSION = 'x-public';
 
 /**
  * The scope a route needs. Every route states one, or is marked @Public(): the guard denies by
@@ -32,7 +34,8 @@ export const RequireScope = (scope: Scope) =>
     ApiExtension(SCOPE_EXTENSION, scope),
   );
 /** No API key needed (health, schemas, webhook ingress, which authenticates its own way). */
-export const Public = () => SetMetadata(PUBLIC_KEY, true);
+export const Public = () =>
+  applyDecorators(SetMetadata(PUBLIC_KEY, true), ApiExtension(PUBLIC_EXTENSION, true));
 
 type AuthedRequest = FastifyRequest & { auth?: AuthContext };
 

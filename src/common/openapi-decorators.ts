@@ -16,19 +16,26 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   500: 'Internal error; the body names only the trace id',
 };
 
-/** Error responses as RFC 7807 problem+json (`Problem`). 400, 401 and 500 apply to every route. */
+/** One error response as RFC 7807 problem+json (`Problem`). */
+export const ApiProblem = (status: number, description = PROBLEM_DESCRIPTIONS[status] ?? 'Error') =>
+  ApiResponse({
+    status,
+    description,
+    content: { 'application/problem+json': { schema: schemaRef('Problem') } },
+  });
+
+/** Error responses of a route that takes an API key: 400, 401 and 500 apply to every such route. */
 export function ApiProblems(...statuses: number[]): MethodDecorator & ClassDecorator {
   const all = [...new Set([400, 401, 500, ...statuses])].sort();
-  return applyDecorators(
-    ...all.map((status) =>
-      ApiResponse({
-        status,
-        description: PROBLEM_DESCRIPTIONS[status] ?? 'Error',
-        content: { 'application/problem+json': { schema: schemaRef('Problem') } },
-      }),
-    ),
-  );
+  return applyDecorators(...all.map((status) => ApiProblem(status)));
 }
+
+/** The schema of a page of a listing: the items under `key` (objects), and `page_info`. */
+export const pageOf = (key: string) => ({
+  type: 'object',
+  required: [key, 'page_info'],
+  properties: { [key]: { type: 'array', items: { type: 'object' } }, page_info: schemaRef('PageInfo') },
+});
 
 /** A JSON request body validated against the schema `$id`. */
 export const ApiJsonBody = (id: string) => ApiBody({ required: true, schema: schemaRef(id) });

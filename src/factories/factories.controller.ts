@@ -1,8 +1,10 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
 import { publicBaseUrl, searchParams, webhookBaseUrl } from '../common/base-url.js';
+import { ApiJsonBody, ApiJsonOk, ApiProblem, ApiProblems, pageOf } from '../common/openapi-decorators.js';
 import { NotFound } from '../common/problem.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { RequestValidator } from '../common/request-validation.js';
@@ -11,6 +13,15 @@ import { CONFIG, type Config } from '../config/config.js';
 import { bundleSchema, DEFINITION_SCHEMAS } from './definition-schemas.js';
 import { presentApply, presentFactory, presentWebhook } from './factory.presenter.js';
 import { FactoriesService } from './factories.service.js';
+
+/** An object with these properties, all required (strings unless the property says otherwise). */
+const object = (properties: Record<string, object>) => ({
+  type: 'object',
+  required: Object.keys(properties),
+  properties: Object.fromEntries(
+    Object.entries(properties).map(([k, v]) => [k, Object.keys(v).length ? v : { type: 'string' }]),
+  ),
+});
 
 @Controller('api/v1')
 export class FactoriesController {
@@ -23,6 +34,9 @@ export class FactoriesController {
 
   @Get('factory')
   @RequireScope('runs:read')
+  @ApiOperation({ summary: 'List the factories of the caller’s team' })
+  @ApiJsonOk(pageOf('factories'))
+  @ApiProblems(403)
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
     const { factories, pageInfo } = await this.factories.list(auth, searchParams(req));
     return { factories: factories.map(presentFactory), page_info: pageInfo };
@@ -30,12 +44,18 @@ export class FactoriesController {
 
   @Get('factory/:uid')
   @RequireScope('runs:read')
+  @ApiOperation({ summary: 'One factory' })
+  @ApiJsonOk({ type: 'object' }, 'The factory: its repository, status and applied definition')
+  @ApiProblems(403, 404)
   async get(@Auth() auth: AuthContext, @Param('uid') uid: string) {
     return presentFactory(await this.factories.get(auth, uid));
   }
 
   @Get('factory/:uid/applies')
   @RequireScope('runs:read')
+  @ApiOperation({ summary: 'The apply history of a factory' })
+  @ApiJsonOk(pageOf('applies'))
+  @ApiProblems(403, 404)
   async applies(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
     const { applies, pageInfo } = await this.factories.applies(auth, uid, searchParams(req));
     return { applies: applies.map(presentApply), page_info: pageInfo };
@@ -43,6 +63,13 @@ export class FactoriesController {
 
   @Get('factory/:uid/webhooks')
   @RequireScope('runs:read')
+  @ApiOperation({ summary: 'The webhooks of a factory, with their ingress URLs' })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['webhooks'],
+    properties: { webhooks: { type: 'array', items: { type: 'object' } } },
+  })
+  @ApiProblems(403, 404)
   async webhooks(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
     const all = searchParams(req).get('include_deleted') === 'true';
     const base = webhookBaseUrl(req, this.config);
@@ -54,6 +81,13 @@ export class FactoriesController {
   @HttpCode(200)
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
+  @ApiOperation({ summary: 'Start a run of the factory’s foreman' })
+  @ApiJsonBody('FactoryRunRequest')
+  @ApiJsonOk(
+    object({ factory_uid: {}, foreman_agent: {}, run_id: {}, state: { const: 'QUEUED' } }),
+    'The run, queued',
+  )
+  @ApiProblems(403, 404, 409)
   dispatch(@Auth() auth: AuthContext, @Param('uid') uid: string, @Body() body: unknown) {
     return this.factories.dispatch(
       auth,
@@ -65,12 +99,29 @@ export class FactoriesController {
   @Post('factory/:uid/refresh')
   @HttpCode(202)
   @RequireScope('factory:manage')
+  @ApiOperation({ summary: 'Fetch and apply the factory’s repository now' })
+  @ApiResponse({
+    status: 202,
+    description: 'Reconciling; the outcome appears in the factory’s status and applies',
+    content: {
+      'application/json': { schema: object({ factory_uid: {}, status: { const: 'reconciling' } }) },
+    },
+  })
+  @ApiProblems(403, 404)
   refresh(@Auth() auth: AuthContext, @Param('uid') uid: string) {
     return this.factories.refresh(auth, uid);
   }
 
   @Get('factory-files/schemas')
   @Public()
+  @ApiOperation({ summary: 'The JSON Schemas of the definition files (for editors and CI)' })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['schemas'],
+    properties: {
+      schemas: { type: 'array', items: object({ file: {}, id: {}, url: {}, schema: { type: 'object' } }) },
+    },
+  })
   listSchemas(@Req() req: FastifyRequest) {
     const base = `${publicBaseUrl(req, this.config.publicBaseUrl)}/api/v1/factory-files/schemas`;
     return {
@@ -85,6 +136,9 @@ export class FactoriesController {
 
   @Get('factory-files/schemas/:file')
   @Public()
+  @ApiOperation({ summary: 'The JSON Schema of one definition file, e.g. `webhook.schema.json`' })
+  @ApiJsonOk({ type: 'object' }, 'The JSON Schema, with every schema it references under `$defs`')
+  @ApiProblem(404, 'No such schema; the detail lists the names there are')
   schema(@Param('file') file: string) {
     const s = DEFINITION_SCHEMAS.find((d) => `${d.name}.schema.json` === file);
     if (!s)
