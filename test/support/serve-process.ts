@@ -27,7 +27,7 @@ export function startServeProcess(env: Record<string, string>): Promise<ServePro
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const up = /API (http:\/\/[^\s/]+)\/api\/v1/.exec(out);
-      const key = /^\s+(fdk_\S+)$/m.exec(out);
+      const key = /^\s+(?:export FACTORYD_API_KEY=)?(fdk_\S+)$/m.exec(out);
       if (up && key && /\n\n$/.test(out))
         resolve({
           child,
