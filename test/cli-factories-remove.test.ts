@@ -66,7 +66,7 @@ describe('factoryd factories remove, and the warning a failing factory logs', ()
   it('refuses a repository that does not exist, saying why', async () => {
     const r = await cli('factories', 'add', 'bad', '--repo', '/nonexistent');
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/\/nonexistent/);
+    expect(r.stderr).toMatch(/^factoryd: \/nonexistent does not exist: give .* that exists\n$/);
     expect(await factory('bad')).toBeUndefined();
   });
 
@@ -75,7 +75,10 @@ describe('factoryd factories remove, and the warning a failing factory logs', ()
       '# ci\ndescription: ci\nsecretName: hook-secret\nenabled: true\nauthMode: token\nsignatureScheme: github\n';
     const repo = repoWith({ 'webhooks/ci.yaml': bad });
     expect((await cli('factories', 'add', 'broken', '--repo', repo.dir)).code).toBe(0);
-    const [line] = await eventually(() => warnings('broken').length && warnings('broken'), 'the warning');
+    const [line] = await eventually(() => {
+      const lines = warnings('broken');
+      return lines.length ? lines : undefined;
+    }, 'the warning');
     expect(line.msg).toBe(
       `factory broken (team default) failed to apply: ValidationFailed: 1 error at ${repo.git('rev-parse', 'HEAD').slice(0, 12)}; first: webhooks/ci.yaml:6: signatureScheme is only for authMode: signature (this webhook uses authMode: token); remove it or set authMode: signature`,
     );
@@ -94,8 +97,11 @@ describe('factoryd factories remove, and the warning a failing factory logs', ()
   it('removes a factory: its webhook answers 404, its repository is untouched', async () => {
     const repo = repoWith();
     expect((await cli('factories', 'add', 'going', '--repo', repo.dir)).code).toBe(0);
-    const f = await eventually(async () => (await factory('going'))?.ready && factory('going'), 'applied');
-    const hooks = await request('webhooks', `${serve.url}/api/v1/factory/${f!.uid}/webhooks`, {
+    const f = await eventually(async () => {
+      const listed = await factory('going');
+      return listed?.ready ? listed : undefined;
+    }, 'applied');
+    const hooks = await request('webhooks', `${serve.url}/api/v1/factory/${f.uid}/webhooks`, {
       key: serve.adminKey,
     });
     const hook = (hooks.body.webhooks as Array<{ uid: string }>)[0].uid;
@@ -110,7 +116,7 @@ describe('factoryd factories remove, and the warning a failing factory logs', ()
     const r = await cli('factories', 'remove', 'going', '--json');
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({
-      uid: f!.uid,
+      uid: f.uid,
       name: 'going',
       team: 'default',
       webhooks: 1,

@@ -85,55 +85,60 @@ describe('factory definition validation', () => {
   // Each schema keyword in the contract's words, at the line of the key it is about.
   it.each([
     [
-      'not (a key only one mode allows), at that key',
+      'not: a key only one mode allows is named at its line, with the mode in use',
       'webhooks/ci.yaml',
       '# ci\ndescription: ci\nsecretName: ci-secret\nenabled: true\nauthMode: token\nsignatureScheme: github\n',
       'webhooks/ci.yaml:6: signatureScheme is only for authMode: signature (this webhook uses authMode: token); remove it or set authMode: signature',
     ],
     [
-      'not, with the mode left to its default',
+      'not: a mode left out is told with its default',
       'webhooks/ci.yaml',
       'secretName: ci-secret\nsignatureScheme: github\n',
       'webhooks/ci.yaml:2: signatureScheme is only for authMode: signature (this webhook uses authMode: token, the default); remove it or set authMode: signature',
     ],
     [
-      'if/then (a key the mode needs), at the mode',
+      'if/then: a key the mode needs is asked for at the mode, with its allowed values',
       'webhooks/ci.yaml',
       'secretName: ci-secret\nauthMode: signature\n',
       'webhooks/ci.yaml:2: signatureScheme is required with authMode: signature: set it to one of standard_webhooks, github, stripe, slack, shopify, gitlab, linear, sentry, pagerduty, vercel',
     ],
     [
-      'enum',
+      'enum: the allowed values and the value given',
       'webhooks/ci.yaml',
       'secretName: ci-secret\nauthMode: bearer\n',
       'webhooks/ci.yaml:2: authMode must be one of "token", "url_token", "signature", not "bearer"',
     ],
     [
-      'type',
+      'type: the type wanted and the one given',
       'webhooks/ci.yaml',
       'secretName: ci-secret\nenabled: "yes"\n',
       'webhooks/ci.yaml:2: enabled must be boolean, not a string ("yes")',
     ],
     [
-      'pattern, with the rule in words',
+      'pattern: the rule in words and the value given',
       'webhooks/ci.yaml',
       'enabled: true\nsecretName: a b\n',
       'webhooks/ci.yaml:2: secretName must match ^[A-Za-z0-9_.-]{1,128}$ (A team secret (factoryd secrets set NAME).), not "a b"',
     ],
-    ['required', 'factory.yaml', 'schemaVersion: v1alpha1\n', 'factory.yaml:1: name is required'],
     [
-      'additionalProperties in a nested map, at the key',
+      'required: the missing key',
+      'factory.yaml',
+      'schemaVersion: v1alpha1\n',
+      'factory.yaml:1: name is required',
+    ],
+    [
+      'additionalProperties: the unknown key at its line, with the known ones',
       'automations/fix/automation.md',
       '---\ntriggers:\n  - provider: webhook\n    event: received\n    type: push\n    filter:\n      webhook_ids: [x]\n---\nDo it.\n',
       'automations/fix/automation.md:5: triggers.0.type is not a known field; the known fields are provider, event, filter',
     ],
     [
-      'oneOf, with the shapes in words',
+      'oneOf: the allowed shapes in words, not why each failed',
       'automations/fix/automation.md',
       trigger(`[${UID}]`, '      payload:\n        action: 3\n'),
       'automations/fix/automation.md:9: triggers.0.filter.payload.action must match exactly one allowed shape (a bare array of values (= in), {in: [...]}, {not_in: [...]}, {exists: true|false}, or an object of nested field names)',
     ],
-  ])('says a %s violation in words', (_, path, content, line) => {
+  ])('%s', (_, path, content, line) => {
     expect(check({ [path]: content }).lines).toContain(line);
   });
 
