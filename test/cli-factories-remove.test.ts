@@ -1,8 +1,9 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from './support/cli.js';
+import { CLI, runCli } from './support/cli.js';
 import { createTestDatabase } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { baseFactory, TestRepo } from './support/git-repo.js';
@@ -46,6 +47,19 @@ describe('factoryd factories remove, and the warning a failing factory logs', ()
     repo.commit({ ...baseFactory(), ...files });
     return repo;
   };
+  /** `factoryd …` on a terminal (a pseudo-terminal made by `script`), typing `typed`. */
+  const atTerminal = (typed: string, ...args: string[]) =>
+    new Promise<{ code: number | null; output: string }>((resolve, reject) => {
+      const command = [process.execPath, CLI, ...args].map((a) => `'${a}'`).join(' ');
+      const child = spawn('script', ['-qec', command, '/dev/null'], {
+        env: { ...process.env, ...env, LOG_LEVEL: 'silent' },
+      });
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, output }));
+      child.stdin.end(typed);
+    });
   const factory = async (name: string) => {
     const list = await cli('factories', 'list', '--json');
     return (
@@ -150,5 +164,20 @@ describe('factoryd factories remove, and the warning a failing factory logs', ()
     expect(removed.stdout).toContain(`Deleted its repository ${dir}.`);
     expect(existsSync(dir)).toBe(false);
     expect(await factory('owned')).toBeUndefined();
+  });
+
+  it('asks at a terminal before deleting a managed factory’s repository', async () => {
+    expect((await cli('factories', 'add', 'asked', '--managed')).code).toBe(0);
+    const dir = join(dataDir, 'factories', 'teams', 'default', 'asked');
+    const no = await atTerminal('n\n', 'factories', 'remove', 'asked');
+    expect(no.output).toContain(`Delete ${dir}, the only copy of asked's repository? [y/N]`);
+    expect(no.code).toBe(1);
+    expect(existsSync(dir)).toBe(true);
+    expect(await factory('asked')).toBeDefined();
+
+    const yes = await atTerminal('y\n', 'factories', 'remove', 'asked');
+    expect(yes.code, yes.output).toBe(0);
+    expect(existsSync(dir)).toBe(false);
+    expect(await factory('asked')).toBeUndefined();
   });
 });
