@@ -76,15 +76,23 @@ export function describeErrors(errors: ErrorObject[], subject = 'the request'): 
   // `command` branch...): noise. The oneOf's own line, with the schema's description, says it better.
   const oneOfs = errors.filter((e) => e.keyword === 'oneOf').map((e) => `${e.schemaPath}/`);
   // An `if` error only says which branch failed; the branch's own error, told with the condition, says why.
-  const ifs = new Map(
-    errors.filter((e) => e.keyword === 'if').map((e) => [e.schemaPath.replace(/\/if$/, ''), e]),
-  );
+  const ifs = errors.filter((e) => e.keyword === 'if');
+  // The `if` a branch error belongs to: the same schema, at the branch's object (a list of objects
+  // checks one schema at several places).
+  const ifOf = (e: ErrorObject, schema: string) =>
+    ifs
+      .filter(
+        (i) =>
+          i.schemaPath === `${schema}/if` &&
+          (e.instancePath === i.instancePath || e.instancePath.startsWith(`${i.instancePath}/`)),
+      )
+      .sort((a, b) => b.instancePath.length - a.instancePath.length)[0];
   for (const e of errors) {
     if (e.keyword === 'if') continue;
     if (oneOfs.some((prefix) => e.schemaPath.startsWith(prefix))) continue;
     const path = pointerToPath(e.instancePath);
     const branch = /^(.*)\/(then|else)\//.exec(e.schemaPath);
-    const condition = branch && ifs.get(branch[1]);
+    const condition = branch && ifOf(e, branch[1]);
     const { message, key } =
       (condition && conditionalMessage(e, path, condition, subject)) ?? messageFor(e, path);
     const dedup = `${path}|${message}`;
@@ -161,7 +169,7 @@ function conditionalMessage(
   if (e.keyword === 'not' && forbidden.length === 1) {
     const name = forbidden[0];
     return {
-      message: `${name} is only for ${wanted} (${subject} ${has}); remove it or set ${wanted}`,
+      message: `${fieldOf(path, name)} is only for ${wanted} (${subject} ${has}); remove it or set ${wanted}`,
       key: fieldOf(path, name),
     };
   }
