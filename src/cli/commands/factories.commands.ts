@@ -313,8 +313,12 @@ export function registerFactoryCommands(program: Command): void {
           throw new Error(
             `${f.name} is a managed factory: removing it deletes its repository ${repository}. Nothing was removed; rerun with --yes, or with --keep-repository to keep the repository`,
           );
-        const gone = await store.remove(f.id);
-        if (repository) rmSync(repository, { recursive: true, force: true });
+        // Not while a management write (of any replica) is committing to the repository.
+        const gone = await new FactoryWriteLock(db).run(f.id, async () => {
+          const counts = await store.remove(f.id);
+          if (repository) rmSync(repository, { recursive: true, force: true });
+          return counts;
+        });
         print(
           opts,
           {
