@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { buildProgram } from '../src/cli/program.js';
 import { fromRoot } from '../src/common/paths.js';
+import { runCli } from './support/cli.js';
 
 /** Runs `factoryd …` in this process; returns what it printed and its exit status. */
 async function factoryd(...args: string[]): Promise<{ stdout: string; stderr: string; status: number }> {
@@ -64,7 +65,7 @@ describe('factoryd validate [DIR]', () => {
       'agents/b/agent.md:2: a factory has exactly one foreman, and agents/a/agent.md already is one: make this agent CUSTOM',
       'automations/x/automation.md:2: agent "nobody" does not exist; agents: a, b',
       'automations/x/automation.md:7: "hook" is a file name, not a UID: use the UID of webhooks/hook.yaml (GET /api/v1/factory/{uid}/webhooks)',
-      'webhooks/hook.yaml:1: signatureScheme is required',
+      'webhooks/hook.yaml:1: signatureScheme is required with authMode: signature: set it to one of standard_webhooks, github, stripe, slack, shopify, gitlab, linear, sentry, pagerduty, vercel',
       'webhooks/hook.yaml:3: deliveryIdHeader may not be Cookie: it carries a credential or a signature, not a delivery id',
     ]);
     expect(r.stdout).toContain('5 errors');
@@ -82,5 +83,20 @@ describe('factoryd validate [DIR]', () => {
       line: 1,
       message: 'schemaVersion is required',
     });
+  });
+
+  it('as a child process: a key its mode does not allow is named at its own line, in words', async () => {
+    const dir = folder({
+      'factory.yaml': 'schemaVersion: v1alpha1\nname: first\n',
+      'agents/lead/agent.md': '---\nagentType: FOREMAN\n---\nLead.\n',
+      'webhooks/x.yaml':
+        '# the CI webhook\ndescription: ci\nsecretName: ci-secret\nenabled: true\nauthMode: token\nsignatureScheme: github\n',
+    });
+    dirs.push(dir);
+    const r = await runCli(['validate', dir, '--offline']);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      'webhooks/x.yaml:6: signatureScheme is only for authMode: signature (this webhook uses authMode: token); remove it or set authMode: signature',
+    ]);
   });
 });

@@ -158,7 +158,12 @@ describe('reconciler: a factory repository applied commit by commit', () => {
         line: 7,
         message: `"ci" is a file name, not a UID: use the UID ${ciUid} of webhooks/ci.yaml`,
       },
-      { path: 'webhooks/ci.yaml', line: 1, message: 'signatureScheme is required' },
+      {
+        path: 'webhooks/ci.yaml',
+        line: 1,
+        message:
+          'signatureScheme is required with authMode: signature: set it to one of standard_webhooks, github, stripe, slack, shopify, gitlab, linear, sentry, pagerduty, vercel',
+      },
     ]);
     // Nothing of the bad commit is live.
     const [hook] = await webhooks();

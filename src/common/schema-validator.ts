@@ -14,6 +14,11 @@ export interface SchemaViolation {
   message: string;
 }
 
+/** A violation and the key it is about: an unknown or a forbidden key, else the value at `path`. */
+export interface PlacedViolation extends SchemaViolation {
+  key: string;
+}
+
 /**
  * Every JSON Schema under `schemas/` (by `$id`), compiled once. The same documents validate request
  * bodies and definition files and are published in the OpenAPI document.
@@ -41,6 +46,14 @@ export class SchemaRegistry {
 
   /** All violations of `data` against the schema `$id` (empty when valid). */
   check(id: string, data: unknown): SchemaViolation[] {
+    return this.place(id, data, 'the request').map(({ path, message }) => ({ path, message }));
+  }
+
+  /**
+   * The violations with the key each is about, for a file whose lines are known. `subject` names the
+   * whole (`this webhook`) in messages that compare it with a condition.
+   */
+  place(id: string, data: unknown, subject: string): PlacedViolation[] {
     let validate = this.compiled.get(id);
     if (!validate) {
       validate = this.ajv.getSchema(id);
@@ -48,26 +61,44 @@ export class SchemaRegistry {
       this.compiled.set(id, validate);
     }
     if (validate(data)) return [];
-    return describeErrors(validate.errors ?? []);
+    return describeErrors(validate.errors ?? [], subject);
   }
 }
 
-/** Turn ajv's errors into one line each that a person can act on, most specific first. */
-export function describeErrors(errors: ErrorObject[]): SchemaViolation[] {
-  const out: SchemaViolation[] = [];
+/**
+ * Turn ajv's errors into one line each that a person can act on, most specific first: the key, what
+ * is wrong with it, and the values allowed. `subject` names the whole checked (`this webhook`).
+ */
+export function describeErrors(errors: ErrorObject[], subject = 'the request'): PlacedViolation[] {
+  const out: PlacedViolation[] = [];
   const seen = new Set<string>();
   // A failed `oneOf` also reports why each branch failed ("url is not a known field" from the
   // `command` branch...): noise. The oneOf's own line, with the schema's description, says it better.
   const oneOfs = errors.filter((e) => e.keyword === 'oneOf').map((e) => `${e.schemaPath}/`);
+  // An `if` error only says which branch failed; the branch's own error, told with the condition, says why.
+  const ifs = errors.filter((e) => e.keyword === 'if');
+  // The `if` a branch error belongs to: the same schema, at the branch's object (a list of objects
+  // checks one schema at several places).
+  const ifOf = (e: ErrorObject, schema: string) =>
+    ifs
+      .filter(
+        (i) =>
+          i.schemaPath === `${schema}/if` &&
+          (e.instancePath === i.instancePath || e.instancePath.startsWith(`${i.instancePath}/`)),
+      )
+      .sort((a, b) => b.instancePath.length - a.instancePath.length)[0];
   for (const e of errors) {
     if (e.keyword === 'if') continue;
     if (oneOfs.some((prefix) => e.schemaPath.startsWith(prefix))) continue;
     const path = pointerToPath(e.instancePath);
-    const message = messageFor(e, path);
-    const key = `${path}|${message}`;
-    if (!seen.has(key)) {
-      seen.add(key);
-      out.push({ path, message });
+    const branch = /^(.*)\/(then|else)\//.exec(e.schemaPath);
+    const condition = branch && ifOf(e, branch[1]);
+    const { message, key } =
+      (condition && conditionalMessage(e, path, condition, subject)) ?? messageFor(e, path);
+    const dedup = `${path}|${message}`;
+    if (!seen.has(dedup)) {
+      seen.add(dedup);
+      out.push({ path, message, key: key ?? path });
     }
   }
   return out;
@@ -81,35 +112,114 @@ function pointerToPath(pointer: string): string {
     .join('.');
 }
 
-function messageFor(e: ErrorObject, path: string): string {
-  const field = (name: string) => (path ? `${path}.${name}` : name);
+type Schema = Record<string, unknown>;
+type Described = { message: string; key?: string };
+
+const fieldOf = (path: string, name: string) => (path ? `${path}.${name}` : name);
+const list = (values: unknown[]) =>
+  values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ');
+
+/** The properties a schema declares, for naming the known keys and the allowed values of one. */
+function propertiesOf(schema: unknown): Record<string, Schema> {
+  return ((schema as Schema | undefined)?.properties ?? {}) as Record<string, Schema>;
+}
+
+/** What kind of JSON value `v` is, in words: `a string`, `a list`, `null`. */
+function kindOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a map';
+  return `${typeof v === 'number' ? 'a number' : typeof v === 'boolean' ? 'a boolean' : 'a string'} (${JSON.stringify(v)})`;
+}
+
+/**
+ * A `then`/`else` branch's error told with its `if`: the condition (`authMode: signature`), the value
+ * the object has, and the two ways out. Undefined when the condition is not one of simple values.
+ */
+function conditionalMessage(
+  e: ErrorObject,
+  path: string,
+  ifError: ErrorObject,
+  subject: string,
+): Described | undefined {
+  const parent = ifError.parentSchema as Schema;
+  const condition = Object.entries(propertiesOf(parent.if));
+  if (!condition.length || !condition.every(([, s]) => 'const' in s)) return undefined;
+  const wanted = condition.map(([k, s]) => `${k}: ${String(s.const)}`).join(' and ');
+  const data = (ifError.data ?? {}) as Record<string, unknown>;
+  const props = propertiesOf(parent);
+  const has = condition
+    .map(([k]) => {
+      if (data[k] !== undefined) return `uses ${k}: ${String(data[k])}`;
+      const fallback = props[k]?.default;
+      return fallback === undefined ? `does not set ${k}` : `uses ${k}: ${String(fallback)}, the default`;
+    })
+    .join(' and ');
+  const p = e.params as Record<string, unknown>;
+  if (e.keyword === 'required') {
+    const name = String(p.missingProperty);
+    const allowed = props[name]?.enum as unknown[] | undefined;
+    return {
+      message: `${fieldOf(path, name)} is required with ${wanted}${allowed ? `: set it to one of ${list(allowed)}` : ''}`,
+      // Reported where the condition is set: the missing key has no line of its own.
+      key: fieldOf(path, condition[0][0]),
+    };
+  }
+  const forbidden = ((e.schema as Schema | undefined)?.required ?? []) as string[];
+  if (e.keyword === 'not' && forbidden.length === 1) {
+    const name = forbidden[0];
+    return {
+      message: `${fieldOf(path, name)} is only for ${wanted} (${subject} ${has}); remove it or set ${wanted}`,
+      key: fieldOf(path, name),
+    };
+  }
+  return undefined;
+}
+
+function messageFor(e: ErrorObject, path: string): Described {
+  const field = (name: string) => fieldOf(path, name);
   const at = path || 'body';
   const p = e.params as Record<string, unknown>;
+  const described = e.parentSchema?.description ? ` (${String(e.parentSchema.description)})` : '';
   switch (e.keyword) {
     case 'required':
-      return `${field(String(p.missingProperty))} is required`;
-    case 'additionalProperties':
-      return `${field(String(p.additionalProperty))} is not a known field`;
+      return { message: `${field(String(p.missingProperty))} is required` };
+    case 'additionalProperties': {
+      const known = Object.keys(propertiesOf(e.parentSchema));
+      const key = field(String(p.additionalProperty));
+      return {
+        message: `${key} is not a known field${known.length ? `; the known fields are ${known.join(', ')}` : ''}`,
+        key,
+      };
+    }
     case 'type':
-      return `${at} must be ${String(p.type).replace(',', ' or ')}`;
+      return { message: `${at} must be ${String(p.type).replace(',', ' or ')}, not ${kindOf(e.data)}` };
     case 'enum':
-      return `${at} must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+      return {
+        message: `${at} must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}, not ${JSON.stringify(e.data)}`,
+      };
     case 'const':
-      return `${at} must be ${JSON.stringify(p.allowedValue)}`;
+      return { message: `${at} must be ${JSON.stringify(p.allowedValue)}` };
     case 'pattern':
       // A regular expression alone is hard to act on: the schema's description says it in words.
-      return `${at} must match ${String(p.pattern)}${e.parentSchema?.description ? ` (${String(e.parentSchema.description)})` : ''}`;
+      return { message: `${at} must match ${String(p.pattern)}${described}, not ${JSON.stringify(e.data)}` };
     case 'maxProperties':
-      return `${at} must have at most ${String(p.limit)} keys`;
+      return { message: `${at} must have at most ${String(p.limit)} keys` };
     case 'minProperties':
-      return `${at} must have at least ${String(p.limit)} keys`;
+      return { message: `${at} must have at least ${String(p.limit)} keys` };
     case 'oneOf':
-      return `${at} must match exactly one allowed shape${e.parentSchema?.description ? ` (${String(e.parentSchema.description)})` : ''}`;
+      return { message: `${at} must match exactly one allowed shape${described}` };
     case 'propertyNames':
-      return `${at} has an invalid key ${JSON.stringify(p.propertyName)}`;
+      return { message: `${at} has an invalid key ${JSON.stringify(p.propertyName)}` };
     case 'format':
-      return `${at} must be a valid ${String(p.format)}`;
+      return { message: `${at} must be a valid ${String(p.format)}` };
+    case 'not': {
+      const forbidden = ((e.schema as Schema | undefined)?.required ?? []) as string[];
+      if (forbidden.length === 1)
+        return { message: `${field(forbidden[0])} is not allowed here; remove it`, key: field(forbidden[0]) };
+      return { message: `${at} is not allowed here${described}` };
+    }
     default:
-      return `${at} ${e.message ?? 'is invalid'}`;
+      return { message: `${at} ${e.message ?? 'is invalid'}` };
   }
 }

@@ -84,7 +84,7 @@ export function parseDefinitionFile(
   const schema = SCHEMA_OF[kind];
   if (schema && source.data !== undefined) {
     const whole = kind === 'factory' || kind === 'webhook' ? 'the file' : 'the front matter';
-    const violations = schemas.check(schema, source.data);
+    const violations = schemas.place(schema, source.data, `this ${kind}`);
     // A failed "one of these shapes" says it best; why each shape failed is noise.
     const shapes = violations
       .filter((v) => v.message.includes('must match exactly one allowed shape'))
@@ -97,9 +97,8 @@ export function parseDefinitionFile(
       // A bad deliveryIdHeader gets its own message in the semantic checks, not the pattern.
       if (v.path === 'deliveryIdHeader' && v.message.includes('must match')) continue;
       const message = v.path === '' ? v.message.replace(/^body\b/, whole) : v.message;
-      // An unknown key is reported on its own line, not its parent's.
-      const at = /^(.+) is not a known field$/.exec(v.message)?.[1] ?? v.path;
-      errors.push({ path, line: source.lineOf(source.splitPath(at)), message });
+      // An unknown or forbidden key is reported on its own line, not its parent's.
+      errors.push({ path, line: source.lineOf(source.splitPath(v.key)), message });
     }
   }
   return { kind, name, source, errors };

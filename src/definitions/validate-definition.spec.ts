@@ -73,18 +73,76 @@ describe('factory definition validation', () => {
       'agents/fixer/agent.md': '---\ndescription: fixes\nagentType: BOSS\n---\nFix.\n',
       'factory.yaml': 'schemaVersion: v1alpha1\n',
     });
-    expect(r.lines).toContain('webhooks/ci.yaml:3: colour is not a known field');
-    expect(r.lines).toContain('agents/fixer/agent.md:3: agentType must be one of "FOREMAN", "CUSTOM"');
+    expect(r.lines).toContain(
+      'webhooks/ci.yaml:3: colour is not a known field; the known fields are authMode, signatureScheme, secretName, deliveryIdHeader, enabled, description',
+    );
+    expect(r.lines).toContain(
+      'agents/fixer/agent.md:3: agentType must be one of "FOREMAN", "CUSTOM", not "BOSS"',
+    );
     expect(r.lines).toContain('factory.yaml:1: name is required');
   });
 
-  it('requires signatureScheme exactly when authMode is signature', () => {
-    expect(check({ 'webhooks/ci.yaml': 'authMode: signature\nsecretName: ci-secret\n' }).lines).toContain(
-      'webhooks/ci.yaml:1: signatureScheme is required',
-    );
-    expect(
-      check({ 'webhooks/ci.yaml': 'secretName: ci-secret\nsignatureScheme: github\n' }).lines.join('\n'),
-    ).toMatch(/^webhooks\/ci\.yaml:1: /);
+  // Each schema keyword in the contract's words, at the line of the key it is about.
+  it.each([
+    [
+      'not: a key only one mode allows is named at its line, with the mode in use',
+      'webhooks/ci.yaml',
+      '# ci\ndescription: ci\nsecretName: ci-secret\nenabled: true\nauthMode: token\nsignatureScheme: github\n',
+      'webhooks/ci.yaml:6: signatureScheme is only for authMode: signature (this webhook uses authMode: token); remove it or set authMode: signature',
+    ],
+    [
+      'not: a mode left out is told with its default',
+      'webhooks/ci.yaml',
+      'secretName: ci-secret\nsignatureScheme: github\n',
+      'webhooks/ci.yaml:2: signatureScheme is only for authMode: signature (this webhook uses authMode: token, the default); remove it or set authMode: signature',
+    ],
+    [
+      'if/then: a key the mode needs is asked for at the mode, with its allowed values',
+      'webhooks/ci.yaml',
+      'secretName: ci-secret\nauthMode: signature\n',
+      'webhooks/ci.yaml:2: signatureScheme is required with authMode: signature: set it to one of standard_webhooks, github, stripe, slack, shopify, gitlab, linear, sentry, pagerduty, vercel',
+    ],
+    [
+      'enum: the allowed values and the value given',
+      'webhooks/ci.yaml',
+      'secretName: ci-secret\nauthMode: bearer\n',
+      'webhooks/ci.yaml:2: authMode must be one of "token", "url_token", "signature", not "bearer"',
+    ],
+    [
+      'type: the type wanted and the one given',
+      'webhooks/ci.yaml',
+      'secretName: ci-secret\nenabled: "yes"\n',
+      'webhooks/ci.yaml:2: enabled must be boolean, not a string ("yes")',
+    ],
+    [
+      'pattern: the rule in words and the value given',
+      'webhooks/ci.yaml',
+      'enabled: true\nsecretName: a b\n',
+      'webhooks/ci.yaml:2: secretName must match ^[A-Za-z0-9_.-]{1,128}$ (A team secret (factoryd secrets set NAME).), not "a b"',
+    ],
+    [
+      'required: the missing key',
+      'factory.yaml',
+      'schemaVersion: v1alpha1\n',
+      'factory.yaml:1: name is required',
+    ],
+    [
+      'additionalProperties: the unknown key at its line, with the known ones',
+      'automations/fix/automation.md',
+      '---\ntriggers:\n  - provider: webhook\n    event: received\n    type: push\n    filter:\n      webhook_ids: [x]\n---\nDo it.\n',
+      'automations/fix/automation.md:5: triggers.0.type is not a known field; the known fields are provider, event, filter',
+    ],
+    [
+      'oneOf: the allowed shapes in words, not why each failed',
+      'automations/fix/automation.md',
+      trigger(`[${UID}]`, '      payload:\n        action: 3\n'),
+      'automations/fix/automation.md:9: triggers.0.filter.payload.action must match exactly one allowed shape (a bare array of values (= in), {in: [...]}, {not_in: [...]}, {exists: true|false}, or an object of nested field names)',
+    ],
+  ])('%s', (_, path, content, line) => {
+    expect(check({ [path]: content }).lines).toContain(line);
+  });
+
+  it('accepts signatureScheme with authMode: signature', () => {
     expect(
       check({ 'webhooks/ci.yaml': 'authMode: signature\nsignatureScheme: github\nsecretName: ci-secret\n' })
         .lines,
@@ -216,7 +274,7 @@ describe('factory definition validation', () => {
     expect(r.lines).toEqual([
       'agents/loose.md:1: an agent is a folder: move it to agents/loose/agent.md',
       'webhooks/a.yml:1: rename to webhooks/a.yaml',
-      'webhooks/ci.yaml:2: zzz is not a known field',
+      'webhooks/ci.yaml:2: zzz is not a known field; the known fields are authMode, signatureScheme, secretName, deliveryIdHeader, enabled, description',
     ]);
     expect(r.definition).toBeUndefined();
   });

@@ -87,6 +87,26 @@ export class DefinitionStore {
     return rows[0] ? this.find(rows[0].id) : undefined;
   }
 
+  /**
+   * Deletes a factory and everything it applied: agents, automations, skills, webhooks (their
+   * deliveries too) and its apply history, once an apply in progress has ended (the factory's lock).
+   * Runs belong to the team and stay. Returns how many live webhooks and automations went with it.
+   */
+  async remove(id: string): Promise<{ webhooks: number; automations: number }> {
+    return this.db.transaction(async (tx) => {
+      await this.lock(tx, id);
+      const [counts] = await tx.query<{ webhooks: number; automations: number }>(
+        `SELECT (SELECT count(*)::int FROM webhooks WHERE factory_id = $1 AND deleted_at IS NULL) AS webhooks,
+                (SELECT count(*)::int FROM automations WHERE factory_id = $1 AND deleted_at IS NULL) AS automations`,
+        [id],
+      );
+      await tx.query(`DELETE FROM factories WHERE id = $1`, [id]);
+      // Announced like an apply: every replica's ingress drops the factory's webhooks (senders get 404).
+      await tx.query(`SELECT pg_notify($1, $2)`, [DEFINITIONS_APPLIED_CHANNEL, id]);
+      return counts;
+    });
+  }
+
   async listAll(): Promise<FactoryRecord[]> {
     const rows = await this.db.query(
       `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id ORDER BY f.created_at`,

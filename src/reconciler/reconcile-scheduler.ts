@@ -84,6 +84,13 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     if (this.stopped) return [];
     const factories = await this.store.listAll();
     if (this.stopped) return [];
+    // A removed factory's repository is no longer watched (`factoryd factories remove`).
+    const listed = new Set(factories.map((f) => f.id));
+    for (const [id, watcher] of this.watchers)
+      if (!listed.has(id)) {
+        this.watchers.delete(id);
+        void watcher.close();
+      }
     return factories.map((f) => {
       let poll = this.polls.get(f.id);
       if (!poll) {

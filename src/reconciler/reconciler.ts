@@ -221,17 +221,13 @@ export class Reconciler {
         if (dryRun && (errors.length || !validation.definition))
           return { result: 'failed', revision, errors, factory };
         if (errors.length || !validation.definition) {
+          const message = `${errors.length} error${errors.length === 1 ? '' : 's'} at ${revision.slice(0, 12)}; first: ${formatError(errors[0])}`;
           await this.store.record(
             tx,
             factoryId,
-            done({
-              result: 'failed',
-              reason: 'ValidationFailed',
-              message: `${errors.length} error${errors.length === 1 ? '' : 's'} at ${revision.slice(0, 12)}; first: ${formatError(errors[0])}`,
-              errors,
-              plan: null,
-            }),
+            done({ result: 'failed', reason: 'ValidationFailed', message, errors, plan: null }),
           );
+          this.warnFailed(tx, factory, 'ValidationFailed', revision, message);
           return { result: 'failed', revision, errors, factory };
         }
         const versions = new Map([...secrets].map(([name, s]) => [name, s.versionId]));
@@ -312,8 +308,9 @@ export class Reconciler {
     const message = err instanceof Error ? err.message : String(err);
     const errors = [{ path: '', line: 0, message }];
     if (force || factory.reason !== reason || factory.message !== message) {
-      await this.store.db.transaction((tx) =>
-        this.store.record(tx, factory.id, {
+      await this.store.db.transaction(async (tx) => {
+        this.warnFailed(tx, factory, reason, null, message);
+        await this.store.record(tx, factory.id, {
           revision: null,
           result: 'failed',
           reason,
@@ -322,9 +319,28 @@ export class Reconciler {
           plan: null,
           startedAt,
           durationMs: Math.round(performance.now() - t0),
-        }),
-      );
+        });
+      });
     }
     return { result: 'failed', revision: null, errors, factory };
+  }
+
+  /**
+   * One warning line for each failure recorded (a revision once, a source failure once per message,
+   * so polls repeat nothing): the status holds it, but an operator reads the log.
+   */
+  private warnFailed(
+    tx: Queryable,
+    factory: FactoryRecord,
+    reason: string,
+    revision: string | null,
+    message: string,
+  ): void {
+    tx.afterCommit(() =>
+      this.log.warn(
+        { factory: factory.name, team: factory.teamName, reason, revision },
+        `factory ${factory.name} (team ${factory.teamName}) failed to apply: ${reason}: ${message}`,
+      ),
+    );
   }
 }

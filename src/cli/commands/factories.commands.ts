@@ -1,6 +1,8 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { Logger } from '@nestjs/common';
 import type { Command } from 'commander';
 import { Clock } from '../../common/clock.js';
 import { SchemaRegistry } from '../../common/schema-validator.js';
@@ -33,6 +35,9 @@ export function reconcilerOf(
   db: Database,
   config: Config,
 ): { reconciler: Reconciler; store: DefinitionStore; secrets: SecretsService } {
+  // A command prints each outcome itself: the reconciler's warning lines are for a server's log, and
+  // on stdout they would break --json. Errors still reach stderr.
+  Logger.overrideLogger(['error']);
   const store = new DefinitionStore(db);
   const secrets = new SecretsService(new SecretsRepository(db), new SecretCipher(loadSecretsKey(config)), db);
   return {
@@ -78,7 +83,7 @@ export function readFolder(dir: string): { tree: Map<string, string>; errors: De
   return { tree, errors };
 }
 
-/** `factoryd validate`, `plan`, `apply`, `factories add|list`. */
+/** `factoryd validate`, `plan`, `apply`, `factories add|remove|list`. */
 export function registerFactoryCommands(program: Command): void {
   program
     .command('validate [dir]')
@@ -276,6 +281,66 @@ export function registerFactoryCommands(program: Command): void {
         }),
     );
   factories
+    .command('remove <name>')
+    .description(
+      'Remove a factory: its webhooks (senders then get 404), automations, agents, skills and apply history; runs stay.',
+    )
+    .option('--team <team>', 'team name or uid', 'default')
+    .option('--yes', 'a managed factory: delete its repository without asking')
+    .option('--keep-repository', 'a managed factory: keep its repository in DATA_DIR')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nA repository the team commits to (--repo) is never touched. A managed factory’s repository is its\n' +
+        'only copy: it is deleted too, once confirmed at a terminal or with --yes.\n' +
+        '\nExamples:\n  npx factoryd factories remove platform --team platform\n  npx factoryd factories remove support --yes',
+    )
+    .action((name: string, opts: { team: string; yes?: boolean; keepRepository?: boolean; json?: boolean }) =>
+      withDatabase(async (db, config) => {
+        const team = await authOf(db).repo.findTeam(opts.team);
+        if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
+        const store = new DefinitionStore(db);
+        const f = (await store.listAll()).find(
+          (x) => x.teamId === team.id && (x.name === name || x.uid === name),
+        );
+        if (!f) throw new Error(`team ${team.name} has no factory ${name}; see \`factoryd factories list\``);
+        const repository = f.managed && !opts.keepRepository ? managedRepositoryOf(f, config) : undefined;
+        if (
+          repository &&
+          !opts.yes &&
+          !(await confirmed(`Delete ${repository}, the only copy of ${f.name}'s repository?`))
+        )
+          throw new Error(
+            `${f.name} is a managed factory: removing it deletes its repository ${repository}. Nothing was removed; rerun with --yes, or with --keep-repository to keep the repository`,
+          );
+        // Not while a management write (of any replica) is committing to the repository.
+        const gone = await new FactoryWriteLock(db).run(f.id, async () => {
+          const counts = await store.remove(f.id);
+          if (repository) rmSync(repository, { recursive: true, force: true });
+          return counts;
+        });
+        print(
+          opts,
+          {
+            uid: f.uid,
+            name: f.name,
+            team: team.name,
+            webhooks: gone.webhooks,
+            automations: gone.automations,
+            repository_deleted: repository ?? null,
+          },
+          () =>
+            `Removed factory ${f.name} (uid ${f.uid}) of team ${team.name}: ${gone.webhooks} webhook${gone.webhooks === 1 ? '' : 's'} (senders now get 404) and ${gone.automations} automation${gone.automations === 1 ? '' : 's'} with it; its runs stay. ${
+              repository
+                ? `Deleted its repository ${repository}.`
+                : f.managed
+                  ? `Kept its repository ${f.repoUrl}.`
+                  : `Its repository ${f.repoUrl} is untouched.`
+            }`,
+        );
+      }),
+    );
+  factories
     .command('list')
     .description('List factories with their apply status.')
     .addHelpText('after', '\nExample:\n  npx factoryd factories list --json')
@@ -332,6 +397,31 @@ function describePlan(plan: PlanSummary | undefined): string[] {
     }
   }
   return lines.length ? lines : ['  no changes'];
+}
+
+/**
+ * The folder of a managed factory's repository, to delete with it: only ever one under
+ * DATA_DIR/factories, whatever the row says.
+ */
+function managedRepositoryOf(f: FactoryRecord, config: Config): string {
+  const root = join(resolve(config.dataDir), 'factories');
+  const repository = resolve(f.repoUrl);
+  if (!repository.startsWith(`${root}${sep}`))
+    throw new Error(
+      `${f.name}'s repository ${repository} is not under ${root}: rerun with --keep-repository and delete it yourself`,
+    );
+  return repository;
+}
+
+/** Asks a yes/no question at a terminal; anything but a terminal is a no. */
+async function confirmed(question: string): Promise<boolean> {
+  if (!process.stdin.isTTY) return false;
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await prompt.question(`${question} [y/N] `)).trim());
+  } finally {
+    prompt.close();
+  }
 }
 
 /** The author of a managed factory's first commit made at the terminal: the user running the CLI. */
