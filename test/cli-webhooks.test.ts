@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, runCli } from './support/cli.js';
 import { createFactory, createWebhook, deliver } from './support/definitions.js';
+import { eventually } from './support/eventually.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /**
@@ -201,14 +202,15 @@ describe('factoryd webhooks (spawned)', () => {
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     try {
-      await new Promise((r) => setTimeout(r, 800));
+      // Each delivery is sent once the one before it is printed: the second one arrives while the
+      // follower is already running, whenever it started.
       for (const n of [1, 2]) {
         const sent = await deliver(t.url, `/webhooks/w/${webhook.uid}`, JSON.stringify({ n }), {
           authorization: `Bearer ${secret}`,
         });
         expect(sent.status).toBe(202);
+        await eventually(() => out.split('\n').filter(Boolean).length >= n, `followed delivery ${n}`);
       }
-      await waitFor(() => out.split('\n').filter(Boolean).length >= 2, 'two followed deliveries');
       const lines = out
         .trim()
         .split('\n')
@@ -245,11 +247,3 @@ describe('factoryd webhooks (spawned)', () => {
     expect(several.stderr).toMatch(/several factories; say which with --factory \(.*ops/);
   });
 });
-
-async function waitFor(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
