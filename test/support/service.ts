@@ -38,8 +38,11 @@ export interface TestService {
   databaseUrl: string;
   /** Its DATA_DIR (workspaces, managed factories, keys). */
   dataDir: string;
-  /** Stops the service and starts it again on the same port and database (`service` is the new one). */
-  restart(opts?: { downMs?: number }): Promise<void>;
+  /**
+   * Stops the service and starts it again on the same port and database (`service` is the new one),
+   * once `whileDown` (an outage the test waits through, e.g. until a lease lapsed) resolves.
+   */
+  restart(opts?: { whileDown?: () => Promise<unknown> }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -111,9 +114,9 @@ export async function startTestService(
     call,
     databaseUrl: database.url,
     dataDir,
-    async restart({ downMs = 0 } = {}) {
+    async restart({ whileDown } = {}) {
       await service.stop();
-      await new Promise((r) => setTimeout(r, downMs));
+      await whileDown?.();
       service = t.service = await startService({ ...config, port: Number(new URL(url).port) });
       authRepo = t.authRepo = new AuthRepository(service.db);
       auth = t.auth = new AuthService(authRepo);
