@@ -318,6 +318,12 @@ describe('restarts', () => {
         { worker_id: 'gone', worker_host: 'box-gone' },
         await api.workerKey('box-gone'),
       );
+      // A run for a host nobody serves: each housekeeping pass notes that in its status message.
+      const unserved = await create(
+        { prompt: 'Nobody', config: { worker_host: 'box-none' } },
+        undefined,
+        api,
+      );
       // Down until both runs' leases have lapsed; the harness asks its question (BLOCKED) while the
       // API is away.
       const db = new pg.Client({ connectionString: api.databaseUrl });
@@ -335,17 +341,23 @@ describe('restarts', () => {
               'both leases lapsed',
             ),
         });
+        expect(w.exitCode).toBeNull();
+        // The restarted API reaps only a lease after it started, so live workers can renew first: once
+        // a housekeeping pass of the restarted API ran (it noted the unserved run again) and the live
+        // worker's heartbeat reached it, the orphan (whose lease lapsed too) is still held.
+        await db.query(`UPDATE runs SET status_message = NULL WHERE id = $1`, [unserved]);
+        const back = new Date().toISOString();
+        await eventually(
+          async () => (await api.call('GET', `/api/v1/agent/runs/${unserved}`)).body.status_message,
+          'a housekeeping pass after the restart',
+        );
+        await eventually(async () => {
+          const { workers } = (await api.call('GET', '/api/v1/agent/connected-self-hosted-workers')).body;
+          return workers.some((x: any) => x.worker_host === 'box-r' && x.last_seen_at > back);
+        }, "the live worker's heartbeat after the restart");
       } finally {
         await db.end();
       }
-      const back = new Date().toISOString();
-      expect(w.exitCode).toBeNull();
-      // The restarted API reaps only a lease after it started, so live workers can renew first: once
-      // the live worker's heartbeat reached it, the orphan (whose lease lapsed too) is still held.
-      await eventually(async () => {
-        const { workers } = (await api.call('GET', '/api/v1/agent/connected-self-hosted-workers')).body;
-        return workers.some((x: any) => x.worker_host === 'box-r' && x.last_seen_at > back);
-      }, "the live worker's heartbeat after the restart");
       expect((await api.call('GET', `/api/v1/agent/runs/${orphan}`)).body.state).toBe('CLAIMED');
       const blocked = await runIn(live, ['BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR'], undefined, api);
       expect(blocked.state).toBe('BLOCKED');
