@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
 import { eventually } from './support/eventually.js';
-import { startTestService, type TestService } from './support/service.js';
+import { runIn as runInOn, startTestService, type TestService } from './support/service.js';
 import { uniqueSleep } from './support/sleeps.js';
 
 // `factoryd worker` as a real separate process (built code: the test setup builds `dist/`), against
@@ -77,14 +77,7 @@ async function create(body: Record<string, unknown>, key?: string, on: TestServi
 
 /** The run once it is in one of `states`. */
 const runIn = (runId: string, states: string[], key?: string, on: TestService = t): Promise<any> =>
-  eventually(
-    async () => {
-      const run = (await on.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key)).body;
-      if (states.includes(run.state)) return run;
-      throw new Error(`run ${runId} is ${run.state}: ${JSON.stringify(run.status_message)}`);
-    },
-    `run ${runId} ${states.join('|')}`,
-  );
+  runInOn(on, runId, states, key);
 
 /**
  * A harness that ignores its input closing (as an agent CLI may): on a prompt with "Long" it starts

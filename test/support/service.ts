@@ -9,6 +9,7 @@ import type { TeamRef } from '../../src/auth/auth-context.js';
 import { loadConfig } from '../../src/config/config.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { createTestDatabase } from './database.js';
+import { eventually } from './eventually.js';
 
 export interface TestService {
   service: RunningService;
@@ -128,4 +129,16 @@ export async function startTestService(
     },
   };
   return t;
+}
+
+/** The run (as GET /agent/runs/{id} shows it) once it is in one of `states`. */
+export function runIn(on: TestService, runId: string, states: string[], key?: string): Promise<any> {
+  return eventually(
+    async () => {
+      const run = (await on.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key)).body;
+      if (states.includes(run.state)) return run;
+      throw new Error(`run ${runId} is ${run.state}: ${JSON.stringify(run.status_message)}`);
+    },
+    `run ${runId} ${states.join('|')}`,
+  );
 }
