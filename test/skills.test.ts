@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './support/service.js';
+import { runIn, startTestService, type TestService } from './support/service.js';
 
 // Skills through real runs: a run's skill_spec resolves from a factory the team has, and the
 // usage report counts loads by the rules of CONTRACT.md §6.
@@ -25,14 +25,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.stop());
 
-async function finished(id: string): Promise<any> {
-  for (let i = 0; i < 400; i++) {
-    const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
-    if (['SUCCEEDED', 'FAILED', 'ERROR'].includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`run ${id} did not end`);
-}
+const finished = (id: string) => runIn(t, id, ['SUCCEEDED', 'FAILED', 'ERROR']);
 
 describe('skills', () => {
   it('starts a run from a skill: the skill is its base prompt and its name the config name', async () => {
