@@ -261,6 +261,9 @@ describe('reconciler: a factory repository applied commit by commit', () => {
     await t.service.app.get(ReconcileScheduler).pollAll(); // the watch is ready when this resolves
     const sha = repo.commit({ 'agents/watched/agent.md': '---\ndescription: w\n---\nW.\n' }, 'watched');
     // FACTORY_POLL_SECONDS is 3600 and nothing asks for a refresh: only the watch can apply it.
-    await eventually(async () => (await status()).last_applied_revision === sha, 'the watched commit applied');
+    await eventually(
+      async () => (await status()).last_applied_revision === sha,
+      'the watched commit applied',
+    );
   });
 });
