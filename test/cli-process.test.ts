@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from './support/database.js';
 import { startTestService, type TestService } from './support/service.js';
+import { eventually } from './support/eventually.js';
 
 /**
  * The built `factoryd` binary as a user runs it: configuration errors, JSON logs without
@@ -44,12 +45,10 @@ async function serve(env: Record<string, string>): Promise<Served> {
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exit = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  const deadline = Date.now() + 90_000;
-  while (!/factoryd is up: API (\S+)\/api\/v1/.test(out)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`serve did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  await new Promise((r) => setTimeout(r, 50)); // the rest of the banner
+  // Up once the banner is printed to its last rule (the credentials of a first start come before it).
+  const banner = () => /factoryd is up: API [^\n]*\n[\s\S]*?\n─{78}\n/.test(out);
+  await eventually(() => banner() || child.exitCode !== null, 'the banner', { timeoutMs: 90_000 });
+  if (!banner()) throw new Error(`serve exited (${child.exitCode}) before it was up:\n${out}`);
   const url = /factoryd is up: API (\S+)\/api\/v1/.exec(out)![1];
   const adminKey = /FACTORYD_API_KEY=(\S+)/.exec(out)?.[1] ?? '';
   return { child, url, adminKey, output: () => out, exit };

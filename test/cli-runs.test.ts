@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './support/cli.js';
 import { startTestService, type TestService } from './support/service.js';
+import { eventually } from './support/eventually.js';
 
 let t: TestService;
 let env: Record<string, string>;
@@ -44,8 +45,13 @@ describe('factoryd runs', () => {
 
   it('watch follows a run to its end and exits 1 when it did not succeed', async () => {
     const { body } = await t.call('POST', '/api/v1/agent/runs', { prompt: 'to be cancelled' });
-    const watching = runCli(['runs', 'watch', body.run_id, '--interval', '0.2', '--json'], { env });
-    await new Promise((r) => setTimeout(r, 500));
+    let progress = '';
+    const watching = runCli(['runs', 'watch', body.run_id, '--interval', '0.2', '--json'], {
+      env,
+      onStderr: (c) => (progress += c),
+    });
+    // Cancelled once the watch printed the run's first state: it follows the run to the cancel.
+    await eventually(() => progress.includes(body.run_id), 'the first progress line');
     await t.call('POST', `/api/v1/agent/runs/${body.run_id}/cancel`);
     const result = await watching;
     expect(result.code).toBe(1);

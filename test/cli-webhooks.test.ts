@@ -3,9 +3,14 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { CLI, runCli } from './support/cli.js';
-import { createFactory, createWebhook, deliver } from './support/definitions.js';
+import { DefinitionStore } from '../src/reconciler/definition-store.js';
+import { Reconciler } from '../src/reconciler/reconciler.js';
+import { SecretsService } from '../src/secrets/secrets.service.js';
+import { deliver } from './support/definitions.js';
+import { eventually } from './support/eventually.js';
+import { baseFactory, TestRepo } from './support/git-repo.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /**
@@ -201,14 +206,15 @@ describe('factoryd webhooks (spawned)', () => {
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     try {
-      await new Promise((r) => setTimeout(r, 800));
+      // Each delivery is sent once the one before it is printed: the second one arrives while the
+      // follower is already running, whenever it started.
       for (const n of [1, 2]) {
         const sent = await deliver(t.url, `/webhooks/w/${webhook.uid}`, JSON.stringify({ n }), {
           authorization: `Bearer ${secret}`,
         });
         expect(sent.status).toBe(202);
+        await eventually(() => out.split('\n').filter(Boolean).length >= n, `followed delivery ${n}`);
       }
-      await waitFor(() => out.split('\n').filter(Boolean).length >= 2, 'two followed deliveries');
       const lines = out
         .trim()
         .split('\n')
@@ -221,8 +227,20 @@ describe('factoryd webhooks (spawned)', () => {
   });
 
   it('errors go to stderr with a non-zero exit: a repository-backed factory, a missing scope, an unknown webhook', async () => {
-    const backed = await createFactory(t);
-    const file = await createWebhook(t, backed, { name: 'from-git' });
+    // A factory whose team commits to its repository: its webhooks are files there.
+    const source = new TestRepo();
+    onTestFinished(() => source.remove());
+    source.commit({
+      ...baseFactory(),
+      'webhooks/from-git.yaml': 'authMode: token\nsecretName: hook-secret\n',
+    });
+    await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'from-git');
+    const backed = await t.service.app
+      .get(DefinitionStore)
+      .register({ teamId: t.defaultTeam.id, name: 'from-repo', repoUrl: source.dir, branch: 'main' });
+    expect((await t.service.app.get(Reconciler).request(backed!.id)).errors).toEqual([]);
+    const listed = await t.call('GET', `/api/v1/factory/${backed!.uid}/webhooks`);
+    const file = listed.body.webhooks.find((w: { name: string }) => w.name === 'from-git');
     const conflict = await cli(['webhooks', 'disable', file.uid]);
     expect(conflict.code).toBe(1);
     expect(conflict.stderr).toMatch(/^factoryd: 409 conflict: .*webhooks\/from-git\.yaml/);
@@ -245,11 +263,3 @@ describe('factoryd webhooks (spawned)', () => {
     expect(several.stderr).toMatch(/several factories; say which with --factory \(.*ops/);
   });
 });
-
-async function waitFor(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}

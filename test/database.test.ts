@@ -78,7 +78,7 @@ describe('afterCommit', () => {
       expect(calls).toEqual(['outside']); // not yet: the transaction is open
     });
     expect(calls).toEqual(['outside', 'inside']);
-    await new Promise((r) => setTimeout(r, 100));
+    await eventually(() => visibleThen.length, 'the after-commit read');
     expect(visibleThen).toEqual([1]);
 
     await expect(

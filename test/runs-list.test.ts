@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from './support/service.js';
+import { eventually } from './support/eventually.js';
 
 /** GET /agent/runs: every filter and sort of CONTRACT.md §1 on data that tells them apart; cursors. */
 let t: TestService;
@@ -329,7 +330,11 @@ describe('pagination', () => {
           );
           seen.push(...page.runs.map((r) => r.run_id));
           cursor = page.page_info.next_cursor;
-          await new Promise((r) => setTimeout(r, 5));
+          // A run inserted between any two pages over the initial runs (past them, the reader
+          // outruns the writer and the listing ends).
+          const before = inserted;
+          if (seen.length < initial.size)
+            await eventually(() => inserted > before, 'a run inserted between two pages');
         } while (cursor);
       } finally {
         inserting = false;

@@ -1,38 +1,44 @@
+import { mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './support/service.js';
+import { DefinitionStore } from '../src/reconciler/definition-store.js';
+import { Reconciler } from '../src/reconciler/reconciler.js';
+import { TestRepo } from './support/git-repo.js';
+import { runIn, startTestService, type TestService } from './support/service.js';
 
 // Skills through real runs: a run's skill_spec resolves from a factory the team has, and the
 // usage report counts loads by the rules of CONTRACT.md §6.
 let t: TestService;
-let factoryId: string;
+let folder: string;
 beforeAll(async () => {
   t = await startTestService({ WORKER_CONCURRENCY: '2' });
-  const db = t.service.db;
-  [{ id: factoryId }] = await db.query<{ id: string }>(
-    `INSERT INTO factories (uid, team_id, name, repo_url) VALUES ('FactoryUid0000000000001', $1, 'acme', 'https://github.com/acme/factory.git') RETURNING id`,
-    [t.defaultTeam.id],
-  );
-  for (const [name, content] of [
-    ['triage', '---\nname: triage\n---\nLabel the issue.\n/skill release'],
-    ['release', '---\nname: release\n---\nCut a release.'],
-  ])
-    await db.execute(`INSERT INTO factory_skills (factory_id, name, path, content) VALUES ($1, $2, $3, $4)`, [
-      factoryId,
-      name,
-      `skills/${name}/SKILL.md`,
-      content,
-    ]);
+  // The factory `acme` from a real repository at …/acme/factory, as owner/repo `acme/factory` names it.
+  const repo = new TestRepo();
+  repo.commit({
+    'factory.yaml': 'schemaVersion: v1alpha1\nname: acme\n',
+    'agents/lead/agent.md': '---\nagentType: FOREMAN\ndescription: Leads\n---\nYou lead.\n',
+    'skills/triage/SKILL.md': '---\nname: triage\n---\nLabel the issue.\n/skill release',
+    'skills/release/SKILL.md': '---\nname: release\n---\nCut a release.',
+  });
+  folder = mkdtempSync(join(tmpdir(), 'factoryd-skills-'));
+  mkdirSync(join(folder, 'acme'));
+  renameSync(repo.dir, join(folder, 'acme', 'factory'));
+  const factory = await t.service.app.get(DefinitionStore).register({
+    teamId: t.defaultTeam.id,
+    name: 'acme',
+    repoUrl: join(folder, 'acme', 'factory'),
+    branch: 'main',
+  });
+  const applied = await t.service.app.get(Reconciler).request(factory!.id);
+  expect(applied.errors).toEqual([]);
 });
-afterAll(async () => t?.stop());
+afterAll(async () => {
+  await t?.stop();
+  rmSync(folder, { recursive: true, force: true });
+});
 
-async function finished(id: string): Promise<any> {
-  for (let i = 0; i < 400; i++) {
-    const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
-    if (['SUCCEEDED', 'FAILED', 'ERROR'].includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`run ${id} did not end`);
-}
+const finished = (id: string) => runIn(t, id, ['SUCCEEDED', 'FAILED', 'ERROR']);
 
 describe('skills', () => {
   it('starts a run from a skill: the skill is its base prompt and its name the config name', async () => {
@@ -46,7 +52,8 @@ describe('skills', () => {
     const texts = (await t.call('GET', `/api/v1/agent/runs/${run.run_id}/conversation`)).body.messages.map(
       (m: any) => m.text ?? m.input?.skill_path,
     );
-    expect(texts).toContain('Following my instructions (5 lines of base prompt).');
+    // The reconciler stores a skill's body without its front matter: two lines.
+    expect(texts).toContain('Following my instructions (2 lines of base prompt).');
     // The skill's own directive loaded another managed skill from the workspace.
     expect(texts).toContain('factory-skills/acme/skills/release/SKILL.md');
   });

@@ -11,6 +11,7 @@ import { SecretsRepository } from '../src/secrets/secrets.repository.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
 import { createTestDatabase } from './support/database.js';
 import { createFactory, createWebhook } from './support/definitions.js';
+import { eventually } from './support/eventually.js';
 import type { TestService } from './support/service.js';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -76,6 +77,7 @@ describe('the server killed with SIGKILL under load', () => {
     const acknowledged: string[] = [];
     let n = 0;
     let stop = false;
+    let refused = 0;
     const sender = async () => {
       while (!stop) {
         const id = `crash-${n++}`;
@@ -88,14 +90,17 @@ describe('the server killed with SIGKILL under load', () => {
           if (res.status === 202)
             acknowledged.push(((await res.json()) as { delivery_id: string }).delivery_id);
         } catch {
-          /* the server died mid-request: no 202, no promise made */
+          refused++; // the server died mid-request: no 202, no promise made
         }
       }
     };
     const senders = Array.from({ length: 20 }, sender);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Killed under load: many deliveries acknowledged, more in flight.
+    await eventually(() => acknowledged.length > 50, 'more than 50 acknowledged deliveries', {
+      timeoutMs: 60_000,
+    });
     child!.kill('SIGKILL');
-    await new Promise((r) => setTimeout(r, 300));
+    await eventually(() => refused >= 20, 'requests refused once the server is gone');
     stop = true;
     await Promise.all(senders);
 

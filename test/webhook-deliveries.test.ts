@@ -9,6 +9,7 @@ import {
   deliveriesOf,
   type FactoryFixture,
 } from './support/definitions.js';
+import { eventually } from './support/eventually.js';
 import { rawRequest } from './support/raw-http.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -21,14 +22,6 @@ beforeAll(async () => {
 afterAll(async () => t?.stop());
 
 const bearer = (s: string) => ({ authorization: `Bearer ${s}` });
-
-async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('the delivery log API', () => {
   it('lists newest first with a status filter and cursor pages; one entry shows payload (Accepted only) and its runs', async () => {

@@ -2,9 +2,11 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
-import { startTestService, type TestService } from './support/service.js';
+import { eventually } from './support/eventually.js';
+import { runIn as runInOn, startTestService, type TestService } from './support/service.js';
 import { uniqueSleep } from './support/sleeps.js';
 
 // `factoryd worker` as a real separate process (built code: the test setup builds `dist/`), against
@@ -52,10 +54,7 @@ function worker(args: string[], env: Record<string, string> = {}): Worker {
     if (code && code !== 0) process.stderr.write(`worker exited ${code}: ${err}\n`);
   });
   child.output = () => `stdout: ${out}\nstderr: ${err}`;
-  child.id = async () => {
-    while (!/^factoryd worker (\S+):/.test(out)) await new Promise((r) => setTimeout(r, 20));
-    return /^factoryd worker (\S+):/.exec(out)![1];
-  };
+  child.id = async () => (await eventually(() => /^factoryd worker (\S+):/.exec(out), 'its worker id'))[1]!;
   children.push(child);
   return child;
 }
@@ -76,24 +75,9 @@ async function create(body: Record<string, unknown>, key?: string, on: TestServi
   return res.body.run_id;
 }
 
-async function waitFor(
-  runId: string,
-  states: string[],
-  timeoutMs = 20_000,
-  key?: string,
-  on: TestService = t,
-): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await on.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key);
-    if (states.includes(res.body.state)) return res.body;
-    if (Date.now() > deadline)
-      throw new Error(
-        `run ${runId} is ${res.body.state}, expected ${states.join('|')}: ${JSON.stringify(res.body.status_message)}`,
-      );
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** The run once it is in one of `states`. */
+const runIn = (runId: string, states: string[], key?: string, on: TestService = t): Promise<any> =>
+  runInOn(on, runId, states, key);
 
 /**
  * A harness that ignores its input closing (as an agent CLI may): on a prompt with "Long" it starts
@@ -108,14 +92,6 @@ const conversationTexts = async (runId: string, on: TestService = t): Promise<st
   (await on.call('GET', `/api/v1/agent/runs/${runId}/conversation`)).body.messages.map(
     (m: { text?: string; kind?: string }) => m.text ?? m.kind,
   );
-
-async function until(done: () => boolean, what: string, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** The pid of the process whose command line is `command` (words split by single spaces). */
 const pidOf = (command: string): number | undefined =>
@@ -146,22 +122,20 @@ describe('factoryd worker (service-hosted, on the database)', () => {
       HARNESS_COMMAND: STUBBORN_HARNESS,
     });
     const done = await create({ prompt: 'Quick one' });
-    expect((await waitFor(done, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    expect((await runIn(done, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
 
     const id = await create({ prompt: 'Long one' });
-    await waitFor(id, ['INPROGRESS']);
+    await runIn(id, ['INPROGRESS']);
     // Found by its command line: in a sandbox, the pid a harness sees is its PID namespace's.
-    let pid = 0;
-    while (!pid) {
-      const said = (await conversationTexts(id)).includes('sleeping');
-      pid = said ? (pidOf(LONG_SLEEP) ?? 0) : 0;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const pid = await eventually(
+      async () => ((await conversationTexts(id)).includes('sleeping') ? pidOf(LONG_SLEEP) : undefined),
+      "the harness's sleep",
+    );
     expect(alive(pid)).toBe(true);
     w.kill('SIGKILL');
-    await until(() => !alive(pid), `the harness's grandchild ${pid} is gone with its worker`);
+    await eventually(() => !alive(pid), `the harness's grandchild ${pid} gone with its worker`);
     // Nothing renews the lease now; the service's reaper ends the run.
-    const run = await waitFor(id, ['ERROR', 'SUCCEEDED', 'FAILED'], 15_000);
+    const run = await runIn(id, ['ERROR', 'SUCCEEDED', 'FAILED']);
     expect(run.state).toBe('ERROR');
     expect(run.status_message).toMatchObject({ error_code: 'lease_expired', retryable: true });
     expect(run.status_message.message).toMatch(/stopped renewing its lease/);
@@ -180,16 +154,21 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
       other.key,
     );
 
-    const run = await waitFor(mine, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    const run = await runIn(mine, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state).toBe('SUCCEEDED');
     expect(run.execution_location).toBe('self_hosted');
     expect(
       (await t.call('GET', `/api/v1/agent/runs/${mine}/conversation`)).body.messages.length,
     ).toBeGreaterThan(2);
-    await new Promise((r) => setTimeout(r, 500));
+    // The worker takes its host's runs oldest first: once it took a run queued after the others,
+    // it has passed over every one of them it could have taken.
+    const later = await create({ prompt: 'Later on box a', config: { worker_host: 'box-a' } });
+    expect((await runIn(later, ['SUCCEEDED', 'FAILED', 'ERROR'])).state).toBe('SUCCEEDED');
     for (const id of [elsewhere, serviceHosted])
-      expect((await waitFor(id, ['QUEUED', 'CLAIMED', 'INPROGRESS'])).state).toBe('QUEUED');
-    expect((await waitFor(otherTeams, ['QUEUED', 'CLAIMED'], 1000, other.key)).state).toBe('QUEUED');
+      expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('QUEUED');
+    expect((await t.call('GET', `/api/v1/agent/runs/${otherTeams}`, undefined, other.key)).body.state).toBe(
+      'QUEUED',
+    );
 
     const connected = await t.call('GET', '/api/v1/agent/connected-self-hosted-workers');
     expect(connected.status).toBe(200);
@@ -210,25 +189,21 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     const args = await selfHosted('box-c');
     let w = worker(args);
     const asked = await create({ prompt: 'Ask me\n/ask Proceed?', config: { worker_host: 'box-c' } });
-    await waitFor(asked, ['BLOCKED']);
+    await runIn(asked, ['BLOCKED']);
     await t.call('POST', `/api/v1/agent/runs/${asked}/followups`, { message: 'yes' });
-    expect((await waitFor(asked, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    expect((await runIn(asked, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
 
     const sleep = uniqueSleep(200);
     const long = await create({ prompt: `Long\n${sleep.wait}`, config: { worker_host: 'box-c' } });
-    await waitFor(long, ['INPROGRESS']);
+    await runIn(long, ['INPROGRESS']);
     // Mid-run: the harness is at work (its `sleep` child runs).
-    const working = Date.now() + 20_000;
-    while (!execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(sleep.processArgs)) {
-      if (Date.now() > working) throw new Error('the harness never started its work');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const working = () =>
+      execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(sleep.processArgs);
+    await eventually(working, "the harness's sleep");
     await t.call('POST', `/api/v1/agent/runs/${long}/cancel`);
-    // Generous: on a loaded 2-core CI machine the poll, the signal and the exit can take seconds.
-    const gone = Date.now() + 20_000;
-    while (execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(sleep.processArgs)) {
-      if (Date.now() > gone) {
-        // What a person would look at: the processes, the run as the API sees it, the worker's output.
+    await eventually(() => !working(), 'the cancelled harness gone').catch(async () => {
+      // What a person would look at: the processes, the run as the API sees it, the worker's output.
+      {
         const ps = execFileSync('ps', ['-eo', 'pid,pgid,ppid,stat,etimes,args'], { encoding: 'utf8' }).split(
           '\n',
         );
@@ -251,15 +226,14 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
             .join('\n')}\nrun: ${JSON.stringify(run)}\nworker ${w.output()}`,
         );
       }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect((await waitFor(long, ['CANCELLED'])).state).toBe('CANCELLED');
+    });
+    expect((await runIn(long, ['CANCELLED'])).state).toBe('CANCELLED');
 
     w.kill('SIGTERM');
     await new Promise((r) => w.once('exit', r));
     w = worker(args);
     const later = await create({ prompt: 'After the restart', config: { worker_host: 'box-c' } });
-    expect((await waitFor(later, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
+    expect((await runIn(later, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
   });
 
   it('refuses another host id (the reserved one too) and bad worker ids', async () => {
@@ -311,7 +285,7 @@ describe('factoryd worker --worker-host checks its key when it starts', () => {
 /** A run for a self-hosted host on `api`, once it ended. */
 async function runToEnd(prompt: string, host: string, api: TestService): Promise<any> {
   const id = await create({ prompt, config: { worker_host: host } }, undefined, api);
-  return waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, undefined, api);
+  return runIn(id, ['SUCCEEDED', 'FAILED', 'ERROR'], undefined, api);
 }
 
 describe('restarts', () => {
@@ -328,7 +302,7 @@ describe('restarts', () => {
         undefined,
         api,
       );
-      await waitFor(live, ['INPROGRESS'], 20_000, undefined, api);
+      await runIn(live, ['INPROGRESS'], undefined, api);
       // And a run held by a worker that never comes back.
       const orphan = await create({ prompt: 'Orphan', config: { worker_host: 'box-gone' } }, undefined, api);
       await api.call(
@@ -337,23 +311,52 @@ describe('restarts', () => {
         { worker_id: 'gone', worker_host: 'box-gone' },
         await api.workerKey('box-gone'),
       );
-      // Down for longer than the lease; the harness asks its question (BLOCKED) while the API is away.
-      await api.restart({ downMs: 5000 });
-      expect(w.exitCode).toBeNull();
-      // The restarted API reaps only a lease after it started, so live workers can renew first.
-      await new Promise((r) => setTimeout(r, 1500));
-      expect((await api.call('GET', `/api/v1/agent/runs/${orphan}`)).body.state).toBe('CLAIMED');
-      const blocked = await waitFor(
-        live,
-        ['BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR'],
-        20_000,
+      // A run for a host nobody serves: each housekeeping pass notes that in its status message.
+      const unserved = await create(
+        { prompt: 'Nobody', config: { worker_host: 'box-none' } },
         undefined,
         api,
       );
+      // Down until both runs' leases have lapsed; the harness asks its question (BLOCKED) while the
+      // API is away.
+      const db = new pg.Client({ connectionString: api.databaseUrl });
+      await db.connect();
+      try {
+        await api.restart({
+          whileDown: () =>
+            eventually(
+              async () =>
+                (
+                  await db.query(`SELECT 1 FROM runs WHERE id = ANY($1) AND lease_expires_at < now()`, [
+                    [live, orphan],
+                  ])
+                ).rowCount === 2,
+              'both leases lapsed',
+            ),
+        });
+        expect(w.exitCode).toBeNull();
+        // The restarted API reaps only a lease after it started, so live workers can renew first: once
+        // a housekeeping pass of the restarted API ran (it noted the unserved run again) and the live
+        // worker's heartbeat reached it, the orphan (whose lease lapsed too) is still held.
+        await db.query(`UPDATE runs SET status_message = NULL WHERE id = $1`, [unserved]);
+        const back = new Date().toISOString();
+        await eventually(
+          async () => (await api.call('GET', `/api/v1/agent/runs/${unserved}`)).body.status_message,
+          'a housekeeping pass after the restart',
+        );
+        await eventually(async () => {
+          const { workers } = (await api.call('GET', '/api/v1/agent/connected-self-hosted-workers')).body;
+          return workers.some((x: any) => x.worker_host === 'box-r' && x.last_seen_at > back);
+        }, "the live worker's heartbeat after the restart");
+      } finally {
+        await db.end();
+      }
+      expect((await api.call('GET', `/api/v1/agent/runs/${orphan}`)).body.state).toBe('CLAIMED');
+      const blocked = await runIn(live, ['BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR'], undefined, api);
       expect(blocked.state).toBe('BLOCKED');
       expect(blocked.status_message.message).toBe('Proceed after the restart?');
       await api.call('POST', `/api/v1/agent/runs/${live}/followups`, { message: 'yes, go on' });
-      const run = await waitFor(live, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, undefined, api);
+      const run = await runIn(live, ['SUCCEEDED', 'FAILED', 'ERROR'], undefined, api);
       expect(run.state).toBe('SUCCEEDED');
       expect(run.artifacts[0].content).toContain('answered "yes, go on"');
       const texts = await conversationTexts(live, api);
@@ -361,7 +364,7 @@ describe('restarts', () => {
       expect(texts).toContain('Thanks, continuing with: yes, go on');
 
       expect((await runToEnd('After the API restart', 'box-r', api)).state).toBe('SUCCEEDED');
-      const reaped = await waitFor(orphan, ['ERROR'], 10_000, undefined, api);
+      const reaped = await runIn(orphan, ['ERROR'], undefined, api);
       expect(reaped.status_message.error_code).toBe('lease_expired');
     } finally {
       for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
@@ -382,16 +385,16 @@ describe('restarts', () => {
         undefined,
         api,
       );
-      await waitFor(old, ['INPROGRESS'], 20_000, undefined, api);
+      await runIn(old, ['INPROGRESS'], undefined, api);
       expect(existsSync(firstFolder)).toBe(true);
       first.kill('SIGKILL');
       await new Promise((r) => first.once('exit', r));
 
       const second = worker(args, env);
-      const lost = await waitFor(old, ['ERROR', 'SUCCEEDED', 'FAILED'], 20_000, undefined, api);
+      const lost = await runIn(old, ['ERROR', 'SUCCEEDED', 'FAILED'], undefined, api);
       expect(lost.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
       expect(lost.status_message.message).toMatch(/died while running this run/);
-      await until(() => !existsSync(firstFolder), "the dead worker's folder is removed");
+      await eventually(() => !existsSync(firstFolder), "the dead worker's folder removed");
 
       expect((await runToEnd('After the worker restart', 'box-k', api)).state).toBe('SUCCEEDED');
 
@@ -401,11 +404,11 @@ describe('restarts', () => {
         undefined,
         api,
       );
-      await waitFor(held, ['INPROGRESS'], 20_000, undefined, api);
+      await runIn(held, ['INPROGRESS'], undefined, api);
       const secondFolder = join(dataDir, 'factoryd-workspaces', await second.id());
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
-      const stopped = await waitFor(held, ['ERROR', 'SUCCEEDED', 'FAILED'], 5_000, undefined, api);
+      const stopped = await runIn(held, ['ERROR', 'SUCCEEDED', 'FAILED'], undefined, api);
       expect(stopped.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
       expect(stopped.status_message.message).toMatch(/shut down while running this run/);
       expect(existsSync(secondFolder)).toBe(false);

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './support/cli.js';
-import { startTestService, type TestService } from './support/service.js';
+import { eventually } from './support/eventually.js';
+import { runIn, startTestService, type TestService } from './support/service.js';
 import { uniqueSleep } from './support/sleeps.js';
 
 // Real service, real PostgreSQL, two service-hosted worker slots running the shipped example harness.
@@ -26,18 +27,7 @@ async function create(body: Record<string, unknown>): Promise<string> {
   return res.body.run_id;
 }
 
-async function waitFor(runId: string, states: string[], timeoutMs = 20_000, key?: string): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await t.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key);
-    if (states.includes(res.body.state)) return res.body;
-    if (Date.now() > deadline)
-      throw new Error(
-        `run ${runId} is ${res.body.state}, expected ${states.join('|')}: ${JSON.stringify(res.body.status_message)}`,
-      );
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = (runId: string, states: string[], key?: string) => runIn(t, runId, states, key);
 
 const conversation = async (runId: string) =>
   (await t.call('GET', `/api/v1/agent/runs/${runId}/conversation`)).body;
@@ -77,9 +67,7 @@ describe('service-hosted workers running the example harness', () => {
       readdirSync(workspaces).flatMap((w) =>
         readdirSync(join(workspaces, w)).filter((d) => d.startsWith(id)),
       );
-    const deadline = Date.now() + 5000;
-    while (left().length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(left()).toEqual([]);
+    await eventually(() => !left().length, 'the workspace removed');
   });
 
   it('ends a run as FAILED with the last lines of output when the harness exits non-zero', async () => {
@@ -117,29 +105,36 @@ describe('service-hosted workers running the example harness', () => {
     const id = await create({ prompt: 'First pass' });
     const first = await waitFor(id, ['SUCCEEDED']);
     await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: 'Now a second pass' });
-    await new Promise((r) => setTimeout(r, 50));
-    const second = await waitFor(id, ['SUCCEEDED'], 20_000);
+    // Ended again: the second execution's summary is there.
+    const second = await eventually(async () => {
+      const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
+      return run.state === 'SUCCEEDED' && run.artifacts.length === 2 && run;
+    }, 'the second execution ended');
     const conv = await conversation(id);
     expect(
       conv.messages.some((m: any) => m.text === 'Continuing our conversation (2 earlier messages).'),
     ).toBe(true);
     expect(conv.messages.filter((m: any) => m.execution === 2).length).toBeGreaterThan(0);
     expect(second.session_id).toBe(first.session_id);
-    expect(second.artifacts.length).toBe(2);
   });
 
   it('cancels a live run: CANCELLED, and no process of its harness is left', async () => {
     const sleep = uniqueSleep(300);
     const id = await create({ prompt: `Long job\n${sleep.wait}` });
     await waitFor(id, ['INPROGRESS']);
-    await waitForProcess(sleep.processArgs, true);
+    await eventually(() => running(sleep.processArgs), 'the harness at work');
     const res = await t.call('POST', `/api/v1/agent/runs/${id}/cancel`);
     expect(res.status).toBe(200);
     expect(res.body).toBe(id);
     expect((await waitFor(id, ['CANCELLED'])).state).toBe('CANCELLED');
-    await waitForProcess(sleep.processArgs, false, 1500);
-    // The worker did not overwrite the cancel when the harness died.
-    await new Promise((r) => setTimeout(r, 300));
+    await eventually(() => !running(sleep.processArgs), 'the harness gone');
+    // The worker did not overwrite the cancel when the harness died: its end report (which clears
+    // the lease) has landed.
+    await eventually(
+      async () =>
+        (await t.service.db.query(`SELECT 1 FROM runs WHERE id = $1 AND lease_owner IS NULL`, [id])).length,
+      "the worker's end report",
+    );
     expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CANCELLED');
   });
 
@@ -147,7 +142,7 @@ describe('service-hosted workers running the example harness', () => {
     const sleep = uniqueSleep(301);
     const id = await create({ prompt: `Go quiet\n${sleep.wait}`, config: { idle_timeout_minutes: 1 } });
     await waitFor(id, ['INPROGRESS']);
-    await waitForProcess(sleep.processArgs, true);
+    await eventually(() => running(sleep.processArgs), 'the harness at work');
     const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
     expect(run.state).toBe('FAILED');
     expect(run.status_message.error_code).toBe('idle_timeout');
@@ -156,7 +151,7 @@ describe('service-hosted workers running the example harness', () => {
     );
     // Stopped after the limit (a 2-second minute), not before.
     expect(Date.parse(run.updated_at) - Date.parse(run.started_at)).toBeGreaterThanOrEqual(2000);
-    await waitForProcess(sleep.processArgs, false, 1500);
+    await eventually(() => !running(sleep.processArgs), 'no process of the harness left');
   });
 
   it('lets a harness that keeps talking run past idle_timeout_minutes', async () => {
@@ -173,13 +168,10 @@ describe('service-hosted workers running the example harness', () => {
 
   it('keeps a run for a self-hosted host that is not connected QUEUED, saying so', async () => {
     const id = await create({ prompt: 'Build on my box', config: { worker_host: 'nobody-here' } });
-    const deadline = Date.now() + 5000;
-    let run;
-    do {
-      run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
-      if (run.status_message) break;
-      await new Promise((r) => setTimeout(r, 100));
-    } while (Date.now() < deadline);
+    const run = await eventually(async () => {
+      const found = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
+      return found.status_message && found;
+    }, 'a status message');
     expect(run.state).toBe('QUEUED');
     expect(run.status_message.message).toContain('no worker with this id is connected');
   });
@@ -281,7 +273,7 @@ describe('the self-hosted worker API', () => {
     const sleep = uniqueSleep(303);
     const id = await create({ prompt: `Long job\n${sleep.wait}` });
     await waitFor(id, ['INPROGRESS']);
-    await waitForProcess(sleep.processArgs, true);
+    await eventually(() => running(sleep.processArgs), 'the harness at work');
     // The worker's launchers are children of this process (the service runs in it): kill them all.
     const launchers = execFileSync('ps', ['-eo', 'pid,ppid,args'], { encoding: 'utf8' })
       .split('\n')
@@ -292,7 +284,7 @@ describe('the self-hosted worker API', () => {
     const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
     expect(run.state).toBe('FAILED');
     expect(run.status_message.message).toMatch(/the harness launcher died/);
-    await waitForProcess(sleep.processArgs, false, 3000);
+    await eventually(() => !running(sleep.processArgs), 'no process of the harness left');
     expect((await waitFor(await create({ prompt: 'After it' }), ['SUCCEEDED', 'FAILED'])).state).toBe(
       'SUCCEEDED',
     );
@@ -360,7 +352,7 @@ describe("a team's own harness (factoryd teams set-harness)", () => {
     expect(listed.find((x: { name: string }) => x.name === 'default').harness_command).toBeNull();
 
     const theirs = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Whose harness?' }, team.key);
-    const ran = await waitFor(theirs.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, team.key);
+    const ran = await waitFor(theirs.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], team.key);
     expect(ran.state).toBe('SUCCEEDED');
     const texts = (
       await t.call('GET', `/api/v1/agent/runs/${ran.run_id}/conversation`, undefined, team.key)
@@ -389,7 +381,7 @@ describe("a team's own harness (factoryd teams set-harness)", () => {
     const reset = await cli('teams', 'set-harness', 'harness-team', '--default', '--json');
     expect(JSON.parse(reset.stdout)).toEqual({ name: 'harness-team', harness_command: null });
     const after = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Back to default' }, team.key);
-    const again = await waitFor(after.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, team.key);
+    const again = await waitFor(after.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], team.key);
     expect(again.artifacts[0]).toMatchObject({ name: 'summary.md' });
   });
 
@@ -408,17 +400,8 @@ describe("a team's own harness (factoryd teams set-harness)", () => {
   });
 });
 
-/** Waits until a process whose command line contains `pattern` exists (or is gone). */
-async function waitForProcess(pattern: string, present: boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = processes().some((c) => c.includes(pattern));
-    if (found === present) return;
-    if (Date.now() > deadline)
-      throw new Error(`process "${pattern}" ${present ? 'never started' : 'is still running'}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** Whether a process whose command line contains `pattern` runs. */
+const running = (pattern: string) => processes().some((c) => c.includes(pattern));
 
 function processes(): string[] {
   return execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n');

@@ -13,7 +13,7 @@ export interface CliResult {
 /** Runs the built `factoryd` binary as a user would (npm test builds it first). */
 export function runCli(
   args: string[],
-  opts: { env?: Record<string, string>; stdin?: string } = {},
+  opts: { env?: Record<string, string>; stdin?: string; onStderr?: (chunk: string) => void } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
@@ -24,7 +24,10 @@ export function runCli(
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      opts.onStderr?.(c.toString());
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(opts.stdin ?? '');

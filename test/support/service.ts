@@ -9,6 +9,7 @@ import type { TeamRef } from '../../src/auth/auth-context.js';
 import { loadConfig } from '../../src/config/config.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { createTestDatabase } from './database.js';
+import { eventually } from './eventually.js';
 
 export interface TestService {
   service: RunningService;
@@ -38,8 +39,11 @@ export interface TestService {
   databaseUrl: string;
   /** Its DATA_DIR (workspaces, managed factories, keys). */
   dataDir: string;
-  /** Stops the service and starts it again on the same port and database (`service` is the new one). */
-  restart(opts?: { downMs?: number }): Promise<void>;
+  /**
+   * Stops the service and starts it again on the same port and database (`service` is the new one),
+   * once `whileDown` (an outage the test waits through, e.g. until a lease lapsed) resolves.
+   */
+  restart(opts?: { whileDown?: () => Promise<unknown> }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -111,9 +115,9 @@ export async function startTestService(
     call,
     databaseUrl: database.url,
     dataDir,
-    async restart({ downMs = 0 } = {}) {
+    async restart({ whileDown } = {}) {
       await service.stop();
-      await new Promise((r) => setTimeout(r, downMs));
+      await whileDown?.();
       service = t.service = await startService({ ...config, port: Number(new URL(url).port) });
       authRepo = t.authRepo = new AuthRepository(service.db);
       auth = t.auth = new AuthService(authRepo);
@@ -125,4 +129,16 @@ export async function startTestService(
     },
   };
   return t;
+}
+
+/** The run (as GET /agent/runs/{id} shows it) once it is in one of `states`. */
+export function runIn(on: TestService, runId: string, states: string[], key?: string): Promise<any> {
+  return eventually(
+    async () => {
+      const run = (await on.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key)).body;
+      if (states.includes(run.state)) return run;
+      throw new Error(`run ${runId} is ${run.state}: ${JSON.stringify(run.status_message)}`);
+    },
+    `run ${runId} ${states.join('|')}`,
+  );
 }

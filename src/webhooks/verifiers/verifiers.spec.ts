@@ -109,9 +109,9 @@ describe.each(Object.keys(signers))('%s', (scheme) => {
     expect((await verify(scheme, wrong, req(body, sign(body, T)))).ok).toBe(false);
   });
 
-  it('rejects one byte of the body changed', async () => {
-    if (scheme === 'gitlab') return; // GitLab signs nothing: the token is the credential
-    expect((await verify(scheme, secret, req(body.replace('1', '2'), sign(body, T)))).ok).toBe(false);
+  it('rejects one byte of the body changed (GitLab signs nothing: its token alone is checked)', async () => {
+    const changed = await verify(scheme, secret, req(body.replace('1', '2'), sign(body, T)));
+    expect(changed.ok).toBe(scheme === 'gitlab');
   });
 
   it('rejects missing and malformed headers', async () => {
