@@ -108,7 +108,7 @@ export const DEFINITION_LIMITS = {
   /** Nodes of one YAML document: a parsed node holds about 150 bytes (60 KB of `1,1,…` took 4.5 MB). */
   yamlNodes: 2000,
   /** Definition files in one tree, and their bytes together. */
-  treeFiles: 500,
+  treeFiles: 2000,
   treeBytes: 8 * 1024 * 1024,
   /** Collections inside collections in one YAML document (a payload filter needs about 16). */
   yamlDepth: 32,

@@ -3,6 +3,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DEFINITION_LIMITS } from '../../src/definitions/definition.js';
 import { DefinitionStore } from '../../src/reconciler/definition-store.js';
 import { ReconcileScheduler } from '../../src/reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../../src/reconciler/reconciler.js';
@@ -151,15 +152,20 @@ describe('definition files are data, within limits', () => {
       });
     });
 
-    it('more than 500 definition files in a tree are refused', async () => {
+    it('more definition files in a tree than the limit are refused', async () => {
+      const limit = DEFINITION_LIMITS.treeFiles;
       const skills: Record<string, string> = {};
-      for (let i = 0; i < 500; i++)
-        skills[`skills/s${String(i).padStart(3, '0')}/SKILL.md`] = `---\ndescription: s${i}\n---\nStep.\n`;
+      for (let i = 0; i < limit; i++)
+        skills[`skills/s${String(i).padStart(4, '0')}/SKILL.md`] = `---\ndescription: s${i}\n---\nStep.\n`;
       const sha = commitAttack(skills);
+      const base = Object.keys(baseFactory());
+      const total = limit + base.length;
+      // The first file over the limit, in path order: the base factory's files before skills/ come first.
+      const first = limit - base.filter((p) => p < 'skills/').length;
       await expectRefused(sha, {
-        path: 'skills/s497/SKILL.md', // the 501st of 505 in path order
+        path: `skills/s${String(first).padStart(4, '0')}/SKILL.md`,
         line: 1,
-        message: /^the factory has 505 definition files; the limit is 500/,
+        message: new RegExp(`^the factory has ${total} definition files; the limit is ${limit}`),
       });
     });
 
