@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { SchemaRegistry } from '../common/schema-validator.js';
 import { CONFIG, type Config } from '../config/config.js';
+import { isDatabaseUnreachable } from '../common/problem.js';
 import type { Queryable } from '../database/database.js';
 import { formatError, type DefinitionError } from '../definitions/definition.js';
 import { parseDefinitionFile, placementOf, type DefinitionFile } from '../definitions/definition-file.js';
@@ -158,7 +159,9 @@ export class Reconciler {
       }
       contents = await this.source.readBlobs(factory, [...unread]);
     } catch (err) {
-      if (err instanceof GitStopped) throw err; // a shutdown, not the repository: nothing to record
+      // A shutdown, or the database lost while the source was checked: not the repository's fault, so
+      // nothing to record as FetchFailed; the caller answers 503 (a poll tries again).
+      if (err instanceof GitStopped || isDatabaseUnreachable(err)) throw err;
       if (dryRun)
         return {
           result: 'failed',
