@@ -48,16 +48,13 @@ function start(
 /** What the harness sees of its workspace: inode, mode, and every entry. */
 const LOOK = `stat -c '%i %a' . && find . -mindepth 1 | sort`;
 
-/** The launcher keeps an emptied workspace folder as a spare once it is empty again. */
+/** The launcher keeps an emptied workspace folder as a spare once it is empty again (it is named `.spare-…` only then). */
 async function spareKept(): Promise<void> {
   const spares = () => readdirSync(root).filter((e) => e.startsWith('.spare-'));
   await eventually(() => {
     if (spares().length === 1 && readdirSync(join(root, spares()[0]!)).length === 0) return true;
     throw new Error(`no empty spare in ${readdirSync(root).join(', ')}`);
   }, 'an empty spare');
-  // The one fixed sleep left in the tests: the launcher (another process) keeps the spare in the turn
-  // after its last removal finished, and says nothing when it does; nothing to wait on but this.
-  await new Promise((r) => setTimeout(r, 50));
 }
 
 describe('harness workspaces', () => {

@@ -180,12 +180,12 @@ const MAX_SPARES = 8;
 let retiredCount = 0;
 const WORKSPACE_MODE = 0o700;
 
-/** The workspace renamed out of the way (its spare-to-be), or removed if that failed. */
+/** The workspace renamed out of the way (a spare-to-be, `.retired-…`), or removed if that failed. */
 function retire(cwd: string): string | undefined {
-  const spare = join(dirname(cwd), `.spare-${process.pid}-${++retiredCount}`);
+  const retired = join(dirname(cwd), `.retired-${process.pid}-${++retiredCount}`);
   try {
-    renameSync(cwd, spare);
-    return spare;
+    renameSync(cwd, retired);
+    return retired;
   } catch {
     discard(cwd);
     return undefined;
@@ -220,7 +220,10 @@ function keepIfFresh(dir: string, owner: number): void {
       (st.mode & 0o7777) === WORKSPACE_MODE &&
       st.uid === owner
     ) {
-      spares.push(dir);
+      // Named `.spare-…` in the same step as it is kept: a folder of that name is one the next spawn takes.
+      const spare = dir.replace(/\.retired-(?=[^/]*$)/, '.spare-');
+      renameSync(dir, spare);
+      spares.push(spare);
       return;
     }
   } catch {
