@@ -13,6 +13,7 @@ import { ManagementModule } from './management/management.module.js';
 import { OpsModule } from './ops/ops.module.js';
 import { ReconcilerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
+import { SchedulesModule } from './schedules/schedules.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
@@ -52,6 +53,7 @@ export class AppModule {
         ConversationsModule,
         WorkersModule,
         ManagementModule,
+        SchedulesModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

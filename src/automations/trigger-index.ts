@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Database } from '../database/database.js';
+import { Database, type Queryable } from '../database/database.js';
 import { compilePayloadFilter, type PayloadPredicate } from './payload-filter.js';
 import type { AgentOverrides } from '../definitions/definition.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
@@ -33,6 +33,13 @@ export function webhookTriggers(
   return out;
 }
 
+/** A live automation of an applied factory: its triggers as stored and the run config it resolves to. */
+export interface AutomationWithConfig extends AutomationTarget {
+  enabled: boolean;
+  path: string;
+  triggers: unknown;
+}
+
 /**
  * Builds, per applied factory, the triggers of each webhook UID from the enabled automations:
  * loaded and compiled once per apply (the caller refreshes it when an apply is announced).
@@ -41,12 +48,16 @@ export function webhookTriggers(
 export class TriggerIndex {
   constructor(@Inject(Database) private readonly db: Database) {}
 
-  async load(factoryId: string): Promise<Map<string, Trigger[]>> {
-    const [factory] = await this.db.query<{ definition: { agentDefaults?: Record<string, unknown> } | null }>(
+  /**
+   * Every live automation of a factory (enabled or not), with the config its runs get: factory
+   * defaults, then its agent (the foreman when it names none), then its own overrides.
+   */
+  async automations(factoryId: string, q: Queryable = this.db): Promise<AutomationWithConfig[]> {
+    const [factory] = await q.query<{ definition: { agentDefaults?: Record<string, unknown> } | null }>(
       `SELECT definition FROM factories WHERE id = $1`,
       [factoryId],
     );
-    const agents = await this.db.query<{
+    const agents = await q.query<{
       name: string;
       agent_type: string;
       overrides: Record<string, unknown>;
@@ -55,20 +66,21 @@ export class TriggerIndex {
       `SELECT name, agent_type, overrides, base_prompt FROM agents WHERE factory_id = $1 AND deleted_at IS NULL`,
       [factoryId],
     );
-    const automations = await this.db.query<{
+    const automations = await q.query<{
       id: string;
       name: string;
+      path: string;
+      enabled: boolean;
       agent_name: string | null;
       triggers: unknown;
       overrides: Record<string, unknown>;
       prompt: string;
     }>(
-      `SELECT id, name, agent_name, triggers, overrides, prompt FROM automations
-        WHERE factory_id = $1 AND enabled AND deleted_at IS NULL ORDER BY path`,
+      `SELECT id, name, path, enabled, agent_name, triggers, overrides, prompt FROM automations
+        WHERE factory_id = $1 AND deleted_at IS NULL ORDER BY path`,
       [factoryId],
     );
-    const index = new Map<string, Trigger[]>();
-    for (const a of automations) {
+    return automations.map((a) => {
       const agentRow = a.agent_name
         ? agents.find((g) => g.name === a.agent_name)
         : agents.find((g) => g.agent_type === 'FOREMAN');
@@ -83,6 +95,22 @@ export class TriggerIndex {
         agent,
         (a.overrides ?? {}) as AgentOverrides,
       );
+      return {
+        automationId: a.id,
+        name: a.name,
+        path: a.path,
+        enabled: a.enabled,
+        prompt: a.prompt,
+        config,
+        triggers: a.triggers,
+      };
+    });
+  }
+
+  async load(factoryId: string): Promise<Map<string, Trigger[]>> {
+    const index = new Map<string, Trigger[]>();
+    for (const a of await this.automations(factoryId)) {
+      if (!a.enabled) continue;
       const byUid = new Map<string, PayloadPredicate[]>();
       for (const t of webhookTriggers(a.triggers)) {
         for (const uid of t.webhookIds) {
@@ -91,10 +119,10 @@ export class TriggerIndex {
       }
       for (const [uid, predicates] of byUid) {
         const trigger: Trigger = {
-          automationId: a.id,
+          automationId: a.automationId,
           name: a.name,
           prompt: a.prompt,
-          config,
+          config: a.config,
           matches: (body) => predicates.some((p) => p(body)),
         };
         index.set(uid, [...(index.get(uid) ?? []), trigger]);

@@ -36,8 +36,7 @@ export function parseCron(expression: string): CronParse {
     return { error: `"${text}" is not a valid cron expression: ${reason(err)}` };
   }
   // A pattern that can never match (e.g. 31 February) would simply never fire: refuse it instead.
-  if (!cron.nextRun(new Date(0)))
-    return { error: `"${text}" never fires (no date matches it)` };
+  if (!cron.nextRun(new Date(0))) return { error: `"${text}" never fires (no date matches it)` };
   return { schedule: { next: (after) => cron.nextRun(after) } };
 }
 
@@ -47,7 +46,8 @@ export function parseCron(expression: string): CronParse {
  */
 function parseEvery(text: string): CronParse {
   const m = EVERY.exec(text);
-  const minutes = m && (m[1] !== undefined || m[2] !== undefined) ? Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0) : NaN;
+  const minutes =
+    m && (m[1] !== undefined || m[2] !== undefined) ? Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0) : NaN;
   if (!Number.isSafeInteger(minutes))
     return {
       error: `"${text}" is not a valid @every: give hours and/or minutes, e.g. @every 15m, @every 1h, @every 1h30m`,

@@ -9,10 +9,11 @@ import {
   type FactoryDefinition,
   type SkillDefinition,
   type WebhookDefinition,
-  type WebhookTrigger,
+  type AutomationTrigger,
 } from './definition.js';
 import { parseDefinitionFile, placementOf, type DefinitionFile, type FileKind } from './definition-file.js';
 import { checkFilterLimits } from './filter-limits.js';
+import { scheduleTriggerErrors } from './schedule-trigger.js';
 
 /** What only the service knows: the factory's webhook UIDs and the team's secrets. Absent offline. */
 export interface ValidationContext {
@@ -224,7 +225,7 @@ export function validateDefinition(
       enabled?: boolean;
       agent?: string;
       description?: string;
-      triggers: WebhookTrigger[];
+      triggers: AutomationTrigger[];
       overrides?: AgentOverrides;
     };
     if (d.agent !== undefined && !agentFiles.has(d.agent)) {
@@ -235,6 +236,7 @@ export function validateDefinition(
       });
     }
     d.triggers.forEach((t, i) => {
+      if (t.provider === 'schedule') return errors.push(...scheduleTriggerErrors(f, t, i));
       const at = ['triggers', i, 'filter', 'webhook_ids'];
       const line = f.source.lineOf(at);
       const ids = t.filter.webhook_ids;
