@@ -209,7 +209,7 @@ export function buildRunListSql(
     where.push(`${RUN_SEARCH_TEXT} ILIKE ${p(`%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`);
   if (f.artifactType)
     where.push(`r.artifacts @> ${p(JSON.stringify([{ artifact_type: f.artifactType }]))}::jsonb`);
-  // No run is created by a schedule in factoryd yet; the filter is honoured by matching none.
+  // A schedule's runs carry its id in their metadata (docs/schedules.md).
   if (f.scheduleId !== undefined) where.push(`r.metadata->>'schedule_id' = ${p(f.scheduleId)}`);
 
   const key = SORT_KEYS[f.sortBy];

@@ -19,7 +19,7 @@ const SCHEDULE_ID = ApiParam({
 });
 
 /** /agent/schedules as the Oz clients call it (client.agent.schedules.*): docs/schedules.md. */
-@ApiTags('Schedules')
+@ApiTags('Runs')
 @ApiBearerAuth()
 @ApiHeader({
   name: 'X-Team-Uid',
