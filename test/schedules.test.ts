@@ -1,9 +1,13 @@
 import OzAPI, { NotFoundError } from 'oz-agent-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Clock } from '../src/common/clock.js';
+import { DefinitionStore } from '../src/reconciler/definition-store.js';
+import { Reconciler } from '../src/reconciler/reconciler.js';
+import { SecretsService } from '../src/secrets/secrets.service.js';
 import { ScheduleFiring } from '../src/schedules/schedule-firing.js';
 import { announceApply, createAgent, createFactory } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
+import { baseFactory, TestRepo } from './support/git-repo.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /**
@@ -356,6 +360,52 @@ describe('a factory’s provider: schedule trigger', () => {
       async () => (await t.call('GET', `/api/v1/agent/schedules/${s.id}`)).status === 404,
       'gone with its trigger',
     );
+  });
+
+  it('applies from git like any file; a bad cron fails the apply at file:line and the last good schedule stays', async () => {
+    setClock(t, '2030-06-02T08:00:00Z');
+    await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'v');
+    const repo = new TestRepo();
+    try {
+      const nightly = (cron: string) =>
+        `---\nagent: fixer\ntriggers:\n  - provider: schedule\n    event: cron_fired\n    filter:\n      cron_schedule: "${cron}"\n---\nFix the flaky tests.\n`;
+      repo.commit({ ...baseFactory(), 'automations/nightly/automation.md': nightly('@every 1h') });
+      const factory = (await t.service.app.get(DefinitionStore).register({
+        teamId: t.defaultTeam.id,
+        name: `git-schedules-${Date.now()}`,
+        repoUrl: repo.dir,
+        branch: 'main',
+      }))!;
+      const reconciler = t.service.app.get(Reconciler);
+      expect((await reconciler.request(factory.id)).errors).toEqual([]);
+      const mine = async () =>
+        (await t.call('GET', '/api/v1/agent/schedules')).body.schedules.filter(
+          (x: any) => x.factory?.uid === factory.uid,
+        );
+      const [s] = await eventually(async () => ((await mine()).length === 1 ? mine() : undefined), 'applied');
+      expect(s).toMatchObject({
+        cron_schedule: '@every 1h',
+        prompt: 'Fix the flaky tests.',
+        agent_config: { name: 'fixer', model_id: 'base-model' },
+        history: { next_run: '2030-06-02T09:00:00.000Z' },
+      });
+
+      repo.commit({ 'automations/nightly/automation.md': nightly('0 25 * * *') });
+      const failed = await reconciler.request(factory.id);
+      expect(failed.errors).toEqual([
+        {
+          path: 'automations/nightly/automation.md',
+          line: 7,
+          message: 'cron_schedule: "0 25 * * *" is not a valid cron expression: Invalid value for hour: 25',
+        },
+      ]);
+      const applies = (await t.call('GET', `/api/v1/factory/${factory.uid}/applies`)).body.applies;
+      // (Both applies started at the same instant of the test's clock: found by result, not by order.)
+      expect(applies.find((a: any) => a.result === 'failed')).toMatchObject({ errors: failed.errors });
+      expect((await mine()).map((x: any) => x.cron_schedule)).toEqual(['@every 1h']);
+    } finally {
+      repo.remove();
+    }
   });
 });
 

@@ -48,9 +48,10 @@ export class FactorySchedules {
 
   async sync(factoryId: string): Promise<void> {
     await this.schedules.db.transaction(async (tx) => {
+      // Removed: its schedules went with it (ON DELETE CASCADE).
+      if (!(await this.store.find(factoryId, tx))) return;
       // The factory's apply lock: an apply in progress commits first, and replicas sync one at a time.
-      const factory = await this.store.lock(tx, factoryId).catch(() => undefined);
-      if (!factory) return; // removed: its schedules went with it (ON DELETE CASCADE)
+      const factory = await this.store.lock(tx, factoryId);
       const now = this.clock.now();
       const existing = new Map(
         (await this.schedules.ofFactory(tx, factoryId)).map((s) => [
