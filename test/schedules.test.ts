@@ -149,6 +149,9 @@ describe('the schedules API', () => {
     });
     expect(reserved.status).toBe(400);
     expect((await t.call('PUT', `/api/v1/agent/schedules/${ok.body.id}`, { name: 'ok' })).status).toBe(400);
+    const nul = await create({ name: 'a\u0000b', cron_schedule: '@daily', prompt: 'x' });
+    expect(nul.status).toBe(400);
+    expect(nul.body.invalid_params).toEqual([{ name: 'name', reason: expect.stringMatching(/NUL/) }]);
   });
 
   it('keeps each team to its own schedules: another team gets 404 on every method, and an empty list', async () => {

@@ -29,6 +29,7 @@ export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutd
   /** Factories announced since the last tick; `syncAll`: every factory (at start, after a lost connection). */
   private pendingSync = new Set<string>();
   private syncAll = true;
+  private failing = false;
 
   constructor(
     @Inject(ScheduleFiring) private readonly firing: ScheduleFiring,
@@ -73,10 +74,14 @@ export class Scheduler implements OnApplicationBootstrap, BeforeApplicationShutd
       if (all) await this.factories.syncAll();
       else for (const id of some) await this.factories.sync(id);
       await this.firing.fireDue(this.clock.now());
+      if (this.failing) this.log.log('scheduler: firing again');
+      this.failing = false;
     } catch (err) {
       // The database restarting, a connection cut: the next tick tries again; announced syncs are redone.
       this.syncAll = true;
-      this.log.warn(`scheduler: ${err instanceof Error ? err.message : String(err)}`);
+      // Said once per outage, not once a second.
+      if (!this.failing) this.log.warn(`scheduler: ${err instanceof Error ? err.message : String(err)}`);
+      this.failing = true;
     }
     if (this.stopped) return;
     clearTimeout(this.timer);
