@@ -275,6 +275,34 @@ describe('firing', () => {
     await t.call('DELETE', `/api/v1/agent/schedules/${s.id}`);
   });
 
+  it('keeps the claim and the run together: a run the database refuses moves its schedule on with the reason, and doubles no other', async () => {
+    setClock(t, '2030-04-15T08:00:00Z');
+    const poison = (await create({ name: 'poison', cron_schedule: '0 9 * * *', prompt: 'p' })).body;
+    const fine = (await create({ name: 'fine', cron_schedule: '0 9 * * *', prompt: 'f' })).body;
+    // A real refusal by PostgreSQL: the batch's one statement fails whole, and nothing of it stays.
+    await t.service.db.execute(`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.title = 'poison' THEN RAISE EXCEPTION 'poisoned run refused'; END IF; RETURN NEW; END $$`);
+    await t.service.db.execute(
+      `CREATE TRIGGER refuse_poison BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION refuse_poison()`,
+    );
+    try {
+      await fire(t, '2030-04-15T09:00:00Z');
+      expect(await runsOf(fine.id)).toHaveLength(1);
+      expect(await runsOf(poison.id)).toEqual([]);
+      const after = (await t.call('GET', `/api/v1/agent/schedules/${poison.id}`)).body;
+      expect(after.last_spawn_error).toMatch(/poisoned run refused/);
+      expect(after.history).toMatchObject({ last_ran: null, next_run: '2030-04-16T09:00:00.000Z' });
+    } finally {
+      await t.service.db.execute(`DROP TRIGGER refuse_poison ON runs; DROP FUNCTION refuse_poison()`);
+    }
+    // The next firing that can start its run clears the error.
+    await fire(t, '2030-04-16T09:00:00Z');
+    expect((await t.call('GET', `/api/v1/agent/schedules/${poison.id}`)).body.last_spawn_error).toBeNull();
+    expect(await runsOf(poison.id)).toHaveLength(1);
+    expect(await runsOf(fine.id)).toHaveLength(2);
+    for (const s of [poison, fine]) await t.call('DELETE', `/api/v1/agent/schedules/${s.id}`);
+  });
+
   it('after an outage fires a missed schedule once, not once per missed time, then keeps to its cron', async () => {
     setClock(t, '2030-05-01T09:00:00Z');
     const s = (await create({ name: 'every quarter hour', cron_schedule: '@every 15m', prompt: 'q' })).body;
