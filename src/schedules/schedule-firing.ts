@@ -70,16 +70,16 @@ export class ScheduleFiring {
         const [s] = await this.schedules.claimDue(tx, now, 1);
         if (!s) return 'none' as const;
         const next = nextAfter(s.cronSchedule, now);
+        // A savepoint: a failed insert leaves the claim standing, to record why.
+        await tx.execute('SAVEPOINT fire');
         try {
           const part = this.runs.insertManyPart([this.runFor(s)], now, 1);
-          // A savepoint: a failed insert leaves the claim standing, to record why.
-          await tx.execute('SAVEPOINT fire');
           await this.schedules.recordFired(tx, part, [{ id: s.id, next, runId: part.ids[0]! }], now);
           tx.afterCommit(() => this.runs.queued());
           return 'fired' as const;
         } catch (err) {
           if (isDatabaseUnreachable(err)) throw err;
-          await tx.execute('ROLLBACK TO SAVEPOINT fire').catch(() => undefined);
+          await tx.execute('ROLLBACK TO SAVEPOINT fire');
           await this.schedules.recordSpawnError(tx, s.id, next, spawnError(err));
           return 'failed' as const;
         }

@@ -3,6 +3,7 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { Clock } from '../common/clock.js';
 import { newUuid, UUID_PATTERN } from '../common/ids.js';
 import { Conflict, invalidParam, NotFound } from '../common/problem.js';
+import type { Queryable } from '../database/database.js';
 import { parseCron, type CronSchedule } from '../definitions/cron.js';
 import type { AgentConfig } from '../runs/run.js';
 import { McpCredentials } from '../secrets/mcp-credentials.js';
@@ -141,7 +142,8 @@ export class SchedulesService {
     return this.get(auth, id);
   }
 
-  private async locked(tx: Parameters<SchedulesRepository['lock']>[0], auth: AuthContext, id: string) {
+  /** The team's schedule `id`, locked until the transaction ends; 404 when the team has none such. */
+  private async locked(tx: Queryable, auth: AuthContext, id: string): Promise<Schedule> {
     const found = UUID_PATTERN.test(id) && (await this.schedules.lock(tx, auth.team.id, id));
     const current = found ? await this.schedules.find(auth.team.id, id, tx) : undefined;
     if (!current) throw new NotFound(`schedule ${id} does not exist`);
