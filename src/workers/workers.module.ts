@@ -43,8 +43,9 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
     await this.wakeups.start();
     this.housekeeping = startHousekeeping(this.service, this.config, onError);
     if (this.config.workerConcurrency > 0) {
-      const sandbox = harnessSandbox(this.config, serviceWorkspaceRoot(this.config));
-      this.log.log(`harness sandbox: ${sandbox.description}`);
+      const workspaces = serviceWorkspaceRoot(this.config);
+      const sandbox = harnessSandbox(this.config, workspaces);
+      this.log.log(`harness sandbox: ${sandbox.description}; workspaces under ${workspaces}`);
       this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError);
     }
   }

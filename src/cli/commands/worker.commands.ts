@@ -121,8 +121,9 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     const wakeups = new RunWakeups(db);
     await wakeups.start();
     const housekeeping = startHousekeeping(service, cfg, log);
-    const sandbox = harnessSandbox(cfg, serviceWorkspaceRoot(cfg)).description;
-    process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}\n`);
+    const workspaces = serviceWorkspaceRoot(cfg);
+    const sandbox = harnessSandbox(cfg, workspaces).description;
+    process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}; workspaces under ${workspaces}\n`);
     const pool = startServiceHostedPool(db, service, wakeups, cfg, log, concurrency);
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
     await untilSignal();
