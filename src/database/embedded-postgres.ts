@@ -305,7 +305,6 @@ function reachableClusterDir(dir: string, owner: { uid: number; gid: number }): 
   return home;
 }
 
-
 function runningServer(dataDir: string): { pid: number; port: number } | undefined {
   const pidFile = join(dataDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return undefined;
