@@ -1,21 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { nextState, type RunEvent, type RunState } from '../runs/run-state.js';
 import type { Outcome } from './assignment.js';
-import {
-  forgottenBefore,
-  harnessEnd,
-  idleMinutes,
-  isHeld,
-  lapsedLeaseEnd,
-  leaseEnd,
-  liveSince,
-  lostWorkerEnd,
-  overdueClaimedBefore,
-  overdueEnd,
-  startedAt,
-  workerEnd,
-  type RunPolicy,
-} from './run-decisions.js';
+import * as decide from './run-decisions.js';
+import type { RunPolicy } from './run-decisions.js';
 
 const policy: RunPolicy = {
   leaseMs: 30_000,
@@ -35,12 +22,14 @@ const walk = (from: RunState, path: RunEvent[]) => path.reduce(nextState, from);
 
 describe('a harness that exited by itself', () => {
   it('succeeds on exit 0 with the result message, from INPROGRESS', () => {
-    const end = harnessEnd(exited(0, { result: { type: 'result', status: 'succeeded', message: 'done' } }));
+    const end = decide.harnessEnd(
+      exited(0, { result: { type: 'result', status: 'succeeded', message: 'done' } }),
+    );
     expect(end).toEqual({ from: 'INPROGRESS', path: ['succeed'], statusMessage: { message: 'done' } });
   });
 
   it('starts and ends in one step when its start was never reported (a short run)', () => {
-    const end = harnessEnd(exited(0, { startedMsAgo: 40 }));
+    const end = decide.harnessEnd(exited(0, { startedMsAgo: 40 }));
     expect(end.from).toBe('CLAIMED');
     expect(walk(end.from, end.path)).toBe('SUCCEEDED');
     expect(end.statusMessage.message).toBe('The agent finished');
@@ -48,11 +37,11 @@ describe('a harness that exited by itself', () => {
 
   it('fails on another exit with the last five lines, or the signal that killed it', () => {
     const lines = ['1', '2', '3', '4', '5', '6'];
-    expect(harnessEnd(exited(3, { lastLines: lines })).statusMessage).toEqual({
+    expect(decide.harnessEnd(exited(3, { lastLines: lines })).statusMessage).toEqual({
       message: 'The agent exited with status 3:\n2\n3\n4\n5\n6',
       error_code: 'agent_failed',
     });
-    const killed = harnessEnd(exited(null, { signal: 'SIGKILL' }));
+    const killed = decide.harnessEnd(exited(null, { signal: 'SIGKILL' }));
     expect(walk(killed.from, killed.path)).toBe('FAILED');
     expect(killed.statusMessage.message).toBe('The agent was killed by SIGKILL');
   });
@@ -61,7 +50,7 @@ describe('a harness that exited by itself', () => {
 describe('a run its worker stopped, as the worker still holds it', () => {
   it('is lost (ERROR, retryable) when the worker shut down, whatever its state', () => {
     for (const state of ['CLAIMED', 'INPROGRESS', 'BLOCKED'] as RunState[]) {
-      const end = workerEnd(
+      const end = decide.workerEnd(
         { state, agentConfig: {} },
         exited(null, { stoppedBy: 'shutdown' }),
         'w1',
@@ -74,7 +63,7 @@ describe('a run its worker stopped, as the worker still holds it', () => {
   });
 
   it('fails as idle through INPROGRESS, naming whose limit it was', () => {
-    const own = workerEnd(
+    const own = decide.workerEnd(
       { state: 'BLOCKED', agentConfig: { idle_timeout_minutes: 5 } },
       exited(null, { stoppedBy: 'idle' }),
       'w1',
@@ -83,7 +72,7 @@ describe('a run its worker stopped, as the worker still holds it', () => {
     expect(own.path).toEqual(['resume', 'fail']);
     expect(own.statusMessage.error_code).toBe('idle_timeout');
     expect(own.statusMessage.message).toContain("(5 minute(s): the run's idle_timeout_minutes)");
-    const dflt = workerEnd(
+    const dflt = decide.workerEnd(
       { state: 'CLAIMED', agentConfig: {} },
       exited(null, { stoppedBy: 'idle' }),
       'w1',
@@ -94,7 +83,7 @@ describe('a run its worker stopped, as the worker still holds it', () => {
   });
 
   it('fails as max_duration when it ran too long, else the exit decides', () => {
-    const long = workerEnd(
+    const long = decide.workerEnd(
       { state: 'INPROGRESS', agentConfig: {} },
       exited(null, { stoppedBy: 'max_duration' }),
       'w',
@@ -103,7 +92,7 @@ describe('a run its worker stopped, as the worker still holds it', () => {
     expect(long.path).toEqual(['fail']);
     expect(long.statusMessage).toMatchObject({ error_code: 'max_duration' });
     expect(long.statusMessage.message).toContain('60 minute(s)');
-    const ok = workerEnd(
+    const ok = decide.workerEnd(
       { state: 'BLOCKED', agentConfig: {} },
       exited(0, { stoppedBy: 'cancel' }),
       'w',
@@ -116,20 +105,22 @@ describe('a run its worker stopped, as the worker still holds it', () => {
 describe('runs the service takes from their workers', () => {
   it('ends an overdue run as FAILED from any held state', () => {
     for (const state of ['CLAIMED', 'INPROGRESS', 'BLOCKED'] as RunState[]) {
-      expect(walk(state, overdueEnd(state, policy).path)).toBe('FAILED');
+      expect(walk(state, decide.overdueEnd(state, policy).path)).toBe('FAILED');
     }
-    expect(overdueEnd('INPROGRESS', policy).statusMessage.message).toContain('the service ended the run');
+    expect(decide.overdueEnd('INPROGRESS', policy).statusMessage.message).toContain(
+      'the service ended the run',
+    );
   });
 
   it('loses a run whose lease lapsed or whose worker died (ERROR, retryable)', () => {
-    const lapsed = lapsedLeaseEnd({ lease_owner: 't/h/w1', lease_expires_at: now });
+    const lapsed = decide.lapsedLeaseEnd({ lease_owner: 't/h/w1', lease_expires_at: now });
     expect(walk('BLOCKED', lapsed.path)).toBe('ERROR');
     expect(lapsed.statusMessage).toEqual({
       message: `The worker t/h/w1 stopped renewing its lease (expired ${now.toISOString()}); the run was lost`,
       error_code: 'lease_expired',
       retryable: true,
     });
-    expect(lostWorkerEnd({ lease_owner: 't/h/w2' }).statusMessage).toMatchObject({
+    expect(decide.lostWorkerEnd({ lease_owner: 't/h/w2' }).statusMessage).toMatchObject({
       error_code: 'worker_lost',
       retryable: true,
     });
@@ -138,25 +129,25 @@ describe('runs the service takes from their workers', () => {
 
 describe('times', () => {
   it('leases last leaseMs; a worker is live for a lease after it was seen; forgotten an hour later', () => {
-    expect(leaseEnd(now, policy).toISOString()).toBe('2026-01-01T12:00:30.000Z');
-    expect(liveSince(now, policy).toISOString()).toBe('2026-01-01T11:59:30.000Z');
-    expect(forgottenBefore(now, policy).toISOString()).toBe('2026-01-01T10:59:30.000Z');
+    expect(decide.leaseEnd(now, policy).toISOString()).toBe('2026-01-01T12:00:30.000Z');
+    expect(decide.liveSince(now, policy).toISOString()).toBe('2026-01-01T11:59:30.000Z');
+    expect(decide.forgottenBefore(now, policy).toISOString()).toBe('2026-01-01T10:59:30.000Z');
   });
 
   it('finds overdue runs a lease after the maximum duration, and none without a maximum', () => {
-    expect(overdueClaimedBefore(now, policy)?.toISOString()).toBe('2026-01-01T10:59:30.000Z');
-    expect(overdueClaimedBefore(now, { ...policy, maxDurationMinutes: 0 })).toBeUndefined();
+    expect(decide.overdueClaimedBefore(now, policy)?.toISOString()).toBe('2026-01-01T10:59:30.000Z');
+    expect(decide.overdueClaimedBefore(now, { ...policy, maxDurationMinutes: 0 })).toBeUndefined();
   });
 
   it("takes the worker's start measure unless it is negative or over a day", () => {
-    expect(startedAt(now, 1500).toISOString()).toBe('2026-01-01T11:59:58.500Z');
-    expect(startedAt(now, -5)).toEqual(now);
-    expect(startedAt(now, 86_400_000)).toEqual(now);
+    expect(decide.startedAt(now, 1500).toISOString()).toBe('2026-01-01T11:59:58.500Z');
+    expect(decide.startedAt(now, -5)).toEqual(now);
+    expect(decide.startedAt(now, 86_400_000)).toEqual(now);
   });
 
   it("uses the run's own idle limit, else the policy's", () => {
-    expect(idleMinutes({ idle_timeout_minutes: 2 }, policy)).toBe(2);
-    expect(idleMinutes({}, policy)).toBe(15);
-    expect(isHeld('BLOCKED') && !isHeld('QUEUED')).toBe(true);
+    expect(decide.idleMinutes({ idle_timeout_minutes: 2 }, policy)).toBe(2);
+    expect(decide.idleMinutes({}, policy)).toBe(15);
+    expect(decide.isHeld('BLOCKED') && !decide.isHeld('QUEUED')).toBe(true);
   });
 });
