@@ -111,7 +111,7 @@ export function startHousekeeping(
   };
 }
 
-/** Service-hosted workers ('warp'): `concurrency` slots straight on the database, woken by NOTIFY. */
+/** Service-hosted workers (SERVICE_WORKER_HOST): `concurrency` slots straight on the database, woken by NOTIFY. */
 export function startServiceHostedPool(
   db: Database,
   service: WorkerRunsService,
