@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { ConfigError, type Config } from '../config/config.js';
 import { newUid } from '../common/ids.js';
 import { PACKAGE_ROOT } from '../common/paths.js';
+import { startPeriodic } from '../common/periodic.js';
 import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { DirectBackend } from './direct-backend.js';
@@ -70,27 +71,17 @@ export function startHousekeeping(
   onError: (e: unknown) => void,
 ): Housekeeping {
   const reapFrom = Date.now() + config.workerLeaseSeconds * 1000;
-  let busy: Promise<void> = Promise.resolve();
-  const tick = () => {
-    busy = busy.then(async () => {
-      try {
-        if (Date.now() >= reapFrom) {
-          await service.reap();
-          await service.endOverdue();
-        }
-        await service.markUnservedHosts();
-      } catch (err) {
-        onError(err);
+  return startPeriodic({
+    everyMs: Math.min(1000, heartbeatMs(config)),
+    run: async () => {
+      if (Date.now() >= reapFrom) {
+        await service.reap();
+        await service.endOverdue();
       }
-    });
-  };
-  const timer = setInterval(tick, Math.min(1000, heartbeatMs(config)));
-  return {
-    async stop() {
-      clearInterval(timer);
-      await busy;
+      await service.markUnservedHosts();
     },
-  };
+    onError,
+  });
 }
 
 /** Service-hosted workers ('warp'): `concurrency` slots straight on the database, woken by NOTIFY. */
@@ -116,6 +107,10 @@ export function startServiceHostedPool(
     onError,
   });
   wakeups.on('control', (runId: string) => void pool.control(runId).catch(onError));
+  // Follow-ups and cancels sent while the listener was cut off: looked up now, not at the next heartbeat.
+  wakeups.on('resync', () => {
+    for (const runId of pool.activeRunIds) void pool.control(runId).catch(onError);
+  });
   pool.start();
   return pool;
 }
