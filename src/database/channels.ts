@@ -17,13 +17,15 @@ function channel<T>(name: string, encode: (p: T) => string, decode: (raw: string
   return { name, encode, decode };
 }
 
-/** A channel whose payload is one id (the empty payload is none). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A channel whose payload is one row's id (a UUID). */
 const idChannel = (name: string): Channel<string> =>
   channel(
     name,
     (id) => id,
     (raw) => {
-      if (!raw) throw new Error('no id');
+      if (!UUID.test(raw)) throw new Error('not a row id');
       return raw;
     },
   );

@@ -46,6 +46,8 @@ export class Notifications implements OnModuleInit, OnApplicationShutdown {
   private client?: pg.Client;
   private connected = false;
   private readonly listening = new Set<string>();
+  /** The LISTEN statements issued so far, one after another (never two queries at once on the client). */
+  private listened: Promise<void> = Promise.resolve();
   private stopped = false;
   private retry?: NodeJS.Timeout;
   private retryMs = RETRY_FIRST_MS;
@@ -129,8 +131,13 @@ export class Notifications implements OnModuleInit, OnApplicationShutdown {
     await client?.end().catch(() => undefined);
   }
 
-  /** LISTENs to every subscribed channel the connection does not listen to yet. */
-  private async listenToAll(): Promise<void> {
+  /** LISTENs to every subscribed channel the connection does not listen to yet (one LISTEN at a time). */
+  private listenToAll(): Promise<void> {
+    this.listened = this.listened.then(() => this.listenToMissing());
+    return this.listened;
+  }
+
+  private async listenToMissing(): Promise<void> {
     const client = this.client;
     if (!client || !this.connected) return;
     const missing = [...this.topics.keys()].filter((name) => !this.listening.has(name));
