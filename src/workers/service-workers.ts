@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { ConfigError, type Config } from '../config/config.js';
 import { newUid } from '../common/ids.js';
 import { PACKAGE_ROOT } from '../common/paths.js';
+import { startPeriodic } from '../common/periodic.js';
 import { unsearchableAbove } from '../common/searchable.js';
 import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
@@ -88,27 +89,17 @@ export function startHousekeeping(
   onError: (e: unknown) => void,
 ): Housekeeping {
   const reapFrom = Date.now() + config.workerLeaseSeconds * 1000;
-  let busy: Promise<void> = Promise.resolve();
-  const tick = () => {
-    busy = busy.then(async () => {
-      try {
-        if (Date.now() >= reapFrom) {
-          await service.reap();
-          await service.endOverdue();
-        }
-        await service.markUnservedHosts();
-      } catch (err) {
-        onError(err);
+  return startPeriodic({
+    everyMs: Math.min(1000, heartbeatMs(config)),
+    run: async () => {
+      if (Date.now() >= reapFrom) {
+        await service.reap();
+        await service.endOverdue();
       }
-    });
-  };
-  const timer = setInterval(tick, Math.min(1000, heartbeatMs(config)));
-  return {
-    async stop() {
-      clearInterval(timer);
-      await busy;
+      await service.markUnservedHosts();
     },
-  };
+    onError,
+  });
 }
 
 /** Service-hosted workers (SERVICE_WORKER_HOST): `concurrency` slots straight on the database, woken by NOTIFY. */
@@ -134,6 +125,10 @@ export function startServiceHostedPool(
     onError,
   });
   wakeups.on('control', (runId: string) => void pool.control(runId).catch(onError));
+  // Follow-ups and cancels sent while the listener was cut off: looked up now, not at the next heartbeat.
+  wakeups.on('resync', () => {
+    for (const runId of pool.activeRunIds) void pool.control(runId).catch(onError);
+  });
   pool.start();
   return pool;
 }

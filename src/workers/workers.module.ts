@@ -9,6 +9,7 @@ import {
 import { Clock } from '../common/clock.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
+import { Notifications } from '../database/notifications.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { RunWakeups } from './run-wakeups.js';
@@ -23,7 +24,7 @@ import type { WorkerPool } from './worker-pool.js';
 import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
 import { WorkersController } from './workers.controller.js';
 
-/** `factoryd serve`: the LISTEN connection, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
+/** `factoryd serve`: the wake-ups, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
 @Injectable()
 export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly log = new Logger('workers');
@@ -40,7 +41,7 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
   async onApplicationBootstrap(): Promise<void> {
     const onError = (err: unknown) =>
       this.log.warn(`worker: ${err instanceof Error ? err.message : String(err)}`);
-    await this.wakeups.start();
+    this.wakeups.start();
     this.housekeeping = startHousekeeping(this.service, this.config, onError);
     if (this.config.workerConcurrency > 0) {
       const workspaces = serviceWorkspaceRoot(this.config);
@@ -68,7 +69,11 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       useFactory: (db: Database, runs: RunsRepository, config: Config, clock: Clock) =>
         new WorkerRunsService(db, runs, runPolicy(config), () => clock.now()),
     },
-    { provide: RunWakeups, inject: [Database], useFactory: (db: Database) => new RunWakeups(db) },
+    {
+      provide: RunWakeups,
+      inject: [Notifications],
+      useFactory: (notifications: Notifications) => new RunWakeups(notifications),
+    },
     ServiceWorkers,
   ],
 })

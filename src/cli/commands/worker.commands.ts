@@ -110,16 +110,20 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     await pool.stop();
     return;
   }
-  const [{ RunsRepository }, { RunWakeups }, { WorkerRunsService, runPolicy }] = await Promise.all([
-    import('../../runs/runs.repository.js'),
-    import('../../workers/run-wakeups.js'),
-    import('../../workers/worker-runs.service.js'),
-  ]);
+  const [{ RunsRepository }, { Notifications }, { RunWakeups }, { WorkerRunsService, runPolicy }] =
+    await Promise.all([
+      import('../../runs/runs.repository.js'),
+      import('../../database/notifications.js'),
+      import('../../workers/run-wakeups.js'),
+      import('../../workers/worker-runs.service.js'),
+    ]);
   await withDatabase(async (db, cfg) => {
     const credentials = new McpCredentials(new SecretCipher(loadSecretsKey(cfg)));
     const service = new WorkerRunsService(db, new RunsRepository(db, credentials), runPolicy(cfg));
-    const wakeups = new RunWakeups(db);
-    await wakeups.start();
+    const notifications = new Notifications(db);
+    const wakeups = new RunWakeups(notifications);
+    wakeups.start();
+    await notifications.start();
     const housekeeping = startHousekeeping(service, cfg, log);
     const workspaces = serviceWorkspaceRoot(cfg);
     const sandbox = harnessSandbox(cfg, workspaces).description;
@@ -130,6 +134,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     await pool.stop();
     await housekeeping.stop();
     await wakeups.close();
+    await notifications.stop();
   });
 }
 
