@@ -219,6 +219,19 @@ export class RunsRepository {
     return changed ? to : undefined;
   }
 
+  /** Appends artifacts (a worker's harness reported them) to the run's list. */
+  async addArtifacts(q: Queryable, runId: string, artifacts: Record<string, unknown>[]): Promise<void> {
+    await q.execute(
+      `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
+      [runId, JSON.stringify(artifacts)],
+    );
+  }
+
+  /** Clears the run's status message (a BLOCKED run's question, once a follow-up answered it). */
+  async clearStatusMessage(q: Queryable, runId: string): Promise<void> {
+    await q.execute(`UPDATE runs SET status_message = NULL WHERE id = $1`, [runId]);
+  }
+
   async addFollowup(tx: Queryable, runId: string, message: string, mode: string | undefined): Promise<void> {
     await tx.execute(`INSERT INTO run_followups (run_id, message, mode) VALUES ($1, $2, $3)`, [
       runId,
