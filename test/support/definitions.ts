@@ -5,7 +5,6 @@ import { formatError } from '../../src/definitions/definition.js';
 import { DefinitionStore } from '../../src/reconciler/definition-store.js';
 import { Reconciler } from '../../src/reconciler/reconciler.js';
 import { SecretsService } from '../../src/secrets/secrets.service.js';
-import { WebhookDirectory } from '../../src/webhooks/webhook-directory.js';
 import { TestRepo } from './git-repo.js';
 import type { TestService } from './service.js';
 
@@ -36,15 +35,11 @@ function commitAndApply(factory: FactoryFixture, files: Record<string, string | 
   if (!source) throw new Error('not a factory from createFactory()');
   const run = source.queue.then(async () => {
     const sha = source.repo.commit(files, 'fixture');
-    const app = source.t.service.app;
-    const out = await app.get(Reconciler).request(factory.id, true);
+    const out = await source.t.service.app.get(Reconciler).request(factory.id, true);
     if (out.revision !== sha || (out.result !== 'applied' && out.result !== 'unchanged'))
       throw new Error(
         `fixture commit ${sha} did not apply (${out.result}): ${out.errors.map(formatError).join('; ')}`,
       );
-    // The apply's NOTIFY reaches this service's ingress on its own time; a test delivers next, so
-    // the fixture waits for what that NOTIFY does (absent when the ingress is another process).
-    await app.get(WebhookDirectory, { strict: false })?.refresh(factory.id);
   });
   source.queue = run.catch(() => undefined);
   return run;
