@@ -5,7 +5,6 @@ import { DefinitionStore } from '../src/reconciler/definition-store.js';
 import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
 import { ScheduleFiring } from '../src/schedules/schedule-firing.js';
-import { announceApply, createAgent, createFactory } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
 import { baseFactory, TestRepo } from './support/git-repo.js';
 import { startTestService, type TestService } from './support/service.js';
@@ -326,71 +325,73 @@ describe('firing', () => {
 describe('a factory’s provider: schedule trigger', () => {
   it('becomes a schedule the factory owns: shown by the API, changed only by the file, fired with the automation’s config', async () => {
     setClock(t, '2030-06-01T08:00:00Z');
-    const factory = await createFactory(t, { agentDefaults: { model: 'm-default' } });
-    await createAgent(t.service.db, factory, { name: 'lead', agentType: 'FOREMAN', basePrompt: 'You lead.' });
-    const triggers = [{ provider: 'schedule', event: 'cron_fired', filter: { cron_schedule: '30 8 * * *' } }];
-    const [automation] = await t.service.db.query<{ id: string }>(
-      `INSERT INTO automations (factory_id, name, path, enabled, triggers, overrides, prompt)
-       VALUES ($1, 'nightly', 'automations/nightly/automation.md', true, $2, '{}', 'Summarise the night.') RETURNING id`,
-      [factory.id, JSON.stringify(triggers)],
-    );
-    await announceApply(t.service.db, factory);
-    const s = await eventually(async () => {
-      const list = (await t.call('GET', '/api/v1/agent/schedules')).body.schedules;
-      return list.find((x: any) => x.factory?.uid === factory.uid);
-    }, 'the factory’s schedule');
-    expect(s).toMatchObject({
-      name: 'nightly',
-      cron_schedule: '30 8 * * *',
-      prompt: 'Summarise the night.',
-      enabled: true,
-      agent_config: { name: 'lead', model_id: 'm-default', base_prompt: 'You lead.' },
-      factory: { uid: factory.uid, automation: 'automations/nightly/automation.md', trigger_index: 0 },
-      history: { next_run: '2030-06-01T08:30:00.000Z' },
-    });
+    await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'v');
+    const repo = new TestRepo();
+    try {
+      const nightly = (cron: string, extra = '') =>
+        `---\n${extra}triggers:\n  - provider: schedule\n    event: cron_fired\n    filter:\n      cron_schedule: "${cron}"\n---\nSummarise the night.\n`;
+      const path = 'automations/nightly/automation.md';
+      repo.commit({ ...baseFactory(), [path]: nightly('30 8 * * *') });
+      const factory = (await t.service.app.get(DefinitionStore).register({
+        teamId: t.defaultTeam.id,
+        name: `owned-${Date.now()}`,
+        repoUrl: repo.dir,
+        branch: 'main',
+      }))!;
+      const reconciler = t.service.app.get(Reconciler);
+      const apply = async (files: Record<string, string | null>) => {
+        repo.commit(files);
+        expect((await reconciler.request(factory.id)).errors).toEqual([]);
+      };
+      expect((await reconciler.request(factory.id)).errors).toEqual([]);
+      const s = await eventually(async () => {
+        const list = (await t.call('GET', '/api/v1/agent/schedules')).body.schedules;
+        return list.find((x: any) => x.factory?.uid === factory.uid);
+      }, 'the factory’s schedule');
+      expect(s).toMatchObject({
+        name: 'nightly',
+        cron_schedule: '30 8 * * *',
+        prompt: 'Summarise the night.',
+        enabled: true,
+        agent_config: { name: 'lead', model_id: 'lead-model', base_prompt: 'You lead the factory.' },
+        factory: { uid: factory.uid, automation: path, trigger_index: 0 },
+        history: { next_run: '2030-06-01T08:30:00.000Z' },
+      });
 
-    const refused = await t.call('POST', `/api/v1/agent/schedules/${s.id}/pause`);
-    expect(refused.status).toBe(409);
-    expect(refused.body.detail).toContain('automations/nightly/automation.md');
-    expect((await t.call('DELETE', `/api/v1/agent/schedules/${s.id}`)).status).toBe(409);
+      const refused = await t.call('POST', `/api/v1/agent/schedules/${s.id}/pause`);
+      expect(refused.status).toBe(409);
+      expect(refused.body.detail).toContain(path);
+      expect((await t.call('DELETE', `/api/v1/agent/schedules/${s.id}`)).status).toBe(409);
 
-    setClock(t, '2030-06-01T08:30:00Z');
-    const [run] = await eventually(async () => {
-      const runs = await runsOf(s.id);
-      return runs.length ? runs : undefined;
-    }, 'the factory schedule’s run');
-    expect(run).toMatchObject({
-      source: 'SCHEDULED_AGENT',
-      prompt: 'Summarise the night.',
-      metadata: { schedule_id: s.id, automation: 'nightly' },
-      agent_config: { name: 'lead', model_id: 'm-default' },
-    });
+      setClock(t, '2030-06-01T08:30:00Z');
+      const [run] = await eventually(async () => {
+        const runs = await runsOf(s.id);
+        return runs.length ? runs : undefined;
+      }, 'the factory schedule’s run');
+      expect(run).toMatchObject({
+        source: 'SCHEDULED_AGENT',
+        prompt: 'Summarise the night.',
+        metadata: { schedule_id: s.id, automation: 'nightly' },
+        agent_config: { name: 'lead', model_id: 'lead-model' },
+      });
 
-    // The file changes: a new cron counts from now; the file disabling it pauses it; removing it deletes it.
-    triggers[0]!.filter.cron_schedule = '0 * * * *';
-    await t.service.db.execute(`UPDATE automations SET triggers = $2 WHERE id = $1`, [
-      automation!.id,
-      JSON.stringify(triggers),
-    ]);
-    await announceApply(t.service.db, factory);
-    await eventually(
-      async () =>
-        (await t.call('GET', `/api/v1/agent/schedules/${s.id}`)).body.history.next_run ===
-        '2030-06-01T09:00:00.000Z',
-      'the new cron',
-    );
-    await t.service.db.execute(`UPDATE automations SET enabled = false WHERE id = $1`, [automation!.id]);
-    await announceApply(t.service.db, factory);
-    await eventually(
-      async () => (await t.call('GET', `/api/v1/agent/schedules/${s.id}`)).body.enabled === false,
-      'paused by the file',
-    );
-    await t.service.db.execute(`UPDATE automations SET deleted_at = now() WHERE id = $1`, [automation!.id]);
-    await announceApply(t.service.db, factory);
-    await eventually(
-      async () => (await t.call('GET', `/api/v1/agent/schedules/${s.id}`)).status === 404,
-      'gone with its trigger',
-    );
+      // The file changes: a new cron counts from now; the file disabling it pauses it; removing it deletes it.
+      const get = async () => (await t.call('GET', `/api/v1/agent/schedules/${s.id}`)).body;
+      await apply({ [path]: nightly('0 * * * *') });
+      await eventually(
+        async () => (await get()).history.next_run === '2030-06-01T09:00:00.000Z',
+        'the new cron',
+      );
+      await apply({ [path]: nightly('0 * * * *', 'enabled: false\n') });
+      await eventually(async () => (await get()).enabled === false, 'paused by the file');
+      await apply({ [path]: null });
+      await eventually(
+        async () => (await t.call('GET', `/api/v1/agent/schedules/${s.id}`)).status === 404,
+        'gone with its trigger',
+      );
+    } finally {
+      repo.remove();
+    }
   });
 
   it('applies from git like any file; a bad cron fails the apply at file:line and the last good schedule stays', async () => {

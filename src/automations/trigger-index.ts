@@ -1,8 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Database, type Queryable } from '../database/database.js';
 import { compilePayloadFilter, type PayloadPredicate } from './payload-filter.js';
 import type { AgentOverrides } from '../definitions/definition.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
+import type { Queryable } from '../database/database.js';
+import type { AgentConfig } from '../runs/run.js';
+import { AutomationsRepository, type AgentRow, type AutomationRow } from './automations.repository.js';
 import type { AutomationTarget } from './run-envelope.js';
 
 /** An automation that a webhook's delivery may start, with its payload filters compiled. */
@@ -46,71 +48,36 @@ export interface AutomationWithConfig extends AutomationTarget {
  */
 @Injectable()
 export class TriggerIndex {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(@Inject(AutomationsRepository) private readonly repo: AutomationsRepository) {}
 
   /**
-   * Every live automation of a factory (enabled or not), with the config its runs get: factory
-   * defaults, then its agent (the foreman when it names none), then its own overrides.
+   * Every live automation of a factory (enabled or not), with the config its runs get; read through
+   * `q` (a transaction of the caller's, e.g. the schedules' sync under the factory's lock).
    */
-  async automations(factoryId: string, q: Queryable = this.db): Promise<AutomationWithConfig[]> {
-    const [factory] = await q.query<{ definition: { agentDefaults?: Record<string, unknown> } | null }>(
-      `SELECT definition FROM factories WHERE id = $1`,
-      [factoryId],
-    );
-    const agents = await q.query<{
-      name: string;
-      agent_type: string;
-      overrides: Record<string, unknown>;
-      base_prompt: string;
-    }>(
-      `SELECT name, agent_type, overrides, base_prompt FROM agents WHERE factory_id = $1 AND deleted_at IS NULL`,
-      [factoryId],
-    );
-    const automations = await q.query<{
-      id: string;
-      name: string;
-      path: string;
-      enabled: boolean;
-      agent_name: string | null;
-      triggers: unknown;
-      overrides: Record<string, unknown>;
-      prompt: string;
-    }>(
-      `SELECT id, name, path, enabled, agent_name, triggers, overrides, prompt FROM automations
-        WHERE factory_id = $1 AND deleted_at IS NULL ORDER BY path`,
-      [factoryId],
-    );
-    return automations.map((a) => {
-      const agentRow = a.agent_name
-        ? agents.find((g) => g.name === a.agent_name)
-        : agents.find((g) => g.agent_type === 'FOREMAN');
-      // Validation guarantees the agent at apply; should it be gone, the run still gets the defaults.
-      const agent = {
-        name: agentRow?.name ?? a.name,
-        basePrompt: agentRow?.base_prompt ?? '',
-        overrides: (agentRow?.overrides ?? {}) as AgentOverrides,
-      };
-      const config = resolveAgentConfig(
-        (factory?.definition?.agentDefaults ?? {}) as AgentOverrides,
-        agent,
-        (a.overrides ?? {}) as AgentOverrides,
-      );
-      return {
-        automationId: a.id,
-        name: a.name,
-        path: a.path,
-        enabled: a.enabled,
-        prompt: a.prompt,
-        config,
-        triggers: a.triggers,
-      };
-    });
+  async automations(factoryId: string, q?: Queryable): Promise<AutomationWithConfig[]> {
+    // One after another: a transaction's client runs one query at a time.
+    const agentDefaults = await this.repo.agentDefaults(factoryId, q);
+    const agents = await this.repo.liveAgents(factoryId, q);
+    return (await this.repo.liveAutomations(factoryId, q)).map((a) => ({
+      automationId: a.id,
+      name: a.name,
+      path: a.path,
+      enabled: a.enabled,
+      prompt: a.prompt,
+      config: configOf(agentDefaults, agents, a),
+      triggers: a.triggers,
+    }));
   }
 
   async load(factoryId: string): Promise<Map<string, Trigger[]>> {
+    const [agentDefaults, agents, automations] = await Promise.all([
+      this.repo.agentDefaults(factoryId),
+      this.repo.liveAgents(factoryId),
+      this.repo.enabledAutomations(factoryId),
+    ]);
     const index = new Map<string, Trigger[]>();
-    for (const a of await this.automations(factoryId)) {
-      if (!a.enabled) continue;
+    for (const a of automations) {
+      const config = configOf(agentDefaults, agents, a);
       const byUid = new Map<string, PayloadPredicate[]>();
       for (const t of webhookTriggers(a.triggers)) {
         for (const uid of t.webhookIds) {
@@ -119,10 +86,10 @@ export class TriggerIndex {
       }
       for (const [uid, predicates] of byUid) {
         const trigger: Trigger = {
-          automationId: a.automationId,
+          automationId: a.id,
           name: a.name,
           prompt: a.prompt,
-          config: a.config,
+          config,
           matches: (body) => predicates.some((p) => p(body)),
         };
         index.set(uid, [...(index.get(uid) ?? []), trigger]);
@@ -130,4 +97,21 @@ export class TriggerIndex {
     }
     return index;
   }
+}
+
+/**
+ * An automation's run config: factory.yaml's agentDefaults, then its agent (the foreman when it names
+ * none), then its own overrides.
+ */
+function configOf(agentDefaults: Record<string, unknown>, agents: AgentRow[], a: AutomationRow): AgentConfig {
+  const agentRow = a.agent_name
+    ? agents.find((g) => g.name === a.agent_name)
+    : agents.find((g) => g.agent_type === 'FOREMAN');
+  // Validation guarantees the agent at apply; should it be gone, the run still gets the defaults.
+  const agent = {
+    name: agentRow?.name ?? a.name,
+    basePrompt: agentRow?.base_prompt ?? '',
+    overrides: (agentRow?.overrides ?? {}) as AgentOverrides,
+  };
+  return resolveAgentConfig(agentDefaults as AgentOverrides, agent, (a.overrides ?? {}) as AgentOverrides);
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { isDatabaseUnreachable } from '../common/problem.js';
+import { StatementParams } from '../database/multi-row.js';
 import { parseCron } from '../definitions/cron.js';
 import type { AgentConfig, NewRun } from '../runs/run.js';
 import { RunsRepository } from '../runs/runs.repository.js';
@@ -41,17 +42,18 @@ export class ScheduleFiring {
       return await this.schedules.db.transaction(async (tx) => {
         const due = await this.schedules.claimDue(tx, now, limit);
         if (!due.length) return { claimed: 0, fired: 0 };
+        const params = new StatementParams();
         const part = this.runs.insertManyPart(
+          params,
           due.map((s) => this.runFor(s)),
           now,
-          1,
         );
         const fired = due.map((s, i) => ({
           id: s.id,
           next: nextAfter(s.cronSchedule, now),
           runId: part.ids[i]!,
         }));
-        await this.schedules.recordFired(tx, part, fired, now);
+        await this.schedules.recordFired(tx, params, part.ctes, fired, now);
         tx.afterCommit(() => this.runs.queued());
         return { claimed: due.length, fired: due.length };
       });
@@ -73,8 +75,9 @@ export class ScheduleFiring {
         // A savepoint: a failed insert leaves the claim standing, to record why.
         await tx.execute('SAVEPOINT fire');
         try {
-          const part = this.runs.insertManyPart([this.runFor(s)], now, 1);
-          await this.schedules.recordFired(tx, part, [{ id: s.id, next, runId: part.ids[0]! }], now);
+          const params = new StatementParams();
+          const part = this.runs.insertManyPart(params, [this.runFor(s)], now);
+          await this.schedules.recordFired(tx, params, part.ctes, [{ id: s.id, next, runId: part.ids[0]! }], now);
           tx.afterCommit(() => this.runs.queued());
           return 'fired' as const;
         } catch (err) {

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Database, paramRefs, type Queryable, type StatementPart } from '../database/database.js';
+import { Database, type Queryable } from '../database/database.js';
+import type { StatementParams } from '../database/multi-row.js';
 import type { AgentConfig } from '../runs/run.js';
 import type { Profile, Schedule, ScheduleFields } from './schedule.js';
 
@@ -251,22 +252,28 @@ export class SchedulesRepository {
   }
 
   /**
-   * Records firings in the statement `runs` (the CTEs that insert their runs) belongs to: each
-   * schedule moves on to its next time, and remembers its run, when it started, and no error.
+   * Records firings in the statement that inserts their runs (`runCtes`, whose parameters are in
+   * `params`): each schedule moves on to its next time, and remembers its run, when it started, and
+   * no error.
    */
   async recordFired(
     tx: Queryable,
-    runs: StatementPart,
+    params: StatementParams,
+    runCtes: string,
     fired: Array<{ id: string; next: Date | null; runId: string }>,
     now: Date,
   ): Promise<void> {
-    const $ = paramRefs(runs.params.length + 1);
+    const source = params.rows(
+      'u',
+      { id: 'uuid', next: 'timestamptz', run_id: 'uuid' },
+      fired.map((f) => ({ id: f.id, next: f.next, run_id: f.runId })),
+    );
+    const at = params.add(now);
     await tx.execute(
-      `WITH ${runs.ctes}
-       UPDATE schedules s SET next_fire_at = u.next, last_fired_at = ${$(4)}, last_run_id = u.run_id, last_spawn_error = NULL
-         FROM unnest(${$(1)}::uuid[], ${$(2)}::timestamptz[], ${$(3)}::uuid[]) AS u(id, next, run_id)
-        WHERE s.id = u.id`,
-      [...runs.params, fired.map((f) => f.id), fired.map((f) => f.next), fired.map((f) => f.runId), now],
+      `WITH ${runCtes}
+       UPDATE schedules s SET next_fire_at = u.next, last_fired_at = ${at}, last_run_id = u.run_id, last_spawn_error = NULL
+         FROM ${source} WHERE s.id = u.id`,
+      params.values,
     );
   }
 
