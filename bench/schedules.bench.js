@@ -19,6 +19,7 @@ import { bootstrapDefaultTeam } from '../dist/auth/bootstrap.js';
 import { Clock } from '../dist/common/clock.js';
 import { loadConfig } from '../dist/config/config.js';
 import { EmbeddedPostgres } from '../dist/database/embedded-postgres.js';
+import { StatementParams } from '../dist/database/multi-row.js';
 import { RunsRepository } from '../dist/runs/runs.repository.js';
 import { ScheduleFiring } from '../dist/schedules/schedule-firing.js';
 import { startService } from '../dist/service.js';
@@ -89,8 +90,9 @@ try {
     metadata: { schedule_id: `baseline-${i}` },
   }));
   const b0 = performance.now();
-  const part = runs.insertManyPart(newRuns, DUE, 1);
-  await replicas[0].db.execute(`WITH ${part.ctes} SELECT 1`, part.params);
+  const params = new StatementParams();
+  const part = runs.insertManyPart(params, newRuns, DUE);
+  await replicas[0].db.execute(`WITH ${part.ctes} SELECT 1`, params.values);
   const baselineMs = performance.now() - b0;
 
   // ---- the storm: both replicas fire at once ------------------------------------------------
