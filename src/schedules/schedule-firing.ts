@@ -77,7 +77,13 @@ export class ScheduleFiring {
         try {
           const params = new StatementParams();
           const part = this.runs.insertManyPart(params, [this.runFor(s)], now);
-          await this.schedules.recordFired(tx, params, part.ctes, [{ id: s.id, next, runId: part.ids[0]! }], now);
+          await this.schedules.recordFired(
+            tx,
+            params,
+            part.ctes,
+            [{ id: s.id, next, runId: part.ids[0]! }],
+            now,
+          );
           tx.afterCommit(() => this.runs.queued());
           return 'fired' as const;
         } catch (err) {
