@@ -13,4 +13,3 @@ export function webhookBaseUrl(
 ): string {
   return config.webhookBaseUrl ?? publicBaseUrl(req, config.publicBaseUrl);
 }
-

@@ -277,7 +277,11 @@ function detailOf(err: unknown, status: number, req: ProblemRequest): string {
   // Nest wraps Fastify's own errors (FST_ERR_…) in an HttpException whose cause is the original.
   const fastifyError = err as { code?: string; cause?: { code?: string } };
   const code = fastifyError.code ?? fastifyError.cause?.code;
-  if (code === 'FST_ERR_CTP_INVALID_JSON' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError)
+  if (
+    code === 'FST_ERR_CTP_INVALID_JSON' ||
+    code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+    err instanceof SyntaxError
+  )
     return 'The request body is not valid JSON.';
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return `The request body is larger than ${req.bodyLimit} bytes, the most this route accepts.`;

@@ -43,7 +43,11 @@ export class FactoriesService {
       after && { name: String(after.key), id: after.id },
       limit + 1,
     );
-    const { items, pageInfo } = pageOf(rows, limit, (f) => ({ scope: FACTORIES_SCOPE, key: f.name, id: f.id }));
+    const { items, pageInfo } = pageOf(rows, limit, (f) => ({
+      scope: FACTORIES_SCOPE,
+      key: f.name,
+      id: f.id,
+    }));
     return { factories: items, pageInfo };
   }
 
@@ -65,7 +69,11 @@ export class FactoriesService {
   ): Promise<{ applies: ApplyRow[]; pageInfo: PageInfo }> {
     const f = await this.get(auth, uid);
     const { after, limit } = page;
-    const rows = await this.repo.applies(f.id, after && { startedAt: isoKey(after), id: after.id }, limit + 1);
+    const rows = await this.repo.applies(
+      f.id,
+      after && { startedAt: isoKey(after), id: after.id },
+      limit + 1,
+    );
     const { items, pageInfo } = pageOf(rows, limit, (a) => ({
       scope: APPLIES_SCOPE,
       key: a.started_at.toISOString(),

@@ -8,7 +8,12 @@ import { parsePageRequest } from '../common/pagination.js';
 import { invalidParam } from '../common/problem.js';
 import { QueryParams } from '../common/query-params.js';
 import { DeliveriesService } from './deliveries.service.js';
-import { DELIVERY_STATUSES, deliveriesScope, type DeliveryListQuery, type DeliveryStatus } from './delivery-log.js';
+import {
+  DELIVERY_STATUSES,
+  deliveriesScope,
+  type DeliveryListQuery,
+  type DeliveryStatus,
+} from './delivery-log.js';
 
 /** The delivery log, read side: GET /api/v1/webhooks/{uid}/deliveries[/{id}]. */
 @Controller('api/v1/webhooks/:uid/deliveries')
