@@ -9,8 +9,13 @@
 //   RUNS_LIST_SIZES=200000 REQUESTS=100 node bench/runs-list.bench.js   (smaller, quicker)
 //
 // Each size is measured after growing the same table to it: rows are added by one INSERT … SELECT
-// generate_series per team, indexes rebuilt once after. 1M seeds in about 1.5 min on 2 busy cores;
-// 10M takes 15-20 min there, so the default (`npm run bench`) is 1M only.
+// generate_series per team, indexes rebuilt once after. On 2 shared cores 1M seeded in 1.7-5 min and
+// 10M took well over 5 min (over 20 with the machine busy), so the default (`npm run bench`) is 1M.
+//
+// Where the HTTP time goes beyond the SQL: the API key lookup (a second round trip, now served from
+// the verified-key cache: see src/auth/verified-keys.ts), then a fixed cost per request of the HTTP
+// client, Fastify, Nest (middie, guard, interceptors) and request logging (the `/healthz` line), and
+// about 25 µs per run for row parsing, presentation and JSON. The reference lines below print them.
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
