@@ -44,7 +44,7 @@ describe('POST /agent/runs and the alias /agent/run', () => {
       source: 'API',
       metadata: { ci: 'yes' },
       conversation_id: res.body.run_id,
-      execution_location: 'service_hosted',
+      execution_location: 'REMOTE',
       is_run_type_cancellable: true,
       creator: { type: 'user', uid: expect.any(String), display_name: 'admin' },
     });

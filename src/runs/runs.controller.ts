@@ -171,7 +171,7 @@ export class RunsController {
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
   async followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
-    const req = this.validate.body<{ message: string; mode?: string }>('RunFollowupRequest', body);
+    const req = this.validate.body<{ message?: string; mode?: string }>('RunFollowupRequest', body);
     await this.runs.followup(auth, runId, req.message, req.mode);
     return {};
   }
