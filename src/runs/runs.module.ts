@@ -5,11 +5,12 @@ import { RunsRepository } from './runs.repository.js';
 import { RunsService } from './runs.service.js';
 import { RunsSignal } from './runs-signal.js';
 import { NamedAgents } from './named-agents.js';
+import { RunArtifacts } from './run-artifacts.repository.js';
 
 @Module({
   imports: [SecretsModule],
   controllers: [RunsController],
-  providers: [RunsRepository, RunsService, RunsSignal, NamedAgents],
-  exports: [RunsRepository, RunsService, RunsSignal, NamedAgents],
+  providers: [RunsRepository, RunsService, RunsSignal, NamedAgents, RunArtifacts],
+  exports: [RunsRepository, RunsService, RunsSignal, NamedAgents, RunArtifacts],
 })
 export class RunsModule {}

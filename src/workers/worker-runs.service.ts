@@ -5,6 +5,8 @@ import type { RunsRepository } from '../runs/runs.repository.js';
 import type { Config } from '../config/config.js';
 import type { Assignment, Control, Outcome } from './assignment.js';
 import type { HarnessEvent } from './harness-protocol.js';
+import { RunArtifacts } from '../runs/run-artifacts.repository.js';
+import { artifactAction, artifactReports } from './artifact-events.js';
 
 /** Who is asking: a worker process, serving one worker host (for one team when self-hosted). */
 export interface WorkerIdentity {
@@ -91,10 +93,12 @@ function eventColumns(events: HarnessEvent[]) {
     bodies: [] as string[],
   };
   for (const e of events) {
-    out.types.push(e.type);
-    out.roles.push(e.type === 'message' ? e.role : e.type === 'transcript' ? e.stream : null);
-    out.kinds.push(e.type === 'action' ? e.kind : null);
-    out.bodies.push(JSON.stringify(e.type === 'action' ? { input: e.input } : e));
+    // An artifact is an `artifact` action in the conversation, its content left out (run_artifacts has it).
+    const event = e.type === 'artifact' ? artifactAction(e.artifact) : e;
+    out.types.push(event.type);
+    out.roles.push(event.type === 'message' ? event.role : event.type === 'transcript' ? event.stream : null);
+    out.kinds.push(event.type === 'action' ? event.kind : null);
+    out.bodies.push(JSON.stringify(event.type === 'action' ? { input: event.input } : event));
   }
   return out;
 }
@@ -106,6 +110,7 @@ const LAST_LINES_IN_MESSAGE = 5;
  */
 export class WorkerRunsService {
   private readonly leaseMs: number;
+  private readonly artifacts: RunArtifacts;
 
   constructor(
     private readonly db: Database,
@@ -114,6 +119,7 @@ export class WorkerRunsService {
     private readonly now: () => Date = () => new Date(),
   ) {
     this.leaseMs = policy.leaseMs;
+    this.artifacts = new RunArtifacts(db);
   }
 
   async register(w: WorkerIdentity): Promise<void> {
@@ -240,13 +246,8 @@ export class WorkerRunsService {
     if (!events.length) return;
     const inserted = await this.insertEvents(this.db, runId, execution, events, w.id);
     if (!inserted) return;
-    const artifacts = events.filter(isArtifact).map((e) => (e as { input: Record<string, unknown> }).input);
-    if (artifacts.length) {
-      await this.db.execute(
-        `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
-        [runId, JSON.stringify(artifacts)],
-      );
-    }
+    const legacy = events.filter(isArtifact).map((e) => (e as { input: Record<string, unknown> }).input);
+    await this.artifacts.record(this.db, runId, execution, artifactReports(events), legacy, this.now());
     const blocked = events.find((e) => e.type === 'status');
     if (blocked)
       await this.runs.transition(this.db, runId, 'INPROGRESS', 'block', this.now(), {
