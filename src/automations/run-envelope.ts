@@ -55,6 +55,8 @@ export function webhookRun(target: AutomationTarget, delivery: DeliveryRef): New
       webhook_delivery_id: clip(delivery.identity),
       webhook_delivery_entry: delivery.entryId,
       automation: clip(target.name),
+      // The Oz clients filter runs by it (GET /agent/runs?automation_id=).
+      automation_id: target.automationId,
     },
     attachments: [{ fileName: EVENT_PAYLOAD_FILE, contentType: 'application/json', content: delivery.body }],
   };

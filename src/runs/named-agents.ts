@@ -6,6 +6,8 @@ export interface NamedAgentDefaults {
   uid: string;
   name: string;
   config: AgentConfig;
+  /** Metadata a run of this agent is stamped with (a factory's agent: `factory_uid`). */
+  metadata?: Record<string, string>;
 }
 
 export interface NamedAgentSource {

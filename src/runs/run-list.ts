@@ -3,6 +3,7 @@ import { invalidParam } from '../common/problem.js';
 import { UUID_PATTERN } from '../common/ids.js';
 import { RUN_STATES, type RunState } from './run-state.js';
 import { RUN_SOURCES, type RunSource } from './run.js';
+import { ARTIFACT_TYPES, type ArtifactType } from './artifact.js';
 
 /**
  * GET /agent/runs: the query string parsed into a filter (400 naming the parameter on any bad value),
@@ -12,6 +13,8 @@ export const SORT_KEYS = {
   updated_at: 'r.updated_at',
   created_at: 'r.created_at',
   title: 'r.title',
+  // By skill spec, runs without one last (ascending): '0' + spec sorts before '1'.
+  agent: `(CASE WHEN r.skill_spec IS NULL THEN '1' ELSE '0' || r.skill_spec END)`,
 } as const;
 export type SortKey = keyof typeof SORT_KEYS;
 
@@ -34,8 +37,18 @@ export interface RunListFilter {
   /** A Map, so keys such as `constructor` or `__proto__` are ordinary keys. */
   metadata: Map<string, string>;
   q?: string;
-  artifactType?: 'PLAN' | 'PULL_REQUEST';
+  artifactType?: ArtifactType;
   scheduleId?: string;
+  /** The Oz clients' other filters (docs/run-api.md, "List runs"). */
+  oz: OzListFilters;
+}
+
+export interface OzListFilters {
+  ancestorRunId?: string;
+  automationId?: string;
+  executionLocation?: 'LOCAL' | 'REMOTE';
+  executor?: string;
+  factoryUid?: string;
 }
 
 /** What `q` searches: title, authored prompt and skill, kept in the column the `runs_search` trigram index covers. */
@@ -79,7 +92,7 @@ export function parseRunListQuery(search: URLSearchParams): RunListFilter {
   }
   const sortBy = (one('sort_by') ?? 'updated_at') as SortKey;
   if (!(sortBy in SORT_KEYS))
-    throw invalidParam('sort_by', `sort_by must be one of updated_at, created_at, title`);
+    throw invalidParam('sort_by', `sort_by must be one of updated_at, created_at, title, agent`);
   const sortOrder = (one('sort_order') ?? 'desc') as 'asc' | 'desc';
   if (sortOrder !== 'asc' && sortOrder !== 'desc')
     throw invalidParam('sort_order', 'sort_order must be asc or desc');
@@ -95,8 +108,8 @@ export function parseRunListQuery(search: URLSearchParams): RunListFilter {
     throw invalidParam('source', `source must be one of ${RUN_SOURCES.join(', ')}, got "${source}"`);
   }
   const artifactType = one('artifact_type');
-  if (artifactType !== undefined && artifactType !== 'PLAN' && artifactType !== 'PULL_REQUEST') {
-    throw invalidParam('artifact_type', 'artifact_type must be PLAN or PULL_REQUEST');
+  if (artifactType !== undefined && !(ARTIFACT_TYPES as readonly string[]).includes(artifactType)) {
+    throw invalidParam('artifact_type', `artifact_type must be one of ${ARTIFACT_TYPES.join(', ')}`);
   }
   const timestamp = (name: string) => {
     const v = one(name);
@@ -158,6 +171,23 @@ export function parseRunListQuery(search: URLSearchParams): RunListFilter {
     q: q === '' ? undefined : q,
     artifactType: artifactType as RunListFilter['artifactType'],
     scheduleId: one('schedule_id'),
+    oz: parseOzFilters(one),
+  };
+}
+
+function parseOzFilters(one: (name: string) => string | undefined): OzListFilters {
+  const ancestorRunId = one('ancestor_run_id');
+  if (ancestorRunId !== undefined && !UUID_PATTERN.test(ancestorRunId))
+    throw invalidParam('ancestor_run_id', 'ancestor_run_id must be a run id (a UUID)');
+  const location = one('execution_location');
+  if (location !== undefined && location !== 'LOCAL' && location !== 'REMOTE')
+    throw invalidParam('execution_location', 'execution_location must be LOCAL or REMOTE');
+  return {
+    ancestorRunId,
+    automationId: one('automation_id'),
+    executionLocation: location as OzListFilters['executionLocation'],
+    executor: one('executor'),
+    factoryUid: one('factory_uid'),
   };
 }
 
@@ -166,10 +196,13 @@ const PG_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(
 /** A decoded cursor must hold values the SQL can take, or a forged one would reach the database. */
 function cursorFits(after: CursorPosition, sortBy: SortKey): boolean {
   if (!UUID_PATTERN.test(after.id)) return false;
-  return sortBy === 'title'
+  return textKey(sortBy)
     ? typeof after.key === 'string'
     : typeof after.key === 'string' && PG_TIMESTAMP.test(after.key);
 }
+
+/** Sort keys that are text (the rest are timestamps). */
+const textKey = (k: SortKey) => k === 'title' || k === 'agent';
 
 function cursorScope(sortBy: SortKey, order: string): string {
   return `runs:${sortBy}:${order}`;
@@ -211,16 +244,32 @@ export function buildRunListSql(
     where.push(`r.artifacts @> ${p(JSON.stringify([{ artifact_type: f.artifactType }]))}::jsonb`);
   // No run is created by a schedule in factoryd yet; the filter is honoured by matching none.
   if (f.scheduleId !== undefined) where.push(`r.metadata->>'schedule_id' = ${p(f.scheduleId)}`);
+  const oz = f.oz;
+  // Every run, descendants included, whose chain of parent_run_id reaches the ancestor.
+  if (oz.ancestorRunId)
+    where.push(`r.id IN (WITH RECURSIVE d(id) AS (
+        SELECT c.id FROM runs c WHERE c.parent_run_id = ${p(oz.ancestorRunId)}::uuid AND c.team_id = $1
+        UNION SELECT c.id FROM runs c JOIN d ON c.parent_run_id = d.id WHERE c.team_id = $1)
+      SELECT id FROM d)`);
+  // Stamped on the runs an automation or a factory started (metadata automation_id, factory_uid).
+  if (oz.automationId !== undefined) where.push(`r.metadata->>'automation_id' = ${p(oz.automationId)}`);
+  if (oz.factoryUid !== undefined) where.push(`r.metadata->>'factory_uid' = ${p(oz.factoryUid)}`);
+  // Every factoryd run runs on a worker (REMOTE); none in a caller's own app (LOCAL).
+  if (oz.executionLocation === 'LOCAL') where.push('false');
+  if (oz.executor !== undefined) {
+    const who = p(oz.executor);
+    where.push(`(r.executor->>'uid' = ${who} OR (r.executor IS NULL AND r.creator_id = (SELECT id FROM principals WHERE uid = ${who})))`);
+  }
 
   const key = SORT_KEYS[f.sortBy];
   const dir = f.sortOrder === 'desc' ? 'DESC' : 'ASC';
   if (f.after) {
     const cmp = f.sortOrder === 'desc' ? '<' : '>';
-    const keyParam = f.sortBy === 'title' ? p(f.after.key) : `${p(f.after.key)}::timestamptz`;
+    const keyParam = textKey(f.sortBy) ? p(f.after.key) : `${p(f.after.key)}::timestamptz`;
     where.push(`(${key}, r.id) ${cmp} (${keyParam}, ${p(f.after.id)}::uuid)`);
   }
   // Timestamps go into the cursor as PostgreSQL text, which keeps the microseconds a JS Date drops.
-  const sortKey = f.sortBy === 'title' ? key : `${key}::text`;
+  const sortKey = textKey(f.sortBy) ? key : `${key}::text`;
   const sql = `SELECT ${columns}, ${sortKey} AS sort_key FROM ${from}
     WHERE ${where.join(' AND ')}
     ORDER BY ${key} ${dir}, r.id ${dir}

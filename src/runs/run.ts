@@ -12,6 +12,13 @@ export const RUN_SOURCES = [
   'WEB_APP',
   'GITHUB_ACTION',
   'CLOUD_MODE',
+  'JIRA',
+  'SELF_IMPROVEMENT',
+  'GITHUB_WEBHOOK',
+  'GITLAB_WEBHOOK',
+  'AUTOFIX',
+  'RUN_SCORER',
+  'ORCHESTRATION',
 ] as const;
 export type RunSource = (typeof RUN_SOURCES)[number];
 

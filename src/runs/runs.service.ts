@@ -32,6 +32,7 @@ export interface RunCreateRequest {
 }
 
 const MAX_METADATA_VALUE_BYTES = 256;
+const MAX_METADATA_KEYS = 20;
 const MAX_ATTACHMENT_BYTES = 1024 * 1024;
 
 @Injectable()
@@ -94,7 +95,7 @@ export class RunsService {
       source,
       creatorId,
       agentConfig: config,
-      metadata: req.metadata,
+      metadata: stamped(req.metadata, agent?.metadata),
       conversationId: req.conversation_id,
       parentRunId: req.parent_run_id,
       mode: req.mode,
@@ -176,6 +177,16 @@ export class RunsService {
     });
     await this.signal.control(runId, 'cancel');
   }
+}
+
+/** The caller's metadata, with the stamps added where it has no such key and room for them. */
+function stamped(
+  given: Record<string, string> | undefined,
+  stamps: Record<string, string> | undefined,
+): Record<string, string> | undefined {
+  if (!stamps) return given;
+  const all = { ...stamps, ...given };
+  return Object.keys(all).length <= MAX_METADATA_KEYS ? all : given;
 }
 
 /** `owner/repo:name` → name; `owner/repo:path/to/name/SKILL.md` → name; `owner/repo:SKILL.md` → repo. */

@@ -37,9 +37,15 @@ export class OzAgentApi1763685800000 implements MigrationInterface {
       )`);
     await db.query(`CREATE INDEX run_artifacts_run ON run_artifacts (run_id, created_at)`);
     await db.query(`ALTER TABLE runs ADD COLUMN executor jsonb`);
+    // The session redirect finds a run by its session.
+    await db.query(`CREATE INDEX runs_session ON runs (session_id) WHERE session_id IS NOT NULL`);
+    // ancestor_run_id walks parent_run_id down from a run.
+    await db.query(`CREATE INDEX runs_parent ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL`);
   }
 
   async down(db: QueryRunner): Promise<void> {
+    await db.query(`DROP INDEX IF EXISTS runs_parent`);
+    await db.query(`DROP INDEX IF EXISTS runs_session`);
     await db.query(`ALTER TABLE runs DROP COLUMN IF EXISTS executor`);
     await db.query(`DROP TABLE IF EXISTS run_artifacts`);
     await db.query(`DROP TABLE IF EXISTS agent_identities`);
