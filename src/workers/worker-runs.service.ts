@@ -284,7 +284,7 @@ export class WorkerRunsService {
   async finish(w: WorkerIdentity, runId: string, execution: number, outcome: Outcome): Promise<void> {
     let events = outcome.events ?? [];
     // Events that change the run besides the end (an artifact, BLOCKED) go through `record` first.
-    if (events.some((e) => e.type === 'status' || isArtifact(e))) {
+    if (events.some((e) => e.type === 'status' || e.type === 'artifact' || isArtifact(e))) {
       await this.record(w, runId, execution, events);
       events = [];
     }
