@@ -209,13 +209,17 @@ function attachmentsOf(req: RunCreateRequest): NewAttachment[] {
     }
     return content;
   };
-  req.attachments?.forEach((a, i) =>
+  req.attachments?.forEach((a, i) => {
+    if (a.content_type !== undefined && a.mime_type !== undefined)
+      throw new RequestInvalid([
+        { path: `attachments.${i}`, message: `attachments.${i}: give content_type or mime_type, not both` },
+      ]);
     out.push({
       fileName: a.file_name,
       contentType: a.content_type ?? a.mime_type ?? 'application/octet-stream',
       content: decode(a.data, `attachments.${i}.data`),
-    }),
-  );
+    });
+  });
   req.images?.forEach((img, i) =>
     out.push({
       fileName: `image-${i + 1}.${img.mime_type.split('/')[1]}`,
