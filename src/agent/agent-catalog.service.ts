@@ -13,7 +13,12 @@ export function repoOf(repoUrl: string, factoryName: string): { owner: string; n
   return { owner: parts.at(-2) ?? factoryName, name: parts.at(-1) ?? factoryName };
 }
 
-function oneOf<T extends string>(search: URLSearchParams, name: string, allowed: readonly T[], fallback: T): T {
+function oneOf<T extends string>(
+  search: URLSearchParams,
+  name: string,
+  allowed: readonly T[],
+  fallback: T,
+): T {
   const v = search.get(name) ?? fallback;
   if (!(allowed as readonly string[]).includes(v))
     throw invalidParam(name, `${name} must be one of ${allowed.join(', ')}, got "${v}"`);
@@ -81,7 +86,10 @@ export class AgentCatalogService {
     const list = [...agents.values()];
     if (sortBy === 'last_run') {
       const latest = (a: (typeof list)[number]) =>
-        a.variants.reduce((m, v) => ((v.last_run_timestamp as string) > m ? (v.last_run_timestamp as string) : m), '');
+        a.variants.reduce(
+          (m, v) => ((v.last_run_timestamp as string) > m ? (v.last_run_timestamp as string) : m),
+          '',
+        );
       list.sort((a, b) => latest(b).localeCompare(latest(a)) || a.name.localeCompare(b.name));
     }
     return { agents: list };

@@ -63,11 +63,17 @@ export class AgentIdentitiesRepository {
   }
 
   async delete(teamId: string, uid: string): Promise<boolean> {
-    return (await this.db.execute(`DELETE FROM agent_identities WHERE uid = $1 AND team_id = $2`, [uid, teamId])) > 0;
+    return (
+      (await this.db.execute(`DELETE FROM agent_identities WHERE uid = $1 AND team_id = $2`, [uid, teamId])) >
+      0
+    );
   }
 
   async find(teamId: string, uid: string): Promise<StoredIdentity | undefined> {
-    const rows = await this.db.query(`SELECT * FROM agent_identities WHERE uid = $1 AND team_id = $2`, [uid, teamId]);
+    const rows = await this.db.query(`SELECT * FROM agent_identities WHERE uid = $1 AND team_id = $2`, [
+      uid,
+      teamId,
+    ]);
     return rows[0] ? toIdentity(rows[0]) : undefined;
   }
 
@@ -94,7 +100,10 @@ export class AgentIdentitiesRepository {
 
   /** Whether the team has a factory of this uid. */
   async factoryExists(teamId: string, uid: string): Promise<boolean> {
-    const rows = await this.db.query(`SELECT 1 FROM factories WHERE uid = $1 AND team_id = $2`, [uid, teamId]);
+    const rows = await this.db.query(`SELECT 1 FROM factories WHERE uid = $1 AND team_id = $2`, [
+      uid,
+      teamId,
+    ]);
     return rows.length > 0;
   }
 }

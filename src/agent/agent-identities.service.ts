@@ -149,7 +149,8 @@ export class AgentIdentitiesService implements NamedAgentSource, OnModuleInit {
       config.skills = skills;
       config.skill_spec = skills[0];
     }
-    const stores = (d.memory as { attached_stores?: Array<Record<string, unknown>> } | undefined)?.attached_stores;
+    const stores = (d.memory as { attached_stores?: Array<Record<string, unknown>> } | undefined)
+      ?.attached_stores;
     if (stores?.length) config.memory_stores = stores;
     if (identity.mcpSealed) config.mcp_servers = this.open(identity);
     return { uid, name: identity.name, config };
@@ -170,7 +171,11 @@ export class AgentIdentitiesService implements NamedAgentSource, OnModuleInit {
   }
 
   private async checkFactory(auth: AuthContext, factoryUid: unknown): Promise<void> {
-    if (typeof factoryUid === 'string' && factoryUid && !(await this.repo.factoryExists(auth.team.id, factoryUid)))
+    if (
+      typeof factoryUid === 'string' &&
+      factoryUid &&
+      !(await this.repo.factoryExists(auth.team.id, factoryUid))
+    )
       throw new NotFound(`factory ${factoryUid} does not exist`);
   }
 
@@ -207,7 +212,9 @@ export class AgentIdentitiesService implements NamedAgentSource, OnModuleInit {
       },
       secrets: d.secrets ?? [],
       skills: d.skills ?? [],
-      ...(i.mcpSealed ? { mcp_servers: redactMcpCredentials({ mcp_servers: this.open(i) }).mcp_servers } : {}),
+      ...(i.mcpSealed
+        ? { mcp_servers: redactMcpCredentials({ mcp_servers: this.open(i) }).mcp_servers }
+        : {}),
       created_at: i.createdAt.toISOString(),
       updated_at: i.updatedAt.toISOString(),
     };

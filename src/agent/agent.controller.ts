@@ -39,7 +39,12 @@ export class AgentController {
   @ApiOperation({ summary: 'The skills the team’s factories manage, one agent per skill name' })
   @ApiQuery({ name: 'repo', required: false, schema: { type: 'string' }, description: '`owner/repo`' })
   @ApiQuery({ name: 'sort_by', required: false, schema: { enum: ['name', 'last_run'] } })
-  @ApiQuery({ name: 'refresh', required: false, schema: { type: 'boolean' }, description: 'Accepted; nothing is cached' })
+  @ApiQuery({
+    name: 'refresh',
+    required: false,
+    schema: { type: 'boolean' },
+    description: 'Accepted; nothing is cached',
+  })
   @ApiQuery({
     name: 'include_malformed_skills',
     required: false,
@@ -82,13 +87,18 @@ export class AgentController {
   @ApiResponse({ status: 200, description: 'The content', content: { 'application/octet-stream': {} } })
   @ApiProblem(403, 'The link is invalid or has expired')
   @ApiProblem(404)
+  @ApiProblem(500)
   async download(
     @Param('artifactUid') uid: string,
     @Req() req: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const q = searchParams(req);
-    const file = await this.artifacts.download(uid, q.get('expires') ?? undefined, q.get('signature') ?? undefined);
+    const file = await this.artifacts.download(
+      uid,
+      q.get('expires') ?? undefined,
+      q.get('signature') ?? undefined,
+    );
     void reply
       .header('Content-Type', file.type)
       .header('Content-Disposition', `attachment; filename="${file.name.replace(/[^A-Za-z0-9._-]/g, '_')}"`)
@@ -150,9 +160,14 @@ export class AgentController {
   private async optionalAuth(req: FastifyRequest): Promise<AuthContext | undefined> {
     if (req.headers.authorization === undefined) return undefined;
     const team = req.headers['x-team-uid'];
-    const auth = await this.auth.authenticate(req.headers.authorization, Array.isArray(team) ? team[0] : team);
+    const auth = await this.auth.authenticate(
+      req.headers.authorization,
+      Array.isArray(team) ? team[0] : team,
+    );
     if (!auth.scopes.has('runs:read'))
-      throw new NotAuthorized(`This API key lacks the scope runs:read (it has ${[...auth.scopes].join(', ')}).`);
+      throw new NotAuthorized(
+        `This API key lacks the scope runs:read (it has ${[...auth.scopes].join(', ')}).`,
+      );
     return auth;
   }
 

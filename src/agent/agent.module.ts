@@ -17,6 +17,12 @@ import { RedirectsService } from './redirects.service.js';
 @Module({
   imports: [AuthModule, RunsModule, SecretsModule],
   controllers: [IdentitiesController, AgentController],
-  providers: [AgentIdentitiesRepository, AgentIdentitiesService, AgentCatalogService, ArtifactsService, RedirectsService],
+  providers: [
+    AgentIdentitiesRepository,
+    AgentIdentitiesService,
+    AgentCatalogService,
+    ArtifactsService,
+    RedirectsService,
+  ],
 })
 export class AgentModule {}

@@ -28,11 +28,18 @@ export class IdentitiesController {
   @HttpCode(201)
   @ApiOperation({ summary: 'Create a named agent of the team' })
   @ApiJsonBody('AgentIdentityCreateRequest')
-  @ApiResponse({ status: 201, description: 'Created', content: { 'application/json': { schema: schemaRef('AgentIdentity') } } })
+  @ApiResponse({
+    status: 201,
+    description: 'Created',
+    content: { 'application/json': { schema: schemaRef('AgentIdentity') } },
+  })
   @ApiProblems(403, 404)
   @RequireScope('factory:manage')
   create(@Auth() auth: AuthContext, @Body() body: unknown) {
-    return this.identities.create(auth, this.validate.body<IdentityRequest>('AgentIdentityCreateRequest', body));
+    return this.identities.create(
+      auth,
+      this.validate.body<IdentityRequest>('AgentIdentityCreateRequest', body),
+    );
   }
 
   @Get()

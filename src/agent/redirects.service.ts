@@ -13,7 +13,10 @@ const ENDED = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
 export class RedirectsService {
   constructor(@Inject(Database) private readonly db: Database) {}
 
-  async session(teamId: string, sessionId: string): Promise<{ runId: string; body: { conversation_id?: string } }> {
+  async session(
+    teamId: string,
+    sessionId: string,
+  ): Promise<{ runId: string; body: { conversation_id?: string } }> {
     const rows = UUID_PATTERN.test(sessionId)
       ? await this.db.query<{ id: string; conversation_id: string; ended: boolean }>(
           `SELECT id, conversation_id, state IN ${ENDED} AS ended FROM runs WHERE session_id = $1 AND team_id = $2`,
@@ -25,7 +28,10 @@ export class RedirectsService {
     return { runId: run.id, body: run.ended ? { conversation_id: run.conversation_id } : {} };
   }
 
-  async conversation(teamId: string, conversationId: string): Promise<{ runId: string; body: { session_id?: string } }> {
+  async conversation(
+    teamId: string,
+    conversationId: string,
+  ): Promise<{ runId: string; body: { session_id?: string } }> {
     const rows = UUID_PATTERN.test(conversationId)
       ? await this.db.query<{ id: string; session_id: string | null; ended: boolean }>(
           `SELECT id, session_id, state IN ${ENDED} AS ended FROM runs WHERE conversation_id = $1 AND team_id = $2

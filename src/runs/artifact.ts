@@ -50,7 +50,9 @@ export function parseArtifactReport(raw: Record<string, unknown>): ArtifactRepor
     case 'PULL_REQUEST': {
       const url = str(raw.url);
       const branch = str(raw.branch, 255);
-      return url && branch ? { artifact_type: 'PULL_REQUEST', data: { url, branch }, handoff: false } : undefined;
+      return url && branch
+        ? { artifact_type: 'PULL_REQUEST', data: { url, branch }, handoff: false }
+        : undefined;
     }
     case 'SCREENSHOT': {
       const mime = str(raw.mime_type, 128);
@@ -108,5 +110,9 @@ export function artifactItem(
   createdAt: Date,
 ): Record<string, unknown> {
   const extra = type === 'PLAN' ? { document_uid: uid, notebook_uid: uid } : {};
-  return { artifact_type: type, created_at: createdAt.toISOString(), data: { ...data, artifact_uid: uid, ...extra } };
+  return {
+    artifact_type: type,
+    created_at: createdAt.toISOString(),
+    data: { ...data, artifact_uid: uid, ...extra },
+  };
 }

@@ -38,8 +38,7 @@ export class NamedAgents {
  */
 export function withAgentDefaults(run: AgentConfig, agent: AgentConfig): AgentConfig {
   const merged: AgentConfig = { ...agent, ...run };
-  if (agent.mcp_servers || run.mcp_servers)
-    merged.mcp_servers = { ...agent.mcp_servers, ...run.mcp_servers };
+  if (agent.mcp_servers || run.mcp_servers) merged.mcp_servers = { ...agent.mcp_servers, ...run.mcp_servers };
   if (run.skill_spec !== undefined || run.skills !== undefined) {
     if (run.skills === undefined) delete merged.skills;
     if (run.skill_spec === undefined) delete merged.skill_spec;

@@ -67,18 +67,18 @@ export class RunArtifacts {
         ],
       );
     const items = [...reports.map((r, i) => artifactItem(ids[i]!, r.artifact_type, r.data, now)), ...legacy];
-    await q.execute(`UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`, [
-      runId,
-      JSON.stringify(items),
-    ]);
+    await q.execute(
+      `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
+      [runId, JSON.stringify(items)],
+    );
   }
 
   /** One artifact of the team, or undefined (another team's is no different from none). */
   async find(teamId: string, uid: string): Promise<StoredArtifact | undefined> {
-    const rows = await this.db.query(`SELECT ${COLUMNS} FROM run_artifacts a WHERE a.id = $1 AND a.team_id = $2`, [
-      uid,
-      teamId,
-    ]);
+    const rows = await this.db.query(
+      `SELECT ${COLUMNS} FROM run_artifacts a WHERE a.id = $1 AND a.team_id = $2`,
+      [uid, teamId],
+    );
     return rows[0] ? toArtifact(rows[0]) : undefined;
   }
 

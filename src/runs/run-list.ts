@@ -258,7 +258,9 @@ export function buildRunListSql(
   if (oz.executionLocation === 'LOCAL') where.push('false');
   if (oz.executor !== undefined) {
     const who = p(oz.executor);
-    where.push(`(r.executor->>'uid' = ${who} OR (r.executor IS NULL AND r.creator_id = (SELECT id FROM principals WHERE uid = ${who})))`);
+    where.push(
+      `(r.executor->>'uid' = ${who} OR (r.executor IS NULL AND r.creator_id = (SELECT id FROM principals WHERE uid = ${who})))`,
+    );
   }
 
   const key = SORT_KEYS[f.sortBy];

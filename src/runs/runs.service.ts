@@ -81,13 +81,17 @@ export class RunsService {
       throw new NotFound(`parent run ${req.parent_run_id} does not exist in this team`);
     }
     const prompt = req.prompt ?? '';
-    if (!prompt && !config.skill_spec && !config.skills?.length && !config.base_prompt && !req.conversation_id)
+    if (
+      !prompt &&
+      !config.skill_spec &&
+      !config.skills?.length &&
+      !config.base_prompt &&
+      !req.conversation_id
+    )
       throw new RequestInvalid([
         { path: 'prompt', message: 'prompt is required: the run has no prompt, skill or base prompt' },
       ]);
-    const creatorId = req.on_behalf_of
-      ? await this.memberId(teamId, req.on_behalf_of)
-      : auth.principal.id;
+    const creatorId = req.on_behalf_of ? await this.memberId(teamId, req.on_behalf_of) : auth.principal.id;
     const run: NewRun = {
       teamId,
       title: req.title ?? titleFromPrompt(prompt, config.name ?? 'Agent run'),
@@ -148,7 +152,12 @@ export class RunsService {
    * A follow-up is stored, then routed by state: a queued or live run gets it as its next input; an
    * ended run continues in the same conversation (back to QUEUED).
    */
-  async followup(auth: AuthContext, runId: string, message: string | undefined, mode?: string): Promise<void> {
+  async followup(
+    auth: AuthContext,
+    runId: string,
+    message: string | undefined,
+    mode?: string,
+  ): Promise<void> {
     await this.db.transaction(async (tx) => {
       const state = UUID_PATTERN.test(runId)
         ? await this.runs.lockForUpdate(tx, auth.team.id, runId)

@@ -70,7 +70,8 @@ export function parseHarnessLine(line: string): HarnessEvent {
         break;
       case 'artifact': {
         // A worker's report carries the event as parsed here ({type, artifact}); a harness writes it flat.
-        const source = e.artifact && typeof e.artifact === 'object' ? (e.artifact as Record<string, unknown>) : e;
+        const source =
+          e.artifact && typeof e.artifact === 'object' ? (e.artifact as Record<string, unknown>) : e;
         if (parseArtifactReport(source)) return { type: 'artifact', artifact: source as WireArtifact };
         break;
       }

@@ -42,7 +42,11 @@ describe('artifacts a run leaves', () => {
       title: 'The plan',
     });
     expect(pr.data).toMatchObject({ url: 'https://github.com/acme/api/pull/7', branch: 'fix/crash' });
-    expect(shot.data).toMatchObject({ artifact_uid: expect.any(String), mime_type: 'image/png', description: 'After' });
+    expect(shot.data).toMatchObject({
+      artifact_uid: expect.any(String),
+      mime_type: 'image/png',
+      description: 'After',
+    });
     expect(file.data).toMatchObject({
       artifact_uid: expect.any(String),
       filename: 'notes.md',
@@ -50,7 +54,11 @@ describe('artifacts a run leaves', () => {
       mime_type: 'text/markdown',
       size_bytes: Buffer.byteLength(`notes of ${id}, execution 1`),
     });
-    expect(ref.data).toMatchObject({ reference_type: 'linear_issue', url: 'https://linear.app/acme/issue/ENG-1', title: 'ENG-1' });
+    expect(ref.data).toMatchObject({
+      reference_type: 'linear_issue',
+      url: 'https://linear.app/acme/issue/ENG-1',
+      title: 'ENG-1',
+    });
 
     // The conversation shows each artifact as an action, without its content.
     const conv = (await t.call('GET', `/api/v1/agent/runs/${id}/conversation`)).body;
@@ -74,10 +82,19 @@ describe('artifacts a run leaves', () => {
     const gotFile = (await python(t, 'GET', `/agent/artifacts/${file.data.artifact_uid}`)).body;
     expect(gotFile).toMatchObject({
       artifact_type: 'FILE',
-      data: { content_type: 'text/markdown', filename: 'notes.md', filepath: 'out/notes.md', expires_at: expect.any(String) },
+      data: {
+        content_type: 'text/markdown',
+        filename: 'notes.md',
+        filepath: 'out/notes.md',
+        expires_at: expect.any(String),
+      },
     });
     const download = await fetchLink(gotFile.data.download_url);
-    expect(download).toMatchObject({ status: 200, type: 'text/markdown', text: `notes of ${id}, execution 1` });
+    expect(download).toMatchObject({
+      status: 200,
+      type: 'text/markdown',
+      text: `notes of ${id}, execution 1`,
+    });
     const gotShot = (await python(t, 'GET', `/agent/artifacts/${shot.data.artifact_uid}`)).body;
     expect(gotShot).toMatchObject({ artifact_type: 'SCREENSHOT', data: { content_type: 'image/png' } });
     expect((await fetchLink(gotShot.data.download_url)).text).toBe('PNG!');
@@ -91,7 +108,9 @@ describe('artifacts a run leaves', () => {
     expect(
       (await python(t, 'GET', '/agent/runs?artifact_type=SCREENSHOT')).body.runs.map((r: any) => r.run_id),
     ).toEqual([id]);
-    expect((await python(t, 'GET', `/agent/artifacts/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`)).status).toBe(404);
+    expect(
+      (await python(t, 'GET', `/agent/artifacts/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`)).status,
+    ).toBe(404);
   });
 
   it('lists the handoff files of the latest ended execution, and a continued run leaves new ones', async () => {
@@ -107,7 +126,9 @@ describe('artifacts a run leaves', () => {
         download_url: expect.stringContaining('/download?'),
       },
     ]);
-    expect((await fetchLink(first.body.attachments[0].download_url)).text).toBe(`notes of ${id}, execution 1`);
+    expect((await fetchLink(first.body.attachments[0].download_url)).text).toBe(
+      `notes of ${id}, execution 1`,
+    );
 
     await python(t, 'POST', `/agent/runs/${id}/followups`, { message: 'Once more' });
     await runIn(t, id, ['SUCCEEDED']);
@@ -122,8 +143,12 @@ describe('artifacts a run leaves', () => {
     const run = await runIn(t, id, ['SUCCEEDED']);
     const { key } = await t.newTeam('artifact-thieves', ['runs:read', 'runs:write']);
     for (const a of run.artifacts)
-      expect((await python(t, 'GET', `/agent/artifacts/${a.data.artifact_uid}`, undefined, key)).status).toBe(404);
-    expect((await python(t, 'GET', `/agent/runs/${id}/handoff/attachments`, undefined, key)).status).toBe(404);
+      expect((await python(t, 'GET', `/agent/artifacts/${a.data.artifact_uid}`, undefined, key)).status).toBe(
+        404,
+      );
+    expect((await python(t, 'GET', `/agent/runs/${id}/handoff/attachments`, undefined, key)).status).toBe(
+      404,
+    );
     expect((await python(t, 'GET', '/agent/runs?artifact_type=FILE', undefined, key)).body.runs).toEqual([]);
   });
 });

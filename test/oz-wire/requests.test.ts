@@ -53,7 +53,10 @@ describe('client.agent.run (POST /agent/runs)', () => {
   it('accepts every field the clients send and stores what it means', async () => {
     const parent = await python(t, 'POST', '/agent/runs', { prompt: 'Parent' });
     expect(parent.status).toBe(200);
-    const identity = await python(t, 'POST', '/agent/identities', { name: 'reviewer', base_model: 'id-model' });
+    const identity = await python(t, 'POST', '/agent/identities', {
+      name: 'reviewer',
+      base_model: 'id-model',
+    });
     expect(identity.status).toBe(201);
 
     const res = await python(t, 'POST', '/agent/runs', {
@@ -96,9 +99,10 @@ describe('client.agent.run (POST /agent/runs)', () => {
       remote: { url: 'https://mcp.example/x', headers: { Authorization: '[redacted]' } },
     });
     expect(mcp.linear).toBeDefined();
-    const [att] = await t.service.db.query(`SELECT content_type, content FROM run_attachments WHERE run_id = $1`, [
-      res.body.run_id,
-    ]);
+    const [att] = await t.service.db.query(
+      `SELECT content_type, content FROM run_attachments WHERE run_id = $1`,
+      [res.body.run_id],
+    );
     expect(att).toMatchObject({ content_type: 'text/plain' });
     expect(att!.content.toString()).toBe('hello');
   });
@@ -113,7 +117,9 @@ describe('client.agent.run (POST /agent/runs)', () => {
       skills: ['acme/factory:skills/triage/SKILL.md'],
       default_runner_uid: 'runner-9',
       harness: { type: 'codex' },
-      mcp_servers: { gh: { url: 'https://mcp.example/gh', headers: { Authorization: 'Bearer agent-secret' } } },
+      mcp_servers: {
+        gh: { url: 'https://mcp.example/gh', headers: { Authorization: 'Bearer agent-secret' } },
+      },
       memory: { attached_stores: [{ access: 'read_write', instructions: 'notes', uid: 'store-2' }] },
     });
     const res = await python(t, 'POST', '/agent/runs', {
@@ -136,17 +142,25 @@ describe('client.agent.run (POST /agent/runs)', () => {
       mcp_servers: { gh: { url: 'https://mcp.example/gh', headers: { Authorization: '[redacted]' } } },
     });
     // The harness gets the agent's real MCP credentials (sealed for the run, opened for its worker).
-    const [row] = await t.service.db.query<{ agent_config: any }>(`SELECT agent_config FROM runs WHERE id = $1`, [
-      res.body.run_id,
-    ]);
+    const [row] = await t.service.db.query<{ agent_config: any }>(
+      `SELECT agent_config FROM runs WHERE id = $1`,
+      [res.body.run_id],
+    );
     expect(JSON.stringify(row!.agent_config)).not.toContain('agent-secret');
 
     // A factory's agent is a named agent too: its resolved config, and the run is the factory's.
     const list = (await python(t, 'GET', `/agent/identities?factory_uid=${factory.uid}`)).body.agents;
     const fixer = list.find((a: any) => a.name === 'fixer');
-    const fromFactory = await python(t, 'POST', '/agent/runs', { agent_identity_uid: fixer.uid, prompt: 'Fix it' });
+    const fromFactory = await python(t, 'POST', '/agent/runs', {
+      agent_identity_uid: fixer.uid,
+      prompt: 'Fix it',
+    });
     const run2 = (await python(t, 'GET', `/agent/runs/${fromFactory.body.run_id}`)).body;
-    expect(run2.agent_config).toMatchObject({ name: 'fixer', model_id: 'fixer-model', environment_id: 'env-acme' });
+    expect(run2.agent_config).toMatchObject({
+      name: 'fixer',
+      model_id: 'fixer-model',
+      environment_id: 'env-acme',
+    });
     expect(run2.metadata).toEqual({ factory_uid: factory.uid });
   });
 
@@ -180,7 +194,9 @@ describe('client.agent.runs.submitFollowup / cancel with the Python client’s b
     expect(res.status).toBe(200);
     expect(res.body).toEqual({});
     expect((await python(t, 'GET', `/agent/runs/${run.body.run_id}`)).body.state).toBe('QUEUED');
-    const stored = await t.service.db.query(`SELECT 1 FROM run_followups WHERE run_id = $1`, [run.body.run_id]);
+    const stored = await t.service.db.query(`SELECT 1 FROM run_followups WHERE run_id = $1`, [
+      run.body.run_id,
+    ]);
     expect(stored).toHaveLength(0);
 
     const withMessage = await python(t, 'POST', `/agent/runs/${run.body.run_id}/followups`, {
@@ -196,10 +212,13 @@ describe('client.agent.runs.submitFollowup / cancel with the Python client’s b
 
 describe('client.agent.runs.list filters', () => {
   it('filters by every parameter the clients offer', async () => {
-    const root = (await python(t, 'POST', '/agent/runs', { prompt: 'Root', config: { name: 'tree' } })).body.run_id;
-    const child = (await python(t, 'POST', '/agent/runs', { prompt: 'Child', parent_run_id: root })).body.run_id;
-    const grandchild = (await python(t, 'POST', '/agent/runs', { prompt: 'Grandchild', parent_run_id: child }))
-      .body.run_id;
+    const root = (await python(t, 'POST', '/agent/runs', { prompt: 'Root', config: { name: 'tree' } })).body
+      .run_id;
+    const child = (await python(t, 'POST', '/agent/runs', { prompt: 'Child', parent_run_id: root })).body
+      .run_id;
+    const grandchild = (
+      await python(t, 'POST', '/agent/runs', { prompt: 'Grandchild', parent_run_id: child })
+    ).body.run_id;
     const ids = async (query: string) =>
       (await python(t, 'GET', `/agent/runs?${query}`)).body.runs.map((r: any) => r.run_id).sort();
 
@@ -207,8 +226,9 @@ describe('client.agent.runs.list filters', () => {
     expect(await ids(`ancestor_run_id=${child}`)).toEqual([grandchild]);
 
     const agent = await python(t, 'POST', '/agent/identities', { name: 'executor-agent' });
-    const byAgent = (await python(t, 'POST', '/agent/runs', { prompt: 'As agent', agent_identity_uid: agent.body.uid }))
-      .body.run_id;
+    const byAgent = (
+      await python(t, 'POST', '/agent/runs', { prompt: 'As agent', agent_identity_uid: agent.body.uid })
+    ).body.run_id;
     expect(await ids(`executor=${agent.body.uid}`)).toEqual([byAgent]);
     expect(await ids(`executor=${me}&ancestor_run_id=${root}`)).toEqual([child, grandchild].sort());
 
@@ -216,7 +236,9 @@ describe('client.agent.runs.list filters', () => {
     expect(dispatched.status).toBe(200);
     expect(await ids(`factory_uid=${factory.uid}&source=FACTORY`)).toEqual([dispatched.body.run_id]);
 
-    await t.service.db.execute(`UPDATE runs SET metadata = '{"automation_id": "auto-1"}' WHERE id = $1`, [root]);
+    await t.service.db.execute(`UPDATE runs SET metadata = '{"automation_id": "auto-1"}' WHERE id = $1`, [
+      root,
+    ]);
     expect(await ids('automation_id=auto-1')).toEqual([root]);
 
     expect(await ids('execution_location=LOCAL')).toEqual([]);
@@ -231,7 +253,10 @@ describe('client.agent.runs.list filters', () => {
 
   it('sorts by agent (skill), runs without one last, through every page', async () => {
     for (const skill of ['b/r:z', 'b/r:a', undefined])
-      await python(t, 'POST', '/agent/runs', { prompt: 'sorted', config: { name: 'sort-agent', ...(skill ? { skill_spec: skill } : {}) } });
+      await python(t, 'POST', '/agent/runs', {
+        prompt: 'sorted',
+        config: { name: 'sort-agent', ...(skill ? { skill_spec: skill } : {}) },
+      });
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
@@ -264,7 +289,10 @@ describe('client.agent.agent.* (named agents, /agent/identities)', () => {
       harness_auth_secrets: { claude_auth_secret_name: 'c', codex_auth_secret_name: 'x' },
       inference_providers: { aws: { disabled: true, region: 'r', role_arn: 'a' } },
       mcp_servers: { s: { command: 'srv', env: { KEY: 'v' } } },
-      memory: { attached_stores: [{ access: 'read_only', instructions: 'i', uid: 'u' }], auto_memory: { enabled: true } },
+      memory: {
+        attached_stores: [{ access: 'read_only', instructions: 'i', uid: 'u' }],
+        auto_memory: { enabled: true },
+      },
       on_behalf_of_enabled: true,
       prompt: 'p',
       secrets: [{ name: 'GH_TOKEN' }],
@@ -316,16 +344,26 @@ describe('client.agent.agent.* (named agents, /agent/identities)', () => {
 
     const names = (await python(t, 'GET', '/agent/identities')).body.agents.map((x: any) => x.name);
     expect(names).toEqual(expect.arrayContaining(['renamed', 'lead', 'fixer']));
-    const lead = (await python(t, 'GET', '/agent/identities')).body.agents.find((x: any) => x.name === 'lead');
-    expect(lead).toMatchObject({ agent_type: 'FOREMAN', factory_uid: factory.uid, environment_id: 'env-acme' });
+    const lead = (await python(t, 'GET', '/agent/identities')).body.agents.find(
+      (x: any) => x.name === 'lead',
+    );
+    expect(lead).toMatchObject({
+      agent_type: 'FOREMAN',
+      factory_uid: factory.uid,
+      environment_id: 'env-acme',
+    });
     // A factory's agent is read only here: its file is its source.
     expect((await python(t, 'PUT', `/agent/identities/${lead.uid}`, { name: 'x' })).status).toBe(409);
     expect((await python(t, 'DELETE', `/agent/identities/${lead.uid}`)).status).toBe(409);
 
-    const del = await python(t, 'DELETE', `/agent/identities/${a.uid}`, undefined, t.adminKey, { accept: '*/*' });
+    const del = await python(t, 'DELETE', `/agent/identities/${a.uid}`, undefined, t.adminKey, {
+      accept: '*/*',
+    });
     expect(del.status).toBe(204);
     expect((await python(t, 'GET', `/agent/identities/${a.uid}`)).status).toBe(404);
-    expect((await python(t, 'POST', '/agent/identities', { name: 'x', factory_uid: 'nope' })).status).toBe(404);
+    expect((await python(t, 'POST', '/agent/identities', { name: 'x', factory_uid: 'nope' })).status).toBe(
+      404,
+    );
   });
 });
 
@@ -355,7 +393,10 @@ describe('client.agent.list (skills) and listEnvironments', () => {
   });
 
   it('lists the environments the team’s runs, factory and agents name', async () => {
-    const run = await python(t, 'POST', '/agent/runs', { prompt: 'In an env', config: { environment_id: 'env-run' } });
+    const run = await python(t, 'POST', '/agent/runs', {
+      prompt: 'In an env',
+      config: { environment_id: 'env-run' },
+    });
     const res = await python(t, 'GET', '/agent/environments?sort_by=name');
     expect(res.status).toBe(200);
     const byUid = new Map(res.body.environments.map((e: any) => [e.uid, e]));
@@ -376,11 +417,18 @@ describe('client.agent.sessions / conversations checkRedirect', () => {
   it('answers within the team, sends a browser to the dashboard, and tells a caller without a key nothing', async () => {
     const run = (await python(t, 'POST', '/agent/runs', { prompt: 'Session' })).body.run_id;
     const session = '0b7c6a52-5d0e-4a61-9f7e-3f1b2c4d5e6f';
-    await t.service.db.execute(`UPDATE runs SET session_id = $2, state = 'INPROGRESS' WHERE id = $1`, [run, session]);
-    expect((await python(t, 'GET', `/agent/conversations/${run}/redirect`)).body).toEqual({ session_id: session });
+    await t.service.db.execute(`UPDATE runs SET session_id = $2, state = 'INPROGRESS' WHERE id = $1`, [
+      run,
+      session,
+    ]);
+    expect((await python(t, 'GET', `/agent/conversations/${run}/redirect`)).body).toEqual({
+      session_id: session,
+    });
     expect((await python(t, 'GET', `/agent/sessions/${session}/redirect`)).body).toEqual({});
     await t.service.db.execute(`UPDATE runs SET state = 'SUCCEEDED' WHERE id = $1`, [run]);
-    expect((await python(t, 'GET', `/agent/sessions/${session}/redirect`)).body).toEqual({ conversation_id: run });
+    expect((await python(t, 'GET', `/agent/sessions/${session}/redirect`)).body).toEqual({
+      conversation_id: run,
+    });
     expect((await python(t, 'GET', `/agent/conversations/${run}/redirect`)).body).toEqual({});
 
     const browser = await python(t, 'GET', `/agent/sessions/${session}/redirect`, undefined, t.adminKey, {
@@ -391,36 +439,52 @@ describe('client.agent.sessions / conversations checkRedirect', () => {
     // The newest TypeScript client sends no key here.
     const anonymous = await python(t, 'GET', `/agent/sessions/${session}/redirect`, undefined, null);
     expect(anonymous).toMatchObject({ status: 200, body: {} });
-    expect((await python(t, 'GET', '/agent/sessions/0b7c6a52-0000-4a61-9f7e-3f1b2c4d5e6f/redirect')).status).toBe(
-      404,
-    );
+    expect(
+      (await python(t, 'GET', '/agent/sessions/0b7c6a52-0000-4a61-9f7e-3f1b2c4d5e6f/redirect')).status,
+    ).toBe(404);
   });
 });
 
 describe('another team (attacker) reaches nothing of this team’s', () => {
   it('gets 404 for every named agent, run, session and conversation, and sees no environment or skill', async () => {
-    const mine = await python(t, 'POST', '/agent/identities', { name: 'private', environment_id: 'env-secret' });
-    const run = (await python(t, 'POST', '/agent/runs', { prompt: 'Mine', config: { environment_id: 'env-secret' } }))
-      .body.run_id;
+    const mine = await python(t, 'POST', '/agent/identities', {
+      name: 'private',
+      environment_id: 'env-secret',
+    });
+    const run = (
+      await python(t, 'POST', '/agent/runs', { prompt: 'Mine', config: { environment_id: 'env-secret' } })
+    ).body.run_id;
     const session = '1b7c6a52-5d0e-4a61-9f7e-3f1b2c4d5e6f';
     await t.service.db.execute(`UPDATE runs SET session_id = $2 WHERE id = $1`, [run, session]);
-    const lead = (await python(t, 'GET', '/agent/identities')).body.agents.find((x: any) => x.name === 'lead');
+    const lead = (await python(t, 'GET', '/agent/identities')).body.agents.find(
+      (x: any) => x.name === 'lead',
+    );
     const { key } = await t.newTeam('attackers', ['runs:read', 'runs:write', 'factory:manage']);
 
     for (const uid of [mine.body.uid, lead.uid]) {
       expect((await python(t, 'GET', `/agent/identities/${uid}`, undefined, key)).status).toBe(404);
-      expect((await python(t, 'POST', '/agent/runs', { prompt: 'x', agent_identity_uid: uid }, key)).status).toBe(404);
+      expect(
+        (await python(t, 'POST', '/agent/runs', { prompt: 'x', agent_identity_uid: uid }, key)).status,
+      ).toBe(404);
     }
-    expect((await python(t, 'PUT', `/agent/identities/${mine.body.uid}`, { name: 'pwned' }, key)).status).toBe(404);
-    expect((await python(t, 'DELETE', `/agent/identities/${mine.body.uid}`, undefined, key)).status).toBe(404);
+    expect(
+      (await python(t, 'PUT', `/agent/identities/${mine.body.uid}`, { name: 'pwned' }, key)).status,
+    ).toBe(404);
+    expect((await python(t, 'DELETE', `/agent/identities/${mine.body.uid}`, undefined, key)).status).toBe(
+      404,
+    );
     expect((await python(t, 'GET', `/agent/identities/${mine.body.uid}`)).body.name).toBe('private');
     expect((await python(t, 'GET', '/agent/identities', undefined, key)).body.agents).toEqual([]);
-    expect((await python(t, 'GET', `/agent/runs/${run}/handoff/attachments`, undefined, key)).status).toBe(404);
+    expect((await python(t, 'GET', `/agent/runs/${run}/handoff/attachments`, undefined, key)).status).toBe(
+      404,
+    );
     expect((await python(t, 'GET', `/agent/sessions/${session}/redirect`, undefined, key)).status).toBe(404);
     expect((await python(t, 'GET', `/agent/conversations/${run}/redirect`, undefined, key)).status).toBe(404);
     expect((await python(t, 'GET', '/agent/environments', undefined, key)).body.environments).toEqual([]);
     expect((await python(t, 'GET', '/agent', undefined, key)).body.agents).toEqual([]);
     expect((await python(t, 'GET', `/agent/runs?executor=${me}`, undefined, key)).body.runs).toEqual([]);
-    expect((await python(t, 'GET', `/agent/runs?ancestor_run_id=${run}`, undefined, key)).body.runs).toEqual([]);
+    expect((await python(t, 'GET', `/agent/runs?ancestor_run_id=${run}`, undefined, key)).body.runs).toEqual(
+      [],
+    );
   });
 });
