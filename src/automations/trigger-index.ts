@@ -42,10 +42,10 @@ export class TriggerIndex {
   constructor(@Inject(Database) private readonly db: Database) {}
 
   async load(factoryId: string): Promise<Map<string, Trigger[]>> {
-    const [factory] = await this.db.query<{ definition: { agentDefaults?: Record<string, unknown> } | null }>(
-      `SELECT definition FROM factories WHERE id = $1`,
-      [factoryId],
-    );
+    const [factory] = await this.db.query<{
+      uid: string;
+      definition: { agentDefaults?: Record<string, unknown> } | null;
+    }>(`SELECT uid, definition FROM factories WHERE id = $1`, [factoryId]);
     const agents = await this.db.query<{
       name: string;
       agent_type: string;
@@ -92,6 +92,7 @@ export class TriggerIndex {
       for (const [uid, predicates] of byUid) {
         const trigger: Trigger = {
           automationId: a.id,
+          factoryUid: factory?.uid,
           name: a.name,
           prompt: a.prompt,
           config,
