@@ -203,7 +203,7 @@ export function skillName(spec: string): string {
   const [repoPart, path] = spec.split(':', 2);
   if (!path.endsWith('SKILL.md')) return path;
   const folders = path.split('/').slice(0, -1);
-  return folders[folders.length - 1] ?? repoPart.split('/')[1];
+  return folders[folders.length - 1] ?? repoPart.split('/').pop()!;
 }
 
 function attachmentsOf(req: RunCreateRequest): NewAttachment[] {

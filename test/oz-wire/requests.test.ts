@@ -179,6 +179,15 @@ describe('client.agent.run (POST /agent/runs)', () => {
     expect(both.status).toBe(400);
   });
 
+  it('starts from a skill named the ways the clients allow, the owner left out', async () => {
+    for (const skill of ['factory:triage', 'factory:skills/triage/SKILL.md']) {
+      const res = await python(t, 'POST', '/agent/runs', { skill });
+      expect(res.status, skill).toBe(200);
+      const run = (await python(t, 'GET', `/agent/runs/${res.body.run_id}`)).body;
+      expect(run.agent_config).toMatchObject({ name: 'triage', skill_spec: skill });
+    }
+  });
+
   it('continues a conversation with no prompt (a handoff)', async () => {
     const first = await python(t, 'POST', '/agent/runs', { prompt: 'Start' });
     const res = await python(t, 'POST', '/agent/runs', { conversation_id: first.body.run_id });
