@@ -6,6 +6,7 @@ import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { searchParams } from '../common/base-url.js';
 import { ApiJsonBody, ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
+import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { AgentIdentitiesService, type IdentityRequest } from './agent-identities.service.js';
 
 const UID = ApiParam({
@@ -35,6 +36,7 @@ export class IdentitiesController {
   })
   @ApiProblems(403, 404)
   @RequireScope('factory:manage')
+  @BodyLimit(PROMPT_BODY_LIMIT) // a prompt of up to 100,000 characters
   create(@Auth() auth: AuthContext, @Body() body: unknown) {
     return this.identities.create(
       auth,
@@ -73,6 +75,7 @@ export class IdentitiesController {
   @ApiJsonOk('AgentIdentity')
   @ApiProblems(403, 404, 409)
   @RequireScope('factory:manage')
+  @BodyLimit(PROMPT_BODY_LIMIT)
   update(@Auth() auth: AuthContext, @Param('uid') uid: string, @Body() body: unknown) {
     return this.identities.update(
       auth,

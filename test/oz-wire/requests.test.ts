@@ -350,6 +350,9 @@ describe('client.agent.agent.* (named agents, /agent/identities)', () => {
     expect(updated.body.mcp_servers).toBeUndefined();
     expect(updated.body.memory.attached_stores).toEqual([]);
     expect((await python(t, 'GET', `/agent/identities/${a.uid}`)).body.name).toBe('renamed');
+    // A long base prompt fits (the route takes a prompt-sized body, as follow-ups do).
+    const long = await python(t, 'PUT', `/agent/identities/${a.uid}`, { prompt: 'p'.repeat(90_000) });
+    expect(long.status).toBe(200);
 
     const names = (await python(t, 'GET', '/agent/identities')).body.agents.map((x: any) => x.name);
     expect(names).toEqual(expect.arrayContaining(['renamed', 'lead', 'fixer']));
