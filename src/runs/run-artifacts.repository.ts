@@ -37,36 +37,34 @@ function toArtifact(row: Record<string, unknown>): StoredArtifact {
 export class RunArtifacts {
   constructor(@Inject(Database) private readonly db: Database) {}
 
-  /** Stores what one report of an execution brought; `legacy` are raw `artifact` actions (appended as given). */
+  /** Stores the artifacts one report of an execution brought, and lists them on the run. */
   async record(
     q: Queryable,
     runId: string,
     execution: number,
     reports: ArtifactReport[],
-    legacy: Array<Record<string, unknown>>,
     now: Date,
   ): Promise<void> {
-    if (!reports.length && !legacy.length) return;
+    if (!reports.length) return;
     const ids = reports.map(() => newUuid());
-    if (reports.length)
-      await q.execute(
-        `INSERT INTO run_artifacts (id, run_id, team_id, execution, artifact_type, data, content_type, content, handoff, created_at)
+    await q.execute(
+      `INSERT INTO run_artifacts (id, run_id, team_id, execution, artifact_type, data, content_type, content, handoff, created_at)
          SELECT a.id, r.id, r.team_id, $2, a.t, a.d, a.ct, a.c, a.h, $3
            FROM runs r, unnest($4::uuid[], $5::text[], $6::jsonb[], $7::text[], $8::bytea[], $9::boolean[]) AS a(id, t, d, ct, c, h)
           WHERE r.id = $1`,
-        [
-          runId,
-          execution,
-          now,
-          ids,
-          reports.map((r) => r.artifact_type),
-          reports.map((r) => JSON.stringify(r.data)),
-          reports.map((r) => r.content?.type ?? null),
-          reports.map((r) => r.content?.bytes ?? null),
-          reports.map((r) => r.handoff),
-        ],
-      );
-    const items = [...reports.map((r, i) => artifactItem(ids[i]!, r.artifact_type, r.data, now)), ...legacy];
+      [
+        runId,
+        execution,
+        now,
+        ids,
+        reports.map((r) => r.artifact_type),
+        reports.map((r) => JSON.stringify(r.data)),
+        reports.map((r) => r.content?.type ?? null),
+        reports.map((r) => r.content?.bytes ?? null),
+        reports.map((r) => r.handoff),
+      ],
+    );
+    const items = reports.map((r, i) => artifactItem(ids[i]!, r.artifact_type, r.data, now));
     await q.execute(
       `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
       [runId, JSON.stringify(items)],
