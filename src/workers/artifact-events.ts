@@ -11,6 +11,6 @@ export function artifactReports(events: HarnessEvent[]): ArtifactReport[] {
 
 /** How an artifact shows in the conversation: an `artifact` action without its content. */
 export function artifactAction(artifact: WireArtifact): HarnessEvent & { type: 'action' } {
-  const { data: _content, content: _text, ...input } = artifact;
+  const { data: _content, content: _text, type: _type, ...input } = artifact;
   return { type: 'action', kind: 'artifact', input };
 }
