@@ -18,6 +18,7 @@ import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
 import { WorkersModule } from './workers/workers.module.js';
+import { AgentModule } from './agent/agent.module.js';
 
 /** What every module may inject: configuration, the database and its notifications, the clock, the schemas. */
 @Global()
@@ -54,6 +55,7 @@ export class AppModule {
         ConversationsModule,
         WorkersModule,
         ManagementModule,
+        AgentModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

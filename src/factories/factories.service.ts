@@ -108,6 +108,8 @@ export class FactoriesService {
           source: 'FACTORY',
           creatorId: auth.principal.id,
           agentConfig: config,
+          // The Oz clients filter runs by it (GET /agent/runs?factory_uid=).
+          metadata: { factory_uid: f.uid },
         },
         this.clock.now(),
       ),
