@@ -16,6 +16,7 @@ import { RunsModule } from './runs/runs.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
+import { DashboardModule } from './dashboard/dashboard.module.js';
 import { WorkersModule } from './workers/workers.module.js';
 
 /** What every module may inject: configuration, the database, the clock, the schemas. */
@@ -52,6 +53,7 @@ export class AppModule {
         ConversationsModule,
         WorkersModule,
         ManagementModule,
+        DashboardModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { AuthenticationRequired, InvalidRequest, NotAuthorized } from '../common/problem.js';
 import { generateApiKey, hashApiKey, workerKeyProblem, type Scope } from './api-key.js';
 import type { AuthContext, TeamRef } from './auth-context.js';
-import { AuthRepository } from './auth.repository.js';
+import { AuthRepository, type KeyRecord } from './auth.repository.js';
 
 const TOUCH_INTERVAL_MS = 60_000;
 
@@ -15,10 +15,7 @@ export class AuthService {
 
   /** Resolves `Authorization: Bearer <key>` and `X-Team-Uid` to the caller, or throws 401/403/400. */
   async authenticate(authorization: string | undefined, teamUid: string | undefined): Promise<AuthContext> {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-    if (!match) throw new AuthenticationRequired();
-    const record = await this.repo.findKeyByHash(hashApiKey(match[1]));
-    if (!record) throw new AuthenticationRequired('The API key is not valid (unknown or revoked).');
+    const record = await this.keyOf(authorization);
     const team = this.selectTeam(record.teams, teamUid);
     this.touch(record.keyId);
     return {
@@ -28,6 +25,15 @@ export class AuthService {
       scopes: new Set(record.scopes),
       ...(record.workerHost ? { workerHost: record.workerHost } : {}),
     };
+  }
+
+  /** The key in `Authorization: Bearer <key>` with its principal, scopes and every team; or 401. */
+  async keyOf(authorization: string | undefined): Promise<KeyRecord> {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match) throw new AuthenticationRequired();
+    const record = await this.repo.findKeyByHash(hashApiKey(match[1]));
+    if (!record) throw new AuthenticationRequired('The API key is not valid (unknown or revoked).');
+    return record;
   }
 
   private selectTeam(teams: TeamRef[], teamUid: string | undefined): TeamRef {

@@ -8,9 +8,14 @@ import { Database } from '../database/database.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
 import type { AgentOverrides } from '../definitions/definition.js';
 import type { FactoryRecord } from '../reconciler/definition-store.js';
-import { Reconciler } from '../reconciler/reconciler.js';
+import { Reconciler, type ReconcileOutcome } from '../reconciler/reconciler.js';
 import { RunsRepository } from '../runs/runs.repository.js';
-import { FactoriesRepository, type ApplyRow, type WebhookRow } from './factories.repository.js';
+import {
+  FactoriesRepository,
+  type ApplyRow,
+  type DefinitionRows,
+  type WebhookRow,
+} from './factories.repository.js';
 
 const LIST_SCOPE = 'factories:name';
 const APPLIES_SCOPE = 'factory-applies';
@@ -111,6 +116,16 @@ export class FactoriesService {
       ),
     );
     return { factory_uid: f.uid, foreman_agent: foreman.name, run_id: runId, state: 'QUEUED' };
+  }
+
+  /** The applied agents, automations and skills of a factory. */
+  async definition(auth: AuthContext, uid: string): Promise<DefinitionRows> {
+    return this.repo.definition((await this.get(auth, uid)).id);
+  }
+
+  /** What reconciling the head now would change: a dry run, nothing applied or recorded. */
+  async plan(auth: AuthContext, uid: string): Promise<ReconcileOutcome> {
+    return this.reconciler.plan((await this.get(auth, uid)).id);
   }
 
   /** Starts a reconcile of the head now (even if it was already attempted); does not wait for it. */
