@@ -6,11 +6,13 @@ import { Badge, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
 export const RUN_STATES = ['QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS', 'BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
 const SOURCES = ['API', 'CLI', 'WEBHOOK', 'FACTORY', 'SCHEDULED_AGENT'];
 const TEXT_FILTERS: Array<[string, string, string]> = [
-  ['q', 'Search', 'title or prompt'],
   ['name', 'Agent name', 'e.g. triage'],
   ['model_id', 'Model', 'e.g. claude-sonnet'],
   ['creator', 'Creator', 'principal uid'],
 ];
+
+/** The filters behind "More filters" (opened when one is set). */
+const MORE = ['name', 'model_id', 'creator', 'created_after', 'created_before', 'metadata'];
 
 export interface RunItem {
   run_id: string;
@@ -108,18 +110,16 @@ export function RunsPage() {
           ))}
         </div>
         <div class="filter-grid">
-          {TEXT_FILTERS.map(([k, label, hint]) => (
-            <label key={k}>
-              {label}
-              <input
-                type="search"
-                name={k}
-                placeholder={hint}
-                value={(filters[k] as string) ?? ''}
-                onChange={(e) => set(k, e.currentTarget.value)}
-              />
-            </label>
-          ))}
+          <label>
+            Search
+            <input
+              type="search"
+              name="q"
+              placeholder="title or prompt"
+              value={(filters.q as string) ?? ''}
+              onChange={(e) => set('q', e.currentTarget.value)}
+            />
+          </label>
           <label>
             Source
             <select value={(filters.source as string) ?? ''} onChange={(e) => set('source', e.currentTarget.value)}>
@@ -129,32 +129,49 @@ export function RunsPage() {
               ))}
             </select>
           </label>
-          <label>
-            Created after
-            <input
-              type="datetime-local"
-              value={(filters.created_after as string) ?? ''}
-              onChange={(e) => set('created_after', e.currentTarget.value)}
-            />
-          </label>
-          <label>
-            Created before
-            <input
-              type="datetime-local"
-              value={(filters.created_before as string) ?? ''}
-              onChange={(e) => set('created_before', e.currentTarget.value)}
-            />
-          </label>
-          <label>
-            Metadata
-            <input
-              type="search"
-              placeholder="key=value, key2=value2"
-              value={(filters.metadata as string) ?? ''}
-              onChange={(e) => set('metadata', e.currentTarget.value)}
-            />
-          </label>
         </div>
+        <details class="more" open={MORE.some((k) => filters[k])}>
+          <summary>More filters</summary>
+          <div class="filter-grid">
+            {TEXT_FILTERS.map(([k, label, hint]) => (
+              <label key={k}>
+                {label}
+                <input
+                  type="search"
+                  name={k}
+                  placeholder={hint}
+                  value={(filters[k] as string) ?? ''}
+                  onChange={(e) => set(k, e.currentTarget.value)}
+                />
+              </label>
+            ))}
+            <label>
+              Created after
+              <input
+                type="datetime-local"
+                value={(filters.created_after as string) ?? ''}
+                onChange={(e) => set('created_after', e.currentTarget.value)}
+              />
+            </label>
+            <label>
+              Created before
+              <input
+                type="datetime-local"
+                value={(filters.created_before as string) ?? ''}
+                onChange={(e) => set('created_before', e.currentTarget.value)}
+              />
+            </label>
+            <label>
+              Metadata
+              <input
+                type="search"
+                placeholder="key=value, key2=value2"
+                value={(filters.metadata as string) ?? ''}
+                onChange={(e) => set('metadata', e.currentTarget.value)}
+              />
+            </label>
+          </div>
+        </details>
         {filtered && (
           <button type="button" class="ghost" onClick={() => apply({})}>
             Clear filters

@@ -445,7 +445,8 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
           <div class={`verdict ${result.result === 'would_trigger' ? 'ok' : 'bad'}`} role="status" aria-label="Verdict">
             <strong>{result.result === 'would_trigger' ? 'Would trigger' : 'Would not trigger'}</strong>
             <span class="muted small-text">
-              delivery {result.delivery.delivery_id ?? result.delivery.id} · <Time iso={result.delivery.received_at} />
+              against {result.automation ? `automation ${result.automation}, ` : ''}delivery{' '}
+              <span class="mono">{result.delivery.delivery_id ?? result.delivery.id}</span> (<Time iso={result.delivery.received_at} />)
             </span>
             <ul class="checks">
               <li class={result.webhook_check.passed ? 'pass' : 'fail'}>
