@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join, relative } from 'node:path';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
@@ -42,6 +43,8 @@ const TYPES: Record<string, string> = {
 
 interface Asset {
   body: Buffer;
+  /** The body gzipped once at start, when that saves bytes (scripts and styles shrink to a third). */
+  gzipped?: Buffer;
   type: string;
   etag: string;
 }
@@ -80,13 +83,19 @@ export class DashboardPages implements OnModuleInit {
       const problem = new NotFound(
         'The dashboard is not built here: run `npm run build` (npm start does it), then restart.',
       );
-      return reply.code(404).type('application/problem+json').send(problemBody(problem, req.url, req.id));
+      return reply
+        .code(404)
+        .type('application/problem+json')
+        .send(problemBody(problem, req.url, req.id));
     }
     const asset = this.assets.get(path);
     // A missing file under assets/ is a 404, never the page: a browser must not run HTML as a script.
     if (!asset && path.startsWith('assets/')) {
       const problem = new NotFound(`no dashboard file ${path}`);
-      return reply.code(404).type('application/problem+json').send(problemBody(problem, req.url, req.id));
+      return reply
+        .code(404)
+        .type('application/problem+json')
+        .send(problemBody(problem, req.url, req.id));
     }
     const served = asset ?? page;
     const immutable = asset !== undefined && path.startsWith('assets/');
@@ -95,7 +104,10 @@ export class DashboardPages implements OnModuleInit {
       .header('ETag', served.etag)
       .type(served.type);
     if (req.headers['if-none-match'] === served.etag) return reply.code(304).send();
-    return reply.send(served.body);
+    if (!served.gzipped) return reply.send(served.body);
+    void reply.header('Vary', 'Accept-Encoding');
+    if (!/\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))) return reply.send(served.body);
+    return reply.header('Content-Encoding', 'gzip').send(served.gzipped);
   }
 }
 
@@ -108,7 +120,13 @@ function loadAssets(dir: string): Map<string, Asset> {
     const body = readFileSync(file);
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
     const type = TYPES[extname(file)] ?? 'application/octet-stream';
-    assets.set(relative(dir, file).split('\\').join('/'), { body, type, etag });
+    const gzipped = gzipSync(body, { level: 9 });
+    assets.set(relative(dir, file).split('\\').join('/'), {
+      body,
+      type,
+      etag,
+      ...(gzipped.length < body.length * 0.9 ? { gzipped } : {}),
+    });
   }
   return assets;
 }

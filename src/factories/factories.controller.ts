@@ -65,7 +65,8 @@ export class FactoriesController {
   @RequireScope('runs:read')
   @ApiOperation({
     summary: 'The applied agents, automations and skills of a factory',
-    description: 'A webhook trigger lists its webhooks by UID and name (`name` null for a UID the factory never had).',
+    description:
+      'A webhook trigger lists its webhooks by UID and name (`name` null for a UID the factory never had).',
   })
   @ApiJsonOk({
     type: 'object',

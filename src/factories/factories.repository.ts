@@ -39,7 +39,11 @@ export interface DefinitionRows {
     path: string;
     enabled: boolean;
     agent_name: string | null;
-    triggers: Array<{ provider: string; event: string; filter?: { webhook_ids?: string[]; payload?: unknown } }>;
+    triggers: Array<{
+      provider: string;
+      event: string;
+      filter?: { webhook_ids?: string[]; payload?: unknown };
+    }>;
   }>;
   skills: Array<{ name: string; path: string; description: string | null }>;
   /** Every webhook the factory ever had (deleted ones too), to name a trigger's UIDs. */

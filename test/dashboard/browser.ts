@@ -9,7 +9,8 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /** Why the browser tests cannot run here, or undefined when they can. */
 export function browserMissing(): string | undefined {
-  if (!existsSync(CHROMIUM)) return `no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
+  if (!existsSync(CHROMIUM))
+    return `no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
   if (!existsSync(`${DASHBOARD_DIR}/index.html`)) return 'the dashboard is not built (npm run build)';
   return undefined;
 }

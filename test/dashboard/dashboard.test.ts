@@ -97,10 +97,11 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     if (!SHOTS) return;
     const p = opts.p ?? page;
     // From the top, so the sticky header sits where it belongs in a full-page picture.
-    if (opts.fullPage) await p.evaluate(() => window.scrollTo(0, 0));
+    if (opts.fullPage) await p.evaluate(() => (globalThis as any).scrollTo(0, 0));
     await p.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: opts.fullPage });
   };
-  const nav = (p: Page, name: string) => p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name });
+  const nav = (p: Page, name: string) =>
+    p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name });
   const visible = (p: Page, text: string | RegExp) => p.getByText(text).first().isVisible();
   const signIn = async (p: Page, key: string, path = '/ui/') => {
     await p.goto(`${t.url}${path}`);
@@ -122,7 +123,9 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
   it('starts a run, follows its conversation to SUCCEEDED, and renders its hostile prompt as text', async () => {
     await page.getByRole('button', { name: 'New run' }).click();
     const dialog = page.getByRole('dialog');
-    await dialog.getByLabel('Prompt', { exact: true }).fill(`Triage <img src=x onerror="window.__pwned = 'prompt'">\n/bundled-skill pr-comments`);
+    await dialog
+      .getByLabel('Prompt', { exact: true })
+      .fill(`Triage <img src=x onerror="window.__pwned = 'prompt'">\n/bundled-skill pr-comments`);
     await dialog.getByLabel(/^Title/).fill('Triage from the dashboard');
     await dialog.getByRole('button', { name: 'Start run' }).click();
     runId = (await eventually(() => /\/ui\/runs\/([0-9a-f-]{36})$/.exec(page.url()), 'the run page'))[1];
@@ -130,15 +133,20 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
       timeoutMs: 30_000,
     });
     await eventually(() => visible(page, 'loaded skill'), 'the read_skill action in the conversation');
-    expect(await page.getByTestId('prompt').textContent()).toContain(`<img src=x onerror="window.__pwned = 'prompt'">`);
+    expect(await page.getByTestId('prompt').textContent()).toContain(
+      `<img src=x onerror="window.__pwned = 'prompt'">`,
+    );
     expect(await page.locator('main img').count()).toBe(0);
-    expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
     await shot('run', { fullPage: true });
     // The API's session_link is this page.
     const run = (await t.call('GET', `/api/v1/agent/runs/${runId}`)).body;
     expect(run.session_link).toBe(`${t.url}/ui/runs/${runId}`);
     await page.getByRole('link', { name: '← Runs' }).click();
-    await eventually(() => page.getByRole('link', { name: 'Triage from the dashboard' }).isVisible(), 'the run listed');
+    await eventually(
+      () => page.getByRole('link', { name: 'Triage from the dashboard' }).isVisible(),
+      'the run listed',
+    );
     await shot('runs');
   });
 
@@ -154,11 +162,16 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     await eventually(() => visible(page, 'webhooks/bad.yaml:2'), 'the failed apply with its file and line');
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('backed');
     await eventually(() => visible(page, 'Not ready'), 'the factory not ready');
-    expect(await page.getByText('webhooks/bad.yaml:2').first().locator('..').textContent()).toContain('no-such-secret');
+    expect(await page.getByText('webhooks/bad.yaml:2').first().locator('..').textContent()).toContain(
+      'no-such-secret',
+    );
     await shot('factory');
     await page.getByRole('link', { name: 'Agents, skills & automations' }).click();
     // The trigger names its webhook, not only its UID.
-    await eventually(() => visible(page, `ci · ${backed.hookUid}`), 'the automation trigger with its webhook name');
+    await eventually(
+      () => visible(page, `ci · ${backed.hookUid}`),
+      'the automation trigger with its webhook name',
+    );
     await shot('factory-definition');
 
     await page.goto(`${t.url}/ui/factories/${managed.uid}/webhooks`);
@@ -166,7 +179,9 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     await page.getByRole('button', { name: 'Create webhook' }).click();
     const dialog = page.getByRole('dialog');
     await dialog.getByLabel(/^Name/).fill('github-issues');
-    expect(await dialog.getByLabel(/^Team secret name/).getAttribute('placeholder')).toBe('webhook-github-issues');
+    expect(await dialog.getByLabel(/^Team secret name/).getAttribute('placeholder')).toBe(
+      'webhook-github-issues',
+    );
     await dialog.getByRole('button', { name: 'Create webhook' }).click();
     const once = page.getByRole('status', { name: 'New secret' });
     await eventually(() => once.isVisible(), 'the secret shown once');
@@ -199,7 +214,7 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     expect(JSON.parse(text)).toEqual(HOSTILE);
     expect(text).toContain('  "action": "opened"');
     expect(await page.locator('main img, main b, main script').count()).toBe(0);
-    expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
   });
 
   it('tests a filter against the stored delivery both ways', async () => {
@@ -211,7 +226,10 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     expect(await verdict.textContent()).toContain('Webhook check: passed');
     await filter.fill('{"payload": {"action": ["closed"]}}');
     await page.getByRole('button', { name: 'Test filter' }).click();
-    await eventually(async () => (await verdict.textContent())?.startsWith('Would not trigger'), 'Would not trigger');
+    await eventually(
+      async () => (await verdict.textContent())?.startsWith('Would not trigger'),
+      'Would not trigger',
+    );
     const path = page.getByRole('table', { name: 'Payload paths' }).getByRole('row', { name: /^action/ });
     expect(await path.textContent()).toContain('fails in');
     expect(await path.textContent()).toContain('"opened"');
@@ -220,7 +238,10 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
 
   it('disables the webhook with its switch (senders get 404) and deletes it, consequences spelled out', async () => {
     await page.getByRole('switch', { name: 'Enabled' }).click();
-    await eventually(async () => (await t.call('GET', `/api/v1/webhooks/${webhookUid}`)).body.enabled === false, 'disabled');
+    await eventually(
+      async () => (await t.call('GET', `/api/v1/webhooks/${webhookUid}`)).body.enabled === false,
+      'disabled',
+    );
     const refused = await fetch(`${t.url}/webhooks/w/${webhookUid}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${secret}` },
@@ -231,7 +252,10 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     const dialog = page.getByRole('dialog');
     expect(await dialog.textContent()).toContain('Senders get 404 at once');
     await dialog.getByRole('button', { name: 'Delete webhook' }).click();
-    await eventually(() => page.url().endsWith(`/ui/factories/${managed.uid}/webhooks`), 'back on the webhooks tab');
+    await eventually(
+      () => page.url().endsWith(`/ui/factories/${managed.uid}/webhooks`),
+      'back on the webhooks tab',
+    );
     expect((await t.call('GET', `/api/v1/webhooks/${webhookUid}`)).body.deleted).toBe(true);
   });
 
@@ -251,7 +275,10 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
       expect(await reader.getByRole('button', { name: 'Refresh now' }).count()).toBe(0);
       // A reader may still start runs: runs:write is offered.
       await reader.goto(`${t.url}/ui/runs`);
-      await eventually(() => reader.getByRole('button', { name: 'New run' }).isVisible(), 'New run for runs:write');
+      await eventually(
+        () => reader.getByRole('button', { name: 'New run' }).isVisible(),
+        'New run for runs:write',
+      );
     } finally {
       await reader.close();
     }
@@ -267,7 +294,10 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     await page.setViewportSize({ width: 390, height: 780 });
     await page.goto(`${t.url}/ui/runs/${runId}`);
     await eventually(() => visible(page, 'Conversation'), 'the run page on a phone');
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await page.evaluate(() => {
+      const w = globalThis as any;
+      return w.document.documentElement.scrollWidth - w.innerWidth;
+    });
     expect(overflow).toBeLessThanOrEqual(0);
     await shot('run-phone');
     await page.setViewportSize({ width: 1280, height: 860 });

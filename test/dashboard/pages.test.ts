@@ -19,7 +19,10 @@ describe.skipIf(!built)('dashboard pages and routes (needs `npm run build`: dist
   let hookUid: string;
 
   beforeAll(async () => {
-    t = await startTestService({ FACTORY_POLL_SECONDS: '3600', SECRETS_KEY: randomBytes(32).toString('base64') });
+    t = await startTestService({
+      FACTORY_POLL_SECONDS: '3600',
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+    });
     repo = new TestRepo();
     await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'ci-secret-value');
     repo.commit(baseFactory(), 'initial');
@@ -75,6 +78,12 @@ describe.skipIf(!built)('dashboard pages and routes (needs `npm run build`: dist
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/javascript');
     expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    // Gzipped for a browser that takes it (Node's fetch asks for it and decodes it), same bytes.
+    expect(res.headers.get('content-encoding')).toBe('gzip');
+    expect(res.headers.get('vary')).toBe('Accept-Encoding');
+    const plain = await get(script, { 'accept-encoding': 'identity' });
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    expect(await plain.text()).toBe(await res.text());
     const missing = await get('/ui/assets/nope.js');
     expect(missing.status).toBe(404);
     expect(missing.headers.get('content-type')).toContain('application/problem+json');
@@ -108,22 +117,32 @@ describe.skipIf(!built)('dashboard pages and routes (needs `npm run build`: dist
     const bad = await t.call('GET', '/api/v1/api-key', undefined, 'fd_not_a_key');
     expect(bad.status).toBe(401);
     expect(bad.body.detail).toMatch(/not valid/);
+    const worker = await t.call('GET', '/api/v1/api-key', undefined, await t.workerKey('box-1'));
+    expect(worker.status).toBe(403);
+    expect(worker.body.detail).toContain('lacks the scope runs:read');
   });
 
   it('lists a factory’s agents, skills and automations, each webhook trigger with its webhook’s name', async () => {
     const res = await t.call('GET', `/api/v1/factory/${factory.uid}/definition`);
     expect(res.status).toBe(200);
     expect(res.body.agents.map((a: { name: string }) => a.name)).toEqual(['lead', 'fixer']);
-    expect(res.body.skills).toEqual([{ name: 'triage', path: 'skills/triage/SKILL.md', description: 'Triage issues' }]);
+    expect(res.body.skills).toEqual([
+      { name: 'triage', path: 'skills/triage/SKILL.md', description: 'Triage issues' },
+    ]);
     expect(res.body.automations).toHaveLength(1);
     expect(res.body.automations[0]).toMatchObject({ name: 'fix', enabled: true, agent: 'fixer' });
-    expect(res.body.automations[0].triggers[0].webhooks).toEqual([{ uid: hookUid, name: 'ci', deleted: false }]);
+    expect(res.body.automations[0].triggers[0].webhooks).toEqual([
+      { uid: hookUid, name: 'ci', deleted: false },
+    ]);
     expect(res.body.automations[0].triggers[0].filter.payload).toEqual({ action: ['opened'] });
   });
 
   it('plans the next reconcile without applying or recording it', async () => {
     const before = (await t.call('GET', `/api/v1/factory/${factory.uid}/applies`)).body.applies.length;
-    const head = repo.commit({ 'agents/docs/agent.md': '---\ndescription: Writes docs\n---\nYou write docs.\n' }, 'docs');
+    const head = repo.commit(
+      { 'agents/docs/agent.md': '---\ndescription: Writes docs\n---\nYou write docs.\n' },
+      'docs',
+    );
     const res = await t.call('GET', `/api/v1/factory/${factory.uid}/plan`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ result: 'planned', revision: head, errors: [] });

@@ -65,7 +65,13 @@ export function can(scope: string): boolean {
   return current?.scopes.includes(scope) ?? false;
 }
 
-async function send<T>(method: string, path: string, body?: unknown, key = current?.key, team = current?.team): Promise<T> {
+async function send<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  key = current?.key,
+  team = current?.team,
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (key) headers.authorization = `Bearer ${key}`;
   if (team && current && current.teams.length > 1) headers['x-team-uid'] = team.uid;
@@ -103,8 +109,7 @@ export const api = {
   post: <T>(path: string, body?: unknown) => send<T>('POST', path, body),
   del: (path: string) => send<void>('DELETE', path),
   /** Sign-in: who a key is, before it becomes the session's. */
-  whoAmI: (key: string) =>
-    send<Omit<Session, 'key' | 'team'>>('GET', '/api-key', undefined, key, undefined),
+  whoAmI: (key: string) => send<Omit<Session, 'key' | 'team'>>('GET', '/api-key', undefined, key, undefined),
 };
 
 /** A query string from the set fields (arrays repeat the key). */
@@ -180,7 +185,9 @@ export function useAction<A extends unknown[], T>(act: (...args: A) => Promise<T
     try {
       return await act(...args);
     } catch (e) {
-      setError(e instanceof ApiProblem ? e : new ApiProblem(0, 'Error', e instanceof Error ? e.message : String(e)));
+      setError(
+        e instanceof ApiProblem ? e : new ApiProblem(0, 'Error', e instanceof Error ? e.message : String(e)),
+      );
       return undefined;
     } finally {
       setPending(false);

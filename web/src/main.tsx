@@ -48,7 +48,9 @@ function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
           </span>{' '}
           factoryd
         </h1>
-        <p class="muted">Sign in with an API key. It stays in this tab only and is sent in a header, never in a URL.</p>
+        <p class="muted">
+          Sign in with an API key. It stays in this tab only and is sent in a header, never in a URL.
+        </p>
         <label>
           API key
           <input
@@ -79,7 +81,10 @@ function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
           {who ? 'Continue' : pending ? 'Checking…' : 'Sign in'}
         </button>
         <p class="muted small-text">
-          No key yet? <code>npx factoryd api-keys create --team default --scopes runs:read,runs:write,factory:manage</code>
+          No key yet?{' '}
+          <code>
+            npx factoryd api-keys create --team default --scopes runs:read,runs:write,factory:manage
+          </code>
         </p>
       </form>
     </main>

@@ -159,7 +159,13 @@ export function Dialog({
   );
 }
 
-export function Tabs({ tabs, current }: { tabs: Array<{ href: string; label: string; id: string }>; current: string }) {
+export function Tabs({
+  tabs,
+  current,
+}: {
+  tabs: Array<{ href: string; label: string; id: string }>;
+  current: string;
+}) {
   return (
     <nav class="tabs" aria-label="Sections">
       {tabs.map((t) => (

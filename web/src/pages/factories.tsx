@@ -40,9 +40,7 @@ export function FactoriesPage() {
                 <Badge value={f.ready ? 'applied' : 'failed'} label={f.ready ? 'Ready' : 'Not ready'} />
               </div>
               {f.description && <p class="muted">{f.description}</p>}
-              <p class="small-text mono">
-                {f.managed ? 'managed' : `${f.repository} @ ${f.branch}`}
-              </p>
+              <p class="small-text mono">{f.managed ? 'managed' : `${f.repository} @ ${f.branch}`}</p>
               <p class="small-text muted">
                 applied {short(f.last_applied_revision)} · updated <Time iso={f.updated_at} />
               </p>

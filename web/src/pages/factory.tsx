@@ -59,9 +59,18 @@ export function FactoryPage({ uid, tab }: { uid: string; tab: string }) {
 }
 
 function Overview({ f, reload }: { f: Factory; reload: () => void }) {
-  const applies = useLive(() => api.get<{ applies: Apply[] }>(`/factory/${f.uid}/applies?limit=20`), [f.uid, f.updated_at], 5000);
+  const applies = useLive(
+    () => api.get<{ applies: Apply[] }>(`/factory/${f.uid}/applies?limit=20`),
+    [f.uid, f.updated_at],
+    5000,
+  );
   const refresh = useAction(() => api.post(`/factory/${f.uid}/refresh`));
-  const [plan, setPlan] = useState<{ result: string; revision: string | null; errors: Apply['errors']; plan?: Apply['plan'] }>();
+  const [plan, setPlan] = useState<{
+    result: string;
+    revision: string | null;
+    errors: Apply['errors'];
+    plan?: Apply['plan'];
+  }>();
   const loadPlan = useAction(async () => setPlan(await api.get(`/factory/${f.uid}/plan`)));
   return (
     <>
@@ -79,7 +88,11 @@ function Overview({ f, reload }: { f: Factory; reload: () => void }) {
             </>
           )}
           <dt>Repository</dt>
-          <dd class="mono wrap">{f.managed ? 'managed by factoryd (changes made here are commits)' : `${f.repository} @ ${f.branch}`}</dd>
+          <dd class="mono wrap">
+            {f.managed
+              ? 'managed by factoryd (changes made here are commits)'
+              : `${f.repository} @ ${f.branch}`}
+          </dd>
           <dt>Attempted</dt>
           <dd class="mono" title={f.last_attempted_revision ?? ''}>
             {short(f.last_attempted_revision)}
@@ -113,7 +126,8 @@ function Overview({ f, reload }: { f: Factory; reload: () => void }) {
           {plan && (
             <div class="card" aria-label="Plan">
               <strong>
-                Next reconcile of {short(plan.revision)}: {plan.result === 'failed' ? 'would fail' : 'would apply'}
+                Next reconcile of {short(plan.revision)}:{' '}
+                {plan.result === 'failed' ? 'would fail' : 'would apply'}
               </strong>
               <Errors errors={plan.errors} />
               <PlanView plan={plan.plan} />
@@ -208,7 +222,8 @@ function Definition({ uid }: { uid: string }) {
           <ul class="plain">
             {d.agents.map((a) => (
               <li key={a.path}>
-                <strong>{a.name}</strong> {a.agent_type === 'FOREMAN' && <span class="badge live">foreman</span>}
+                <strong>{a.name}</strong>{' '}
+                {a.agent_type === 'FOREMAN' && <span class="badge live">foreman</span>}
                 <div class="muted small-text">{a.description ?? a.path}</div>
               </li>
             ))}
@@ -238,7 +253,10 @@ function Definition({ uid }: { uid: string }) {
               <li key={a.path} class="card">
                 <div class="cardhead">
                   <strong>{a.name}</strong>
-                  <Badge value={a.enabled ? 'applied' : 'unchanged'} label={a.enabled ? 'enabled' : 'disabled'} />
+                  <Badge
+                    value={a.enabled ? 'applied' : 'unchanged'}
+                    label={a.enabled ? 'enabled' : 'disabled'}
+                  />
                   <span class="muted small-text">agent: {a.agent ?? 'foreman'}</span>
                 </div>
                 {a.triggers.map((t, i) => (
@@ -252,7 +270,9 @@ function Definition({ uid }: { uid: string }) {
                         </Link>
                       ))}
                     </span>
-                    {t.filter?.payload !== undefined && <Json value={t.filter.payload} label="Payload filter" />}
+                    {t.filter?.payload !== undefined && (
+                      <Json value={t.filter.payload} label="Payload filter" />
+                    )}
                   </div>
                 ))}
               </li>

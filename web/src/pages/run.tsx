@@ -17,7 +17,11 @@ interface ConversationItem {
 }
 
 export function RunPage({ id }: { id: string }) {
-  const run = useLive(() => api.get<RunItem & Record<string, any>>(`/agent/runs/${encodeURIComponent(id)}`), [id], 2000);
+  const run = useLive(
+    () => api.get<RunItem & Record<string, any>>(`/agent/runs/${encodeURIComponent(id)}`),
+    [id],
+    2000,
+  );
   const live = run.data ? !TERMINAL.includes(run.data.state) : true;
   const conversation = useLive(
     () => api.get<{ messages: ConversationItem[] }>(`/agent/runs/${encodeURIComponent(id)}/conversation`),
@@ -89,7 +93,11 @@ export function RunPage({ id }: { id: string }) {
             <dt>Run time</dt>
             <dd>{r.run_time ?? '—'}</dd>
             <dt>Runs on</dt>
-            <dd>{r.execution_location === 'self_hosted' ? `self-hosted: ${String(config.worker_host)}` : 'service-hosted workers'}</dd>
+            <dd>
+              {r.execution_location === 'self_hosted'
+                ? `self-hosted: ${String(config.worker_host)}`
+                : 'service-hosted workers'}
+            </dd>
             {r.parent_run_id && (
               <>
                 <dt>Parent</dt>
@@ -140,7 +148,12 @@ export function RunPage({ id }: { id: string }) {
 
 function Conversation({ items }: { items?: ConversationItem[] }) {
   if (!items) return <Loading what="Loading the conversation" />;
-  if (items.length === 0) return <Empty title="Nothing yet">The agent has not started; messages and actions appear here as they happen.</Empty>;
+  if (items.length === 0)
+    return (
+      <Empty title="Nothing yet">
+        The agent has not started; messages and actions appear here as they happen.
+      </Empty>
+    );
   return (
     <ol class="conversation" aria-label="Conversation">
       {items.map((m, i) =>
@@ -191,8 +204,15 @@ function FollowUp({ id, state, onSent }: { id: string; state: string; onSent: ()
       }}
     >
       <label>
-        Follow-up {TERMINAL.includes(state) ? <span class="muted">(continues this run’s conversation)</span> : null}
-        <textarea name="followup" rows={3} required value={message} onInput={(e) => setMessage(e.currentTarget.value)} />
+        Follow-up{' '}
+        {TERMINAL.includes(state) ? <span class="muted">(continues this run’s conversation)</span> : null}
+        <textarea
+          name="followup"
+          rows={3}
+          required
+          value={message}
+          onInput={(e) => setMessage(e.currentTarget.value)}
+        />
       </label>
       <ErrorBox error={send.error} title="Not sent" />
       <button type="submit" disabled={send.pending || !message.trim()}>

@@ -3,7 +3,17 @@ import { api, can, query, useAction, useLive } from '../api';
 import { BASE, Link, navigate } from '../router';
 import { Badge, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
 
-export const RUN_STATES = ['QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS', 'BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
+export const RUN_STATES = [
+  'QUEUED',
+  'PENDING',
+  'CLAIMED',
+  'INPROGRESS',
+  'BLOCKED',
+  'SUCCEEDED',
+  'FAILED',
+  'ERROR',
+  'CANCELLED',
+];
 const SOURCES = ['API', 'CLI', 'WEBHOOK', 'FACTORY', 'SCHEDULED_AGENT'];
 const TEXT_FILTERS: Array<[string, string, string]> = [
   ['name', 'Agent name', 'e.g. triage'],
@@ -67,9 +77,10 @@ export function RunsPage() {
   const cursor = cursors[cursors.length - 1];
   const key = JSON.stringify(filters) + (cursor ?? '');
   const runs = useLive(
-    () => api.get<{ runs: RunItem[]; page_info: { has_next_page: boolean; next_cursor?: string } }>(
-      `/agent/runs${apiQuery(filters, cursor)}`,
-    ),
+    () =>
+      api.get<{ runs: RunItem[]; page_info: { has_next_page: boolean; next_cursor?: string } }>(
+        `/agent/runs${apiQuery(filters, cursor)}`,
+      ),
     [key],
     3000,
   );
@@ -122,7 +133,10 @@ export function RunsPage() {
           </label>
           <label>
             Source
-            <select value={(filters.source as string) ?? ''} onChange={(e) => set('source', e.currentTarget.value)}>
+            <select
+              value={(filters.source as string) ?? ''}
+              onChange={(e) => set('source', e.currentTarget.value)}
+            >
               <option value="">Any</option>
               {SOURCES.map((s) => (
                 <option key={s}>{s}</option>
@@ -231,7 +245,11 @@ export function RunsPage() {
               </table>
             </div>
             <div class="pager">
-              <button type="button" disabled={!cursors.length} onClick={() => setCursors(cursors.slice(0, -1))}>
+              <button
+                type="button"
+                disabled={!cursors.length}
+                onClick={() => setCursors(cursors.slice(0, -1))}
+              >
                 ← Newer
               </button>
               <span class="muted">Page {cursors.length + 1}</span>
@@ -261,7 +279,7 @@ function NewRun({ onClose }: { onClose: () => void }) {
       try {
         parsed = JSON.parse(config);
       } catch (e) {
-        throw new Error(`Config is not JSON: ${(e as Error).message}`);
+        throw new Error(`Config is not JSON: ${(e as Error).message}`, { cause: e });
       }
     }
     return api.post<{ run_id: string }>('/agent/runs', {
@@ -281,14 +299,21 @@ function NewRun({ onClose }: { onClose: () => void }) {
       >
         <label>
           Prompt
-          <textarea name="prompt" rows={6} required value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} />
+          <textarea
+            name="prompt"
+            rows={6}
+            required
+            value={prompt}
+            onInput={(e) => setPrompt(e.currentTarget.value)}
+          />
         </label>
         <label>
           Title <span class="muted">(optional; default: the prompt’s first line)</span>
           <input name="title" value={title} onInput={(e) => setTitle(e.currentTarget.value)} />
         </label>
         <label>
-          Config <span class="muted">(optional JSON: name, model_id, skill_spec, worker_host, mcp_servers, …)</span>
+          Config{' '}
+          <span class="muted">(optional JSON: name, model_id, skill_spec, worker_host, mcp_servers, …)</span>
           <textarea
             name="config"
             rows={4}

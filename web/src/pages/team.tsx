@@ -3,7 +3,14 @@ import { api, query, useLive } from '../api';
 import { Empty, ErrorBox, Loading, Time } from '../ui';
 
 interface Usage {
-  skills: Array<{ factory: string; skill: string; path: string; loads: number; runs: number; last_loaded_at: string }>;
+  skills: Array<{
+    factory: string;
+    skill: string;
+    path: string;
+    loads: number;
+    runs: number;
+    last_loaded_at: string;
+  }>;
   bundled: Array<{ bundled_skill_id: string; loads: number }>;
   not_counted: { outside_managed_roots: number };
   since?: string;
@@ -22,7 +29,8 @@ export function SkillsPage() {
         </label>
       </div>
       <p class="muted">
-        Loads of the skills your factories manage (their <code>skills/</code> folders), from the runs’ <code>read_skill</code> actions.
+        Loads of the skills your factories manage (their <code>skills/</code> folders), from the runs’{' '}
+        <code>read_skill</code> actions.
       </p>
       <ErrorBox error={usage.error} />
       {!usage.data ? (
@@ -30,7 +38,9 @@ export function SkillsPage() {
       ) : (
         <>
           {usage.data.skills.length === 0 ? (
-            <Empty title="No team skill loaded yet">When an agent loads a skill from a factory’s skills/ folder, it is counted here.</Empty>
+            <Empty title="No team skill loaded yet">
+              When an agent loads a skill from a factory’s skills/ folder, it is counted here.
+            </Empty>
           ) : (
             <div class="tablewrap">
               <table class="list" aria-label="Team skills">
@@ -63,7 +73,9 @@ export function SkillsPage() {
             </div>
           )}
           <h2>Bundled skills</h2>
-          <p class="muted small-text">Service-provided skills, grouped apart (never counted as the team’s).</p>
+          <p class="muted small-text">
+            Service-provided skills, grouped apart (never counted as the team’s).
+          </p>
           {usage.data.bundled.length === 0 ? (
             <p class="muted">None loaded.</p>
           ) : (
@@ -77,7 +89,8 @@ export function SkillsPage() {
           )}
           {usage.data.not_counted.outside_managed_roots > 0 && (
             <p class="muted small-text">
-              {usage.data.not_counted.outside_managed_roots} loads of paths outside your managed skill roots were not counted.
+              {usage.data.not_counted.outside_managed_roots} loads of paths outside your managed skill roots
+              were not counted.
             </p>
           )}
         </>
@@ -94,7 +107,11 @@ interface Worker {
 }
 
 export function WorkersPage() {
-  const workers = useLive(() => api.get<{ workers: Worker[] }>('/agent/connected-self-hosted-workers'), [], 5000);
+  const workers = useLive(
+    () => api.get<{ workers: Worker[] }>('/agent/connected-self-hosted-workers'),
+    [],
+    5000,
+  );
   return (
     <section>
       <div class="pagehead">

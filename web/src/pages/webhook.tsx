@@ -22,7 +22,8 @@ interface DeliveryDetail extends Delivery {
 
 const STATUSES = ['accepted', 'duplicate', 'rejected_auth', 'rejected_invalid_json', 'rejected_too_large'];
 /** Schemes whose provider issues the secret: factoryd cannot rotate them (docs/webhooks.md). */
-const PROVIDER_ISSUED = (w: Webhook) => w.auth_mode === 'signature' && w.signature_scheme !== 'standard_webhooks';
+const PROVIDER_ISSUED = (w: Webhook) =>
+  w.auth_mode === 'signature' && w.signature_scheme !== 'standard_webhooks';
 
 export function WebhookPage({ uid }: { uid: string }) {
   const hook = useLive(() => api.get<Webhook>(`/webhooks/${encodeURIComponent(uid)}`), [uid], 5000);
@@ -47,7 +48,9 @@ export function WebhookPage({ uid }: { uid: string }) {
   return (
     <section>
       <p class="crumbs">
-        <Link href={`${BASE}/factories/${w.factory_uid}/webhooks`}>← {f ? f.name : 'Factory'} · Webhooks</Link>
+        <Link href={`${BASE}/factories/${w.factory_uid}/webhooks`}>
+          ← {f ? f.name : 'Factory'} · Webhooks
+        </Link>
       </p>
       <div class="pagehead">
         <h1>{w.name}</h1>
@@ -75,7 +78,9 @@ export function WebhookPage({ uid }: { uid: string }) {
         </dl>
         <div>
           <CopyField label="Ingress URL" value={w.ingress_url} />
-          {w.awaiting_secret && <p class="warn-text small-text">Awaiting its signing secret: disabled until it is set.</p>}
+          {w.awaiting_secret && (
+            <p class="warn-text small-text">Awaiting its signing secret: disabled until it is set.</p>
+          )}
           {!w.deleted && can('factory:manage') && f && <Manage w={w} f={f} reload={hook.reload} />}
         </div>
       </div>
@@ -92,7 +97,9 @@ function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }
   const [value, setValue] = useState('');
   const toggle = useAction(() => api.post<Webhook>(`${path}/${w.enabled ? 'disable' : 'enable'}`));
   const rotate = useAction(() => api.post<{ webhook: Webhook; secret?: string }>(`${path}/rotate`));
-  const setSecret = useAction(() => api.post<{ webhook: Webhook; secret?: string }>(`${path}/secret`, value ? { secret: value } : {}));
+  const setSecret = useAction(() =>
+    api.post<{ webhook: Webhook; secret?: string }>(`${path}/secret`, value ? { secret: value } : {}),
+  );
   const remove = useAction(async () => {
     await api.del(path);
     return true;
@@ -101,7 +108,8 @@ function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }
     return (
       <div class="stack">
         <p class="small-text muted">
-          This factory is defined by its repository: change webhooks/{w.name}.yaml there (factoryd applies each commit).
+          This factory is defined by its repository: change webhooks/{w.name}.yaml there (factoryd applies
+          each commit).
         </p>
         <button type="button" onClick={() => setDialog('file')}>
           Show the file to commit
@@ -176,9 +184,16 @@ function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }
             <label>
               Secret{' '}
               <span class="muted">
-                {w.signature_scheme === 'standard_webhooks' ? '(blank: generate a whsec_… one, shown once)' : '(the value the provider issued)'}
+                {w.signature_scheme === 'standard_webhooks'
+                  ? '(blank: generate a whsec_… one, shown once)'
+                  : '(the value the provider issued)'}
               </span>
-              <input type="password" autocomplete="off" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+              <input
+                type="password"
+                autocomplete="off"
+                value={value}
+                onInput={(e) => setValue(e.currentTarget.value)}
+              />
             </label>
             <ErrorBox error={setSecret.error} title="Not set" />
             <div class="actions">
@@ -222,7 +237,15 @@ function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }
   );
 }
 
-function Deliveries({ uid, selected, onSelect }: { uid: string; selected?: string; onSelect: (id: string) => void }) {
+function Deliveries({
+  uid,
+  selected,
+  onSelect,
+}: {
+  uid: string;
+  selected?: string;
+  onSelect: (id: string) => void;
+}) {
   const [status, setStatus] = useState('');
   const list = useLive(
     () => api.get<{ deliveries: Delivery[] }>(`/webhooks/${uid}/deliveries${query({ status, limit: '50' })}`),
@@ -248,7 +271,9 @@ function Deliveries({ uid, selected, onSelect }: { uid: string; selected?: strin
       {!list.data ? (
         <Loading />
       ) : list.data.deliveries.length === 0 ? (
-        <Empty title="No deliveries yet">Point a sender at the ingress URL; each request shows up here within seconds.</Empty>
+        <Empty title="No deliveries yet">
+          Point a sender at the ingress URL; each request shows up here within seconds.
+        </Empty>
       ) : (
         <div class="split">
           <div class="tablewrap">
@@ -269,7 +294,9 @@ function Deliveries({ uid, selected, onSelect }: { uid: string; selected?: strin
                     tabIndex={0}
                     aria-selected={d.id === selected}
                     onClick={() => onSelect(d.id)}
-                    onKeyDown={(e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), onSelect(d.id))}
+                    onKeyDown={(e) =>
+                      (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), onSelect(d.id))
+                    }
                   >
                     <td>
                       <Badge value={d.status} />
@@ -284,7 +311,13 @@ function Deliveries({ uid, selected, onSelect }: { uid: string; selected?: strin
               </tbody>
             </table>
           </div>
-          <div>{selected ? <DeliveryView uid={uid} id={selected} /> : <Empty title="Select a delivery">Its payload and the runs it started show here.</Empty>}</div>
+          <div>
+            {selected ? (
+              <DeliveryView uid={uid} id={selected} />
+            ) : (
+              <Empty title="Select a delivery">Its payload and the runs it started show here.</Empty>
+            )}
+          </div>
         </div>
       )}
     </>
@@ -349,7 +382,13 @@ interface TestResult {
   payload_check: {
     passed: boolean;
     message: string;
-    mismatches: Array<{ path: string; condition: string; expected: unknown; actual?: unknown; present: boolean }>;
+    mismatches: Array<{
+      path: string;
+      condition: string;
+      expected: unknown;
+      actual?: unknown;
+      present: boolean;
+    }>;
   };
 }
 
@@ -360,7 +399,8 @@ function filterPaths(filter: unknown, prefix = ''): string[] {
   for (const [k, v] of Object.entries(filter as Record<string, unknown>)) {
     const path = prefix ? `${prefix}.${k}` : k;
     const isCondition =
-      Array.isArray(v) || (v && typeof v === 'object' && Object.keys(v).every((c) => ['in', 'not_in', 'exists'].includes(c)));
+      Array.isArray(v) ||
+      (v && typeof v === 'object' && Object.keys(v).every((c) => ['in', 'not_in', 'exists'].includes(c)));
     if (isCondition) out.push(path);
     else out.push(...filterPaths(v, path));
   }
@@ -371,13 +411,18 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
   const def = useLive(
     () =>
       factoryUid
-        ? api.get<{ automations: Array<{ name: string; triggers: Array<{ filter?: { webhook_ids?: string[]; payload?: unknown } }> }> }>(
-            `/factory/${factoryUid}/definition`,
-          )
+        ? api.get<{
+            automations: Array<{
+              name: string;
+              triggers: Array<{ filter?: { webhook_ids?: string[]; payload?: unknown } }>;
+            }>;
+          }>(`/factory/${factoryUid}/definition`)
         : Promise.resolve(undefined),
     [factoryUid],
   );
-  const automations = (def.data?.automations ?? []).filter((a) => a.triggers.some((t) => t.filter?.webhook_ids?.includes(w.uid)));
+  const automations = (def.data?.automations ?? []).filter((a) =>
+    a.triggers.some((t) => t.filter?.webhook_ids?.includes(w.uid)),
+  );
   const [automation, setAutomation] = useState('');
   const [filter, setFilter] = useState('{\n  "payload": {\n    "action": ["opened"]\n  }\n}');
   const [result, setResult] = useState<TestResult>();
@@ -394,7 +439,7 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
       try {
         parsed = JSON.parse(filter);
       } catch (e) {
-        throw new Error(`The filter is not JSON: ${(e as Error).message}`);
+        throw new Error(`The filter is not JSON: ${(e as Error).message}`, { cause: e });
       }
       body = { filter: parsed };
       payloadFilter = parsed.payload;
@@ -416,7 +461,8 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
         }}
       >
         <p class="small-text muted">
-          Would a stored Accepted delivery ({delivery ? 'the one selected above' : 'the newest one; select another in the log'}) start a run?
+          Would a stored Accepted delivery (
+          {delivery ? 'the one selected above' : 'the newest one; select another in the log'}) start a run?
         </p>
         <label>
           Against
@@ -432,7 +478,13 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
         {!automation && (
           <label>
             Filter (as an automation’s trigger writes it)
-            <textarea class="mono" name="filter" rows={6} value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />
+            <textarea
+              class="mono"
+              name="filter"
+              rows={6}
+              value={filter}
+              onInput={(e) => setFilter(e.currentTarget.value)}
+            />
           </label>
         )}
         <ErrorBox error={test.error} title="Not tested" />
@@ -442,18 +494,25 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
           </button>
         </div>
         {result && (
-          <div class={`verdict ${result.result === 'would_trigger' ? 'ok' : 'bad'}`} role="status" aria-label="Verdict">
+          <div
+            class={`verdict ${result.result === 'would_trigger' ? 'ok' : 'bad'}`}
+            role="status"
+            aria-label="Verdict"
+          >
             <strong>{result.result === 'would_trigger' ? 'Would trigger' : 'Would not trigger'}</strong>
             <span class="muted small-text">
               against {result.automation ? `automation ${result.automation}, ` : ''}delivery{' '}
-              <span class="mono">{result.delivery.delivery_id ?? result.delivery.id}</span> (<Time iso={result.delivery.received_at} />)
+              <span class="mono">{result.delivery.delivery_id ?? result.delivery.id}</span> (
+              <Time iso={result.delivery.received_at} />)
             </span>
             <ul class="checks">
               <li class={result.webhook_check.passed ? 'pass' : 'fail'}>
-                Webhook check: {result.webhook_check.passed ? 'passed' : 'failed'} — {result.webhook_check.message}
+                Webhook check: {result.webhook_check.passed ? 'passed' : 'failed'} —{' '}
+                {result.webhook_check.message}
               </li>
               <li class={result.payload_check.passed ? 'pass' : 'fail'}>
-                Payload check: {result.payload_check.passed ? 'passed' : 'failed'} — {result.payload_check.message}
+                Payload check: {result.payload_check.passed ? 'passed' : 'failed'} —{' '}
+                {result.payload_check.message}
               </li>
             </ul>
             {(paths.length > 0 || result.payload_check.mismatches.length > 0) && (
@@ -467,17 +526,21 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
                   </tr>
                 </thead>
                 <tbody>
-                  {[...new Set([...paths, ...result.payload_check.mismatches.map((m) => m.path)])].map((p) => {
-                    const m = result.payload_check.mismatches.find((x) => x.path === p);
-                    return (
-                      <tr key={p} class={m ? 'fail' : 'pass'}>
-                        <td class="mono">{p}</td>
-                        <td>{m ? `fails ${m.condition}` : 'matches'}</td>
-                        <td class="mono small-text">{m ? JSON.stringify(m.expected) : ''}</td>
-                        <td class="mono small-text">{m ? (m.present ? JSON.stringify(m.actual) : '(missing)') : ''}</td>
-                      </tr>
-                    );
-                  })}
+                  {[...new Set([...paths, ...result.payload_check.mismatches.map((m) => m.path)])].map(
+                    (p) => {
+                      const m = result.payload_check.mismatches.find((x) => x.path === p);
+                      return (
+                        <tr key={p} class={m ? 'fail' : 'pass'}>
+                          <td class="mono">{p}</td>
+                          <td>{m ? `fails ${m.condition}` : 'matches'}</td>
+                          <td class="mono small-text">{m ? JSON.stringify(m.expected) : ''}</td>
+                          <td class="mono small-text">
+                            {m ? (m.present ? JSON.stringify(m.actual) : '(missing)') : ''}
+                          </td>
+                        </tr>
+                      );
+                    },
+                  )}
                 </tbody>
               </table>
             )}

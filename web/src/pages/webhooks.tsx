@@ -20,7 +20,18 @@ export interface Webhook {
   awaiting_secret?: boolean;
 }
 
-export const SCHEMES = ['standard_webhooks', 'github', 'stripe', 'slack', 'shopify', 'gitlab', 'linear', 'sentry', 'pagerduty', 'vercel'];
+export const SCHEMES = [
+  'standard_webhooks',
+  'github',
+  'stripe',
+  'slack',
+  'shopify',
+  'gitlab',
+  'linear',
+  'sentry',
+  'pagerduty',
+  'vercel',
+];
 const AUTH_MODES: Array<[Webhook['auth_mode'], string]> = [
   ['token', 'Bearer token (Authorization header)'],
   ['url_token', 'Token in the URL (for senders without headers)'],
@@ -52,8 +63,8 @@ export function WebhooksTab({ factory }: { factory: Factory }) {
         <Loading />
       ) : list.data.webhooks.length === 0 ? (
         <Empty title="No webhooks yet">
-          A webhook gives senders (GitHub, Stripe, CI jobs, anything that can POST JSON) a URL whose deliveries start runs through
-          an automation.
+          A webhook gives senders (GitHub, Stripe, CI jobs, anything that can POST JSON) a URL whose
+          deliveries start runs through an automation.
         </Empty>
       ) : (
         <div class="tablewrap">
@@ -78,7 +89,10 @@ export function WebhooksTab({ factory }: { factory: Factory }) {
                   </td>
                   <td>{w.auth_mode === 'signature' ? w.signature_scheme : w.auth_mode}</td>
                   <td>
-                    <Badge value={w.enabled ? 'accepted' : 'duplicate'} label={w.enabled ? 'Enabled' : 'Disabled'} />
+                    <Badge
+                      value={w.enabled ? 'accepted' : 'duplicate'}
+                      label={w.enabled ? 'Enabled' : 'Disabled'}
+                    />
                   </td>
                   <td class="hide-s mono small-text wrap">{w.ingress_url}</td>
                   <td class="hide-s">
@@ -160,13 +174,25 @@ function CreateWebhook({
       >
         <label>
           Name <span class="muted">(the file name; cannot be changed later)</span>
-          <input name="name" required pattern="[A-Za-z0-9][A-Za-z0-9._-]{0,63}" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          <input
+            name="name"
+            required
+            pattern="[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
         </label>
         <fieldset>
           <legend>Authentication</legend>
           {AUTH_MODES.map(([value, label]) => (
             <label key={value} class="radio">
-              <input type="radio" name="auth_mode" value={value} checked={mode === value} onChange={() => setMode(value)} />
+              <input
+                type="radio"
+                name="auth_mode"
+                value={value}
+                checked={mode === value}
+                onChange={() => setMode(value)}
+              />
               {label}
             </label>
           ))}
@@ -175,7 +201,11 @@ function CreateWebhook({
           <>
             <label>
               Provider scheme
-              <select name="signature_scheme" value={scheme} onChange={(e) => setScheme(e.currentTarget.value)}>
+              <select
+                name="signature_scheme"
+                value={scheme}
+                onChange={(e) => setScheme(e.currentTarget.value)}
+              >
                 {SCHEMES.map((s) => (
                   <option key={s}>{s}</option>
                 ))}
@@ -189,18 +219,35 @@ function CreateWebhook({
                     ? '(blank: factoryd generates a whsec_… secret and shows it once)'
                     : '(blank: the webhook is created disabled until you set the secret the provider issues)'}
                 </span>
-                <input type="password" name="secret" autocomplete="off" value={secret} onInput={(e) => setSecret(e.currentTarget.value)} />
+                <input
+                  type="password"
+                  name="secret"
+                  autocomplete="off"
+                  value={secret}
+                  onInput={(e) => setSecret(e.currentTarget.value)}
+                />
               </label>
             )}
           </>
         )}
         <label>
           Team secret name <span class="muted">(an existing one is reused, its value never shown)</span>
-          <input name="secret_name" placeholder={suggested} value={secretName} onInput={(e) => setSecretName(e.currentTarget.value)} />
+          <input
+            name="secret_name"
+            placeholder={suggested}
+            value={secretName}
+            onInput={(e) => setSecretName(e.currentTarget.value)}
+          />
         </label>
         <label>
-          Delivery ID header <span class="muted">(optional: the header that identifies a delivery, for duplicates)</span>
-          <input name="delivery_id_header" placeholder="e.g. X-Request-Id" value={header} onInput={(e) => setHeader(e.currentTarget.value)} />
+          Delivery ID header{' '}
+          <span class="muted">(optional: the header that identifies a delivery, for duplicates)</span>
+          <input
+            name="delivery_id_header"
+            placeholder="e.g. X-Request-Id"
+            value={header}
+            onInput={(e) => setHeader(e.currentTarget.value)}
+          />
         </label>
         {factory.managed ? (
           <>
@@ -214,7 +261,12 @@ function CreateWebhook({
         ) : (
           <RepoFile
             path={`webhooks/${name || '<name>'}.yaml`}
-            text={webhookFile({ auth_mode: mode, signature_scheme: scheme, secret_name: fileSecretName, delivery_id_header: header })}
+            text={webhookFile({
+              auth_mode: mode,
+              signature_scheme: scheme,
+              secret_name: fileSecretName,
+              delivery_id_header: header,
+            })}
             note={`This factory is defined by ${factory.repository} (${factory.branch}): commit this file there. Create the secret first: npx factoryd secrets set ${fileSecretName} --generate ${mode === 'token' ? 'token' : mode === 'url_token' ? 'url-safe' : 'whsec'} (or pipe the provider's secret to it).`}
           />
         )}
@@ -235,8 +287,19 @@ export function RepoFile({ path, text, note }: { path: string; text: string; not
 }
 
 /** The one time a generated secret is shown, with the sender's URL and a curl to try it. */
-export function SecretOnce({ webhook, secret, onDone }: { webhook: Webhook; secret?: string; onDone: () => void }) {
-  const url = secret && webhook.auth_mode === 'url_token' ? webhook.ingress_url.replace('{token}', secret) : webhook.ingress_url;
+export function SecretOnce({
+  webhook,
+  secret,
+  onDone,
+}: {
+  webhook: Webhook;
+  secret?: string;
+  onDone: () => void;
+}) {
+  const url =
+    secret && webhook.auth_mode === 'url_token'
+      ? webhook.ingress_url.replace('{token}', secret)
+      : webhook.ingress_url;
   const body = `'{"hello":"world"}'`;
   const curl =
     webhook.auth_mode === 'token'
@@ -259,7 +322,10 @@ export function SecretOnce({ webhook, secret, onDone }: { webhook: Webhook; secr
             : 'The secret you gave is stored and never shown.'}
         </p>
       )}
-      <p class="small-text muted">Ingress URL {webhook.auth_mode === 'url_token' && secret ? '(holds the token: treat it as a secret)' : ''}</p>
+      <p class="small-text muted">
+        Ingress URL{' '}
+        {webhook.auth_mode === 'url_token' && secret ? '(holds the token: treat it as a secret)' : ''}
+      </p>
       <CopyField label="Ingress URL" value={url} />
       {curl && (
         <>
