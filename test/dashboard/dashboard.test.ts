@@ -270,6 +270,31 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
       await eventually(() => visible(reader, 'Delivery log'), 'the webhook page');
       expect(await reader.getByRole('button', { name: /Delete|Rotate|Set secret/ }).count()).toBe(0);
       expect(await reader.getByRole('switch').count()).toBe(0);
+      // Reading is allowed: a delivery that starts a run through the automation, and Test filter.
+      const sent = await fetch(`${t.url}/webhooks/w/${backed.hookUid}`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer ci-secret-value', 'x-service-delivery-id': 'issue-7' },
+        body: JSON.stringify({ action: 'opened', issue: { number: 7 } }),
+      });
+      expect(sent.status).toBe(202);
+      await reader.getByRole('row', { name: /issue-7/ }).click();
+      const delivery = reader.getByLabel('Delivery', { exact: true });
+      const started = await eventually(async () => {
+        const r = await t.call('GET', `/api/v1/agent/runs?source=WEBHOOK`);
+        return r.body.runs[0]?.run_id as string | undefined;
+      }, 'the run the delivery started');
+      await eventually(
+        () => delivery.getByRole('link', { name: started }).isVisible(),
+        'the run it started, linked',
+      );
+      await reader.getByLabel('Against').selectOption('fix');
+      await reader.getByRole('button', { name: 'Test filter' }).click();
+      const verdict = reader.getByRole('status', { name: 'Verdict' });
+      await eventually(
+        async () => (await verdict.textContent())?.startsWith('Would trigger'),
+        'the automation would trigger',
+      );
+      expect(await verdict.textContent()).toContain('automation fix');
       await reader.goto(`${t.url}/ui/factories/${backed.uid}`);
       await eventually(() => visible(reader, 'Apply history'), 'the factory status');
       expect(await reader.getByRole('button', { name: 'Refresh now' }).count()).toBe(0);

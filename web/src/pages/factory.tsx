@@ -61,7 +61,7 @@ export function FactoryPage({ uid, tab }: { uid: string; tab: string }) {
 function Overview({ f, reload }: { f: Factory; reload: () => void }) {
   const applies = useLive(
     () => api.get<{ applies: Apply[] }>(`/factory/${f.uid}/applies?limit=20`),
-    [f.uid, f.updated_at],
+    [f.uid],
     5000,
   );
   const refresh = useAction(() => api.post(`/factory/${f.uid}/refresh`));

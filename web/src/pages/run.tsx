@@ -25,7 +25,8 @@ export function RunPage({ id }: { id: string }) {
   const live = run.data ? !TERMINAL.includes(run.data.state) : true;
   const conversation = useLive(
     () => api.get<{ messages: ConversationItem[] }>(`/agent/runs/${encodeURIComponent(id)}/conversation`),
-    [id, run.data?.state, run.data?.updated_at],
+    // Polled while the run is live; when it ends, `everyMs` turning 0 fetches it one last time.
+    [id],
     live ? 2000 : 0,
   );
   const cancel = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/cancel`));

@@ -41,7 +41,7 @@ const AUTH_MODES: Array<[Webhook['auth_mode'], string]> = [
 export function WebhooksTab({ factory }: { factory: Factory }) {
   const list = useLive(
     () => api.get<{ webhooks: Webhook[] }>(`/factory/${factory.uid}/webhooks`),
-    [factory.uid, factory.updated_at],
+    [factory.uid],
     5000,
   );
   const [creating, setCreating] = useState(false);
