@@ -23,6 +23,9 @@ const APPLIES_SCOPE = 'factory-applies';
 /** The factory API: listing, status and history, webhooks, dispatch to the foreman, refresh. */
 @Injectable()
 export class FactoriesService {
+  /** The plan running now, by factory id. */
+  private readonly plans = new Map<string, Promise<ReconcileOutcome>>();
+
   constructor(
     @Inject(FactoriesRepository) private readonly repo: FactoriesRepository,
     @Inject(RunsRepository) private readonly runs: RunsRepository,
@@ -123,9 +126,18 @@ export class FactoriesService {
     return this.repo.definition((await this.get(auth, uid)).id);
   }
 
-  /** What reconciling the head now would change: a dry run, nothing applied or recorded. */
+  /**
+   * What reconciling the head now would change: a dry run, nothing applied or recorded. Requests for
+   * one factory that arrive while its plan runs share that plan (one fetch, however many readers ask).
+   */
   async plan(auth: AuthContext, uid: string): Promise<ReconcileOutcome> {
-    return this.reconciler.plan((await this.get(auth, uid)).id);
+    const { id } = await this.get(auth, uid);
+    let running = this.plans.get(id);
+    if (!running) {
+      running = this.reconciler.plan(id).finally(() => this.plans.delete(id));
+      this.plans.set(id, running);
+    }
+    return running;
   }
 
   /** Starts a reconcile of the head now (even if it was already attempted); does not wait for it. */
