@@ -72,7 +72,8 @@ export class DashboardPages implements OnModuleInit {
   }
 
   private serve(req: FastifyRequest, reply: FastifyReply) {
-    const path = decodeURIComponent(req.url.split('?')[0]).slice(DASHBOARD_PATH.length + 1);
+    // The rest of the path after /ui/, decoded by the router (a malformed escape is its 400).
+    const path = (req.params as { '*': string })['*'];
     void reply
       .header('Content-Security-Policy', DASHBOARD_CSP)
       .header('X-Content-Type-Options', 'nosniff')

@@ -84,6 +84,7 @@ describe.skipIf(!built)('dashboard pages and routes (needs `npm run build`: dist
     const plain = await get(script, { 'accept-encoding': 'identity' });
     expect(plain.headers.get('content-encoding')).toBeNull();
     expect(await plain.text()).toBe(await res.text());
+    expect((await get('/ui/assets/%E0%A4%A')).status).toBe(400);
     const missing = await get('/ui/assets/nope.js');
     expect(missing.status).toBe(404);
     expect(missing.headers.get('content-type')).toContain('application/problem+json');

@@ -301,6 +301,7 @@ function NewRun({ onClose }: { onClose: () => void }) {
           Prompt
           <textarea
             name="prompt"
+            autoFocus
             rows={6}
             required
             value={prompt}

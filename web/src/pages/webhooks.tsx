@@ -176,6 +176,7 @@ function CreateWebhook({
           Name <span class="muted">(the file name; cannot be changed later)</span>
           <input
             name="name"
+            autoFocus
             required
             pattern="[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
             value={name}
