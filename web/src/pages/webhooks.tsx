@@ -328,11 +328,16 @@ export function SecretOnce({
         {webhook.auth_mode === 'url_token' && secret ? '(holds the token: treat it as a secret)' : ''}
       </p>
       <CopyField label="Ingress URL" value={url} />
-      {curl && (
+      {curl ? (
         <>
           <p class="small-text muted">Try it</p>
           <CopyField label="curl example" value={curl} />
         </>
+      ) : (
+        <p class="small-text muted">
+          Give the provider ({webhook.signature_scheme}) this URL{secret ? ' and secret' : ''}: it signs each
+          delivery, and factoryd checks the signature over the exact bytes.
+        </p>
       )}
       <div class="actions">
         <Link href={`${BASE}/webhooks/${webhook.uid}`}>Open the webhook</Link>
