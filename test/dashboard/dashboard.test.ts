@@ -150,6 +150,35 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     await shot('runs');
   });
 
+  it('continues the run with a follow-up, and cancels a live run', async () => {
+    await page.getByRole('link', { name: 'Triage from the dashboard' }).click();
+    await page.getByLabel(/^Follow-up/).fill('And the next issue, please');
+    await page.getByRole('button', { name: 'Send follow-up' }).click();
+    const conversation = page.getByRole('list', { name: 'Conversation' });
+    await eventually(
+      () => conversation.getByText('And the next issue, please').first().isVisible(),
+      'the follow-up in the conversation',
+    );
+    await eventually(
+      async () => (await t.call('GET', `/api/v1/agent/runs/${runId}`)).body.state === 'SUCCEEDED',
+      'the continued run done',
+    );
+
+    const long = await t.call('POST', '/api/v1/agent/runs', {
+      prompt: 'Work a while\n/wait 30',
+      title: 'Long one',
+    });
+    await page.goto(`${t.url}/ui/runs/${long.body.run_id}`);
+    await eventually(
+      () => page.locator('.pagehead .badge').getByText('INPROGRESS').isVisible(),
+      'the run in progress',
+    );
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await eventually(() => page.locator('.pagehead .badge').getByText('CANCELLED').isVisible(), 'CANCELLED');
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+  });
+
   it('creates a webhook and shows its secret once, with the ingress URL and a curl example', async () => {
     await nav(page, 'Factories').click();
     await eventually(() => page.getByRole('link', { name: /support/ }).isVisible(), 'the factories');
