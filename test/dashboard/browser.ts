@@ -1,19 +1,10 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
-import { DASHBOARD_DIR } from '../../src/dashboard/dashboard-pages.js';
+import { CHROMIUM } from './browser-check.js';
 
-/** Debian's chromium (`.ci/run` installs it when root); CHROMIUM_PATH overrides. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-/** Why the browser tests cannot run here, or undefined when they can. */
-export function browserMissing(): string | undefined {
-  if (!existsSync(CHROMIUM))
-    return `no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
-  if (!existsSync(`${DASHBOARD_DIR}/index.html`)) return 'the dashboard is not built (npm run build)';
-  return undefined;
-}
+export { browserMissing, CHROMIUM } from './browser-check.js';
 
 /** Headless Chromium on a fresh profile, with nothing of its own talking to the network. */
 export async function launchBrowser(): Promise<{ browser: BrowserContext; close(): Promise<void> }> {
