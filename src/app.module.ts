@@ -8,6 +8,7 @@ import { RequestValidator } from './common/request-validation.js';
 import { SchemaRegistry } from './common/schema-validator.js';
 import { CONFIG, type Config } from './config/config.js';
 import { Database } from './database/database.js';
+import { Notifications } from './database/notifications.js';
 import { FactoriesModule } from './factories/factories.module.js';
 import { ManagementModule } from './management/management.module.js';
 import { OpsModule } from './ops/ops.module.js';
@@ -19,7 +20,7 @@ import { ConversationsModule } from './conversations/conversations.module.js';
 import { DashboardModule } from './dashboard/dashboard.module.js';
 import { WorkersModule } from './workers/workers.module.js';
 
-/** What every module may inject: configuration, the database, the clock, the schemas. */
+/** What every module may inject: configuration, the database and its notifications, the clock, the schemas. */
 @Global()
 @Module({})
 class CoreModule {
@@ -27,6 +28,7 @@ class CoreModule {
     const providers = [
       { provide: CONFIG, useValue: config },
       { provide: Database, useValue: db },
+      Notifications,
       { provide: SchemaRegistry, useValue: schemas },
       Clock,
       RequestValidator,

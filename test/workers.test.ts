@@ -212,9 +212,12 @@ describe('the self-hosted worker API', () => {
 
     // Malformed reports are refused whole: nothing recorded, the run still CLAIMED.
     for (const [outcome, message] of [
-      [{ exitCode: 0, startedMsAgo: -5 }, /outcome.startedMsAgo must be a non-negative integer/],
-      [{ exitCode: 0, startedMsAgo: 1.5 }, /outcome.startedMsAgo must be a non-negative integer/],
-      [{ exitCode: 0, events: 'done' }, /outcome.events must be an array/],
+      [{ exitCode: 0, startedMsAgo: -5 }, /outcome.startedMsAgo must be >= 0/],
+      [
+        { exitCode: 0, startedMsAgo: 1.5 },
+        /outcome.startedMsAgo must be integer or null, not a number \(1.5\)/,
+      ],
+      [{ exitCode: 0, events: 'done' }, /outcome.events must be array, not a string/],
     ] as const) {
       const res = await finish(outcome);
       expect(res.status).toBe(400);
@@ -227,7 +230,7 @@ describe('the self-hosted worker API', () => {
       started_ms_ago: 'soon',
     });
     expect(events.status).toBe(400);
-    expect(events.body.detail).toMatch(/started_ms_ago must be a non-negative integer/);
+    expect(events.body.detail).toMatch(/started_ms_ago must be integer or null, not a string \("soon"\)/);
     expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CLAIMED');
 
     const res = await finish({
@@ -320,15 +323,76 @@ describe('the self-hosted worker API', () => {
   });
 
   it.each([
-    [{ worker_id: 'w2', worker_host: 'box-l' }, 400, /worker_ids must be an array/],
-    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: 'dead-one' }, 400, /worker_ids must be an array/],
-    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: ['a b'] }, 400, /each 1-128 characters/],
-    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: Array(101).fill('w') }, 400, /at most 100/],
+    [{ worker_id: 'w2', worker_host: 'box-l' }, 400, /worker_ids is required/],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: 'dead-one' }, 400, /worker_ids must be array/],
+    [
+      { worker_id: 'w2', worker_host: 'box-l', worker_ids: ['a b'] },
+      400,
+      /worker_ids.0 must match .*1-128 characters/,
+    ],
+    [{ worker_id: 'w2', worker_host: 'box-l', worker_ids: Array(101).fill('w') }, 400, /more than 100 items/],
     [{ worker_id: 'w2', worker_host: 'warp', worker_ids: ['w'] }, 403, /bound to worker_host "box-l"/],
   ])('refuses a bad lost-workers report %#', async (body, status, detail) => {
     const res = await lost(body);
     expect(res.status).toBe(status);
     expect(res.body.detail).toMatch(detail);
+  });
+});
+
+describe('worker protocol bodies, checked by their schemas (schemas/api/worker-*.schema.json)', () => {
+  const run = '00000000-0000-4000-8000-0000000000b1';
+  const as = { worker_id: 'm1', worker_host: 'box-b' };
+  let key: Promise<string> | undefined;
+  const post = async (path: string, body: unknown) =>
+    t.call('POST', `/api/v1/agent/workers${path}`, body, await (key ??= t.workerKey('box-b')));
+
+  // Each body was taken before (its bad field ignored, dropped or read as something else): now a 400
+  // naming the field, while the same route with a well-formed body answers 200.
+  it.each([
+    ['/connect', { ...as, worker_id: 7 }, /worker_id must be string, not a number \(7\)/],
+    ['/claim', { ...as, max: 'lots' }, /max must be integer, not a string \("lots"\)/],
+    ['/claim', { ...as, wait_seconds: -1 }, /wait_seconds must be >= 0/],
+    ['/heartbeat', { ...as, run_ids: ['not-a-run'] }, /run_ids.0 must match .*a UUID.*, not "not-a-run"/],
+    ['/heartbeat', { ...as, run_ids: 'all' }, /run_ids must be array, not a string/],
+    [`/runs/${run}/events`, { ...as, execution: 1, events: [42] }, /events.0 must be object, not a number/],
+    [`/runs/${run}/events`, { ...as, execution: 1, events: [{ text: 'hi' }] }, /events.0.type is required/],
+    [`/runs/${run}/control`, { worker_host: 'box-b' }, /worker_id is required/],
+    [
+      `/runs/${run}/finish`,
+      { ...as, execution: 1, outcome: { stoppedBy: 'bored' } },
+      /outcome.stoppedBy must be one of "cancel", "idle", "max_duration", "shutdown", not "bored"/,
+    ],
+    [
+      `/runs/${run}/finish`,
+      { ...as, execution: 1, outcome: { lastLines: [1, 2] } },
+      /outcome.lastLines.0 must be string, not a number/,
+    ],
+    [`/runs/${run}/finish`, { ...as, execution: 1, outcome: 'done' }, /outcome must be object, not a string/],
+  ])('refuses a malformed body on %s (400, problem+json naming the field) %#', async (path, body, detail) => {
+    const res = await post(path, body);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(res.body).toMatchObject({
+      status: 400,
+      error: 'invalid_request',
+      detail: expect.stringMatching(detail),
+    });
+  });
+
+  it.each([
+    ['/connect', as],
+    ['/claim', { ...as, max: 40, wait_seconds: 0 }],
+    ['/heartbeat', { ...as, run_ids: [run] }],
+    [
+      `/runs/${run}/events`,
+      { ...as, execution: 1, events: [{ type: 'message', role: 'assistant', text: 'hi' }] },
+    ],
+    [`/runs/${run}/control`, as],
+    [`/runs/${run}/finish`, { ...as, execution: 1, outcome: { exitCode: 0, lastLines: ['ok'] } }],
+    // A newer worker's extra fields are ignored, so that it can talk to this service.
+    ['/heartbeat', { ...as, run_ids: [], load: 0.5 }],
+  ])('takes a well-formed body on %s %#', async (path, body) => {
+    expect((await post(path, body)).status).toBe(200);
   });
 });
 

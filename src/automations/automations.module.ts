@@ -1,9 +1,9 @@
 import { Module } from '@nestjs/common';
-import { DefinitionsListener } from './definitions-listener.js';
+import { AutomationsRepository } from './automations.repository.js';
 import { TriggerIndex } from './trigger-index.js';
 
 @Module({
-  providers: [TriggerIndex, DefinitionsListener],
-  exports: [TriggerIndex, DefinitionsListener],
+  providers: [TriggerIndex, AutomationsRepository],
+  exports: [TriggerIndex],
 })
 export class AutomationsModule {}

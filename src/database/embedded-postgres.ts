@@ -9,7 +9,6 @@ import {
   readFileSync,
   realpathSync,
   rmdirSync,
-  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -18,6 +17,7 @@ import { arch, platform, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { unsearchableAbove } from '../common/searchable.js';
 
 const run = promisify(execFile);
 
@@ -303,14 +303,6 @@ function reachableClusterDir(dir: string, owner: { uid: number; gid: number }): 
   if (linked) rmdirSync(dir);
   symlinkSync(home, dir);
   return home;
-}
-
-/** The first folder above `dir` that others cannot pass through, if any. */
-function unsearchableAbove(dir: string): string | undefined {
-  for (let d = dirname(resolve(dir)); ; d = dirname(d)) {
-    if ((statSync(d).mode & 0o001) === 0) return d;
-    if (d === dirname(d)) return undefined;
-  }
 }
 
 function runningServer(dataDir: string): { pid: number; port: number } | undefined {

@@ -9,7 +9,6 @@ import type { SecretVersionRef } from '../secrets/secrets.repository.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { retryWhileUnreachable } from '../database/database.js';
 import { WEBHOOK_UID } from '../webhooks/ingress.service.js';
-import { WebhookDirectory } from '../webhooks/webhook-directory.js';
 import { ManagedFactories, repositoryBacked } from './managed-factories.js';
 import { authorOf } from './managed-repositories.js';
 import { ManagementRepository, type ManagedWebhookRow } from './management.repository.js';
@@ -55,7 +54,6 @@ export class WebhookManagement {
     @Inject(DefinitionStore) private readonly store: DefinitionStore,
     @Inject(ManagedFactories) private readonly managed: ManagedFactories,
     @Inject(SecretsService) private readonly secrets: SecretsService,
-    @Inject(WebhookDirectory) private readonly directory: WebhookDirectory,
   ) {}
 
   async create(auth: AuthContext, factoryUid: string, req: WebhookCreateRequest): Promise<WebhookWithSecret> {
@@ -138,7 +136,7 @@ export class WebhookManagement {
         files: { [path]: writeWebhookFile('', fields) },
         undo: this.withdraw(added),
       });
-      return this.afterCommit(factory, async () => {
+      return this.afterCommit(async () => {
         const webhook = (await this.repo.liveWebhook(factory.id, path))!;
         if (awaiting) await this.repo.markAwaitingSecret(webhook.id);
         return { webhook: { ...webhook, awaiting_secret: awaiting }, ...(shown ? { secret: shown } : {}) };
@@ -167,7 +165,7 @@ export class WebhookManagement {
         );
       const verb = enabled ? 'Enable' : 'Disable';
       await this.changeFile(auth, factory, current, `${verb} webhook ${webhook.name}`, { enabled });
-      return this.afterCommit(factory, () => this.live(auth, uid));
+      return this.afterCommit(() => this.live(auth, uid));
     });
   }
 
@@ -200,7 +198,7 @@ export class WebhookManagement {
         deliveryIdHeader: req.delivery_id_header,
         description: req.description,
       });
-      return this.afterCommit(factory, () => this.live(auth, uid));
+      return this.afterCommit(() => this.live(auth, uid));
     });
   }
 
@@ -232,7 +230,7 @@ export class WebhookManagement {
         allowEmpty: true,
         undo: this.withdraw(ref),
       });
-      return this.afterCommit(factory, async () => ({ webhook: await this.live(auth, uid), secret: value }));
+      return this.afterCommit(async () => ({ webhook: await this.live(auth, uid), secret: value }));
     });
   }
 
@@ -282,7 +280,7 @@ export class WebhookManagement {
         allowEmpty: true,
         undo: this.withdraw(ref),
       });
-      return this.afterCommit(factory, async () => {
+      return this.afterCommit(async () => {
         await this.repo.clearAwaitingSecret(current.id);
         return { webhook: await this.live(auth, uid), ...(shown ? { secret: shown } : {}) };
       });
@@ -321,7 +319,7 @@ export class WebhookManagement {
         message: `Delete webhook ${webhook.name}`,
         files: { [current.path]: null },
       });
-      await this.afterCommit(factory, () => this.repo.clearAwaitingSecret(current.id));
+      await this.afterCommit(() => this.repo.clearAwaitingSecret(current.id));
     });
   }
 
@@ -360,16 +358,13 @@ export class WebhookManagement {
   }
 
   /**
-   * What follows a commit that went live: `work` (the rest of the write, the answer), then the
-   * webhook cache refreshed. Retried while the database is out of reach: the change is live, so its
-   * caller should hear "done" rather than a 503 it might take for "not applied".
+   * What follows a commit that went live: the rest of the write and the answer (the ingress's cache
+   * already follows the apply: DefinitionStore announces it). Retried while the database is out of
+   * reach: the change is live, so its caller should hear "done" rather than a 503 it might take for
+   * "not applied".
    */
-  private afterCommit<T>(factory: FactoryRecord, work: () => Promise<T>): Promise<T> {
-    return retryWhileUnreachable(async () => {
-      const out = await work();
-      await this.directory.refresh(factory.id);
-      return out;
-    });
+  private afterCommit<T>(work: () => Promise<T>): Promise<T> {
+    return retryWhileUnreachable(work);
   }
 
   /** For a commit that does not go live: withdraws the secret version added for it. */

@@ -1,6 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { newUid } from '../common/ids.js';
+import { CHANNELS } from '../database/channels.js';
 import { Database, type Queryable } from '../database/database.js';
+import { Notifications } from '../database/notifications.js';
 import type { DefinitionError, FactoryDefinition } from '../definitions/definition.js';
 import { fieldsOf, type AppliedState, type AppliedWebhook, type Plan, type PlanSummary } from './plan.js';
 
@@ -18,7 +20,7 @@ export interface FactoryRecord {
   lastAttemptedRevision: string | null;
   lastAppliedRevision: string | null;
   ready: boolean;
-  reason: string | null;
+  reason: StatusReason | null;
   message: string | null;
   createdAt: Date;
   updatedAt: Date;
@@ -26,19 +28,26 @@ export interface FactoryRecord {
 
 export type ApplyResult = 'applied' | 'failed' | 'unchanged';
 
+/** Why the last attempt failed: the step that failed (Reconciler's `ReconcileFailure`). */
+export type FailureReason = 'SourceRefused' | 'FetchFailed' | 'ValidationFailed' | 'ApplyFailed';
+/** A factory's status reason: its revision is live, or why the last attempt failed. */
+export type StatusReason = 'Applied' | FailureReason;
+
+/** The repository could not be read: no revision was attempted. */
+export function isSourceFailure(reason: StatusReason | null): boolean {
+  return reason === 'SourceRefused' || reason === 'FetchFailed';
+}
+
 export interface ApplyRecord {
   revision: string | null;
   result: ApplyResult;
-  reason: string;
+  reason: StatusReason;
   message: string;
   errors: DefinitionError[];
   plan: PlanSummary | null;
   startedAt: Date;
   durationMs: number;
 }
-
-/** Pushed after each successful apply, inside its transaction; payload: the factory's id. */
-export const DEFINITIONS_APPLIED_CHANNEL = 'factoryd_definitions_applied';
 
 const FACTORY_COLUMNS = `f.id, f.uid, f.team_id, t.name AS team_name, f.name, f.repo_url, f.branch, f.managed,
   f.description, f.definition, f.last_attempted_revision, f.last_applied_revision, f.ready, f.reason, f.message,
@@ -59,7 +68,7 @@ export function toFactory(r: Record<string, unknown>): FactoryRecord {
     lastAttemptedRevision: r.last_attempted_revision as string | null,
     lastAppliedRevision: r.last_applied_revision as string | null,
     ready: r.ready as boolean,
-    reason: r.reason as string | null,
+    reason: r.reason as StatusReason | null,
     message: r.message as string | null,
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
@@ -69,7 +78,16 @@ export function toFactory(r: Record<string, unknown>): FactoryRecord {
 /** The applied state of factories: the only writer of factories, agents, automations, webhooks, skills. */
 @Injectable()
 export class DefinitionStore {
-  constructor(@Inject(Database) readonly db: Database) {}
+  constructor(
+    @Inject(Database) readonly db: Database,
+    /** Outside the service (the CLI) one that only NOTIFYs: the serving replicas hear it. */
+    @Optional() @Inject(Notifications) private readonly notifications = new Notifications(db),
+  ) {}
+
+  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
 
   async register(input: {
     teamId: string;
@@ -102,7 +120,7 @@ export class DefinitionStore {
       );
       await tx.query(`DELETE FROM factories WHERE id = $1`, [id]);
       // Announced like an apply: every replica's ingress drops the factory's webhooks (senders get 404).
-      await tx.query(`SELECT pg_notify($1, $2)`, [DEFINITIONS_APPLIED_CHANNEL, id]);
+      await this.notifications.publish(CHANNELS.definitionsApplied, id, tx);
       return counts;
     });
   }
@@ -356,7 +374,7 @@ export class DefinitionStore {
         WHERE id = $1`,
       [factoryId, r.revision, ok, r.reason, r.message],
     );
-    if (r.result === 'applied')
-      await tx.query(`SELECT pg_notify($1, $2)`, [DEFINITIONS_APPLIED_CHANNEL, factoryId]);
+    // With the commit: this replica's caches refresh before the writer answers, the others by NOTIFY.
+    if (r.result === 'applied') await this.notifications.publish(CHANNELS.definitionsApplied, factoryId, tx);
   }
 }

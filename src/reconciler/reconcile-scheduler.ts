@@ -7,6 +7,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { watch, type FSWatcher } from 'chokidar';
+import { Periodic } from '../common/periodic.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { DefinitionStore, type FactoryRecord } from './definition-store.js';
 import { GitRunner, GitStopped } from './git-runner.js';
@@ -29,7 +30,8 @@ const WATCH_DEBOUNCE_MS = 50;
 @Injectable()
 export class ReconcileScheduler implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('ReconcileScheduler');
-  private timer?: NodeJS.Timeout;
+  private readonly polling: Periodic;
+  private firstTick = true;
   private readonly watchers = new Map<string, FSWatcher>();
   /** Each factory's poll in flight, by factory id. */
   private readonly polls = new Map<string, Promise<void>>();
@@ -46,29 +48,38 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     @Inject(CONFIG) private readonly config: Config,
   ) {
     this.policy = new RepositoryPolicy(config, store);
+    this.polling = new Periodic({
+      everyMs: config.factoryPollSeconds * 1000,
+      firstAfterMs: 0,
+      run: () => this.tick(),
+      onError: (err) => this.log.warn({ err }, 'poll failed'),
+    });
   }
 
   onApplicationBootstrap(): void {
-    let first = true;
-    const tick = () => {
-      const started = this.startPolls().catch((err: unknown) => {
-        this.log.warn({ err }, 'poll failed');
-        return [];
-      });
-      if (first) void started.then((polls) => Promise.all(polls)).then(this.firstPollDone);
-      first = false;
-      void started.then(() => {
-        if (!this.stopped) this.timer = setTimeout(tick, this.config.factoryPollSeconds * 1000);
-      });
-    };
-    this.timer = setTimeout(tick, 0);
+    this.polling.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
+    await this.polling.stop();
     await Promise.all([...this.watchers.values()].map((w) => w.close()));
     this.watchers.clear();
+  }
+
+  /** Starts the polls (without waiting for them: the next tick skips factories still polling). */
+  private async tick(): Promise<void> {
+    const started = this.startPolls();
+    if (this.firstTick) {
+      this.firstTick = false;
+      void started
+        .then(
+          (polls) => Promise.all(polls),
+          () => undefined,
+        )
+        .then(this.firstPollDone);
+    }
+    await started;
   }
 
   /**

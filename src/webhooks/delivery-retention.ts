@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { Periodic } from '../common/periodic.js';
 import { Database } from '../database/database.js';
 import { DeliveryLog } from './delivery-log.js';
 
@@ -12,7 +13,11 @@ const EVERY_MS = 15 * 60 * 1000;
 @Injectable()
 export class DeliveryRetention implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(DeliveryRetention.name);
-  private timer?: NodeJS.Timeout;
+  private readonly periodic = new Periodic({
+    everyMs: EVERY_MS,
+    run: () => this.runOnce(),
+    onError: (err) => this.logger.warn({ err }, 'delivery log retention failed'),
+  });
 
   constructor(
     @Inject(DeliveryLog) private readonly log: DeliveryLog,
@@ -21,14 +26,11 @@ export class DeliveryRetention implements OnModuleInit, OnApplicationShutdown {
   ) {}
 
   onModuleInit(): void {
-    this.timer = setInterval(() => {
-      this.runOnce().catch((err: unknown) => this.logger.warn({ err }, 'delivery log retention failed'));
-    }, EVERY_MS);
-    this.timer.unref();
+    this.periodic.start();
   }
 
-  onApplicationShutdown(): void {
-    clearInterval(this.timer);
+  async onApplicationShutdown(): Promise<void> {
+    await this.periodic.stop();
   }
 
   async runOnce(): Promise<number> {

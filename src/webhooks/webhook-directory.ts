@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { DefinitionsListener } from '../automations/definitions-listener.js';
 import { TriggerIndex, type Trigger } from '../automations/trigger-index.js';
+import { CHANNELS } from '../database/channels.js';
 import { Database } from '../database/database.js';
+import { Notifications } from '../database/notifications.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { SIGNATURE_SCHEMES, type SignatureScheme } from './verifiers/index.js';
 
@@ -21,10 +22,20 @@ export interface LiveWebhook {
   triggers: Trigger[];
 }
 
+/** `refresh`'s argument for "every factory". */
+const ALL = undefined;
+
 /**
  * The ingress's view of enabled webhooks, kept in memory and rebuilt per factory whenever an apply
- * is announced (LISTEN), so a replica never serves a stale secret or trigger. A UID it does not know
- * yet is looked up in the database (an apply may commit before its notification arrives).
+ * is announced (CHANNELS.definitionsApplied: at once for an apply of this process, by NOTIFY for the
+ * others; everything after the listener was cut off), so a replica never serves a stale secret or
+ * trigger. A UID it does not know yet is looked up in the database (another replica's apply may
+ * commit before its notification arrives).
+ *
+ * Read-your-writes: an apply of this process queues its refresh at its commit, before whoever made
+ * the change (the management API) answers; a lookup waits for the refreshes queued before it. A
+ * refresh that failed (the database out of reach) is done again by the next lookup, which fails
+ * rather than answer from the stale view.
  */
 @Injectable()
 export class WebhookDirectory implements OnModuleInit {
@@ -32,25 +43,34 @@ export class WebhookDirectory implements OnModuleInit {
   private byUid = new Map<string, LiveWebhook>();
   /** Refreshes run one at a time, so an older load never overwrites a newer one. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Refreshes queued and not yet ended. */
+  private queued = 0;
+  /** Factories (ALL: every one) whose last refresh failed: the view of them may be stale. */
+  private stale = new Set<string | undefined>();
 
   constructor(
     @Inject(Database) private readonly db: Database,
     @Inject(SecretsService) private readonly secrets: SecretsService,
     @Inject(TriggerIndex) private readonly triggers: TriggerIndex,
-    @Inject(DefinitionsListener) listener: DefinitionsListener,
+    @Inject(Notifications) notifications: Notifications,
   ) {
-    listener.subscribe((factoryId) => {
+    const refreshLogged = (factoryId: string | undefined) =>
       this.refresh(factoryId).catch((err: unknown) =>
         this.logger.error({ err }, `refreshing webhooks after an apply failed`),
       );
+    notifications.subscribe(CHANNELS.definitionsApplied, {
+      notified: (factoryId) => refreshLogged(factoryId),
+      resync: () => refreshLogged(ALL),
     });
   }
 
   async onModuleInit(): Promise<void> {
-    await this.refresh(undefined);
+    await this.refresh(ALL);
   }
 
   async get(uid: string): Promise<LiveWebhook | undefined> {
+    if (this.stale.size) for (const factoryId of [...this.stale]) await this.refresh(factoryId);
+    else if (this.queued) await this.queue;
     const known = this.byUid.get(uid);
     if (known) return known;
     const [row] = await this.db.query<{ factory_id: string }>(
@@ -64,8 +84,19 @@ export class WebhookDirectory implements OnModuleInit {
 
   /** Reloads one factory's webhooks and triggers (all factories when `factoryId` is undefined). */
   refresh(factoryId: string | undefined): Promise<void> {
+    this.queued++;
     const run = this.queue.then(() => this.load(factoryId));
-    this.queue = run.catch(() => undefined);
+    this.queue = run.then(
+      () => {
+        this.queued--;
+        this.stale.delete(factoryId);
+        if (factoryId === ALL) this.stale.clear();
+      },
+      () => {
+        this.queued--;
+        this.stale.add(factoryId);
+      },
+    );
     return run;
   }
 

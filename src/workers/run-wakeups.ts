@@ -1,48 +1,40 @@
 import { EventEmitter } from 'node:events';
-import type pg from 'pg';
-import type { Database } from '../database/database.js';
-import { RUN_CONTROL_CHANNEL, RUNS_QUEUED_CHANNEL } from '../runs/runs-signal.js';
+import { CHANNELS } from '../database/channels.js';
+import type { Notifications } from '../database/notifications.js';
 
 /**
- * One LISTEN connection per process: emits `queued` when runs were queued and `control` (run id)
- * for follow-ups and cancels. Reconnects when the connection drops.
+ * The process's wake-ups for workers, from its single listener (Notifications): emits `queued` when
+ * runs were queued, `control` (run id) for follow-ups and cancels, and `resync` after the listener
+ * was cut off (a `queued` too: runs queued meanwhile are claimed now, not at the next poll).
  */
 export class RunWakeups extends EventEmitter {
-  private client?: pg.PoolClient;
   /** Closed (the process is stopping): waits end at once, so long polls answer and let HTTP close. */
   closed = false;
-  private retry?: NodeJS.Timeout;
   /** Counts `queued` signals, so a waiter can tell whether one came since it last looked. */
   generation = 0;
+  private readonly unsubscribe: Array<() => void> = [];
 
-  constructor(private readonly db: Database) {
+  constructor(private readonly notifications: Notifications) {
     super();
     this.setMaxListeners(0);
   }
 
-  async start(): Promise<void> {
-    if (this.closed) return;
-    try {
-      const client = await this.db.pool.connect();
-      this.client = client;
-      client.on('notification', (n) => {
-        if (n.channel === RUNS_QUEUED_CHANNEL) this.queued();
-        else if (n.channel === RUN_CONTROL_CHANNEL && n.payload) {
-          try {
-            const p = JSON.parse(n.payload) as { run_id: string };
-            this.emit('control', p.run_id);
-            this.queued(); // a follow-up may have queued an ended run again
-          } catch {
-            /* not ours */
-          }
-        }
-      });
-      client.on('error', () => this.reconnect());
-      await client.query(`LISTEN ${RUNS_QUEUED_CHANNEL}`);
-      await client.query(`LISTEN ${RUN_CONTROL_CHANNEL}`);
-    } catch {
-      this.reconnect();
-    }
+  /** Subscribes (the listener connects on its own; errors never reach here). */
+  start(): void {
+    if (this.closed || this.unsubscribe.length) return;
+    this.unsubscribe.push(
+      this.notifications.subscribe(CHANNELS.runsQueued, {
+        notified: () => this.queued(),
+        resync: () => this.queued(),
+      }),
+      this.notifications.subscribe(CHANNELS.runControl, {
+        notified: ({ run_id }) => {
+          this.emit('control', run_id);
+          this.queued(); // a follow-up may have queued an ended run again
+        },
+        resync: () => this.emit('resync'),
+      }),
+    );
   }
 
   private queued(): void {
@@ -69,24 +61,10 @@ export class RunWakeups extends EventEmitter {
     });
   }
 
-  private reconnect(): void {
-    this.client?.release(true);
-    this.client = undefined;
-    if (this.closed || this.retry) return;
-    this.retry = setTimeout(() => {
-      this.retry = undefined;
-      void this.start();
-    }, 1000);
-  }
-
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.retry);
-    if (this.client) {
-      await this.client.query(`UNLISTEN *`).catch(() => undefined);
-      this.client.release();
-      this.client = undefined;
-    }
+    for (const off of this.unsubscribe.splice(0)) off();
     this.emit('queued');
+    return Promise.resolve();
   }
 }

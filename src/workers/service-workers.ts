@@ -1,8 +1,12 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ConfigError, type Config } from '../config/config.js';
 import { newUid } from '../common/ids.js';
 import { PACKAGE_ROOT } from '../common/paths.js';
+import { startPeriodic } from '../common/periodic.js';
+import { unsearchableAbove } from '../common/searchable.js';
 import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { DirectBackend } from './direct-backend.js';
@@ -51,8 +55,23 @@ export function harnessSandbox(config: Config, workspaceRoot: string): SandboxCh
   }
 }
 
-/** Workspaces of service-hosted workers. */
-export const serviceWorkspaceRoot = (config: Config) => join(config.dataDir, 'workspaces');
+/** Where workspaces go as root when the folders above DATA_DIR keep other users out. */
+export const ROOT_WORKSPACES_DIR = '/var/lib/factoryd/workspaces';
+
+/**
+ * Workspaces of this machine's workers: `$DATA_DIR/workspaces`. As root, harnesses run as other uids
+ * (HARNESS_UID, HARNESS_UIDS), which must pass through every folder above their workspace to open
+ * files in it by absolute path; when a folder above DATA_DIR does not let them (a checkout under
+ * /root, a `mktemp -d`), the workspaces go to a folder of this DATA_DIR's own under
+ * ROOT_WORKSPACES_DIR instead (the start logs the root it uses).
+ */
+export function serviceWorkspaceRoot(config: Config): string {
+  if (process.getuid?.() !== 0 || !unsearchableAbove(config.dataDir))
+    return join(config.dataDir, 'workspaces');
+  const id = createHash('sha256').update(resolve(config.dataDir)).digest('hex').slice(0, 16);
+  mkdirSync(ROOT_WORKSPACES_DIR, { recursive: true, mode: 0o755 });
+  return join(ROOT_WORKSPACES_DIR, id);
+}
 
 export interface Housekeeping {
   stop(): Promise<void>;
@@ -70,30 +89,20 @@ export function startHousekeeping(
   onError: (e: unknown) => void,
 ): Housekeeping {
   const reapFrom = Date.now() + config.workerLeaseSeconds * 1000;
-  let busy: Promise<void> = Promise.resolve();
-  const tick = () => {
-    busy = busy.then(async () => {
-      try {
-        if (Date.now() >= reapFrom) {
-          await service.reap();
-          await service.endOverdue();
-        }
-        await service.markUnservedHosts();
-      } catch (err) {
-        onError(err);
+  return startPeriodic({
+    everyMs: Math.min(1000, heartbeatMs(config)),
+    run: async () => {
+      if (Date.now() >= reapFrom) {
+        await service.reap();
+        await service.endOverdue();
       }
-    });
-  };
-  const timer = setInterval(tick, Math.min(1000, heartbeatMs(config)));
-  return {
-    async stop() {
-      clearInterval(timer);
-      await busy;
+      await service.markUnservedHosts();
     },
-  };
+    onError,
+  });
 }
 
-/** Service-hosted workers ('warp'): `concurrency` slots straight on the database, woken by NOTIFY. */
+/** Service-hosted workers (SERVICE_WORKER_HOST): `concurrency` slots straight on the database, woken by NOTIFY. */
 export function startServiceHostedPool(
   db: Database,
   service: WorkerRunsService,
@@ -116,6 +125,10 @@ export function startServiceHostedPool(
     onError,
   });
   wakeups.on('control', (runId: string) => void pool.control(runId).catch(onError));
+  // Follow-ups and cancels sent while the listener was cut off: looked up now, not at the next heartbeat.
+  wakeups.on('resync', () => {
+    for (const runId of pool.activeRunIds) void pool.control(runId).catch(onError);
+  });
   pool.start();
   return pool;
 }

@@ -1,3 +1,4 @@
+import { Periodic } from '../common/periodic.js';
 import type { WorkerBackend } from './assignment.js';
 import { RunExecution, type ExecutionOptions } from './run-execution.js';
 import { openWorkerFolder, removeWorkerFolder } from './worker-folder.js';
@@ -23,7 +24,7 @@ export class WorkerPool {
   private running = false;
   private loopDone?: Promise<void>;
   private slotFreed?: () => void;
-  private heartbeatTimer?: NodeJS.Timeout;
+  private heartbeats?: Periodic;
   /** Executions make their workspaces in this worker's folder under `opts.workspaceRoot`. */
   private executionOptions: ExecutionOptions;
 
@@ -41,8 +42,14 @@ export class WorkerPool {
     this.executionOptions = { ...this.opts, workspaceRoot: folder.dir };
     if (folder.predecessors.length) void this.takeOver(folder.predecessors);
     this.loopDone = this.loop();
-    this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.opts.heartbeatMs);
-    void this.heartbeat();
+    // Kept alive: a self-hosted worker's process has nothing else that holds it open between polls.
+    this.heartbeats = new Periodic({
+      everyMs: this.opts.heartbeatMs,
+      firstAfterMs: 0,
+      run: () => this.heartbeat(),
+      onError: (err) => this.opts.onError?.(err),
+      keepAlive: true,
+    }).start();
   }
 
   /** Follow-up or cancel for a run: acted on if this worker holds it. */
@@ -62,11 +69,12 @@ export class WorkerPool {
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    clearInterval(this.heartbeatTimer);
+    const heartbeatsStopped = this.heartbeats?.stop(); // no new beat; one under way ends on its own
     this.slotFreed?.();
     await Promise.all([...this.active.values()].map((e) => e.stop('shutdown')));
     while (this.active.size) await new Promise((r) => setTimeout(r, 10));
     await Promise.all(this.reporting);
+    await heartbeatsStopped;
     await this.backend.close(); // also ends a claim that is waiting (long poll)
     await this.loopDone;
     removeWorkerFolder(this.executionOptions.workspaceRoot);
@@ -134,12 +142,8 @@ export class WorkerPool {
   }
 
   private async heartbeat(): Promise<void> {
-    try {
-      await this.backend.heartbeat(this.activeRunIds);
-      // Also the safety net for a missed control notification.
-      await Promise.all(this.activeRunIds.map((id) => this.control(id)));
-    } catch (err) {
-      this.opts.onError?.(err);
-    }
+    await this.backend.heartbeat(this.activeRunIds);
+    // Also the safety net for a missed control notification.
+    await Promise.all(this.activeRunIds.map((id) => this.control(id)));
   }
 }

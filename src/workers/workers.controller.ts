@@ -1,11 +1,12 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
+import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { workerKeyCommand } from '../auth/api-key.js';
 import { InvalidRequest, NotAuthorized } from '../common/problem.js';
+import { RequestValidator } from '../common/request-validation.js';
 import { BodyLimit } from '../common/route-config.js';
 import { UUID_PATTERN } from '../common/ids.js';
 import { selfHostedHostProblem } from '../common/worker-host.js';
@@ -14,15 +15,31 @@ import { parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
 import { RunWakeups } from './run-wakeups.js';
 import { WorkerRunsService, type WorkerIdentity } from './worker-runs.service.js';
 
-const WORKER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const MAX_CLAIM = 16;
 const MAX_WAIT_SECONDS = 25;
 /** A report of harness events (up to 1,000, each text at most 64 KiB) or a run's end with its last events. */
 const REPORT_BODY_LIMIT = 16 * 1024 * 1024;
+/** The last lines of a failed harness's output that its status message may quote. */
+const MAX_LAST_LINES = 20;
 
+/** The bodies as their schemas (schemas/api/worker-*.schema.json) admit them. */
 interface WorkerBody {
-  worker_id?: unknown;
-  worker_host?: unknown;
+  worker_id: string;
+  worker_host?: string;
 }
+type ClaimBody = WorkerBody & { max?: number; wait_seconds?: number };
+type HeartbeatBody = WorkerBody & { run_ids?: string[] };
+type LostBody = WorkerBody & { worker_ids: string[] };
+type ReportedEvent = Record<string, unknown> & { type: string };
+type EventsBody = WorkerBody & { execution: number; events: ReportedEvent[]; started_ms_ago?: number | null };
+type FinishBody = WorkerBody & {
+  execution: number;
+  outcome?: Partial<Omit<Outcome, 'result' | 'events' | 'startedMsAgo'>> & {
+    result?: ReportedEvent;
+    events?: ReportedEvent[];
+    startedMsAgo?: number | null;
+  };
+};
 
 /**
  * The self-hosted worker API: a worker connects out, long-polls for runs of its host (in its API
@@ -37,6 +54,7 @@ export class WorkersController {
   constructor(
     @Inject(WorkerRunsService) private readonly service: WorkerRunsService,
     @Inject(RunWakeups) private readonly wakeups: RunWakeups,
+    @Inject(RequestValidator) private readonly validate: RequestValidator,
   ) {}
 
   @Get('connected-self-hosted-workers')
@@ -77,29 +95,26 @@ export class WorkersController {
       team: { type: 'object', properties: { uid: { type: 'string' }, name: { type: 'string' } } },
     },
   })
+  @ApiJsonBody('WorkerRequest')
   @HttpCode(200)
   @RequireScope('workers')
-  async connect(@Auth() auth: AuthContext, @Body() body: WorkerBody) {
-    const w = identity(auth, body);
+  async connect(@Auth() auth: AuthContext, @Body() body: unknown) {
+    const w = identity(auth, this.validate.body<WorkerBody>('WorkerRequest', body));
     await this.service.register(w);
     return { worker_host: w.host, team: { uid: auth.team.uid, name: auth.team.name } };
   }
 
   @Post('workers/claim')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonBody('WorkerClaimRequest')
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  async claim(
-    @Auth() auth: AuthContext,
-    @Body() body: WorkerBody & { max?: unknown; wait_seconds?: unknown },
-    @Req() req: FastifyRequest,
-  ) {
+  async claim(@Auth() auth: AuthContext, @Body() raw: unknown, @Req() req: FastifyRequest) {
+    const body = this.validate.body<ClaimBody>('WorkerClaimRequest', raw);
     const w = identity(auth, body);
-    const max =
-      typeof body.max === 'number' && Number.isInteger(body.max) ? Math.min(Math.max(body.max, 1), 16) : 1;
-    const wait =
-      typeof body.wait_seconds === 'number' ? Math.min(Math.max(body.wait_seconds, 0), MAX_WAIT_SECONDS) : 0;
+    const max = Math.min(body.max ?? 1, MAX_CLAIM);
+    const wait = Math.min(body.wait_seconds ?? 0, MAX_WAIT_SECONDS);
     const deadline = Date.now() + wait * 1000;
     for (;;) {
       // A worker that hung up (stopped, restarted) must not be handed runs it will never see.
@@ -116,39 +131,27 @@ export class WorkersController {
 
   @Post('workers/heartbeat')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonBody('WorkerHeartbeatRequest')
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  async heartbeat(@Auth() auth: AuthContext, @Body() body: WorkerBody & { run_ids?: unknown }) {
-    const ids = Array.isArray(body.run_ids)
-      ? body.run_ids.filter((i): i is string => typeof i === 'string' && UUID_PATTERN.test(i))
-      : [];
-    await this.service.heartbeat(identity(auth, body), ids);
+  async heartbeat(@Auth() auth: AuthContext, @Body() raw: unknown) {
+    const body = this.validate.body<HeartbeatBody>('WorkerHeartbeatRequest', raw);
+    await this.service.heartbeat(identity(auth, body), body.run_ids ?? []);
     return {};
   }
 
   @Post('workers/lost')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonBody('WorkerLostRequest')
   @ApiJsonOk({ type: 'object', properties: { lost_runs: { type: 'integer' } } })
   @HttpCode(200)
   @RequireScope('workers')
-  async lost(@Auth() auth: AuthContext, @Body() body: WorkerBody & { worker_ids?: unknown }) {
-    const ids = body.worker_ids;
-    if (
-      !Array.isArray(ids) ||
-      ids.length > 100 ||
-      !ids.every((i) => typeof i === 'string' && WORKER_ID.test(i))
-    )
-      throw new InvalidRequest(
-        'worker_ids must be an array of at most 100 worker ids, each 1-128 characters of [A-Za-z0-9._:-]',
-      );
+  async lost(@Auth() auth: AuthContext, @Body() raw: unknown) {
+    const body = this.validate.body<LostBody>('WorkerLostRequest', raw);
     const w = identity(auth, body);
-    return {
-      lost_runs: await this.service.lost(
-        w,
-        ids.map((i: string) => ownerId(auth, w.host, i)),
-      ),
-    };
+    const ids = body.worker_ids.map((i) => ownerId(auth, w.host, i));
+    return { lost_runs: await this.service.lost(w, ids) };
   }
 
   @Post('workers/runs/:runId/events')
@@ -156,28 +159,28 @@ export class WorkersController {
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
+  @ApiJsonBody('WorkerEventsRequest')
   @BodyLimit(REPORT_BODY_LIMIT)
-  async events(
-    @Auth() auth: AuthContext,
-    @Param('runId') runId: string,
-    @Body() body: WorkerBody & { execution?: unknown; events?: unknown; started_ms_ago?: unknown },
-  ) {
+  async events(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() raw: unknown) {
+    const body = this.validate.body<EventsBody>('WorkerEventsRequest', raw);
     await this.service.record(
       identity(auth, body),
       runParam(runId),
-      execution(body),
-      events(body.events, 'events'),
-      startedMsAgo(body.started_ms_ago, 'started_ms_ago'),
+      body.execution,
+      body.events.map(toEvent),
+      body.started_ms_ago ?? undefined,
     );
     return {};
   }
 
   @Post('workers/runs/:runId/control')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
+  @ApiJsonBody('WorkerRequest')
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  control(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: WorkerBody) {
+  control(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() raw: unknown) {
+    const body = this.validate.body<WorkerBody>('WorkerRequest', raw);
     return this.service.control(identity(auth, body), runParam(runId));
   }
 
@@ -186,32 +189,23 @@ export class WorkersController {
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
+  @ApiJsonBody('WorkerFinishRequest')
   @BodyLimit(REPORT_BODY_LIMIT)
-  async finish(
-    @Auth() auth: AuthContext,
-    @Param('runId') runId: string,
-    @Body() body: WorkerBody & { execution?: unknown; outcome?: Partial<Outcome> },
-  ) {
+  async finish(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() raw: unknown) {
+    const body = this.validate.body<FinishBody>('WorkerFinishRequest', raw);
     const o = body.outcome ?? {};
+    const result = o.result && toEvent(o.result);
     const outcome: Outcome = {
-      stoppedBy:
-        o.stoppedBy === 'cancel' ||
-        o.stoppedBy === 'idle' ||
-        o.stoppedBy === 'max_duration' ||
-        o.stoppedBy === 'shutdown'
-          ? o.stoppedBy
-          : undefined,
-      exitCode: typeof o.exitCode === 'number' ? o.exitCode : null,
-      signal: typeof o.signal === 'string' ? o.signal : null,
-      lastLines: Array.isArray(o.lastLines)
-        ? o.lastLines.filter((l) => typeof l === 'string').slice(-20)
-        : [],
-      result: o.result ? (toEvent(o.result) as Outcome['result']) : undefined,
-      events: o.events === undefined ? undefined : events(o.events, 'outcome.events'),
-      startedMsAgo: startedMsAgo(o.startedMsAgo, 'outcome.startedMsAgo'),
+      stoppedBy: o.stoppedBy,
+      exitCode: o.exitCode ?? null,
+      signal: o.signal ?? null,
+      lastLines: (o.lastLines ?? []).slice(-MAX_LAST_LINES),
+      // A result event the harness protocol does not read as one (no status, …) is no result.
+      result: result?.type === 'result' ? result : undefined,
+      events: o.events?.map(toEvent),
+      startedMsAgo: o.startedMsAgo ?? undefined,
     };
-    if (outcome.result && outcome.result.type !== 'result') outcome.result = undefined;
-    await this.service.finish(identity(auth, body), runParam(runId), execution(body), outcome);
+    await this.service.finish(identity(auth, body), runParam(runId), body.execution, outcome);
     return {};
   }
 }
@@ -226,15 +220,13 @@ function identity(auth: AuthContext, body: WorkerBody): WorkerIdentity {
   // The guard admits only keys with the workers scope, and those always have a host (api_keys check).
   if (!host) throw new NotAuthorized('This API key is not a worker key (it is bound to no worker_host).');
   if (body.worker_host !== undefined && body.worker_host !== host) {
-    const other = selfHostedHostProblem(body.worker_host) ? undefined : (body.worker_host as string);
+    const other = selfHostedHostProblem(body.worker_host) ? undefined : body.worker_host;
     throw new NotAuthorized(
       `This worker key is bound to worker_host "${host}" and cannot act for ${other ? `"${other}"` : 'another host'}. ` +
         `Start the worker with --worker-host ${host}, or issue a key for the other host: ` +
         `\`${workerKeyCommand(auth.team.name, other ?? 'ID')}\`.`,
     );
   }
-  if (typeof body.worker_id !== 'string' || !WORKER_ID.test(body.worker_id))
-    throw new InvalidRequest('worker_id must be 1-128 characters of [A-Za-z0-9._:-]');
   return { id: ownerId(auth, host, body.worker_id), host, teamId: auth.team.id };
 }
 
@@ -245,27 +237,8 @@ function runParam(runId: string): string {
   return runId;
 }
 
-function execution(body: { execution?: unknown }): number {
-  if (typeof body.execution !== 'number' || !Number.isInteger(body.execution) || body.execution < 1)
-    throw new InvalidRequest('execution must be the positive integer given with the claimed run');
-  return body.execution;
-}
-
-function events(value: unknown, name: string): HarnessEvent[] {
-  if (!Array.isArray(value) || value.length > 1000)
-    throw new InvalidRequest(`${name} must be an array of at most 1000 harness events`);
-  return value.map(toEvent);
-}
-
-/** Optional: how long ago the harness started, in whole milliseconds (the start's first report). */
-function startedMsAgo(value: unknown, name: string): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
-    throw new InvalidRequest(`${name} must be a non-negative integer (milliseconds)`);
-  return value;
-}
-
-function toEvent(e: unknown): HarnessEvent {
+/** A reported event as the harness protocol reads it (texts cut to its limit); anything else is a transcript line. */
+function toEvent(e: ReportedEvent): HarnessEvent {
   if (e && typeof e === 'object' && (e as { type?: unknown }).type === 'transcript') {
     const t = e as { stream?: unknown; text?: unknown };
     return {

@@ -9,6 +9,7 @@ import {
 import { Clock } from '../common/clock.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
+import { Notifications } from '../database/notifications.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { RunWakeups } from './run-wakeups.js';
@@ -23,7 +24,7 @@ import type { WorkerPool } from './worker-pool.js';
 import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
 import { WorkersController } from './workers.controller.js';
 
-/** `factoryd serve`: the LISTEN connection, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
+/** `factoryd serve`: the wake-ups, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
 @Injectable()
 export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly log = new Logger('workers');
@@ -40,11 +41,12 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
   async onApplicationBootstrap(): Promise<void> {
     const onError = (err: unknown) =>
       this.log.warn(`worker: ${err instanceof Error ? err.message : String(err)}`);
-    await this.wakeups.start();
+    this.wakeups.start();
     this.housekeeping = startHousekeeping(this.service, this.config, onError);
     if (this.config.workerConcurrency > 0) {
-      const sandbox = harnessSandbox(this.config, serviceWorkspaceRoot(this.config));
-      this.log.log(`harness sandbox: ${sandbox.description}`);
+      const workspaces = serviceWorkspaceRoot(this.config);
+      const sandbox = harnessSandbox(this.config, workspaces);
+      this.log.log(`harness sandbox: ${sandbox.description}; workspaces under ${workspaces}`);
       this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError);
     }
   }
@@ -67,7 +69,11 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       useFactory: (db: Database, runs: RunsRepository, config: Config, clock: Clock) =>
         new WorkerRunsService(db, runs, runPolicy(config), () => clock.now()),
     },
-    { provide: RunWakeups, inject: [Database], useFactory: (db: Database) => new RunWakeups(db) },
+    {
+      provide: RunWakeups,
+      inject: [Notifications],
+      useFactory: (notifications: Notifications) => new RunWakeups(notifications),
+    },
     ServiceWorkers,
   ],
 })

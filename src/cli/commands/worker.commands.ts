@@ -110,25 +110,31 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     await pool.stop();
     return;
   }
-  const [{ RunsRepository }, { RunWakeups }, { WorkerRunsService, runPolicy }] = await Promise.all([
-    import('../../runs/runs.repository.js'),
-    import('../../workers/run-wakeups.js'),
-    import('../../workers/worker-runs.service.js'),
-  ]);
+  const [{ RunsRepository }, { Notifications }, { RunWakeups }, { WorkerRunsService, runPolicy }] =
+    await Promise.all([
+      import('../../runs/runs.repository.js'),
+      import('../../database/notifications.js'),
+      import('../../workers/run-wakeups.js'),
+      import('../../workers/worker-runs.service.js'),
+    ]);
   await withDatabase(async (db, cfg) => {
     const credentials = new McpCredentials(new SecretCipher(loadSecretsKey(cfg)));
     const service = new WorkerRunsService(db, new RunsRepository(db, credentials), runPolicy(cfg));
-    const wakeups = new RunWakeups(db);
-    await wakeups.start();
+    const notifications = new Notifications(db);
+    const wakeups = new RunWakeups(notifications);
+    wakeups.start();
+    await notifications.start();
     const housekeeping = startHousekeeping(service, cfg, log);
-    const sandbox = harnessSandbox(cfg, serviceWorkspaceRoot(cfg)).description;
-    process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}\n`);
+    const workspaces = serviceWorkspaceRoot(cfg);
+    const sandbox = harnessSandbox(cfg, workspaces).description;
+    process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}; workspaces under ${workspaces}\n`);
     const pool = startServiceHostedPool(db, service, wakeups, cfg, log, concurrency);
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
     await untilSignal();
     await pool.stop();
     await housekeeping.stop();
     await wakeups.close();
+    await notifications.stop();
   });
 }
 

@@ -1,0 +1,242 @@
+import type { Database, Queryable } from '../database/database.js';
+import { sqlStates, statesAllowing, type RunState } from '../runs/run-state.js';
+import { SERVICE_WORKER_HOST } from '../runs/run.js';
+import { HELD_STATES } from './run-decisions.js';
+import type { WorkerIdentity } from './worker-registry.js';
+
+/** In statements' texts (sqlStates says why): a run is claimed from these, and held in HELD_STATES. */
+const CLAIMABLE_SQL = sqlStates(statesAllowing('claim'));
+const HELD_SQL = sqlStates([...HELD_STATES]);
+
+/** A claimed run with what its harness needs, as the claim statement returns it. */
+export interface ClaimedRun {
+  id: string;
+  team_id: string;
+  prompt: string;
+  agent_config: Record<string, unknown> | null;
+  execution: number;
+  session_id: string;
+  skill_spec: string | null;
+  followups: string[] | null;
+  attachments: Array<{ file_name: string; data: string }> | null;
+  skills: Array<{ factory: string; path: string; content: string }> | null;
+  history: Array<{ role: string; text: string }> | null;
+  harness_command: string | null;
+}
+
+/** A held run the service is taking from its worker (locked). */
+export interface HeldRun {
+  id: string;
+  state: RunState;
+  lease_owner: string;
+  lease_expires_at: Date;
+}
+
+/** A run's state and lease, locked (a worker's control and end). */
+export interface LeasedRun {
+  state: RunState;
+  lease_owner: string;
+  execution: number;
+  agent_config: Record<string, unknown> | null;
+}
+
+/** At most this many runs are taken from their workers per housekeeping pass. */
+const BATCH = 100;
+
+/**
+ * The run queue: the runs table as workers see it, one statement a method. A worker claims QUEUED
+ * runs (taking a lease), renews the lease while it runs them, and releases it when the run ends;
+ * the service finds the runs whose lease lapsed, that run too long, or whose worker died, to end
+ * them. State changes other than the claim go through RunsRepository.transition.
+ */
+export class RunQueueRepository {
+  constructor(private readonly db: Database) {}
+
+  /**
+   * Claims up to `max` QUEUED runs of the worker's host and gathers what their harnesses need, in one
+   * statement: follow-ups taken (and recorded in the conversation), attachments, the team's skills,
+   * the conversation so far. A self-hosted worker takes its own team's oldest runs. Service-hosted
+   * workers share their slots fairly (FAIR_PICK). SKIP LOCKED: claimers never wait on each other's
+   * rows. It is the one state change that cannot go through RunsRepository.transition (a batch decided
+   * by the lock), so it takes its state (`claimed`) from the state machine.
+   */
+  async claim(
+    w: WorkerIdentity,
+    max: number,
+    at: { claimed: RunState; now: Date; leaseEnd: Date; liveSince: Date; teamMaxSlots?: number },
+  ): Promise<ClaimedRun[]> {
+    const params = [w.host, max, at.claimed, at.now, w.id, at.leaseEnd];
+    if (w.teamId !== null)
+      return this.db.query<ClaimedRun>(claimStatement(OWN_TEAM_PICK), [...params, w.teamId]);
+    // Service-hosted claims take turns (across replicas: a lock in the database), so that each
+    // counts what the claims before it took: concurrent claims would each see a team under its
+    // cap and together take it over.
+    return this.db.queryLocked<ClaimedRun>(SERVICE_CLAIM_LOCK, claimStatement(FAIR_PICK), [
+      ...params,
+      w.slots ?? 1,
+      at.liveSince,
+      at.teamMaxSlots ?? null,
+    ]);
+  }
+
+  /** Renews the leases `owner` still holds among `runIds` until `until`. */
+  async renew(owner: string, runIds: string[], until: Date): Promise<void> {
+    if (!runIds.length) return;
+    await this.db.execute(
+      `UPDATE runs SET lease_expires_at = $3 WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND state IN (${HELD_SQL})`,
+      [runIds, owner, until],
+    );
+  }
+
+  /** Clears a run's lease: no worker holds it any more. */
+  async release(tx: Queryable, runId: string): Promise<void> {
+    await tx.execute(`UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [runId]);
+  }
+
+  /** A run's state and lease, locked for the rest of the transaction. */
+  async lock(tx: Queryable, runId: string): Promise<LeasedRun | undefined> {
+    const [run] = await tx.query<LeasedRun>(
+      `SELECT state, lease_owner, execution, agent_config FROM runs WHERE id = $1 FOR UPDATE`,
+      [runId],
+    );
+    return run;
+  }
+
+  /** Held runs whose lease lapsed before `now`, oldest lapse first, locked (the reaper's). */
+  lapsed(tx: Queryable, now: Date): Promise<HeldRun[]> {
+    return tx.query<HeldRun>(
+      `SELECT id, state, lease_owner, lease_expires_at FROM runs
+        WHERE state IN (${HELD_SQL}) AND lease_expires_at < $1 ORDER BY lease_expires_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
+      [now],
+    );
+  }
+
+  /** Held runs claimed before `claimedBefore`, oldest first, locked. */
+  claimedBefore(tx: Queryable, claimedBefore: Date): Promise<HeldRun[]> {
+    return tx.query<HeldRun>(
+      `SELECT id, state, lease_owner, lease_expires_at FROM runs
+        WHERE state IN (${HELD_SQL}) AND claimed_at < $1 ORDER BY claimed_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
+      [claimedBefore],
+    );
+  }
+
+  /** Held runs of `workerIds` on `w`'s host (and team, for a self-hosted worker), locked. */
+  heldBy(tx: Queryable, w: WorkerIdentity, workerIds: string[]): Promise<HeldRun[]> {
+    return tx.query<HeldRun>(
+      `SELECT id, state, lease_owner, lease_expires_at FROM runs
+        WHERE state IN (${HELD_SQL}) AND lease_owner = ANY($1::text[]) AND worker_host = $2
+          AND ($3::uuid IS NULL OR team_id = $3) FOR UPDATE SKIP LOCKED`,
+      [workerIds, w.host, w.teamId],
+    );
+  }
+
+  /**
+   * QUEUED runs for a self-hosted host that no worker seen after `liveSince` serves say so in their
+   * status message; the note goes once such a worker is back.
+   */
+  async noteUnservedHosts(liveSince: Date): Promise<void> {
+    await this.db.execute(
+      `UPDATE runs r SET status_message = jsonb_build_object('message',
+              'Waiting for self-hosted worker "' || r.worker_host || '": no worker with this id is connected')
+        WHERE r.state = 'QUEUED' AND r.worker_host <> $2 AND r.status_message IS NULL
+          AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.team_id = r.team_id AND w.worker_host = r.worker_host
+                            AND w.last_seen_at > $1)`,
+      [liveSince, SERVICE_WORKER_HOST],
+    );
+    await this.db.execute(
+      `UPDATE runs r SET status_message = NULL
+        WHERE r.state = 'QUEUED' AND r.worker_host <> $2 AND r.status_message->>'message' LIKE 'Waiting for self-hosted worker%'
+          AND EXISTS (SELECT 1 FROM workers w WHERE w.team_id = r.team_id AND w.worker_host = r.worker_host
+                        AND w.last_seen_at > $1)`,
+      [liveSince, SERVICE_WORKER_HOST],
+    );
+  }
+}
+
+/** An advisory lock key: service-hosted claims take it in turn (any constant no other lock uses). */
+const SERVICE_CLAIM_LOCK = 7_146_110_001;
+
+/**
+ * A self-hosted worker's pick: the oldest QUEUED runs of its host in its team ($7). Parameters of
+ * every pick: $1 host, $2 max; the claim's own are $3–$6 (claimStatement).
+ */
+const OWN_TEAM_PICK = `
+  SELECT id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = $1 AND team_id = $7
+   ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+
+/**
+ * The service-hosted pick: fair shares of the slots. Each team with queued runs (found by skipping
+ * through the queue index team by team) may hold up to its cap: the team's own max_slots, else
+ * TEAM_MAX_SLOTS ($9), else every slot but one when other teams exist — so that a team that fills
+ * the slots with runs that hang still leaves one for the next team's run — and no cap for a lone
+ * team (NULL: `least` ignores it). Not `total` for a lone team: a run whose harness ended still
+ * counts as held until its worker's report lands, so that cap held free slots empty. The slots are those of every live service-hosted worker in the registry (other replicas'
+ * and this worker's own $7; seen after $8). Runs are taken in turns: a team's n-th oldest queued run
+ * has turn `held + n`, so the team holding least goes first and a burst is shared out round-robin;
+ * ties go to the oldest run. The best turns are locked by id (`= ANY(ARRAY(…))`): joined to `runs`
+ * instead, the planner guessed many candidates and read the whole table to match them.
+ */
+const FAIR_PICK = `
+  WITH RECURSIVE queued_teams(team_id) AS (
+     (SELECT team_id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = $1 ORDER BY team_id LIMIT 1)
+     UNION ALL
+     SELECT (SELECT r.team_id FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id > q.team_id
+              ORDER BY r.team_id LIMIT 1)
+       FROM queued_teams q WHERE q.team_id IS NOT NULL),
+   slots AS (
+     SELECT $7::int + coalesce(sum(w.slots), 0)::int AS total FROM workers w
+      WHERE w.team_id IS NULL AND w.worker_host = $1 AND w.id <> $5 AND w.last_seen_at > $8),
+   shares AS MATERIALIZED (
+     SELECT q.team_id, held.n AS held,
+            coalesce(t.max_slots, $9::int, CASE WHEN EXISTS (SELECT 1 FROM teams o WHERE o.id <> q.team_id)
+                                                THEN greatest(s.total - 1, 1) END) AS cap
+       FROM queued_teams q JOIN teams t ON t.id = q.team_id CROSS JOIN slots s
+       CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM runs h
+                            WHERE h.state IN (${HELD_SQL}) AND h.worker_host = $1 AND h.team_id = q.team_id) held),
+   candidates AS MATERIALIZED (
+     SELECT c.id, sh.held + c.n AS turn, c.created_at
+       FROM shares sh CROSS JOIN LATERAL (
+         SELECT r.id, r.created_at, row_number() OVER (ORDER BY r.created_at) AS n
+           FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = sh.team_id
+          ORDER BY r.created_at LIMIT greatest(least($2::int, sh.cap - sh.held), 0)) c)
+  SELECT id FROM runs
+   WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, created_at LIMIT $2)) AND state IN (${CLAIMABLE_SQL})
+     FOR UPDATE SKIP LOCKED`;
+
+/**
+ * The claim around a pick (the ids of the runs to claim, locked): $3 the claimed state, $4 now, $5 the
+ * lease owner, $6 the lease's end.
+ */
+function claimStatement(pick: string): string {
+  // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
+  // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
+  // Its rows are locked in a claimable state, so the update finds them by id (the primary key).
+  return `WITH picked AS MATERIALIZED (${pick}),
+       c AS (
+         UPDATE runs r SET state = $3, updated_at = $4, lease_owner = $5, lease_expires_at = $6, claimed_at = $4,
+                execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
+           FROM picked WHERE r.id = picked.id
+          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
+       f AS (
+         UPDATE run_followups u SET delivered_at = $4 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
+         RETURNING u.run_id, u.message, u.created_at),
+       opening AS (
+         INSERT INTO run_events (run_id, team_id, execution, type, role, body, created_at)
+         SELECT m.run_id, m.team_id, m.execution, 'message', 'user',
+                jsonb_build_object('type', 'message', 'role', 'user', 'text', m.text), $4
+           FROM (SELECT c.id AS run_id, c.team_id, c.execution, c.prompt AS text, 0 AS k, $4::timestamptz AS at FROM c WHERE c.execution = 1
+                 UNION ALL
+                 SELECT f.run_id, c.team_id, c.execution, f.message, 1, f.created_at FROM f JOIN c ON c.id = f.run_id) m
+          ORDER BY m.run_id, m.k, m.at)
+       SELECT c.*,
+         (SELECT json_agg(f.message ORDER BY f.created_at) FROM f WHERE f.run_id = c.id) AS followups,
+         (SELECT json_agg(json_build_object('file_name', a.file_name, 'data', encode(a.content, 'base64')) ORDER BY a.file_name)
+            FROM run_attachments a WHERE a.run_id = c.id) AS attachments,
+         (SELECT json_agg(json_build_object('factory', fa.name, 'path', s.path, 'content', s.content) ORDER BY fa.name, s.path)
+            FROM factory_skills s JOIN factories fa ON fa.id = s.factory_id
+           WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
+         (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
+            FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history,
+         (SELECT t.harness_command FROM teams t WHERE t.id = c.team_id) AS harness_command
+       FROM c`;
+}

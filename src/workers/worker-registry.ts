@@ -1,0 +1,66 @@
+import type { Database } from '../database/database.js';
+
+/** Who is asking: a worker process, serving one worker host (for one team when self-hosted). */
+export interface WorkerIdentity {
+  id: string;
+  host: string;
+  /** Self-hosted workers are scoped to the team of their API key; service-hosted ones serve all. */
+  teamId: string | null;
+  /** A service-hosted worker's slots: counted in the total that teams share (the registry). */
+  slots?: number;
+}
+
+/** A worker host of a team, as the connected-workers list shows it. */
+export interface ConnectedHost {
+  worker_host: string;
+  connection_count: number;
+  connected_at: string;
+  last_seen_at: string;
+}
+
+/**
+ * The worker registry (`workers`): who is connected, last seen when, with how many slots. A worker is
+ * registered on connect and on every claim and heartbeat; the fair claim counts the live ones' slots.
+ */
+export class WorkerRegistry {
+  constructor(private readonly db: Database) {}
+
+  async register(w: WorkerIdentity, now: Date): Promise<void> {
+    await this.db.execute(
+      `INSERT INTO workers (id, worker_host, team_id, self_hosted, connected_at, last_seen_at, slots)
+       VALUES ($1, $2, $3, $4, $5, $5, $6)
+       ON CONFLICT (id) DO UPDATE SET last_seen_at = $5, slots = $6`,
+      [w.id, w.host, w.teamId, w.teamId !== null, now, w.slots ?? 0],
+    );
+  }
+
+  async unregister(w: WorkerIdentity): Promise<void> {
+    await this.db.execute(`DELETE FROM workers WHERE id = $1`, [w.id]);
+  }
+
+  /** Forgets workers not seen since `before`. */
+  async forget(before: Date): Promise<void> {
+    await this.db.execute(`DELETE FROM workers WHERE last_seen_at < $1`, [before]);
+  }
+
+  /** A team's self-hosted worker hosts with a worker seen after `liveSince`. */
+  async connectedSelfHosted(teamId: string, liveSince: Date): Promise<ConnectedHost[]> {
+    const rows = await this.db.query<{
+      worker_host: string;
+      n: string;
+      connected_at: Date;
+      last_seen_at: Date;
+    }>(
+      `SELECT worker_host, count(*) AS n, min(connected_at) AS connected_at, max(last_seen_at) AS last_seen_at
+         FROM workers WHERE team_id = $1 AND self_hosted AND last_seen_at > $2
+        GROUP BY worker_host ORDER BY worker_host`,
+      [teamId, liveSince],
+    );
+    return rows.map((r) => ({
+      worker_host: r.worker_host,
+      connection_count: Number(r.n),
+      connected_at: r.connected_at.toISOString(),
+      last_seen_at: r.last_seen_at.toISOString(),
+    }));
+  }
+}
