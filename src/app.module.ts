@@ -17,6 +17,7 @@ import { RunsModule } from './runs/runs.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
+import { DashboardModule } from './dashboard/dashboard.module.js';
 import { WorkersModule } from './workers/workers.module.js';
 import { AgentModule } from './agent/agent.module.js';
 
@@ -56,6 +57,7 @@ export class AppModule {
         WorkersModule,
         ManagementModule,
         AgentModule,
+        DashboardModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

@@ -56,7 +56,8 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
   else if (item.creator) item.executor = item.creator;
   if (run.sessionId) {
     item.session_id = run.sessionId;
-    item.session_link = `${publicBaseUrl}/api/v1/agent/runs/${run.id}/conversation`;
+    // The run's page in the dashboard (a browser cannot send the API key an API URL needs).
+    item.session_link = `${publicBaseUrl}/ui/runs/${run.id}`;
   }
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
   if (run.metadata) item.metadata = run.metadata;
