@@ -70,10 +70,11 @@ export class TriggerIndex {
   }
 
   async load(factoryId: string): Promise<Map<string, Trigger[]>> {
-    const [agentDefaults, agents, automations] = await Promise.all([
+    const [agentDefaults, agents, automations, factoryUid] = await Promise.all([
       this.repo.agentDefaults(factoryId),
       this.repo.liveAgents(factoryId),
       this.repo.enabledAutomations(factoryId),
+      this.repo.factoryUid(factoryId),
     ]);
     const index = new Map<string, Trigger[]>();
     for (const a of automations) {
@@ -87,6 +88,7 @@ export class TriggerIndex {
       for (const [uid, predicates] of byUid) {
         const trigger: Trigger = {
           automationId: a.id,
+          factoryUid,
           name: a.name,
           prompt: a.prompt,
           config,

@@ -3,16 +3,18 @@ import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
-import { publicBaseUrl, searchParams, webhookBaseUrl } from '../common/base-url.js';
+import { publicBaseUrl, webhookBaseUrl } from '../common/base-url.js';
 import { ApiJsonBody, ApiJsonOk, ApiProblem, ApiProblems, pageOf } from '../common/openapi-decorators.js';
+import { parsePageRequest } from '../common/pagination.js';
 import { NotFound } from '../common/problem.js';
+import { QueryParams } from '../common/query-params.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { SchemaRegistry } from '../common/schema-validator.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { bundleSchema, DEFINITION_SCHEMAS } from './definition-schemas.js';
-import { presentApply, presentFactory, presentWebhook } from './factory.presenter.js';
-import { FactoriesService } from './factories.service.js';
+import { presentApply, presentDefinition, presentFactory, presentWebhook } from './factory.presenter.js';
+import { APPLIES_SCOPE, FACTORIES_SCOPE, FactoriesService } from './factories.service.js';
 
 /** An object with these properties, all required (strings unless the property says otherwise). */
 const object = (properties: Record<string, object>) => ({
@@ -38,7 +40,11 @@ export class FactoriesController {
   @ApiJsonOk(pageOf('factories'))
   @ApiProblems(403)
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
-    const { factories, pageInfo } = await this.factories.list(auth, searchParams(req));
+    const query = QueryParams.of(req);
+    const { factories, pageInfo } = await this.factories.list(auth, {
+      ...parsePageRequest(query, FACTORIES_SCOPE, { fallback: 50, max: 100 }),
+      search: query.one('search') || undefined,
+    });
     return { factories: factories.map(presentFactory), page_info: pageInfo };
   }
 
@@ -57,8 +63,53 @@ export class FactoriesController {
   @ApiJsonOk(pageOf('applies'))
   @ApiProblems(403, 404)
   async applies(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
-    const { applies, pageInfo } = await this.factories.applies(auth, uid, searchParams(req));
+    const page = parsePageRequest(QueryParams.of(req), APPLIES_SCOPE, { fallback: 20, max: 100 });
+    const { applies, pageInfo } = await this.factories.applies(auth, uid, page);
     return { applies: applies.map(presentApply), page_info: pageInfo };
+  }
+
+  @Get('factory/:uid/definition')
+  @RequireScope('runs:read')
+  @ApiOperation({
+    summary: 'The applied agents, automations and skills of a factory',
+    description:
+      'A webhook trigger lists its webhooks by UID and name (`name` null for a UID the factory never had).',
+  })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['agents', 'automations', 'skills'],
+    properties: {
+      agents: { type: 'array', items: { type: 'object' } },
+      automations: { type: 'array', items: { type: 'object' } },
+      skills: { type: 'array', items: { type: 'object' } },
+    },
+  })
+  @ApiProblems(403, 404)
+  async definition(@Auth() auth: AuthContext, @Param('uid') uid: string) {
+    return presentDefinition(await this.factories.definition(auth, uid));
+  }
+
+  @Get('factory/:uid/plan')
+  @RequireScope('runs:read')
+  @ApiOperation({
+    summary: 'What the next reconcile would change',
+    description:
+      'Fetches the production branch and plans its head against the applied state, as `factoryd plan` does; nothing is applied or recorded.',
+  })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['result', 'revision', 'errors'],
+    properties: {
+      result: { type: 'string', description: '`planned`, or `failed` when the head does not validate' },
+      revision: { type: ['string', 'null'] },
+      errors: { type: 'array', items: { type: 'object' } },
+      plan: { type: 'object' },
+    },
+  })
+  @ApiProblems(403, 404)
+  async plan(@Auth() auth: AuthContext, @Param('uid') uid: string) {
+    const o = await this.factories.plan(auth, uid);
+    return { result: o.result, revision: o.revision, errors: o.errors, ...(o.plan ? { plan: o.plan } : {}) };
   }
 
   @Get('factory/:uid/webhooks')
@@ -71,7 +122,7 @@ export class FactoriesController {
   })
   @ApiProblems(403, 404)
   async webhooks(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
-    const all = searchParams(req).get('include_deleted') === 'true';
+    const all = QueryParams.of(req).one('include_deleted') === 'true';
     const base = webhookBaseUrl(req, this.config);
     const rows = await this.factories.webhooks(auth, uid, all);
     return { webhooks: rows.map((w) => presentWebhook(w, base)) };

@@ -14,12 +14,15 @@ import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiTags } f
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
-import { publicBaseUrl, searchParams } from '../common/base-url.js';
+import { publicBaseUrl } from '../common/base-url.js';
 import { Clock } from '../common/clock.js';
 import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
+import { QueryParams } from '../common/query-params.js';
 import { RequestValidator } from '../common/request-validation.js';
+import { parseRunListQuery } from './run-list.js';
 import { RUN_SOURCES } from './run.js';
+import { ARTIFACT_TYPES } from './artifact.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { presentRun } from './run.presenter.js';
 import { RunsService, type RunCreateRequest } from './runs.service.js';
@@ -48,7 +51,7 @@ const LIST_QUERY = [
   ApiQuery({
     name: 'sort_by',
     required: false,
-    schema: { enum: ['updated_at', 'created_at', 'title'], default: 'updated_at' },
+    schema: { enum: ['updated_at', 'created_at', 'title', 'agent'], default: 'updated_at' },
   }),
   ApiQuery({ name: 'sort_order', required: false, schema: { enum: ['desc', 'asc'], default: 'desc' } }),
   ApiQuery({
@@ -99,7 +102,12 @@ const LIST_QUERY = [
     schema: { type: 'string', maxLength: 200 },
     description: 'Case-insensitive substring of title, prompt or skill spec',
   }),
-  ApiQuery({ name: 'artifact_type', required: false, schema: { enum: ['PLAN', 'PULL_REQUEST'] } }),
+  ApiQuery({ name: 'artifact_type', required: false, schema: { enum: [...ARTIFACT_TYPES] } }),
+  ApiQuery({ name: 'ancestor_run_id', required: false, schema: { type: 'string', format: 'uuid' } }),
+  ApiQuery({ name: 'automation_id', required: false, schema: { type: 'string' } }),
+  ApiQuery({ name: 'factory_uid', required: false, schema: { type: 'string' } }),
+  ApiQuery({ name: 'executor', required: false, schema: { type: 'string' }, description: 'executor uid' }),
+  ApiQuery({ name: 'execution_location', required: false, schema: { enum: ['LOCAL', 'REMOTE'] } }),
   ApiQuery({ name: 'schedule_id', required: false, schema: { type: 'string' } }),
 ];
 
@@ -144,7 +152,7 @@ export class RunsController {
   @ApiProblems(403)
   @RequireScope('runs:read')
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
-    const { runs, pageInfo } = await this.runs.list(auth, searchParams(req));
+    const { runs, pageInfo } = await this.runs.list(auth, parseRunListQuery(QueryParams.of(req)));
     const base = publicBaseUrl(req, this.config.publicBaseUrl);
     const now = this.clock.now();
     return { runs: runs.map((r) => presentRun(r, base, now)), page_info: pageInfo };
@@ -171,7 +179,7 @@ export class RunsController {
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
   async followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
-    const req = this.validate.body<{ message: string; mode?: string }>('RunFollowupRequest', body);
+    const req = this.validate.body<{ message?: string; mode?: string }>('RunFollowupRequest', body ?? {});
     await this.runs.followup(auth, runId, req.message, req.mode);
     return {};
   }

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { decodeCursor, encodeCursor, isoKey, type PageInfo } from '../common/cursor.js';
+import { isoKey, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
 import { Database, type Queryable } from '../database/database.js';
 import { StatementParams } from '../database/multi-row.js';
 
@@ -28,6 +28,16 @@ export interface DeliveryEntry {
 /** Keep at least this many newest entries per webhook, and everything younger than RETENTION_DAYS. */
 export const RETENTION_KEEP_NEWEST = 50;
 export const RETENTION_DAYS = 7;
+
+/** GET /webhooks/{uid}/deliveries: newest first, optionally of one status. */
+export interface DeliveryListQuery extends PageRequest {
+  status?: DeliveryStatus;
+}
+
+/** The cursor scope of a delivery listing: a cursor made for one status filter is refused by another. */
+export function deliveriesScope(status: DeliveryStatus | undefined): string {
+  return `deliveries:${status ?? ''}`;
+}
 
 const COLUMNS = `id, webhook_id, status, identity, size_bytes, received_at, client_address, headers`;
 
@@ -99,36 +109,46 @@ export class DeliveryLog {
 
   async list(
     webhookId: string,
-    opts: { status?: DeliveryStatus; cursor?: string; limit: number },
+    query: DeliveryListQuery,
   ): Promise<{ entries: DeliveryEntry[]; pageInfo: PageInfo }> {
-    const scope = `deliveries:${opts.status ?? ''}`;
-    const after = opts.cursor ? decodeCursor(opts.cursor, scope) : undefined;
-    const params: unknown[] = [webhookId, opts.limit + 1];
+    const params: unknown[] = [webhookId, query.limit + 1];
     let where = `webhook_id = $1`;
-    if (opts.status) {
-      params.push(opts.status);
+    if (query.status) {
+      params.push(query.status);
       where += ` AND status = $${params.length}`;
     }
-    if (after) {
-      params.push(new Date(isoKey(after)), after.id);
+    if (query.after) {
+      params.push(new Date(isoKey(query.after)), query.after.id);
       where += ` AND (received_at, id) < ($${params.length - 1}, $${params.length})`;
     }
     const rows = await this.db.query(
       `SELECT ${COLUMNS} FROM deliveries WHERE ${where} ORDER BY received_at DESC, id DESC LIMIT $2`,
       params,
     );
-    const page = rows.slice(0, opts.limit).map(toEntry);
-    const last = page.at(-1);
-    const hasNext = rows.length > opts.limit && last !== undefined;
-    return {
-      entries: page,
-      pageInfo: hasNext
-        ? {
-            has_next_page: true,
-            next_cursor: encodeCursor({ scope, key: last.receivedAt.toISOString(), id: last.id }),
-          }
-        : { has_next_page: false },
-    };
+    const { items, pageInfo } = pageOf(rows.map(toEntry), query.limit, (last) => ({
+      scope: deliveriesScope(query.status),
+      key: last.receivedAt.toISOString(),
+      id: last.id,
+    }));
+    return { entries: items, pageInfo };
+  }
+
+  /** The id of the team's webhook with this UID; undefined when the team has none. */
+  async webhookIdOf(teamId: string, uid: string): Promise<string | undefined> {
+    const [row] = await this.db.query<{ id: string }>(
+      `SELECT id FROM webhooks WHERE uid = $1 AND team_id = $2`,
+      [uid, teamId],
+    );
+    return row?.id;
+  }
+
+  /** The runs an entry started, oldest first. */
+  async runsStartedBy(teamId: string, entryId: string): Promise<Array<{ id: string; state: string }>> {
+    return this.db.query<{ id: string; state: string }>(
+      `SELECT id, state FROM runs WHERE team_id = $1 AND source = 'WEBHOOK' AND metadata->>'webhook_delivery_entry' = $2
+        ORDER BY created_at, id`,
+      [teamId, entryId],
+    );
   }
 
   async get(webhookId: string, id: string): Promise<DeliveryEntry | undefined> {
