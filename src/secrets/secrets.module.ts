@@ -21,6 +21,6 @@ import { SecretsService } from './secrets.service.js';
     SecretsRepository,
     SecretsService,
   ],
-  exports: [SecretsService, McpCredentials],
+  exports: [SecretsService, McpCredentials, SecretCipher],
 })
 export class SecretsModule {}

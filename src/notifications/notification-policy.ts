@@ -1,0 +1,84 @@
+import { isIP } from 'node:net';
+import { RUN_STATES } from '../runs/run-state.js';
+
+/**
+ * What can be subscribed to, how often a failing message is retried and when an endpoint is given
+ * up on (docs/notifications.md). Pure: no clock, no I/O.
+ */
+
+/** `run.<state>` for every run state, and the ingress's delivery outcomes. */
+export const EVENT_TYPES = [
+  ...RUN_STATES.map((s) => `run.${s.toLowerCase()}`),
+  'delivery.accepted',
+  'delivery.rejected',
+] as const;
+
+/**
+ * The retry schedule (the pause before each attempt, the first counted from the event, the others
+ * from the failure before) is configuration: NOTIFICATIONS_RETRY_SCHEDULE_MS, default Svix's —
+ * immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: eight attempts over about 27.6 h.
+ */
+
+/** How much of an endpoint's answer the attempt log keeps. */
+export const RESPONSE_EXCERPT_BYTES = 1024;
+
+/** When the attempt after `attempts` failed ones is due, or undefined when the schedule is spent. */
+export function nextAttemptDelay(schedule: readonly number[], attempts: number): number | undefined {
+  return attempts < schedule.length ? schedule[attempts] : undefined;
+}
+
+/** Why `url` cannot be an endpoint, or undefined. Private destinations are checked again at connect time. */
+export function endpointUrlProblem(url: string, allowPrivate: boolean): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return 'url is not an absolute URL';
+  }
+  if (u.protocol !== 'https:' && !(allowPrivate && u.protocol === 'http:'))
+    return allowPrivate
+      ? 'url must be http:// or https://'
+      : 'url must be https:// (http:// needs NOTIFICATIONS_ALLOW_PRIVATE_URLS=true)';
+  if (u.username || u.password)
+    return 'url must not carry credentials (the signature authenticates factoryd)';
+  if (url.length > 2048) return 'url is longer than 2048 characters';
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (
+    !allowPrivate &&
+    (host === 'localhost' || host.endsWith('.localhost') || (isIP(host) && isPrivateAddress(host)))
+  )
+    return `url points at a private or loopback address (${host}); allowed only with NOTIFICATIONS_ALLOW_PRIVATE_URLS=true`;
+  return undefined;
+}
+
+/**
+ * Loopback, private, link-local (cloud metadata), unspecified, CGNAT, multicast and reserved ranges,
+ * IPv4-mapped IPv6 included: where a notification must not reach unless private URLs are allowed (SSRF).
+ */
+export function isPrivateAddress(address: string): boolean {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return isPrivateAddress(mapped[1]!);
+  if (isIP(address) === 4) {
+    const [a, b] = address.split('.').map(Number) as [number, number];
+    return (
+      a === 0 ||
+      a === 10 ||
+      a === 127 ||
+      (a === 100 && b >= 64 && b <= 127) ||
+      (a === 169 && b === 254) ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 198 && (b === 18 || b === 19)) ||
+      a >= 224
+    );
+  }
+  const v6 = address.toLowerCase();
+  return (
+    v6 === '::' ||
+    v6 === '::1' ||
+    /^f[cd]/.test(v6) ||
+    /^fe[89ab]/.test(v6) ||
+    /^ff/.test(v6) ||
+    v6.startsWith('64:ff9b:')
+  );
+}
