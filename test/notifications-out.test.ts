@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFactory, createWebhook, deliver } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
 import { NotificationReceiver } from './support/notification-receiver.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
@@ -117,7 +118,10 @@ describe('signed notifications out', () => {
     // Every run.queued attempt comes before the first run.cancelled one.
     expect(types.lastIndexOf('run.queued')).toBeLessThan(types.indexOf('run.cancelled'));
     expect(types.filter((x) => x === 'run.queued')).toHaveLength(3);
-    expect((await messages(endpoint.id)).every((m) => m.status === 'delivered')).toBe(true);
+    await eventually(
+      async () => (await messages(endpoint.id)).every((m) => m.status === 'delivered'),
+      'both messages delivered',
+    );
   });
 
   it('gives a message up after the schedule, disables the endpoint after a run of failed messages, and resends', async () => {
@@ -173,6 +177,23 @@ describe('signed notifications out', () => {
     expect(
       JSON.stringify((await t.call('GET', `/api/v1/notifications/endpoints/${endpoint.id}`)).body),
     ).not.toContain('whsec_');
+  });
+
+  it('notifies accepted and rejected deliveries (a Duplicate is no event)', async () => {
+    const { receiver } = await subscribe({ event_types: ['delivery.accepted', 'delivery.rejected'] });
+    const hook = await createWebhook(t, await createFactory(t));
+    const path = `/webhooks/w/${hook.uid}`;
+    const headers = { authorization: `Bearer ${hook.secret}`, 'x-service-delivery-id': 'd-1' };
+    expect((await deliver(t.url, path, '{"n":1}', headers)).status).toBe(202);
+    expect((await deliver(t.url, path, '{"n":1}', headers)).status).toBe(202);
+    expect((await deliver(t.url, path, '{"n":2}', { authorization: 'Bearer wrong' })).status).toBe(401);
+    const ofHook = () => receiver.received.filter((r) => r.body.data.webhook_uid === hook.uid);
+    await eventually(() => ofHook().length >= 2, 'two delivery notifications');
+    expect(ofHook().every((r) => r.verified)).toBe(true);
+    expect(ofHook().map((r) => [r.body.type, r.body.data.status, r.body.data.delivery_id])).toEqual([
+      ['delivery.accepted', 'accepted', 'd-1'],
+      ['delivery.rejected', 'rejected_auth', null],
+    ]);
   });
 
   it('refuses bad endpoints with 400 naming the field', async () => {

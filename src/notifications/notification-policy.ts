@@ -58,6 +58,12 @@ export function endpointUrlProblem(url: string, allowPrivate: boolean): string |
 export function isPrivateAddress(address: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped) return isPrivateAddress(mapped[1]!);
+  // The same, as URL parsing writes it (::ffff:c0a8:1).
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (hex) {
+    const [hi, lo] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
+    return isPrivateAddress(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+  }
   if (isIP(address) === 4) {
     const [a, b] = address.split('.').map(Number) as [number, number];
     return (
