@@ -90,7 +90,7 @@ describe('factoryd serve killed with SIGKILL between state changes and their not
     const got = await eventually(
       () => {
         const r = receiver.ofRun(runId);
-        return r.some((x) => x.body.type === 'run.cancelled') && r;
+        return r.some((x) => x.body.type === 'run.cancelled') ? r : undefined;
       },
       'run.cancelled sent after the restart',
       { timeoutMs: 60_000 },

@@ -59,7 +59,7 @@ describe('signed notifications out', () => {
     await runIn(t, runId, ['SUCCEEDED']);
     const got = await eventually(() => {
       const r = receiver.ofRun(runId);
-      return r.at(-1)?.body.type === 'run.succeeded' && r;
+      return r.at(-1)?.body.type === 'run.succeeded' ? r : undefined;
     }, 'the run.succeeded notification');
     expect(got.every((r) => r.verified)).toBe(true);
     expect(got[0]!.body.type).toBe('run.queued');
@@ -89,7 +89,7 @@ describe('signed notifications out', () => {
     const runId = await createRun('Retry me');
     const [message] = await eventually(async () => {
       const m = (await messages(endpoint.id)).filter((x) => x.run_id === runId);
-      return m[0]?.status === 'delivered' && m;
+      return m[0]?.status === 'delivered' ? m : undefined;
     }, 'the message delivered');
     expect(message.attempts).toBe(3);
     const log = (await attempts(endpoint.id)).filter((a) => a.message_id === message.id).reverse();
@@ -170,7 +170,7 @@ describe('signed notifications out', () => {
     expect(receiver.secret).not.toBe(old);
     const runId = await createRun('Signed anew');
     const [got] = await eventually(
-      () => receiver.ofRun(runId).length > 0 && receiver.ofRun(runId),
+      () => (receiver.ofRun(runId).length > 0 ? receiver.ofRun(runId) : undefined),
       'notified',
     );
     expect(got!.verified).toBe(true);

@@ -96,13 +96,18 @@ export class NotificationDispatcher {
       const now = this.opts.now();
       // A lease outlives the attempt's time limit: a claim is retaken only after its process died.
       const lease = new Date(now.getTime() + 2 * this.opts.timeoutMs + 5_000);
-      const due = await this.repo.claimDue(now, lease, this.opts.concurrency ?? 16);
+      const due = await this.repo.claimDue(now, lease, this.opts.concurrency ?? 64);
       if (!due.length) return;
-      await Promise.all(due.map((m) => this.attempt(m)));
+      const sent = await Promise.all(due.map((m) => this.attempt(m)));
+      await this.repo.recordDelivered(
+        sent.filter((s) => s.outcome.succeeded),
+        now,
+      );
     }
   }
 
-  private async attempt(m: DueMessage): Promise<void> {
+  /** One attempt; a failure is recorded at once (with its retry), a success with its batch. */
+  private async attempt(m: DueMessage) {
     const at = this.opts.now();
     const outcome = await this.sender.send({
       id: m.id,
@@ -110,9 +115,12 @@ export class NotificationDispatcher {
       secret: this.cipher.decrypt(m.secret, m.endpoint_id),
       body: messageBody(m),
     });
-    const delay = outcome.succeeded ? undefined : nextAttemptDelay(this.opts.retryScheduleMs, m.attempts);
-    const retryAt = delay === undefined ? undefined : new Date(this.opts.now().getTime() + delay);
-    const { disabled } = await this.repo.recordAttempt(m, outcome, at, retryAt, this.opts.disableAfter);
-    if (disabled) this.opts.onDisabled?.(m.endpoint_id);
+    if (!outcome.succeeded) {
+      const delay = nextAttemptDelay(this.opts.retryScheduleMs, m.attempts);
+      const retryAt = delay === undefined ? undefined : new Date(this.opts.now().getTime() + delay);
+      const { disabled } = await this.repo.recordFailed(m, outcome, at, retryAt, this.opts.disableAfter);
+      if (disabled) this.opts.onDisabled?.(m.endpoint_id);
+    }
+    return { m, outcome };
   }
 }

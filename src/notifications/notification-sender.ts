@@ -79,7 +79,7 @@ export class NotificationSender {
           method: 'POST',
           headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
           lookup: this.opts.allowPrivate ? undefined : publicOnlyLookup,
-          agent: false,
+          agent: u.protocol === 'https:' ? httpsAgent : httpAgent,
           signal: AbortSignal.timeout(timeoutMs),
         },
         (res) => {
@@ -109,6 +109,10 @@ export class NotificationSender {
     });
   }
 }
+
+/** Connections are kept between attempts (each was checked by the lookup below when it opened). */
+const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 64 });
 
 /** dns.lookup that refuses private, loopback and link-local answers (SSRF). */
 const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {

@@ -232,11 +232,37 @@ export class NotificationsRepository {
   }
 
   /**
-   * Records an attempt and its consequence in one transaction: delivered; or due again at `retryAt`;
+   * Records successful attempts (one statement for a whole batch): the attempt log, the messages
+   * delivered, and their endpoints' runs of failures ended.
+   */
+  async recordDelivered(done: Array<{ m: DueMessage; outcome: AttemptOutcome }>, at: Date): Promise<void> {
+    if (!done.length) return;
+    await this.db.execute(
+      `WITH a AS (
+         INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, response_excerpt)
+         SELECT m, e, $1, true, s, l, x FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::text[]) AS t(m, e, s, l, x)),
+       d AS (
+         UPDATE notification_messages SET status = 'delivered', delivered_at = $1, leased_until = NULL, next_attempt_at = NULL
+          WHERE id = ANY($2::uuid[]))
+       UPDATE notification_endpoints SET consecutive_failures = 0
+        WHERE id = ANY($3::uuid[]) AND consecutive_failures <> 0`,
+      [
+        at,
+        done.map((d) => d.m.id),
+        done.map((d) => d.m.endpoint_id),
+        done.map((d) => d.outcome.statusCode),
+        done.map((d) => d.outcome.latencyMs),
+        done.map((d) => d.outcome.responseExcerpt),
+      ],
+    );
+  }
+
+  /**
+   * Records a failed attempt and its consequence in one transaction: delivered; or due again at `retryAt`;
    * or (no `retryAt`) failed for good, which counts towards disabling the endpoint after
    * `disableAfter` failed messages in a row. Returns whether the endpoint was disabled by it.
    */
-  async recordAttempt(
+  async recordFailed(
     m: DueMessage,
     outcome: AttemptOutcome,
     at: Date,
@@ -246,29 +272,17 @@ export class NotificationsRepository {
     return this.db.transaction(async (tx: Queryable) => {
       await tx.execute(
         `INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, error, response_excerpt)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+         VALUES ($1, $2, $3, false, $4, $5, $6, $7)`,
         [
           m.id,
           m.endpoint_id,
           at,
-          outcome.succeeded,
           outcome.statusCode,
           outcome.latencyMs,
           outcome.error,
           outcome.responseExcerpt,
         ],
       );
-      if (outcome.succeeded) {
-        await tx.execute(
-          `UPDATE notification_messages SET status = 'delivered', delivered_at = $2, leased_until = NULL, next_attempt_at = NULL WHERE id = $1`,
-          [m.id, at],
-        );
-        await tx.execute(
-          `UPDATE notification_endpoints SET consecutive_failures = 0 WHERE id = $1 AND consecutive_failures <> 0`,
-          [m.endpoint_id],
-        );
-        return { disabled: false };
-      }
       if (retryAt) {
         await tx.execute(
           `UPDATE notification_messages SET next_attempt_at = $2, leased_until = NULL WHERE id = $1`,
