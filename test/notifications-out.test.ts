@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './support/cli.js';
 import { createFactory, createWebhook, deliver } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
 import { NotificationReceiver } from './support/notification-receiver.js';
@@ -254,5 +255,38 @@ describe('signed notifications out', () => {
     expect(
       (await t.call('DELETE', `/api/v1/notifications/endpoints/${endpoint.id}`, undefined, reader)).status,
     ).toBe(403);
+  });
+
+  it('works from the command line: create (secret once), list, attempts, resend', async () => {
+    const receiver = new NotificationReceiver();
+    receivers.push(receiver);
+    const url = await receiver.start();
+    const cli = (...args: string[]) =>
+      runCli([...args, '--json'], { env: { FACTORYD_API_URL: t.url, FACTORYD_API_KEY: t.adminKey } });
+    const created = await cli(
+      'notifications',
+      'create',
+      `cli-${Date.now()}`,
+      '--url',
+      url,
+      '--events',
+      'run.queued',
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const { endpoint, secret } = JSON.parse(created.stdout);
+    receiver.secret = secret;
+    const listed = JSON.parse((await cli('notifications', 'list')).stdout);
+    expect(listed.endpoints.map((e: { id: string }) => e.id)).toContain(endpoint.id);
+    expect(JSON.stringify(listed)).not.toContain('whsec_');
+    const runId = await createRun('From the CLI');
+    await eventually(() => receiver.ofRun(runId).length === 1, 'notified');
+    const log = await eventually(async () => {
+      const a = JSON.parse((await cli('notifications', 'attempts', endpoint.id)).stdout).attempts;
+      return a.length === 1 ? a : undefined;
+    }, 'the attempt logged');
+    const resent = await cli('notifications', 'resend', endpoint.id, log[0].message_id);
+    expect(resent.code, resent.stderr).toBe(0);
+    await eventually(() => receiver.ofRun(runId).length === 2, 'sent again');
+    expect(receiver.ofRun(runId).every((r) => r.verified && r.id === log[0].message_id)).toBe(true);
   });
 });
