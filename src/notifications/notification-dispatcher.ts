@@ -2,6 +2,7 @@ import type { Notifications } from '../database/notifications.js';
 import { CHANNELS } from '../database/channels.js';
 import { Periodic, type Scheduler } from '../common/periodic.js';
 import type { SecretCipher } from '../secrets/secret-cipher.js';
+import type { SecretsService } from '../secrets/secrets.service.js';
 import { nextAttemptDelay } from './notification-policy.js';
 import type { NotificationSender } from './notification-sender.js';
 import type { DueMessage, NotificationsRepository } from './notifications.repository.js';
@@ -40,6 +41,7 @@ export class NotificationDispatcher {
     private readonly repo: NotificationsRepository,
     private readonly sender: NotificationSender,
     private readonly cipher: SecretCipher,
+    private readonly secrets: Pick<SecretsService, 'valueOf'>,
     private readonly opts: DispatcherOptions,
   ) {
     this.periodic = new Periodic({
@@ -109,12 +111,18 @@ export class NotificationDispatcher {
   /** One attempt; a failure is recorded at once (with its retry), a success with its batch. */
   private async attempt(m: DueMessage) {
     const at = this.opts.now();
-    const outcome = await this.sender.send({
-      id: m.id,
-      url: m.url,
-      secret: this.cipher.decrypt(m.secret, m.endpoint_id),
-      body: messageBody(m),
-    });
+    const secret = m.secret
+      ? this.cipher.decrypt(m.secret, m.endpoint_id)
+      : await this.secrets.valueOf(m.secret_version_id!);
+    const outcome = secret
+      ? await this.sender.send({ id: m.id, url: m.url, secret, body: messageBody(m) })
+      : {
+          succeeded: false,
+          statusCode: null,
+          latencyMs: 0,
+          error: 'the signing secret is gone',
+          responseExcerpt: null,
+        };
     if (!outcome.succeeded) {
       const delay = nextAttemptDelay(this.opts.retryScheduleMs, m.attempts);
       const retryAt = delay === undefined ? undefined : new Date(this.opts.now().getTime() + delay);

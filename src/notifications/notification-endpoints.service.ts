@@ -5,7 +5,7 @@ import type { Notifications } from '../database/notifications.js';
 import { CHANNELS } from '../database/channels.js';
 import { generateSecret } from '../secrets/secret-generator.js';
 import type { SecretCipher } from '../secrets/secret-cipher.js';
-import { endpointUrlProblem } from './notification-policy.js';
+import { endpointUrlProblem } from '../common/outbound-url.js';
 import type {
   AttemptRow,
   EndpointRow,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { endpointUrlProblem, isPrivateAddress, nextAttemptDelay } from './notification-policy.js';
+import { endpointUrlProblem, isPrivateAddress } from '../common/outbound-url.js';
+import { nextAttemptDelay } from './notification-policy.js';
 
 describe('endpoint URLs', () => {
   it('needs https unless private URLs are allowed', () => {

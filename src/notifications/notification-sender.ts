@@ -3,7 +3,8 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { isPrivateAddress, RESPONSE_EXCERPT_BYTES } from './notification-policy.js';
+import { isPrivateAddress } from '../common/outbound-url.js';
+import { RESPONSE_EXCERPT_BYTES } from './notification-policy.js';
 
 /** One signed POST as the attempt log records it. */
 export interface AttemptOutcome {

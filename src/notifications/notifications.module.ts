@@ -12,6 +12,7 @@ import { Database } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
 import { SecretCipher } from '../secrets/secret-cipher.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
+import { SecretsService } from '../secrets/secrets.service.js';
 import { NotificationDispatcher } from './notification-dispatcher.js';
 import { NotificationEndpoints } from './notification-endpoints.service.js';
 import { NotificationSender } from './notification-sender.js';
@@ -64,8 +65,14 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
     },
     {
       provide: NotificationDispatcher,
-      inject: [NotificationsRepository, SecretCipher, CONFIG, Clock],
-      useFactory: (repo: NotificationsRepository, cipher: SecretCipher, config: Config, clock: Clock) => {
+      inject: [NotificationsRepository, SecretCipher, SecretsService, CONFIG, Clock],
+      useFactory: (
+        repo: NotificationsRepository,
+        cipher: SecretCipher,
+        secrets: SecretsService,
+        config: Config,
+        clock: Clock,
+      ) => {
         const log = new Logger('notifications');
         const now = () => clock.now();
         return new NotificationDispatcher(
@@ -76,6 +83,7 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
             now,
           }),
           cipher,
+          secrets,
           {
             retryScheduleMs: config.notificationsRetryScheduleMs,
             disableAfter: config.notificationsDisableAfter,

@@ -9,7 +9,7 @@ export interface EndpointRow {
   url: string;
   event_types: string[];
   description: string | null;
-  secret: Buffer;
+  secret: Buffer | null;
   enabled: boolean;
   disabled_reason: string | null;
   consecutive_failures: number;
@@ -48,7 +48,9 @@ export interface AttemptRow {
 /** A message claimed for an attempt, with where it goes. */
 export interface DueMessage extends MessageRow {
   url: string;
-  secret: Buffer;
+  /** The endpoint's own sealed secret (API), or the team secret version its factory file pinned. */
+  secret: Buffer | null;
+  secret_version_id: string | null;
 }
 
 /** Fan-outs take turns across replicas, so a run's messages are created in its events' order. */
@@ -211,7 +213,7 @@ export class NotificationsRepository {
          FROM picked, notification_endpoints e
         WHERE m.id = picked.id AND e.id = m.endpoint_id
        RETURNING m.id, m.event_id, m.endpoint_id, m.type, m.run_id, m.payload, m.event_at, m.status, m.attempts,
-                 m.next_attempt_at, m.created_at, m.delivered_at, e.url, e.secret`,
+                 m.next_attempt_at, m.created_at, m.delivered_at, e.url, e.secret, e.secret_version_id`,
       [now, leaseUntil, max],
     );
   }

@@ -22,7 +22,11 @@ export class NotificationOutbox1763686200000 implements MigrationInterface {
         url                   text NOT NULL,
         event_types           text[] NOT NULL DEFAULT '{}',
         description           text,
-        secret                bytea NOT NULL,
+        -- An endpoint made by the API holds its own sealed secret; one a factory file defines names a
+        -- team secret's version (resolved when the file applies, like a webhook's).
+        secret                bytea,
+        secret_name           text,
+        secret_version_id     uuid REFERENCES secret_versions(id),
         enabled               boolean NOT NULL DEFAULT true,
         disabled_reason       text,
         consecutive_failures  int NOT NULL DEFAULT 0,
