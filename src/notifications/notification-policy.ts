@@ -1,21 +1,8 @@
-import { RUN_STATES } from '../runs/run-state.js';
-
 /**
- * What can be subscribed to, how often a failing message is retried and when an endpoint is given
- * up on (docs/notifications.md). Pure: no clock, no I/O.
- */
-
-/** `run.<state>` for every run state, and the ingress's delivery outcomes. */
-export const EVENT_TYPES = [
-  ...RUN_STATES.map((s) => `run.${s.toLowerCase()}`),
-  'delivery.accepted',
-  'delivery.rejected',
-] as const;
-
-/**
- * The retry schedule (the pause before each attempt, the first counted from the event, the others
- * from the failure before) is configuration: NOTIFICATIONS_RETRY_SCHEDULE_MS, default Svix's —
- * immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: eight attempts over about 27.6 h.
+ * How a failing message is retried (docs/notifications.md). Pure: no clock, no I/O. The schedule (the
+ * pause before each attempt, the first counted from the event, the others from the failure before) is
+ * configuration: NOTIFICATIONS_RETRY_SCHEDULE_MS, default Svix's — immediately, 5 s, 5 min, 30 min,
+ * 2 h, 5 h, 10 h, 10 h: eight attempts over about 27.6 h.
  */
 
 /** How much of an endpoint's answer the attempt log keeps. */

@@ -218,21 +218,6 @@ export class NotificationsRepository {
     );
   }
 
-  /** The earliest time a pending message of an enabled endpoint is due (the dispatcher sleeps until then). */
-  async nextDue(): Promise<Date | undefined> {
-    const [row] = await this.db.query<{ at: Date | null }>(
-      `SELECT min(greatest(m.next_attempt_at, coalesce(m.leased_until, m.next_attempt_at))) AS at
-         FROM notification_messages m JOIN notification_endpoints e ON e.id = m.endpoint_id AND e.enabled
-        WHERE m.status = 'pending'`,
-    );
-    return row?.at ?? undefined;
-  }
-
-  /** Whether the outbox holds events not yet fanned out. */
-  async outboxWaiting(): Promise<boolean> {
-    return (await this.db.query(`SELECT 1 FROM notification_outbox LIMIT 1`)).length > 0;
-  }
-
   /**
    * Records successful attempts (one statement for a whole batch): the attempt log, the messages
    * delivered, and their endpoints' runs of failures ended.
@@ -242,7 +227,9 @@ export class NotificationsRepository {
     await this.db.execute(
       `WITH a AS (
          INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, response_excerpt)
-         SELECT m, e, $1, true, s, l, x FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::text[]) AS t(m, e, s, l, x)),
+         SELECT t.m, t.e, $1, true, t.s, t.l, t.x FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::text[]) AS t(m, e, s, l, x)
+          -- A message whose endpoint was deleted during the attempt is gone: nothing to log.
+          WHERE EXISTS (SELECT 1 FROM notification_messages n WHERE n.id = t.m)),
        d AS (
          UPDATE notification_messages SET status = 'delivered', delivered_at = $1, leased_until = NULL, next_attempt_at = NULL
           WHERE id = ANY($2::uuid[]))
@@ -274,7 +261,7 @@ export class NotificationsRepository {
     return this.db.transaction(async (tx: Queryable) => {
       await tx.execute(
         `INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, error, response_excerpt)
-         VALUES ($1, $2, $3, false, $4, $5, $6, $7)`,
+         SELECT $1, $2, $3, false, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM notification_messages WHERE id = $1)`,
         [
           m.id,
           m.endpoint_id,
