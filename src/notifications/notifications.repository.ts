@@ -170,12 +170,16 @@ export class NotificationsRepository {
 
   /**
    * Turns committed outbox events into one message per subscribed, enabled endpoint, and removes them
-   * from the outbox, in one statement under FAN_OUT_LOCK. Returns how many events it took.
+   * from the outbox, in one transaction under FAN_OUT_LOCK (taken first, so the statement sees what
+   * the lock's previous holder committed). Returns how many events it took.
    */
   async fanOut(firstAttemptDelayMs: number): Promise<number> {
-    const [row] = await this.db.queryLocked<{ events: number }>(
-      FAN_OUT_LOCK,
-      `WITH ev AS (
+    // Most passes find the outbox empty: one cheap read on the pool, no transaction.
+    if (!(await this.db.query(`SELECT 1 FROM notification_outbox LIMIT 1`)).length) return 0;
+    const [row] = await this.db.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(${FAN_OUT_LOCK})`);
+      return tx.query<{ events: number }>(
+        `WITH ev AS (
          DELETE FROM notification_outbox WHERE id IN (
            SELECT id FROM notification_outbox ORDER BY id LIMIT ${FAN_OUT_BATCH} FOR UPDATE SKIP LOCKED)
          RETURNING *),
@@ -189,8 +193,9 @@ export class NotificationsRepository {
           ORDER BY ev.id
          ON CONFLICT DO NOTHING)
        SELECT count(*)::int AS events FROM ev`,
-      [firstAttemptDelayMs],
-    );
+        [firstAttemptDelayMs],
+      );
+    });
     return row?.events ?? 0;
   }
 
