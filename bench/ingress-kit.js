@@ -94,10 +94,11 @@ export async function measureFloor(databaseUrl) {
 /**
  * factoryd on `databaseUrl` (rate limit raised, no service-hosted workers, so the runs the deliveries
  * start stay queued instead of spawning agent processes on the same cores) with a factory whose
- * webhooks each have 20 automations, of which the payload lets exactly one fire.
+ * webhooks each have 20 automations, of which the payload lets exactly one fire. `env`: more settings.
  */
-export async function benchService(databaseUrl, dir) {
+export async function benchService(databaseUrl, dir, env = {}) {
   const config = loadConfig({
+    ...env,
     DATABASE_URL: databaseUrl,
     PORT: '0',
     HOST: '127.0.0.1',
@@ -149,7 +150,7 @@ export async function benchService(databaseUrl, dir) {
     }
     return uid;
   };
-  return { service, db, webhook };
+  return { service, db, webhook, teamId: team.id };
 }
 
 /** One line of figures. */

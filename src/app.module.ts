@@ -11,6 +11,7 @@ import { Database } from './database/database.js';
 import { Notifications } from './database/notifications.js';
 import { FactoriesModule } from './factories/factories.module.js';
 import { ManagementModule } from './management/management.module.js';
+import { NotificationsModule } from './notifications/notifications.module.js';
 import { OpsModule } from './ops/ops.module.js';
 import { ReconcilerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
@@ -60,6 +61,7 @@ export class AppModule {
         SchedulesModule,
         AgentModule,
         DashboardModule,
+        NotificationsModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

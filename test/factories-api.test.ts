@@ -145,6 +145,7 @@ describe('factory API', () => {
       'AgentFrontMatter',
       'AutomationFrontMatter',
       'WebhookFile',
+      'NotificationFile',
     ]);
     const one = await t.call('GET', '/api/v1/factory-files/schemas/automation.schema.json', undefined, '');
     expect(one.body.$defs.AgentOverrides).toBeDefined();

@@ -8,6 +8,7 @@ import { registerSecretsCommands } from './commands/secrets.commands.js';
 import { registerServeCommand } from './commands/serve.command.js';
 import { registerSkillsCommands } from './commands/skills.commands.js';
 import { registerWebhooksCommands } from './commands/webhooks.commands.js';
+import { registerNotificationsCommands } from './commands/notifications.commands.js';
 import { registerWorkerCommands } from './commands/worker.commands.js';
 
 /** Each module's commands, in the order `factoryd --help` lists them. */
@@ -20,6 +21,7 @@ const COMMANDS: Array<(program: Command) => void> = [
   registerWebhooksCommands,
   registerWorkerCommands,
   registerSkillsCommands,
+  registerNotificationsCommands,
 ];
 
 export function buildProgram(): Command {

@@ -68,6 +68,17 @@ export interface Config {
   teamMaxSlots?: number;
   /** How long a verified API key is trusted before the database is asked again (0: every request). */
   apiKeyCacheSeconds: number;
+  /**
+   * NOTIFICATIONS_ALLOW_PRIVATE_URLS: notification endpoints may be http:// and resolve to loopback
+   * or private addresses (tests, self-hosted); default false (docs/notifications.md, "Endpoint URLs").
+   */
+  notificationsAllowPrivateUrls: boolean;
+  /** NOTIFICATIONS_RETRY_SCHEDULE_MS: the pause before each attempt (ms, comma-separated); default Svix's. */
+  notificationsRetryScheduleMs: number[];
+  /** NOTIFICATIONS_DISABLE_AFTER: failed messages in a row that disable an endpoint (default 5). */
+  notificationsDisableAfter: number;
+  /** NOTIFICATIONS_TIMEOUT_MS: the time limit of one attempt (default 15000). */
+  notificationsTimeoutMs: number;
 }
 
 export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
@@ -109,6 +120,10 @@ export const SERVICE_VARIABLES = [
   'RUN_MAX_DURATION_MINUTES',
   'TEAM_MAX_SLOTS',
   'API_KEY_CACHE_SECONDS',
+  'NOTIFICATIONS_ALLOW_PRIVATE_URLS',
+  'NOTIFICATIONS_RETRY_SCHEDULE_MS',
+  'NOTIFICATIONS_DISABLE_AFTER',
+  'NOTIFICATIONS_TIMEOUT_MS',
 ];
 const refusedInHarness = (name: string) =>
   SERVICE_VARIABLES.includes(name) || name.startsWith('FACTORYD_') || name.startsWith('PG');
@@ -169,7 +184,29 @@ export function loadConfig(env: Env = process.env): Config {
     teamMaxSlots:
       str(env, 'TEAM_MAX_SLOTS') === undefined ? undefined : int(env, 'TEAM_MAX_SLOTS', 0, 1, 10_000),
     apiKeyCacheSeconds: int(env, 'API_KEY_CACHE_SECONDS', 10, 0, 60),
+    notificationsAllowPrivateUrls:
+      oneOf(env, 'NOTIFICATIONS_ALLOW_PRIVATE_URLS', ['true', 'false'], 'false') === 'true',
+    notificationsRetryScheduleMs: retrySchedule(env),
+    notificationsDisableAfter: int(env, 'NOTIFICATIONS_DISABLE_AFTER', 5, 1, 1000),
+    notificationsTimeoutMs: int(env, 'NOTIFICATIONS_TIMEOUT_MS', 15_000, 100, 60_000),
   };
+}
+
+/** Svix's: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (docs/notifications.md). */
+const DEFAULT_RETRY_SCHEDULE_MS = [
+  0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+];
+
+function retrySchedule(env: Env): number[] {
+  const v = str(env, 'NOTIFICATIONS_RETRY_SCHEDULE_MS');
+  if (v === undefined) return DEFAULT_RETRY_SCHEDULE_MS;
+  const parts = v.split(',').map((p) => p.trim());
+  if (parts.length < 1 || parts.length > 20 || parts.some((p) => !/^\d{1,9}$/.test(p)))
+    throw new ConfigError(
+      'NOTIFICATIONS_RETRY_SCHEDULE_MS',
+      `must be 1-20 comma-separated pauses in milliseconds (e.g. 0,5000,300000), got "${v}"`,
+    );
+  return parts.map(Number);
 }
 
 function harnessEnvAllow(env: Env): string[] {

@@ -69,4 +69,6 @@ export const CHANNELS = {
     'factoryd_run_control',
     (v) => typeof v.run_id === 'string' && (v.kind === 'followup' || v.kind === 'cancel'),
   ),
+  /** Notification messages may be due now (a resend, an endpoint enabled): dispatchers look at once. */
+  notificationsDue: signalChannel('factoryd_notifications_due'),
 } as const;

@@ -3,7 +3,7 @@ import type { DefinitionError } from './definition.js';
 import { SourceFile } from './source-file.js';
 
 /** What a repository path is in a factory definition. */
-export type FileKind = 'factory' | 'agent' | 'automation' | 'webhook' | 'skill';
+export type FileKind = 'factory' | 'agent' | 'automation' | 'webhook' | 'skill' | 'notification';
 
 export const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -19,6 +19,7 @@ const SCHEMA_OF: Partial<Record<FileKind, string>> = {
   agent: 'AgentFrontMatter',
   automation: 'AutomationFrontMatter',
   webhook: 'WebhookFile',
+  notification: 'NotificationFile',
 };
 
 /** A definition file parsed and checked against its JSON Schema: the same for the same content. */
@@ -58,6 +59,14 @@ export function placementOf(path: string): Placement {
       if (parts.length > 2)
         return { misplaced: 'webhook files sit directly in webhooks/: webhooks/<name>.yaml' };
       return undefined;
+    case 'notifications':
+      if (parts.length === 2 && name.endsWith('.yaml'))
+        return { kind: 'notification', name: name.slice(0, -5) };
+      if (parts.length === 2 && name.endsWith('.yml'))
+        return { misplaced: `rename to notifications/${name.slice(0, -4)}.yaml` };
+      if (parts.length > 2)
+        return { misplaced: 'notification files sit directly in notifications/: notifications/<name>.yaml' };
+      return undefined;
     case 'skills':
       if (parts.length === 3 && file === 'SKILL.md') return { kind: 'skill', name };
       return undefined;
@@ -75,7 +84,7 @@ export function parseDefinitionFile(
   schemas: SchemaRegistry,
 ): DefinitionFile {
   const source =
-    kind === 'factory' || kind === 'webhook'
+    kind === 'factory' || kind === 'webhook' || kind === 'notification'
       ? SourceFile.yaml(path, content)
       : SourceFile.markdown(path, content);
   const errors = [...source.errors];
@@ -83,7 +92,8 @@ export function parseDefinitionFile(
   if (badName) errors.push({ path, line: 1, message: badName });
   const schema = SCHEMA_OF[kind];
   if (schema && source.data !== undefined) {
-    const whole = kind === 'factory' || kind === 'webhook' ? 'the file' : 'the front matter';
+    const whole =
+      kind === 'factory' || kind === 'webhook' || kind === 'notification' ? 'the file' : 'the front matter';
     const violations = schemas.place(schema, source.data, `this ${kind}`);
     // A failed "one of these shapes" says it best; why each shape failed is noise.
     const shapes = violations

@@ -49,5 +49,7 @@ export function checkTreeLimits(files: ListedFile[]): DefinitionError[] {
 
 function isYamlFile(path: string): boolean {
   const placement = placementOf(path);
-  return !!placement && 'kind' in placement && (placement.kind === 'factory' || placement.kind === 'webhook');
+  return (
+    !!placement && 'kind' in placement && ['factory', 'webhook', 'notification'].includes(placement.kind)
+  );
 }

@@ -84,6 +84,17 @@ export interface WebhookDefinition {
   description?: string;
 }
 
+/** notifications/<name>.yaml: an endpoint the factory owns (docs/notifications.md). */
+export interface NotificationDefinition {
+  name: string;
+  path: string;
+  url: string;
+  events: string[];
+  secretName: string;
+  enabled: boolean;
+  description?: string;
+}
+
 export interface SkillDefinition {
   name: string;
   path: string;
@@ -100,6 +111,8 @@ export interface FactoryDefinition {
   automations: AutomationDefinition[];
   webhooks: WebhookDefinition[];
   skills: SkillDefinition[];
+  /** Absent in definitions stored before notification files existed. */
+  notifications?: NotificationDefinition[];
 }
 
 /**

@@ -6,6 +6,7 @@ import { checkAgents } from './rules/agents.js';
 import { checkAutomations } from './rules/automations.js';
 import { checkFactory } from './rules/factory.js';
 import { filesOf, Findings, type ValidationContext } from './rules/rule.js';
+import { checkNotifications } from './rules/notifications.js';
 import { checkSkills } from './rules/skills.js';
 import { checkWebhooks } from './rules/webhooks.js';
 
@@ -77,6 +78,7 @@ export function validateDefinition(
     findings,
   });
   const skills = checkSkills(filesOf(files, 'skill'));
+  const notifications = checkNotifications(filesOf(files, 'notification'), findings, ctx);
 
   const { errors, skipped } = findings;
   errors.sort((a, b) => a.path.localeCompare(b.path) || a.line - b.line);
@@ -94,6 +96,8 @@ export function validateDefinition(
       automations,
       webhooks,
       skills,
+      // Only when there are some: definitions applied before notification files existed stay equal.
+      ...(notifications.length ? { notifications } : {}),
     },
   };
 }

@@ -10,6 +10,7 @@ export const DEFINITION_SCHEMAS = [
     name: 'automation',
   },
   { file: 'webhooks/<name>.yaml', id: 'WebhookFile', name: 'webhook' },
+  { file: 'notifications/<name>.yaml', id: 'NotificationFile', name: 'notification' },
 ] as const;
 
 /**

@@ -179,6 +179,11 @@ export class DefinitionStore {
            FROM webhooks WHERE factory_id = $1 ORDER BY created_at`,
       [factoryId],
     );
+    const notifications = await tx.query(
+      `SELECT id, name, url, event_types, secret_name, secret_version_id, enabled, description
+           FROM notification_endpoints WHERE factory_id = $1`,
+      [factoryId],
+    );
     const base = (r: Record<string, unknown>) => ({
       id: r.id as string,
       path: r.path as string,
@@ -225,7 +230,68 @@ export class DefinitionStore {
           description: r.description,
         },
       })),
+      notifications: notifications.map((r) => ({
+        id: r.id as string,
+        path: `notifications/${r.name as string}.yaml`,
+        name: r.name as string,
+        deleted: false,
+        secretVersionId: r.secret_version_id as string | null,
+        fields: {
+          url: r.url,
+          events: r.event_types,
+          secretName: r.secret_name,
+          enabled: r.enabled,
+          description: r.description,
+        },
+      })),
     };
+  }
+
+  /**
+   * The endpoints notifications/<name>.yaml define: named after the file, owned by the factory, signed
+   * with the team secret's version current at this apply. A name another endpoint of the team has
+   * (made by the API or another factory) fails the apply.
+   */
+  private async applyNotifications(
+    tx: Queryable,
+    factory: FactoryRecord,
+    plan: Plan,
+    now: Date,
+  ): Promise<void> {
+    const names = (paths: string[]) => paths.map((p) => p.slice('notifications/'.length, -'.yaml'.length));
+    if (plan.notifications.delete.length)
+      await tx.execute(`DELETE FROM notification_endpoints WHERE factory_id = $1 AND name = ANY($2)`, [
+        factory.id,
+        names(plan.notifications.delete),
+      ]);
+    for (const n of [...plan.notifications.create, ...plan.notifications.update]) {
+      const written = await tx.execute(
+        `INSERT INTO notification_endpoints (id, team_id, factory_id, name, url, event_types, description, secret_name,
+                                             secret_version_id, enabled, created_at, updated_at)
+         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+         ON CONFLICT (team_id, name) DO UPDATE SET url = EXCLUDED.url, event_types = EXCLUDED.event_types,
+           description = EXCLUDED.description, secret_name = EXCLUDED.secret_name,
+           secret_version_id = EXCLUDED.secret_version_id, enabled = EXCLUDED.enabled,
+           disabled_reason = NULL, consecutive_failures = 0, updated_at = EXCLUDED.updated_at
+         WHERE notification_endpoints.factory_id = EXCLUDED.factory_id`,
+        [
+          factory.teamId,
+          factory.id,
+          n.name,
+          n.url,
+          n.events,
+          n.description ?? null,
+          n.secretName,
+          plan.secretVersions.get(n.secretName) ?? null,
+          n.enabled,
+          now,
+        ],
+      );
+      if (!written)
+        throw new Error(
+          `${n.path}: the team already has a notification endpoint named ${n.name} (made by the API or another factory); rename the file`,
+        );
+    }
   }
 
   /** Writes a plan: upserts by path (reviving tombstones), tombstones removed files, new UIDs for new webhooks. */
@@ -334,6 +400,7 @@ export class DefinitionStore {
         ],
       );
     }
+    await this.applyNotifications(tx, factory, plan, now);
     await tx.execute(
       `UPDATE factories SET description = $2, definition = $3, updated_at = $4 WHERE id = $1`,
       [

@@ -2,6 +2,7 @@ import type {
   AgentDefinition,
   AutomationDefinition,
   FactoryDefinition,
+  NotificationDefinition,
   SkillDefinition,
   WebhookDefinition,
 } from '../definitions/definition.js';
@@ -26,6 +27,8 @@ export interface AppliedState {
   automations: AppliedRow[];
   skills: AppliedRow[];
   webhooks: AppliedWebhook[];
+  /** The endpoints notifications/<name>.yaml made (their secret version pinned like a webhook's). */
+  notifications?: Array<AppliedRow & { secretVersionId: string | null }>;
 }
 
 export interface KindPlan<T> {
@@ -45,14 +48,17 @@ export interface Plan {
   automations: KindPlan<AutomationDefinition>;
   skills: KindPlan<SkillDefinition>;
   webhooks: WebhookPlan;
+  notifications: KindPlan<NotificationDefinition>;
   /** Secret version each webhook applies with, by secret name. */
   secretVersions: Map<string, string>;
 }
 
-export type PlanSummary = Record<
-  'agents' | 'automations' | 'skills' | 'webhooks',
-  { created: string[]; updated: string[]; deleted: string[] }
->;
+type KindSummary = { created: string[]; updated: string[]; deleted: string[] };
+
+/** `notifications` only when the plan changes some (summaries recorded before them stay the same). */
+export type PlanSummary = Record<'agents' | 'automations' | 'skills' | 'webhooks', KindSummary> & {
+  notifications?: KindSummary;
+};
 
 /** The fields of each kind that the database keeps, in definition shape. */
 export const fieldsOf = {
@@ -81,6 +87,13 @@ export const fieldsOf = {
     enabled: w.enabled,
     description: w.description ?? null,
   }),
+  notification: (n: NotificationDefinition) => ({
+    url: n.url,
+    events: n.events,
+    secretName: n.secretName,
+    enabled: n.enabled,
+    description: n.description ?? null,
+  }),
 };
 
 /**
@@ -107,12 +120,21 @@ export function planChanges(
     automations: diff(def.automations, applied.automations, fieldsOf.automation),
     skills: diff(def.skills, applied.skills, fieldsOf.skill),
     webhooks: { ...webhooks, live },
+    notifications: diff(
+      def.notifications ?? [],
+      applied.notifications ?? [],
+      fieldsOf.notification,
+      (n, row) =>
+        repin &&
+        (row as AppliedRow & { secretVersionId: string | null }).secretVersionId !==
+          (currentSecretVersions.get(n.secretName) ?? null),
+    ),
     secretVersions: currentSecretVersions,
   };
 }
 
 export function isEmpty(plan: Plan): boolean {
-  return [plan.agents, plan.automations, plan.skills, plan.webhooks].every(
+  return [plan.agents, plan.automations, plan.skills, plan.webhooks, plan.notifications].every(
     (k) => k.create.length + k.update.length + k.delete.length === 0,
   );
 }
@@ -128,8 +150,19 @@ export function summarize(plan: Plan): PlanSummary {
     automations: names(plan.automations),
     skills: names(plan.skills),
     webhooks: names(plan.webhooks),
+    ...(isEmpty({
+      ...plan,
+      agents: none,
+      automations: none,
+      skills: none,
+      webhooks: { ...none, live: new Map() },
+    })
+      ? {}
+      : { notifications: names(plan.notifications) }),
   };
 }
+
+const none = { create: [], update: [], delete: [] };
 
 function diff<T extends { path: string }>(
   wanted: T[],
@@ -162,5 +195,5 @@ export function sameJson(a: unknown, b: unknown): boolean {
 
 function nameOfPath(path: string): string {
   const parts = path.split('/');
-  return parts[0] === 'webhooks' ? parts[1].replace(/\.yaml$/, '') : parts[1];
+  return parts[0] === 'webhooks' || parts[0] === 'notifications' ? parts[1].replace(/\.yaml$/, '') : parts[1];
 }

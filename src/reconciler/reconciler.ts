@@ -99,7 +99,7 @@ interface Loaded {
 }
 
 /** The team's secrets a revision's webhooks name: current version and whether it may be a url_token. */
-type CurrentSecrets = Map<string, { versionId: string; urlSafe: boolean }>;
+type CurrentSecrets = Map<string, { versionId: string; urlSafe: boolean; whsec: boolean }>;
 
 /** How a pass ends: a live revision (applied or already equal), or a failure. */
 type Verdict =
@@ -121,6 +121,7 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
 export class Reconciler {
   private readonly log = new Logger('Reconciler');
   private readonly policy: RepositoryPolicy;
+  private readonly allowPrivateUrls: boolean;
   /** Parsed files by blob id and path, shared by every factory of the process: 32 MiB at most. */
   readonly parsed = new ParsedFileCache(32 * 1024 * 1024);
   private readonly queues = new Map<
@@ -137,6 +138,7 @@ export class Reconciler {
     @Inject(GitSource) private readonly source: GitSource,
   ) {
     this.policy = new RepositoryPolicy(config, store);
+    this.allowPrivateUrls = config.notificationsAllowPrivateUrls;
   }
 
   /**
@@ -326,8 +328,9 @@ export class Reconciler {
       files,
       {
         knownWebhooks: applied.webhooks.map(({ uid, name, path, deleted }) => ({ uid, name, path, deleted })),
-        secrets: new Map([...secrets].map(([name, s]) => [name, { urlSafe: s.urlSafe }])),
+        secrets: new Map([...secrets].map(([name, s]) => [name, { urlSafe: s.urlSafe, whsec: s.whsec }])),
         team: factory.teamName,
+        allowPrivateUrls: this.allowPrivateUrls,
       },
       misplaced,
     );
@@ -365,7 +368,7 @@ export class Reconciler {
     const names = new Set<string>();
     for (const f of files) {
       const name =
-        f.kind === 'webhook'
+        f.kind === 'webhook' || f.kind === 'notification'
           ? (f.source.data as { secretName?: unknown } | undefined)?.secretName
           : undefined;
       if (typeof name === 'string') names.add(name);
@@ -373,7 +376,12 @@ export class Reconciler {
     const out: CurrentSecrets = new Map();
     for (const name of names) {
       const current = await this.secrets.current(teamId, name, tx);
-      if (current) out.set(name, { versionId: current.versionId, urlSafe: isUrlSafe(current.value) });
+      if (current)
+        out.set(name, {
+          versionId: current.versionId,
+          urlSafe: isUrlSafe(current.value),
+          whsec: current.value.startsWith('whsec_'),
+        });
     }
     return out;
   }

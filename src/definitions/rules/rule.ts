@@ -6,7 +6,9 @@ export interface ValidationContext {
   /** Every webhook this factory ever had, live or deleted. */
   knownWebhooks?: Array<{ uid: string; name: string; path: string; deleted: boolean }>;
   /** The team's secrets: whether the current value of each is URL-safe. */
-  secrets?: Map<string, { urlSafe: boolean }>;
+  secrets?: Map<string, { urlSafe: boolean; whsec?: boolean }>;
+  /** NOTIFICATIONS_ALLOW_PRIVATE_URLS of the service; unknown offline. */
+  allowPrivateUrls?: boolean;
   team?: string;
   /** Why the checks that need the service were not made, when they were not (default: no database). */
   uncheckedBecause?: string;

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { endpointUrlProblem, isPrivateAddress } from '../common/outbound-url.js';
+import { nextAttemptDelay } from './notification-policy.js';
+
+describe('endpoint URLs', () => {
+  it('needs https unless private URLs are allowed', () => {
+    expect(endpointUrlProblem('https://hooks.example.com/x', false)).toBeUndefined();
+    expect(endpointUrlProblem('http://hooks.example.com/x', false)).toMatch(/https/);
+    expect(endpointUrlProblem('http://127.0.0.1:9/x', true)).toBeUndefined();
+    expect(endpointUrlProblem('ftp://example.com/', true)).toMatch(/http/);
+    expect(endpointUrlProblem('not a url', true)).toMatch(/absolute/);
+    expect(endpointUrlProblem('https://u:p@example.com/', false)).toMatch(/credentials/);
+  });
+
+  it('refuses loopback, private and link-local destinations by default (SSRF)', () => {
+    for (const url of [
+      'https://127.0.0.1/',
+      'https://localhost/',
+      'https://10.1.2.3/',
+      'https://169.254.169.254/latest/meta-data',
+      'https://[::1]/',
+      'https://[::ffff:192.168.0.1]/',
+    ])
+      expect(endpointUrlProblem(url, false), url).toMatch(/private/);
+    expect(endpointUrlProblem('https://93.184.216.34/', false)).toBeUndefined();
+  });
+
+  it('classifies addresses', () => {
+    expect(
+      ['172.16.0.1', '192.168.1.1', '100.64.0.1', '0.0.0.0', 'fd00::1', 'fe80::1'].every(isPrivateAddress),
+    ).toBe(true);
+    expect(['8.8.8.8', '172.32.0.1', '2606:4700::1111'].some(isPrivateAddress)).toBe(false);
+  });
+});
+
+describe('the retry schedule', () => {
+  it('gives the pause before the next attempt until the schedule is spent', () => {
+    const schedule = [0, 5_000, 300_000];
+    expect(nextAttemptDelay(schedule, 1)).toBe(5_000);
+    expect(nextAttemptDelay(schedule, 2)).toBe(300_000);
+    expect(nextAttemptDelay(schedule, 3)).toBeUndefined();
+  });
+});

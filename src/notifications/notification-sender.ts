@@ -1,0 +1,132 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { isPrivateAddress } from '../common/outbound-url.js';
+import { RESPONSE_EXCERPT_BYTES } from './notification-policy.js';
+
+/** One signed POST as the attempt log records it. */
+export interface AttemptOutcome {
+  succeeded: boolean;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  responseExcerpt: string | null;
+}
+
+export interface OutgoingMessage {
+  /** `webhook-id`: the message's id, the same on every attempt (receivers deduplicate on it). */
+  id: string;
+  url: string;
+  /** The endpoint's `whsec_…` secret. */
+  secret: string;
+  body: string;
+}
+
+/**
+ * Sends a notification: a Standard Webhooks signed POST (`webhook-id`, `webhook-timestamp`,
+ * `webhook-signature`), no redirects followed, NOTIFICATIONS_TIMEOUT_MS for the whole exchange. Unless
+ * private destinations are allowed, the address the name resolves to is checked when connecting (a
+ * check of the URL alone would let DNS answer differently later).
+ */
+export class NotificationSender {
+  constructor(private readonly opts: { allowPrivate: boolean; timeoutMs: number; now?: () => Date }) {}
+
+  async send(m: OutgoingMessage): Promise<AttemptOutcome> {
+    const started = performance.now();
+    const at = this.opts.now?.() ?? new Date();
+    const signature = new Webhook(m.secret).sign(m.id, at, m.body);
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'factoryd-notifications',
+      'webhook-id': m.id,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': signature,
+    };
+    const elapsed = () => Math.round(performance.now() - started);
+    try {
+      const { status, excerpt } = await this.post(m.url, headers, m.body);
+      return {
+        succeeded: status >= 200 && status < 300,
+        statusCode: status,
+        latencyMs: elapsed(),
+        error: status >= 200 && status < 300 ? null : `HTTP ${status}`,
+        responseExcerpt: excerpt,
+      };
+    } catch (err) {
+      return {
+        succeeded: false,
+        statusCode: null,
+        latencyMs: elapsed(),
+        error: err instanceof Error ? err.message : String(err),
+        responseExcerpt: null,
+      };
+    }
+  }
+
+  private post(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+  ): Promise<{ status: number; excerpt: string }> {
+    const u = new URL(url);
+    const client = u.protocol === 'https:' ? https : http;
+    const timeoutMs = this.opts.timeoutMs;
+    return new Promise((resolve, reject) => {
+      const req = client.request(
+        u,
+        {
+          method: 'POST',
+          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+          lookup: this.opts.allowPrivate ? undefined : publicOnlyLookup,
+          agent: u.protocol === 'https:' ? httpsAgent : httpAgent,
+          signal: AbortSignal.timeout(timeoutMs),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            if (size < RESPONSE_EXCERPT_BYTES) chunks.push(c);
+            size += c.length;
+          });
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              excerpt: Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8'),
+            }),
+          );
+          res.on('error', reject);
+        },
+      );
+      req.on('error', (err) =>
+        reject(
+          err.name === 'AbortError' || err.name === 'TimeoutError'
+            ? new Error(`timed out after ${timeoutMs} ms`)
+            : err,
+        ),
+      );
+      req.end(body);
+    });
+  }
+}
+
+/** Connections are kept between attempts (each was checked by the lookup below when it opened). */
+const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 64 });
+
+/** dns.lookup that refuses private, loopback and link-local answers (SSRF). */
+const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    if (err) return callback(err, '', 0);
+    const refused = addresses.find((a) => isPrivateAddress(a.address));
+    if (refused)
+      return callback(
+        new Error(`${hostname} resolves to a private address (${refused.address}); refused`),
+        '',
+        0,
+      );
+    if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+    callback(null, addresses[0]!.address, addresses[0]!.family);
+  });
+};

@@ -1,0 +1,182 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { AuthContext } from '../auth/auth-context.js';
+import { Auth, RequireScope } from '../auth/auth.guard.js';
+import { ApiJsonBody, ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
+import { RequestValidator } from '../common/request-validation.js';
+import {
+  NotificationEndpoints,
+  type EndpointCreateRequest,
+  type EndpointUpdateRequest,
+} from './notification-endpoints.service.js';
+
+const ENDPOINT_ID = ApiParam({
+  name: 'id',
+  description: 'The endpoint id',
+  schema: { type: 'string', format: 'uuid' },
+});
+
+/**
+ * Signed notifications out (docs/notifications.md): a team's HTTPS endpoints, their messages and
+ * attempts, resend. Reads need runs:read; changes need factory:manage.
+ */
+@ApiTags('Notifications')
+@ApiBearerAuth()
+@Controller('api/v1/notifications/endpoints')
+export class NotificationsController {
+  constructor(
+    @Inject(NotificationEndpoints) private readonly endpoints: NotificationEndpoints,
+    @Inject(RequestValidator) private readonly validate: RequestValidator,
+  ) {}
+
+  @Post()
+  @HttpCode(201)
+  @RequireScope('factory:manage')
+  @ApiOperation({
+    summary: 'Subscribe an endpoint to run and delivery events',
+    description: 'The answer carries the endpoint’s `whsec_` signing secret, this once.',
+  })
+  @ApiJsonBody('NotificationEndpointCreateRequest')
+  @ApiResponse({
+    status: 201,
+    description: 'Created',
+    content: { 'application/json': { schema: schemaRef('NotificationEndpointWithSecret') } },
+  })
+  @ApiProblems(400, 403, 409)
+  create(@Auth() auth: AuthContext, @Body() body: unknown) {
+    return this.endpoints.create(
+      auth,
+      this.validate.body<EndpointCreateRequest>('NotificationEndpointCreateRequest', body),
+    );
+  }
+
+  @Get()
+  @RequireScope('runs:read')
+  @ApiOperation({ summary: 'The team’s notification endpoints' })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['endpoints'],
+    properties: { endpoints: { type: 'array', items: schemaRef('NotificationEndpoint') } },
+  })
+  @ApiProblems(403)
+  list(@Auth() auth: AuthContext) {
+    return this.endpoints.list(auth);
+  }
+
+  @Get(':id')
+  @RequireScope('runs:read')
+  @ApiOperation({ summary: 'One notification endpoint' })
+  @ENDPOINT_ID
+  @ApiJsonOk('NotificationEndpoint')
+  @ApiProblems(403, 404)
+  get(@Auth() auth: AuthContext, @Param('id') id: string) {
+    return this.endpoints.get(auth, id);
+  }
+
+  @Patch(':id')
+  @RequireScope('factory:manage')
+  @ApiOperation({
+    summary: 'Change an endpoint’s URL, event types, description, or enable it again',
+    description: 'Enabling clears the run of failures that disabled it; its pending messages go out again.',
+  })
+  @ENDPOINT_ID
+  @ApiJsonBody('NotificationEndpointUpdateRequest')
+  @ApiJsonOk('NotificationEndpoint')
+  @ApiProblems(400, 403, 404, 409)
+  update(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: unknown) {
+    return this.endpoints.update(
+      auth,
+      id,
+      this.validate.body<EndpointUpdateRequest>('NotificationEndpointUpdateRequest', body),
+    );
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @RequireScope('factory:manage')
+  @ApiOperation({ summary: 'Delete an endpoint (its messages and attempts go with it)' })
+  @ENDPOINT_ID
+  @ApiResponse({ status: 204, description: 'Deleted' })
+  @ApiProblems(403, 404, 409)
+  async delete(@Auth() auth: AuthContext, @Param('id') id: string): Promise<void> {
+    await this.endpoints.delete(auth, id);
+  }
+
+  @Post(':id/rotate')
+  @HttpCode(200)
+  @RequireScope('factory:manage')
+  @ApiOperation({ summary: 'A new signing secret, shown once; the old one signs nothing more' })
+  @ENDPOINT_ID
+  @ApiJsonOk('NotificationEndpointWithSecret')
+  @ApiProblems(403, 404, 409)
+  rotate(@Auth() auth: AuthContext, @Param('id') id: string) {
+    return this.endpoints.rotate(auth, id);
+  }
+
+  @Get(':id/messages')
+  @RequireScope('runs:read')
+  @ApiOperation({ summary: 'The endpoint’s messages, newest first' })
+  @ENDPOINT_ID
+  @ApiQuery({ name: 'status', required: false, enum: ['pending', 'delivered', 'failed'] })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+  })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['messages'],
+    properties: { messages: { type: 'array', items: schemaRef('NotificationMessage') } },
+  })
+  @ApiProblems(400, 403, 404)
+  messages(
+    @Auth() auth: AuthContext,
+    @Param('id') id: string,
+    @Query() q: { status?: string; limit?: string },
+  ) {
+    return this.endpoints.messages(auth, id, q);
+  }
+
+  @Get(':id/attempts')
+  @RequireScope('runs:read')
+  @ApiOperation({ summary: 'The attempt log: status, latency, response excerpt; newest first' })
+  @ENDPOINT_ID
+  @ApiQuery({ name: 'message_id', required: false, schema: { type: 'string', format: 'uuid' } })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+  })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['attempts'],
+    properties: { attempts: { type: 'array', items: schemaRef('NotificationAttempt') } },
+  })
+  @ApiProblems(400, 403, 404)
+  attempts(
+    @Auth() auth: AuthContext,
+    @Param('id') id: string,
+    @Query() q: { message_id?: string; limit?: string },
+  ) {
+    return this.endpoints.attempts(auth, id, q);
+  }
+
+  @Post(':id/messages/:messageId/resend')
+  @HttpCode(202)
+  @RequireScope('factory:manage')
+  @ApiOperation({
+    summary: 'Send a message again now',
+    description: 'Whatever became of it; the whole retry schedule is ahead of it again.',
+  })
+  @ENDPOINT_ID
+  @ApiParam({ name: 'messageId', description: 'The message id', schema: { type: 'string', format: 'uuid' } })
+  @ApiResponse({
+    status: 202,
+    description: 'Queued',
+    content: { 'application/json': { schema: schemaRef('NotificationMessage') } },
+  })
+  @ApiProblems(403, 404)
+  resend(@Auth() auth: AuthContext, @Param('id') id: string, @Param('messageId') messageId: string) {
+    return this.endpoints.resend(auth, id, messageId);
+  }
+}

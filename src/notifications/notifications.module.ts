@@ -1,0 +1,105 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { CONFIG, type Config } from '../config/config.js';
+import { Database } from '../database/database.js';
+import { Notifications } from '../database/notifications.js';
+import { SecretCipher } from '../secrets/secret-cipher.js';
+import { SecretsModule } from '../secrets/secrets.module.js';
+import { SecretsService } from '../secrets/secrets.service.js';
+import { NotificationDispatcher } from './notification-dispatcher.js';
+import { NotificationEndpoints } from './notification-endpoints.service.js';
+import { NotificationSender } from './notification-sender.js';
+import { NotificationsController } from './notifications.controller.js';
+import { NotificationsRepository } from './notifications.repository.js';
+
+/** `factoryd serve` sends notifications from every replica (they share the work through the database). */
+@Injectable()
+class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  constructor(
+    @Inject(NotificationDispatcher) private readonly dispatcher: NotificationDispatcher,
+    @Inject(Notifications) private readonly notifications: Notifications,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.dispatcher.start(this.notifications);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.dispatcher.stop();
+  }
+}
+
+/** Layer 5: signed notifications out (docs/notifications.md). */
+@Module({
+  imports: [SecretsModule],
+  controllers: [NotificationsController],
+  providers: [
+    {
+      provide: NotificationsRepository,
+      inject: [Database],
+      useFactory: (db: Database) => new NotificationsRepository(db),
+    },
+    {
+      provide: NotificationEndpoints,
+      inject: [NotificationsRepository, SecretCipher, CONFIG, Clock, Notifications],
+      useFactory: (
+        repo: NotificationsRepository,
+        cipher: SecretCipher,
+        config: Config,
+        clock: Clock,
+        n: Notifications,
+      ) =>
+        new NotificationEndpoints(
+          repo,
+          cipher,
+          { allowPrivateUrls: config.notificationsAllowPrivateUrls, now: () => clock.now() },
+          n,
+        ),
+    },
+    {
+      provide: NotificationDispatcher,
+      inject: [NotificationsRepository, SecretCipher, SecretsService, CONFIG, Clock],
+      useFactory: (
+        repo: NotificationsRepository,
+        cipher: SecretCipher,
+        secrets: SecretsService,
+        config: Config,
+        clock: Clock,
+      ) => {
+        const log = new Logger('notifications');
+        const now = () => clock.now();
+        return new NotificationDispatcher(
+          repo,
+          new NotificationSender({
+            allowPrivate: config.notificationsAllowPrivateUrls,
+            timeoutMs: config.notificationsTimeoutMs,
+            now,
+          }),
+          cipher,
+          secrets,
+          {
+            retryScheduleMs: config.notificationsRetryScheduleMs,
+            disableAfter: config.notificationsDisableAfter,
+            timeoutMs: config.notificationsTimeoutMs,
+            now,
+            onError: (err) => log.warn(`dispatcher: ${err instanceof Error ? err.message : String(err)}`),
+            onDisabled: (id) =>
+              log.warn(
+                `endpoint ${id} disabled: ${config.notificationsDisableAfter} messages in a row failed`,
+              ),
+          },
+        );
+      },
+    },
+    DispatcherLifecycle,
+  ],
+  exports: [NotificationEndpoints],
+})
+export class NotificationsModule {}

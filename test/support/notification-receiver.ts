@@ -1,0 +1,57 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+
+/** One POST the receiver got, its signature checked with the standardwebhooks library. */
+export interface Received {
+  id: string;
+  verified: boolean;
+  body: { type: string; timestamp: string; data: Record<string, any> };
+}
+
+/** What the receiver does with a request: an HTTP status, or 'hang' (never answers). */
+export type Behaviour = (n: number, req: Received) => number | 'hang';
+
+/**
+ * A real HTTP server on loopback that verifies every notification's Standard Webhooks signature
+ * against `secret` (set once the endpoint is created) and answers as `behaviour` says.
+ */
+export class NotificationReceiver {
+  readonly received: Received[] = [];
+  secret = '';
+  behaviour: Behaviour = () => 200;
+  private readonly server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const headers = req.headers as Record<string, string>;
+      let verified: boolean;
+      try {
+        new Webhook(this.secret).verify(raw, headers);
+        verified = true;
+      } catch {
+        verified = false;
+      }
+      const got: Received = { id: headers['webhook-id'] ?? '', verified, body: JSON.parse(raw) };
+      this.received.push(got);
+      const answer = this.behaviour(this.received.length, got);
+      if (answer === 'hang') return;
+      res.writeHead(answer, { 'content-type': 'text/plain' }).end(answer < 300 ? 'ok' : `nope ${answer}`);
+    });
+  });
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+  }
+
+  ofRun(runId: string): Received[] {
+    return this.received.filter((r) => r.body.data.run_id === runId);
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
