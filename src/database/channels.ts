@@ -69,4 +69,6 @@ export const CHANNELS = {
     'factoryd_run_control',
     (v) => typeof v.run_id === 'string' && (v.kind === 'followup' || v.kind === 'cancel'),
   ),
+  /** Some run changed state or got conversation events (coalesced: RunsSignal.changed). */
+  runChanged: signalChannel('factoryd_run_changed'),
 } as const;
