@@ -14,6 +14,7 @@ import { ManagementModule } from './management/management.module.js';
 import { OpsModule } from './ops/ops.module.js';
 import { ReconcilerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
+import { RunStreamsModule } from './notifications/run-streams.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
@@ -54,6 +55,7 @@ export class AppModule {
         ConversationsModule,
         WorkersModule,
         ManagementModule,
+        RunStreamsModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };
