@@ -60,7 +60,7 @@ export async function openSse(url: string, headers: Record<string, string> = {})
     contentType: res.headers.get('content-type'),
     events,
     ended,
-    waitFor: (until, what) => eventually(() => until(events) && events, what),
+    waitFor: (until, what) => eventually(() => (until(events) ? events : undefined), what),
     close: () => abort.abort(),
   };
 }
