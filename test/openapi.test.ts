@@ -105,7 +105,9 @@ describe('OpenAPI document', () => {
       if (!path.startsWith('/api/v1/agent')) continue;
       for (const [method, op] of Object.entries<any>(ops)) {
         const where = `${method.toUpperCase()} ${path}`;
-        expect(op.responses['200']?.content?.['application/json']?.schema, where).toBeDefined();
+        // JSON, or a live stream (Server-Sent Events).
+        const ok = op.responses['200']?.content;
+        expect(ok?.['application/json']?.schema ?? ok?.['text/event-stream']?.schema, where).toBeDefined();
         for (const status of ['400', '401', '500']) {
           expect(
             op.responses[status]?.content?.['application/problem+json']?.schema,
