@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Database } from '../database/database.js';
 import { compilePayloadFilter, type PayloadPredicate } from './payload-filter.js';
 import type { AgentOverrides } from '../definitions/definition.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
+import { AutomationsRepository } from './automations.repository.js';
 import type { AutomationTarget } from './run-envelope.js';
 
 /** An automation that a webhook's delivery may start, with its payload filters compiled. */
@@ -39,34 +39,14 @@ export function webhookTriggers(
  */
 @Injectable()
 export class TriggerIndex {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(@Inject(AutomationsRepository) private readonly repo: AutomationsRepository) {}
 
   async load(factoryId: string): Promise<Map<string, Trigger[]>> {
-    const [factory] = await this.db.query<{ definition: { agentDefaults?: Record<string, unknown> } | null }>(
-      `SELECT definition FROM factories WHERE id = $1`,
-      [factoryId],
-    );
-    const agents = await this.db.query<{
-      name: string;
-      agent_type: string;
-      overrides: Record<string, unknown>;
-      base_prompt: string;
-    }>(
-      `SELECT name, agent_type, overrides, base_prompt FROM agents WHERE factory_id = $1 AND deleted_at IS NULL`,
-      [factoryId],
-    );
-    const automations = await this.db.query<{
-      id: string;
-      name: string;
-      agent_name: string | null;
-      triggers: unknown;
-      overrides: Record<string, unknown>;
-      prompt: string;
-    }>(
-      `SELECT id, name, agent_name, triggers, overrides, prompt FROM automations
-        WHERE factory_id = $1 AND enabled AND deleted_at IS NULL ORDER BY path`,
-      [factoryId],
-    );
+    const [agentDefaults, agents, automations] = await Promise.all([
+      this.repo.agentDefaults(factoryId),
+      this.repo.liveAgents(factoryId),
+      this.repo.enabledAutomations(factoryId),
+    ]);
     const index = new Map<string, Trigger[]>();
     for (const a of automations) {
       const agentRow = a.agent_name
@@ -79,7 +59,7 @@ export class TriggerIndex {
         overrides: (agentRow?.overrides ?? {}) as AgentOverrides,
       };
       const config = resolveAgentConfig(
-        (factory?.definition?.agentDefaults ?? {}) as AgentOverrides,
+        agentDefaults as AgentOverrides,
         agent,
         (a.overrides ?? {}) as AgentOverrides,
       );

@@ -5,13 +5,14 @@ import { AuthRepository } from '../auth/auth.repository.js';
 import { fromRoot } from '../common/paths.js';
 import type { Config } from '../config/config.js';
 import { DefinitionStore } from '../reconciler/definition-store.js';
-import { ManagedRepositories } from '../management/managed-repositories.js';
+import type { AuthMode } from '../definitions/definition.js';
+import { ManagedRepositories, regularFileAt } from '../management/managed-repositories.js';
+import { generatedSecretKind } from '../management/webhook-file.js';
 import { GitRunner } from '../reconciler/git-runner.js';
 import { GitSource } from '../reconciler/git-source.js';
 import { exampleRepositoryPath, RepositoryPolicy } from '../reconciler/repository-policy.js';
 import { ReconcileScheduler } from '../reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../reconciler/reconciler.js';
-import type { SecretKind } from '../secrets/secret-generator.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import type { RunningService } from '../service.js';
 
@@ -81,7 +82,7 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
   const repo = exampleRepositoryPath(config.dataDir);
   rmSync(repo, { recursive: true, force: true });
   // Written like a managed factory's changes: through git's index, never through a link on disk.
-  const repos = new ManagedRepositories(config, runner);
+  const repos = app.get(ManagedRepositories);
   const author = { name: 'factoryd', email: 'factoryd@localhost' };
   const files = withSchemaPaths(exampleFiles(), repo);
   const [automations, rest] = [true, false].map((a) =>
@@ -101,17 +102,14 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
   for (const [path, content] of Object.entries(rest)) {
     if (!path.startsWith('webhooks/')) continue;
     const hook = parse(content) as {
-      authMode?: string;
+      authMode?: AuthMode;
       signatureScheme?: string;
       secretName: string;
     };
     if (await secrets.current(team.id, hook.secretName)) continue;
-    const kind: SecretKind =
-      hook.authMode === 'url_token'
-        ? 'url-safe'
-        : hook.signatureScheme === 'standard_webhooks'
-          ? 'whsec'
-          : 'token';
+    // A provider-issued secret (GitHub's) is generated too, like a managed webhook's stand-in: the
+    // person gives the provider this value.
+    const kind = generatedSecretKind(hook.authMode ?? 'token', hook.signatureScheme) ?? 'token';
     const { value } = await secrets.generate(team.id, hook.secretName, kind);
     created.push({ name: hook.secretName, value });
   }
@@ -197,7 +195,11 @@ function exampleFiles(): Record<string, string> {
 async function factoryNameOf(runner: GitRunner, repoUrl: string, branch: string): Promise<string> {
   if (GitSource.isLocal(repoUrl)) {
     try {
-      const text = await runner.text(['show', `refs/heads/${branch}:factory.yaml`], repoUrl);
+      // Read from git's objects as a managed repository's files are: a regular file only, never a link.
+      const git = (dir: string, ...args: string[]) => runner.text(args, dir);
+      const blob = await regularFileAt(git, repoUrl, 'factory.yaml', `refs/heads/${branch}`);
+      if (!blob) throw new Error('no factory.yaml');
+      const text = await git(repoUrl, 'cat-file', 'blob', blob);
       const name = (parse(text) as { name?: unknown })?.name;
       if (typeof name === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) return name;
     } catch {

@@ -186,7 +186,7 @@ export function authorOf(principal: { uid: string; displayName: string }): Autho
  * else but plain folders and files. Paths are factoryd's own (`webhooks/<name>.yaml`); one reaching
  * outside the repository is refused outright.
  */
-async function regularFileAt(
+export async function regularFileAt(
   git: GitText,
   dir: string,
   path: string,

@@ -3,8 +3,8 @@ import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/auth.guard.js';
 import { ApiJsonOk, schemaRef } from '../common/openapi-decorators.js';
 import { ApiError } from '../common/problem.js';
-import { Database } from '../database/database.js';
 import { Metrics } from './metrics.js';
+import { ReadinessRepository } from './readiness.repository.js';
 
 const NOT_READY = ApiResponse({
   status: 503,
@@ -21,7 +21,7 @@ function notReady(detail: string): ApiError {
 @Public()
 export class OpsController {
   constructor(
-    @Inject(Database) private readonly db: Database,
+    @Inject(ReadinessRepository) private readonly readiness: ReadinessRepository,
     @Inject(Metrics) private readonly metrics: Metrics,
   ) {}
 
@@ -41,8 +41,7 @@ export class OpsController {
   async ready() {
     let pending: boolean;
     try {
-      await this.db.query('SELECT 1');
-      pending = await this.db.dataSource.showMigrations();
+      pending = await this.readiness.migrationsPending();
     } catch {
       throw notReady('The database does not answer.');
     }

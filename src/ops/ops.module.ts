@@ -1,7 +1,8 @@
 import { Global, Module } from '@nestjs/common';
 import { Metrics } from './metrics.js';
 import { OpsController } from './ops.controller.js';
+import { ReadinessRepository } from './readiness.repository.js';
 
 @Global()
-@Module({ controllers: [OpsController], providers: [Metrics], exports: [Metrics] })
+@Module({ controllers: [OpsController], providers: [Metrics, ReadinessRepository], exports: [Metrics] })
 export class OpsModule {}

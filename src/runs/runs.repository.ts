@@ -1,6 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { newUuid } from '../common/ids.js';
-import { Database, paramRefs, type Queryable, type StatementPart } from '../database/database.js';
+import { Database, type Queryable, type StatementPart } from '../database/database.js';
+import { StatementParams } from '../database/multi-row.js';
 import type { RunEvent, RunState } from './run-state.js';
 import { nextState, statesAllowing } from './run-state.js';
 import { McpCredentials } from '../secrets/mcp-credentials.js';
@@ -14,6 +15,35 @@ export const RUN_COLUMNS = `r.id, r.team_id, r.title, r.prompt, r.state, r.sourc
   p.type AS creator_type, p.uid AS creator_uid, p.display_name AS creator_name`;
 
 export const RUN_FROM = `runs r LEFT JOIN principals p ON p.id = r.creator_id`;
+
+/** A new run's row: its columns as given, `authored` for its search text, `keep_key` for `keep`. */
+const NEW_RUN_COLUMNS = {
+  id: 'uuid',
+  team_id: 'uuid',
+  title: 'text',
+  prompt: 'text',
+  source: 'text',
+  creator_id: 'uuid',
+  agent_config: 'jsonb',
+  config_name: 'text',
+  model_id: 'text',
+  environment_id: 'text',
+  skill_spec: 'text',
+  worker_host: 'text',
+  metadata: 'jsonb',
+  conversation_id: 'uuid',
+  parent_run_id: 'uuid',
+  mode: 'text',
+  authored: 'text',
+  keep_key: 'uuid',
+} as const;
+
+const ATTACHMENT_COLUMNS = {
+  run_id: 'uuid',
+  file_name: 'text',
+  content_type: 'text',
+  content: 'bytea',
+} as const;
 
 export function toRun(row: Record<string, unknown>): Run {
   return {
@@ -62,76 +92,80 @@ export class RunsRepository {
    * larger write (a factory dispatch) commit both together; the workers are woken once it committed.
    */
   async insert(tx: Queryable, run: NewRun, now: Date): Promise<string> {
-    const part = this.insertManyPart([run], now, 1);
-    await tx.execute(`WITH ${part.ctes} SELECT 1`, part.params);
+    const params = new StatementParams();
+    const part = this.insertManyPart(params, [run], now);
+    await tx.execute(`WITH ${part.ctes} SELECT 1`, params.values);
     tx.afterCommit(() => this.queued());
     return part.ids[0]!;
   }
 
   /**
    * The CTEs (`new_runs`, `new_attachments`) that insert `runs` as part of a larger statement, their
-   * parameters numbered from `$first`. With `keep`, a run is inserted only if its key (one per run)
-   * is among the `id`s the CTE `keep.cte` returns: a webhook delivery's runs when that same statement
+   * parameters added to `params`. With `keep`, a run is inserted only if its key (one per run) is
+   * among the `id`s the CTE `keep.cte` returns: a webhook delivery's runs when that same statement
    * accepted the delivery. The caller signals `queued()` once it committed.
    */
   insertManyPart(
+    params: StatementParams,
     runs: NewRun[],
     now: Date,
-    first: number,
     keep?: { keys: string[]; cte: string },
-  ): StatementPart & { ids: string[] } {
+  ): { ctes: string; ids: string[] } {
     const ids = runs.map(() => newUuid());
-    const column = <V>(value: (run: NewRun, i: number) => V) => runs.map(value);
-    const attachments = runs.flatMap((run, i) =>
-      (run.attachments ?? []).map((a) => ({ runId: ids[i]!, ...a })),
+    const newRuns = params.rows(
+      'r',
+      NEW_RUN_COLUMNS,
+      runs.map((r, i) => ({
+        id: ids[i],
+        team_id: r.teamId,
+        title: r.title,
+        prompt: r.prompt,
+        source: r.source,
+        creator_id: r.creatorId,
+        agent_config: this.credentials.seal(r.agentConfig, ids[i]!),
+        config_name: r.agentConfig.name,
+        model_id: r.agentConfig.model_id,
+        environment_id: r.agentConfig.environment_id,
+        skill_spec: r.agentConfig.skill_spec,
+        worker_host: r.agentConfig.worker_host ?? SERVICE_WORKER_HOST,
+        metadata: r.metadata,
+        conversation_id: r.conversationId ?? ids[i],
+        parent_run_id: r.parentRunId,
+        mode: r.mode,
+        authored: r.authoredPrompt ?? r.prompt,
+        keep_key: keep?.keys[i],
+      })),
     );
-    const $ = paramRefs(first);
+    const attachments = params.rows(
+      'a',
+      ATTACHMENT_COLUMNS,
+      runs.flatMap((run, i) =>
+        (run.attachments ?? []).map((a) => ({
+          run_id: ids[i],
+          file_name: a.fileName,
+          content_type: a.contentType,
+          content: a.content,
+        })),
+      ),
+    );
+    const created = params.add(now);
     // The attachments' foreign key is checked at the end of the statement, after new_runs inserted.
     const ctes = `new_runs AS (
          INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
                            environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
                            created_at, updated_at, search_text)
          SELECT id, team_id, title, prompt, 'QUEUED', source, creator_id, agent_config, config_name, model_id,
-                environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, ${$(17)}, ${$(17)},
-                title || ' ' || authored || ' ' || coalesce(skill_spec, '')
-           FROM unnest(${$(1)}::uuid[], ${$(2)}::uuid[], ${$(3)}::text[], ${$(4)}::text[], ${$(5)}::text[], ${$(6)}::uuid[],
-                       ${$(7)}::jsonb[], ${$(8)}::text[], ${$(9)}::text[], ${$(10)}::text[], ${$(11)}::text[], ${$(12)}::text[],
-                       ${$(13)}::jsonb[], ${$(14)}::uuid[], ${$(15)}::uuid[], ${$(16)}::text[], ${$(22)}::text[], ${$(23)}::text[])
-             AS r(id, team_id, title, prompt, source, creator_id, agent_config, config_name, model_id, environment_id,
-                  skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode, authored, keep_key)
-          ${keep ? `WHERE r.keep_key::uuid IN (SELECT id FROM ${keep.cte})` : ''}
+                environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
+                ${created}::timestamptz, ${created}::timestamptz, title || ' ' || authored || ' ' || coalesce(skill_spec, '')
+           FROM ${newRuns}
+          ${keep ? `WHERE r.keep_key IN (SELECT id FROM ${keep.cte})` : ''}
          RETURNING id
        ), new_attachments AS (
          INSERT INTO run_attachments (run_id, file_name, content_type, content)
-         SELECT * FROM unnest(${$(18)}::uuid[], ${$(19)}::text[], ${$(20)}::text[], ${$(21)}::bytea[]) AS a(run_id, f, c, b)
+         SELECT run_id, file_name, content_type, content FROM ${attachments}
           ${keep ? 'WHERE a.run_id IN (SELECT id FROM new_runs)' : ''}
        )`;
-    const params = [
-      ids,
-      column((r) => r.teamId),
-      column((r) => r.title),
-      column((r) => r.prompt),
-      column((r) => r.source),
-      column((r) => r.creatorId),
-      column((r, i) => this.credentials.seal(r.agentConfig, ids[i]!)),
-      column((r) => r.agentConfig.name ?? null),
-      column((r) => r.agentConfig.model_id ?? null),
-      column((r) => r.agentConfig.environment_id ?? null),
-      column((r) => r.agentConfig.skill_spec ?? null),
-      column((r) => r.agentConfig.worker_host ?? SERVICE_WORKER_HOST),
-      column((r) => r.metadata ?? null),
-      column((r, i) => r.conversationId ?? ids[i]),
-      column((r) => r.parentRunId ?? null),
-      column((r) => r.mode ?? null),
-      now,
-      attachments.map((a) => a.runId),
-      attachments.map((a) => a.fileName),
-      attachments.map((a) => a.contentType),
-      attachments.map((a) => a.content),
-      column((r) => r.authoredPrompt ?? r.prompt),
-      keep?.keys ?? column(() => null),
-    ];
-    return { ctes, params, ids };
+    return { ctes, ids };
   }
 
   /** A claimed run's agent config as its harness gets it: MCP credentials opened. */

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Batcher, type Settled } from '../common/batcher.js';
 import { Clock } from '../common/clock.js';
 import { Database } from '../database/database.js';
+import { StatementParams } from '../database/multi-row.js';
 import type { NewRun } from '../runs/run.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { DeliveryLog, type DeliveryEntry, type DeliveryStatus } from './delivery-log.js';
@@ -47,20 +48,21 @@ export class DeliveryCommits {
     try {
       // One statement, so one round trip and no BEGIN/COMMIT: the entries, and the runs of those the
       // unique index let through as Accepted (a Duplicate starts nothing).
+      const params = new StatementParams();
       const log = this.log.recordPart(
+        params,
         batch.map((d) => d.entry),
-        1,
       );
       const started = batch.flatMap((d) => d.runs.map((run) => ({ run, entry: d.entry.id })));
       const runs = this.runs.insertManyPart(
+        params,
         started.map((s) => s.run),
         this.clock.now(),
-        log.params.length + 1,
         { keys: started.map((s) => s.entry), cte: 'accepted' },
       );
       const rows = await this.db.query<{ id: string }>(
-        `WITH ${log.ctes}, ${runs.ctes} SELECT id FROM accepted`,
-        [...log.params, ...runs.params],
+        `WITH ${log}, ${runs.ctes} SELECT id FROM accepted`,
+        params.values,
       );
       const accepted = new Set(rows.map((r) => r.id));
       if (started.some((s) => accepted.has(s.entry))) this.runs.queued();

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor, isoKey, type PageInfo } from '../common/cursor.js';
-import { Database, paramRefs, type Queryable, type StatementPart } from '../database/database.js';
+import { Database, type Queryable } from '../database/database.js';
+import { StatementParams } from '../database/multi-row.js';
 
 export const DELIVERY_STATUSES = [
   'accepted',
@@ -30,6 +31,19 @@ export const RETENTION_DAYS = 7;
 
 const COLUMNS = `id, webhook_id, status, identity, size_bytes, received_at, client_address, headers`;
 
+/** A new entry's row, in the order of COLUMNS and then the payload. */
+const ENTRY_COLUMNS = {
+  id: 'uuid',
+  webhook_id: 'uuid',
+  status: 'text',
+  identity: 'text',
+  size_bytes: 'bigint',
+  received_at: 'timestamptz',
+  client_address: 'text',
+  headers: 'jsonb',
+  payload: 'text',
+} as const;
+
 /** The delivery log: what every sender's request came to, per webhook. */
 @Injectable()
 export class DeliveryLog {
@@ -42,22 +56,34 @@ export class DeliveryLog {
    * Returns the ids of the entries recorded as Accepted.
    */
   async record(q: Queryable, entries: Array<DeliveryEntry & { payloadText?: string }>): Promise<Set<string>> {
-    const part = this.recordPart(entries, 1);
-    const accepted = await q.query<{ id: string }>(`WITH ${part.ctes} SELECT id FROM accepted`, part.params);
+    const params = new StatementParams();
+    const ctes = this.recordPart(params, entries);
+    const accepted = await q.query<{ id: string }>(`WITH ${ctes} SELECT id FROM accepted`, params.values);
     return new Set(accepted.map((r) => r.id));
   }
 
   /**
-   * `record` as CTEs of a larger statement (parameters numbered from `$first`); the CTE `accepted`
+   * `record` as CTEs of a larger statement, its parameters added to `params`; the CTE `accepted`
    * returns the ids of the entries recorded as Accepted.
    */
-  recordPart(entries: Array<DeliveryEntry & { payloadText?: string }>, first: number): StatementPart {
-    const column = <V>(value: (e: DeliveryEntry & { payloadText?: string }) => V) => entries.map(value);
-    const $ = paramRefs(first);
-    const ctes = `e AS (
-         SELECT * FROM unnest(${$(1)}::uuid[], ${$(2)}::uuid[], ${$(3)}::text[], ${$(4)}::text[], ${$(5)}::bigint[],
-                              ${$(6)}::timestamptz[], ${$(7)}::text[], ${$(8)}::jsonb[], ${$(9)}::text[])
-           AS e(id, webhook_id, status, identity, size_bytes, received_at, client_address, headers, payload)
+  recordPart(params: StatementParams, entries: Array<DeliveryEntry & { payloadText?: string }>): string {
+    const rows = params.rows(
+      'e',
+      ENTRY_COLUMNS,
+      entries.map((e) => ({
+        id: e.id,
+        webhook_id: e.webhookId,
+        status: e.status,
+        identity: e.identity,
+        size_bytes: e.sizeBytes,
+        received_at: e.receivedAt,
+        client_address: e.clientAddress,
+        headers: e.headers,
+        payload: e.payloadText,
+      })),
+    );
+    return `e AS (
+         SELECT * FROM ${rows}
        ), accepted AS (
          INSERT INTO deliveries (${COLUMNS}, payload)
          SELECT * FROM e WHERE status = 'accepted'
@@ -69,18 +95,6 @@ export class DeliveryLog {
                 received_at, client_address, headers
            FROM e WHERE id NOT IN (SELECT id FROM accepted)
        )`;
-    const params = [
-      column((e) => e.id),
-      column((e) => e.webhookId),
-      column((e) => e.status),
-      column((e) => e.identity),
-      column((e) => e.sizeBytes),
-      column((e) => e.receivedAt),
-      column((e) => e.clientAddress),
-      column((e) => e.headers),
-      column((e) => e.payloadText ?? null),
-    ];
-    return { ctes, params };
   }
 
   async list(

@@ -208,6 +208,9 @@ function keptHeaders(headers: IncomingHttpHeaders, hook: LiveWebhook): Record<st
   return kept;
 }
 
+/** Refuses invalid UTF-8 instead of replacing it; one instance serves every request (decode is stateless without `stream`). */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /**
  * The body's text and value when it is valid UTF-8 holding one JSON value (of any type) nested at
  * most MAX_JSON_DEPTH deep (deeper, the delivery log and Test filter could not serve it back); else
@@ -216,7 +219,7 @@ function keptHeaders(headers: IncomingHttpHeaders, hook: LiveWebhook): Record<st
 function parseJson(body: Buffer): { text: string; value: unknown } | { refused: string } {
   let parsed: { text: string; value: unknown };
   try {
-    const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(body);
+    const text = STRICT_UTF8.decode(body);
     parsed = { text, value: JSON.parse(text) as unknown };
   } catch {
     return { refused: 'The body is not valid JSON (an empty body is not JSON; `null` is).' };
