@@ -13,7 +13,7 @@ import { RunsRepository } from '../dist/runs/runs.repository.js';
 import { benchDatabase, benchService, CONNECTIONS, DURATION, fmt, load } from './ingress-kit.js';
 
 const STREAMS = Number(process.env.BENCH_SSE_STREAMS ?? 1000);
-const MARKER_EVERY_MS = 200;
+const MARKER_EVERY_MS = Number(process.env.BENCH_SSE_MARKER_MS ?? 200);
 
 if (process.env.BENCH_SSE_CLIENT) await clients(JSON.parse(process.env.BENCH_SSE_CLIENT));
 else await main();

@@ -30,7 +30,7 @@ describe('a live stream whose client reads too slowly', () => {
     let n = 0;
     await eventually(() => {
       for (let i = 0; i < 64 && open.open; i++) {
-        open.send('run.state', String(++n), { chunk });
+        open.send('run.state', String(++n), JSON.stringify({ chunk }));
         most = Math.max(most, res!.writableLength);
       }
       return !open.open;

@@ -58,6 +58,14 @@ function presentEvent(e: ConversationEvent) {
   };
 }
 
+/** Each change and event is serialised once, however many streams send it. */
+const serialised = new WeakMap<object, string>();
+function json(item: StateChange | ConversationEvent, present: (i: never) => unknown): string {
+  let text = serialised.get(item);
+  if (text === undefined) serialised.set(item, (text = JSON.stringify(present(item as never))));
+  return text;
+}
+
 /** `Last-Event-ID` of a run stream: `<state change id>-<conversation event id>`. */
 const RUN_EVENT_ID = /^(\d{1,15})-(\d{1,15})$/;
 const TEAM_EVENT_ID = /^\d{1,15}$/;
@@ -142,14 +150,14 @@ export class RunStreamsService implements BeforeApplicationShutdown {
       for (const c of cs)
         if (c.id > sentChange) {
           sentChange = c.id;
-          stream.send('run.state', id(), presentChange(c));
+          stream.send('run.state', id(), json(c, presentChange));
         }
     };
     const sendEvents = (es: ConversationEvent[]) => {
       for (const e of es)
         if (e.id > sentEvent) {
           sentEvent = e.id;
-          stream.send('run.conversation', id(), presentEvent(e));
+          stream.send('run.conversation', id(), json(e, presentEvent));
         }
     };
     // Live news waits in `held` until the replay is out.
@@ -161,7 +169,8 @@ export class RunStreamsService implements BeforeApplicationShutdown {
         changes: (cs) => (held ? held.push(() => sendChanges(cs)) : sendChanges(cs)),
         events: (es) => (held ? held.push(() => sendEvents(es)) : sendEvents(es)),
       },
-      after[1],
+      // Live from the run's newest event: the replay below covers everything up to it.
+      Math.max(after[1], await this.activity.lastEventId(runId)),
     );
     stream.onEnd(unwatch);
     try {
@@ -201,7 +210,7 @@ export class RunStreamsService implements BeforeApplicationShutdown {
         if (replay) {
           if (c.id > from) replayed.add(c.id);
         } else if (replayed.delete(c.id)) continue;
-        if (matchesRunStream(filter, c)) stream.send('run.state', String(c.id), presentChange(c));
+        if (matchesRunStream(filter, c)) stream.send('run.state', String(c.id), json(c, presentChange));
       }
     };
     let held: StateChange[][] | undefined = [];

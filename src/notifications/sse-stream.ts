@@ -42,8 +42,9 @@ export class SseStream {
     else this.closers.push(fn);
   }
 
-  send(event: string, id: string, data: unknown): void {
-    this.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  /** An event; `json` is its data already serialised (one event goes to many streams: serialised once). */
+  send(event: string, id: string, json: string): void {
+    this.write(`id: ${id}\nevent: ${event}\ndata: ${json}\n\n`);
   }
 
   end(): void {
