@@ -148,6 +148,24 @@ describe('run timeline and live streams', () => {
     expect([...times].sort((a, b) => a - b)).toEqual(times);
   });
 
+  it('a stream on another replica hears the change through its LISTEN connection', async () => {
+    const replica = await startTestService({}, { sameDatabaseAs: t });
+    try {
+      const there = await openSse(`${replica.api}/agent/runs/events`, auth(t.adminKey));
+      streams.push(there);
+      const runId = await create({ prompt: 'Made here', config: { worker_host: 'nobody-here' } });
+      await there.waitFor((es) => states(es, runId).includes('QUEUED'), 'the other replica to hear QUEUED');
+      await t.call('POST', `/api/v1/agent/runs/${runId}/cancel`);
+      await there.waitFor(
+        (es) => states(es, runId).includes('CANCELLED'),
+        'the other replica to hear CANCELLED',
+      );
+      expect(states(there.events, runId)).toEqual(['QUEUED', 'CANCELLED']);
+    } finally {
+      await replica.stop();
+    }
+  });
+
   it('streams end when the service stops, without holding up its stop', async () => {
     const open = await watch('/agent/runs/events');
     expect(open.status).toBe(200);
