@@ -7,6 +7,7 @@
 // (and fanned out by team) but reach no stream. Prints figures; never fails on a time.
 import { fork } from 'node:child_process';
 import http from 'node:http';
+import { clearInterval, setInterval } from 'node:timers';
 import { newUid } from '../dist/common/ids.js';
 import { AuthService } from '../dist/auth/auth.service.js';
 import { RunsRepository } from '../dist/runs/runs.repository.js';

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from './support/eventually.js';
 import { openSse, type SseClient, type SseEvent } from './support/sse.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 
@@ -62,8 +63,14 @@ describe('run timeline and live streams', () => {
 
   it('a reconnect with Last-Event-ID gets exactly what came after that id', async () => {
     const runId = await create({ prompt: 'Resume me' });
+    await runIn(t, runId, ['SUCCEEDED']);
+    // Everything the run wrote, once it ended: the stream from its start has exactly that many events.
+    const [{ n }] = await t.service.db.query(
+      `SELECT (SELECT count(*) FROM run_transitions WHERE run_id = $1) + (SELECT count(*) FROM run_events WHERE run_id = $1) AS n`,
+      [runId],
+    );
     const first = await watch(`/agent/runs/${runId}/events`);
-    await first.waitFor((es) => states(es).includes('SUCCEEDED'), 'SUCCEEDED');
+    await first.waitFor((es) => es.length === Number(n), `${n} events`);
     first.close();
     for (const k of [0, 2, first.events.length - 2]) {
       const again = await watch(`/agent/runs/${runId}/events`, { 'last-event-id': first.events[k]!.id! });
@@ -146,6 +153,17 @@ describe('run timeline and live streams', () => {
     expect(timeline[2].previous_state).toBe('QUEUED');
     const times = timeline.map((e: any) => Date.parse(e.at));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
+  });
+
+  it('outlives HTTP_REQUEST_TIMEOUT_MS, which limits receiving a request, not a stream', async () => {
+    const opened = Date.now();
+    const open = await watch('/agent/runs/events');
+    // Past twice the timeout (1 s) and Node's once-a-second check of it.
+    await eventually(() => Date.now() - opened > 2500, 'the request timeout to pass twice', {
+      intervalMs: 250,
+    });
+    const runId = await create({ prompt: 'Still listening?', config: { worker_host: 'nobody-here' } });
+    await open.waitFor((es) => states(es, runId).includes('QUEUED'), 'QUEUED on the old stream');
   });
 
   it('a stream on another replica hears the change through its LISTEN connection', async () => {
