@@ -143,7 +143,6 @@ export class RunStreamsService implements BeforeApplicationShutdown {
     after: [number, number],
     res: ServerResponse,
   ): Promise<void> {
-    let stream!: SseStream;
     let [sentChange, sentEvent] = after;
     const id = () => `${sentChange}-${sentEvent}`;
     const sendChanges = (cs: StateChange[]) => {
@@ -173,7 +172,7 @@ export class RunStreamsService implements BeforeApplicationShutdown {
       Math.max(after[1], await this.activity.lastEventId(runId)),
     );
     // Opened (headers out) once the feed watches: no change after the client sees the stream is missed.
-    stream = this.open(res);
+    const stream = this.open(res);
     stream.onEnd(unwatch);
     try {
       const changes = await this.all((a) => this.activity.changesOfRun(runId, a), after[0]);
@@ -203,7 +202,6 @@ export class RunStreamsService implements BeforeApplicationShutdown {
     after: number | undefined,
     res: ServerResponse,
   ): Promise<void> {
-    let stream!: SseStream;
     // Ids at or below the feed's start come only from the replay; above it, from either: remembered.
     let from = 0;
     const replayed = new Set<number>();
@@ -221,7 +219,7 @@ export class RunStreamsService implements BeforeApplicationShutdown {
       changes: (cs) => (held ? held.push(cs) : send(cs, false)),
     });
     from = watching.from;
-    stream = this.open(res);
+    const stream = this.open(res);
     stream.onEnd(watching.unwatch);
     if (after !== undefined) {
       let page: StateChange[];
