@@ -86,8 +86,13 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
       } else this.runs.set(w.runId, { after: eventsAfter, watchers: 1 });
     }
     if (this.cursor === undefined) {
-      const last = await this.activity.lastChangeId();
-      this.cursor ??= last;
+      try {
+        const last = await this.activity.lastChangeId();
+        this.cursor ??= last;
+      } catch (err) {
+        this.unwatch(w);
+        throw err;
+      }
     }
     // Only changes above `from` reach the watcher live.
     return { unwatch: () => this.unwatch(w), from: this.cursor };
