@@ -16,6 +16,7 @@ import { OpsModule } from './ops/ops.module.js';
 import { ReconcilerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
+import { RunStreamsModule } from './notifications/run-streams.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
@@ -62,6 +63,7 @@ export class AppModule {
         AgentModule,
         DashboardModule,
         NotificationsModule,
+        RunStreamsModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

@@ -105,11 +105,15 @@ describe('OpenAPI document', () => {
       if (!path.startsWith('/api/v1/agent')) continue;
       for (const [method, op] of Object.entries<any>(ops)) {
         const where = `${method.toUpperCase()} ${path}`;
-        // 200 JSON, or 201 JSON (a create), or 204 (a delete); a download is its file's own type.
+        // 200 JSON or a live stream (Server-Sent Events), or 201 JSON (a create), or 204 (a delete); a
+        // download is its file's own type.
         const success = op.responses['200'] ?? op.responses['201'] ?? op.responses['204'];
         expect(success, where).toBeDefined();
         if (!op.responses['204'] && !path.endsWith('/download'))
-          expect(success.content?.['application/json']?.schema, where).toBeDefined();
+          expect(
+            success.content?.['application/json']?.schema ?? success.content?.['text/event-stream']?.schema,
+            where,
+          ).toBeDefined();
         // A public operation (security: []) takes no key, so it has no 401.
         const errors = op.security?.length === 0 ? ['500'] : ['400', '401', '500'];
         for (const status of errors) {

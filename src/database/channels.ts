@@ -71,4 +71,6 @@ export const CHANNELS = {
   ),
   /** Notification messages may be due now (a resend, an endpoint enabled): dispatchers look at once. */
   notificationsDue: signalChannel('factoryd_notifications_due'),
+  /** Some run changed state or got conversation events (coalesced: RunsSignal.changed). */
+  runChanged: signalChannel('factoryd_run_changed'),
 } as const;

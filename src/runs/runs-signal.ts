@@ -6,6 +6,9 @@ import { Notifications } from '../database/notifications.js';
 export const RUNS_QUEUED_CHANNEL = CHANNELS.runsQueued.name;
 export const RUN_CONTROL_CHANNEL = CHANNELS.runControl.name;
 
+/** At most one run-changed NOTIFY per this many ms per process: the streams' news, never a hot-path cap. */
+const CHANGED_EVERY_MS = 20;
+
 /**
  * Tells whoever executes runs that something changed, without knowing who that is. A NOTIFY inside
  * a transaction serialises commits, so `queued()` is sent outside any transaction, once the caller's
@@ -18,6 +21,8 @@ export const RUN_CONTROL_CHANNEL = CHANNELS.runControl.name;
 @Injectable()
 export class RunsSignal {
   private pending = false;
+  private changePending = false;
+  private lastChange = 0;
 
   constructor(@Optional() @Inject(Notifications) private readonly notifications?: Notifications) {}
 
@@ -28,6 +33,22 @@ export class RunsSignal {
       this.pending = false;
       this.notifications!.publish(CHANNELS.runsQueued, undefined).catch(() => undefined);
     });
+  }
+
+  /**
+   * Runs changed (a state, conversation events): the live streams read what is new. Sent after the
+   * caller's commit like `queued()`, and throttled to one NOTIFY per CHANGED_EVERY_MS whatever the
+   * number of changes, so it costs the commits nothing.
+   */
+  changed(): void {
+    if (this.changePending || !this.notifications) return;
+    this.changePending = true;
+    const wait = Math.max(0, this.lastChange + CHANGED_EVERY_MS - Date.now());
+    setTimeout(() => {
+      this.changePending = false;
+      this.lastChange = Date.now();
+      this.notifications!.publish(CHANNELS.runChanged, undefined).catch(() => undefined);
+    }, wait).unref();
   }
 
   async control(runId: string, kind: 'followup' | 'cancel'): Promise<void> {

@@ -177,6 +177,12 @@ export class RunsRepository {
   /** Wakes the workers: runs were queued (call after the commit that inserted them). */
   queued(): void {
     this.signal?.queued();
+    this.signal?.changed();
+  }
+
+  /** Tells the live streams that runs changed (call after the commit that changed them). */
+  changed(): void {
+    this.signal?.changed();
   }
 
   /** One run on its own: one statement, no transaction around it. */
@@ -251,6 +257,7 @@ export class RunsRepository {
       [...params, ...(part?.params ?? [])],
     );
     if (changed && to === 'QUEUED') tx.afterCommit(() => this.queued());
+    else if (changed || part) tx.afterCommit(() => this.changed());
     return changed ? to : undefined;
   }
 

@@ -88,6 +88,7 @@ export class WorkerRunsService {
       liveSince: liveSince(now, this.policy),
       teamMaxSlots: this.policy.teamMaxSlots,
     });
+    if (rows.length) this.runs.changed();
     return Promise.all(rows.map((r) => this.assignment(r, w)));
   }
 
@@ -144,6 +145,7 @@ export class WorkerRunsService {
     if (!events.length) return;
     const inserted = await this.events.append(this.db, runId, execution, events, this.now(), w.id);
     if (!inserted) return;
+    this.runs.changed();
     const artifacts = events.filter(isArtifact).map((e) => (e as { input: Record<string, unknown> }).input);
     if (artifacts.length) await this.runs.addArtifacts(this.db, runId, artifacts);
     await this.artifacts.record(this.db, runId, execution, artifactReports(events), this.now());
@@ -161,6 +163,7 @@ export class WorkerRunsService {
       const run = await this.queue.lock(tx, runId);
       if (!run || run.lease_owner !== w.id || !isHeld(run.state)) return { stop: true, followups: [] };
       const followups = await this.events.deliverFollowups(tx, runId, run.execution, this.now());
+      if (followups.length) tx.afterCommit(() => this.runs.changed());
       if (followups.length && run.state === 'BLOCKED') {
         await this.runs.transition(tx, runId, 'BLOCKED', 'resume', this.now());
         await this.runs.clearStatusMessage(tx, runId);

@@ -13,6 +13,7 @@ import { SealMcpCredentials1763684400000 } from './1763684400000-seal-mcp-creden
 import { Schedules1763685700000 } from './1763685700000-schedules.js';
 import { OzAgentApi1763685800000 } from './1763685800000-oz-agent-api.js';
 import { NotificationOutbox1763686200000 } from './1763686200000-notification-outbox.js';
+import { RunTransitions1763686100000 } from './1763686100000-run-transitions.js';
 
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   Schedules1763685700000,
   OzAgentApi1763685800000,
   NotificationOutbox1763686200000,
+  RunTransitions1763686100000,
 ];

@@ -1,0 +1,263 @@
+import type { ServerResponse } from 'node:http';
+import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import type { AuthContext } from '../auth/auth-context.js';
+import { UUID_PATTERN } from '../common/ids.js';
+import { invalidParam, NotFound } from '../common/problem.js';
+import { isTerminal } from '../runs/run-state.js';
+import {
+  PAGE,
+  RunActivityRepository,
+  type ConversationEvent,
+  type StateChange,
+} from './run-activity.repository.js';
+import { RunFeed } from './run-feed.js';
+import { matchesRunStream, type RunStreamFilter } from './run-stream-filter.js';
+import { SseStream } from './sse-stream.js';
+
+/** A comment line this often keeps idle proxies from closing a stream. */
+export const HEARTBEAT_MS = 15_000;
+
+/** A run's lifecycle, oldest first: every state it entered and every follow-up it was sent. */
+export type TimelineEntry =
+  | ({ type: 'state'; event: string } & ReturnType<typeof presentChange>)
+  | { type: 'followup'; at: string; message: string; mode?: string; delivered_at?: string };
+
+/** What the state it entered means in a run's life (the timeline's `event`). */
+function lifecycleEvent(c: StateChange): string {
+  if (c.previous_state === null) return 'queued';
+  if (c.state === 'CLAIMED') return 'claimed';
+  if (c.state === 'INPROGRESS') return c.previous_state === 'BLOCKED' ? 'resumed' : 'started';
+  if (c.state === 'BLOCKED') return 'blocked';
+  if (c.state === 'QUEUED') return isTerminal(c.previous_state) ? 'continued' : 'queued';
+  if (c.state === 'CANCELLED') return 'cancelled';
+  if (isTerminal(c.state)) return 'ended';
+  return c.state.toLowerCase();
+}
+
+function presentChange(c: StateChange) {
+  return {
+    run_id: c.run_id,
+    state: c.state,
+    previous_state: c.previous_state,
+    at: new Date(c.at).toISOString(),
+    execution: c.execution,
+    ...(c.worker_id ? { worker_id: c.worker_id } : {}),
+    ...(c.status_message ? { status_message: c.status_message } : {}),
+  };
+}
+
+function presentEvent(e: ConversationEvent) {
+  return {
+    run_id: e.run_id,
+    execution: e.execution,
+    type: e.type,
+    ...(e.role ? { role: e.role } : {}),
+    ...(e.kind ? { kind: e.kind } : {}),
+    body: e.body,
+    created_at: new Date(e.created_at).toISOString(),
+  };
+}
+
+/** Each change and event is serialised once, however many streams send it. */
+const serialised = new WeakMap<object, string>();
+function json(item: StateChange | ConversationEvent, present: (i: never) => unknown): string {
+  let text = serialised.get(item);
+  if (text === undefined) serialised.set(item, (text = JSON.stringify(present(item as never))));
+  return text;
+}
+
+/** `Last-Event-ID` of a run stream: `<state change id>-<conversation event id>`. */
+const RUN_EVENT_ID = /^(\d{1,15})-(\d{1,15})$/;
+const TEAM_EVENT_ID = /^\d{1,15}$/;
+
+/**
+ * The run timeline and the live streams. Every stream is fed by the process's one RunFeed (no
+ * database query per stream for live news): it first replays from the database what came after the
+ * client's Last-Event-ID, then sends what the feed hands it, dropping by id what it already sent.
+ */
+@Injectable()
+export class RunStreamsService implements BeforeApplicationShutdown {
+  private readonly streams = new Set<SseStream>();
+  private closing = false;
+
+  constructor(
+    @Inject(RunActivityRepository) private readonly activity: RunActivityRepository,
+    @Inject(RunFeed) private readonly feed: RunFeed,
+  ) {}
+
+  /** Open streams (metrics, tests). */
+  get openStreams(): number {
+    return this.streams.size;
+  }
+
+  /** Streams end when the service stops, before HTTP closes (which would wait for them). */
+  beforeApplicationShutdown(): void {
+    this.closing = true;
+    for (const s of [...this.streams]) s.end();
+  }
+
+  async timeline(auth: AuthContext, runId: string): Promise<TimelineEntry[]> {
+    await this.mustSee(auth, runId);
+    const entries: Array<TimelineEntry & { order: number }> = [];
+    for (const c of await this.all((after) => this.activity.changesOfRun(runId, after)))
+      entries.push({ type: 'state', event: lifecycleEvent(c), ...presentChange(c), order: 1 });
+    for (const f of await this.activity.followups(runId))
+      entries.push({
+        type: 'followup',
+        at: f.created_at.toISOString(),
+        message: f.message,
+        ...(f.mode ? { mode: f.mode } : {}),
+        ...(f.delivered_at ? { delivered_at: f.delivered_at.toISOString() } : {}),
+        order: 0,
+      });
+    // By time; at the same instant the follow-up first: it is what continued an ended run.
+    entries.sort((a, b) => a.at.localeCompare(b.at) || a.order - b.order);
+    return entries.map(({ order: _, ...e }) => e as TimelineEntry);
+  }
+
+  /** Checked before the response starts, so that a refusal is an ordinary problem+json. */
+  async checkRun(
+    auth: AuthContext,
+    runId: string,
+    lastEventId: string | undefined,
+  ): Promise<[number, number]> {
+    await this.mustSee(auth, runId);
+    if (lastEventId === undefined) return [0, 0];
+    const m = RUN_EVENT_ID.exec(lastEventId);
+    if (!m)
+      throw invalidParam('Last-Event-ID', 'Last-Event-ID must be an id this stream sent, such as 12-34');
+    return [Number(m[1]), Number(m[2])];
+  }
+
+  checkTeam(lastEventId: string | undefined): number | undefined {
+    if (lastEventId === undefined) return undefined;
+    if (!TEAM_EVENT_ID.test(lastEventId))
+      throw invalidParam('Last-Event-ID', 'Last-Event-ID must be an id this stream sent, such as 1234');
+    return Number(lastEventId);
+  }
+
+  /** One run: its state changes and conversation events, from the start or after `after`, then live. */
+  async streamRun(
+    auth: AuthContext,
+    runId: string,
+    after: [number, number],
+    res: ServerResponse,
+  ): Promise<void> {
+    let [sentChange, sentEvent] = after;
+    const id = () => `${sentChange}-${sentEvent}`;
+    const sendChanges = (cs: StateChange[]) => {
+      for (const c of cs)
+        if (c.id > sentChange) {
+          sentChange = c.id;
+          stream.send('run.state', id(), json(c, presentChange));
+        }
+    };
+    const sendEvents = (es: ConversationEvent[]) => {
+      for (const e of es)
+        if (e.id > sentEvent) {
+          sentEvent = e.id;
+          stream.send('run.conversation', id(), json(e, presentEvent));
+        }
+    };
+    // Live news waits in `held` until the replay is out.
+    let held: Array<() => void> | undefined = [];
+    const { unwatch } = await this.feed.watch(
+      {
+        teamId: auth.team.id,
+        runId,
+        changes: (cs) => (held ? held.push(() => sendChanges(cs)) : sendChanges(cs)),
+        events: (es) => (held ? held.push(() => sendEvents(es)) : sendEvents(es)),
+      },
+      // Live from the run's newest event: the replay below covers everything up to it.
+      Math.max(after[1], await this.activity.lastEventId(runId)),
+    );
+    // Opened (headers out) once the feed watches: no change after the client sees the stream is missed.
+    const stream = this.open(res);
+    stream.onEnd(unwatch);
+    try {
+      const changes = await this.all((a) => this.activity.changesOfRun(runId, a), after[0]);
+      const events = await this.all((a) => this.activity.eventsAfter(new Map([[runId, a]])), after[1]);
+      // One timeline: merged by time, each kind in its own order.
+      let i = 0;
+      let j = 0;
+      while (stream.open && (i < changes.length || j < events.length)) {
+        const c = changes[i];
+        const e = events[j];
+        if (c && (!e || new Date(c.at).getTime() <= new Date(e.created_at).getTime()))
+          sendChanges([changes[i++]!]);
+        else sendEvents([events[j++]!]);
+      }
+    } catch (err) {
+      stream.end();
+      throw err;
+    }
+    for (const send of held) send();
+    held = undefined;
+  }
+
+  /** A team's runs: their state changes passing `filter`, after `after` when given, then live. */
+  async streamTeam(
+    auth: AuthContext,
+    filter: RunStreamFilter,
+    after: number | undefined,
+    res: ServerResponse,
+  ): Promise<void> {
+    // Ids at or below the feed's start come only from the replay; above it, from either: remembered.
+    let from = 0;
+    const replayed = new Set<number>();
+    const send = (cs: StateChange[], replay: boolean) => {
+      for (const c of cs) {
+        if (replay) {
+          if (c.id > from) replayed.add(c.id);
+        } else if (replayed.delete(c.id)) continue;
+        if (matchesRunStream(filter, c)) stream.send('run.state', String(c.id), json(c, presentChange));
+      }
+    };
+    let held: StateChange[][] | undefined = [];
+    const watching = await this.feed.watch({
+      teamId: auth.team.id,
+      changes: (cs) => (held ? held.push(cs) : send(cs, false)),
+    });
+    from = watching.from;
+    const stream = this.open(res);
+    stream.onEnd(watching.unwatch);
+    if (after !== undefined) {
+      let page: StateChange[];
+      do {
+        page = await this.activity.changesOfTeam(auth.team.id, after);
+        if (page.length) after = page[page.length - 1]!.id;
+        send(page, true);
+      } while (page.length === PAGE && stream.open);
+    }
+    for (const cs of held) send(cs, false);
+    held = undefined;
+  }
+
+  private open(res: ServerResponse): SseStream {
+    const stream = new SseStream(res, HEARTBEAT_MS);
+    this.streams.add(stream);
+    stream.onEnd(() => this.streams.delete(stream));
+    if (this.closing) stream.end();
+    return stream;
+  }
+
+  private async mustSee(auth: AuthContext, runId: string): Promise<void> {
+    if (!UUID_PATTERN.test(runId) || !(await this.activity.runInTeam(auth.team.id, runId)))
+      throw new NotFound(`run ${runId} does not exist`);
+  }
+
+  /** Every page of a read, in order. */
+  private async all<T extends { id: number }>(
+    read: (after: number) => Promise<T[]>,
+    after = 0,
+  ): Promise<T[]> {
+    const out: T[] = [];
+    let page: T[];
+    do {
+      page = await read(after);
+      out.push(...page);
+      if (page.length) after = page[page.length - 1]!.id;
+    } while (page.length === PAGE);
+    return out;
+  }
+}
