@@ -1,6 +1,6 @@
-import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
+import { Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
-import { ApiOperation } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { ApiJsonOk, ApiProblems, pageOf } from '../common/openapi-decorators.js';
 import { DeliveriesService } from './deliveries.service.js';
@@ -26,5 +26,23 @@ export class DeliveriesController {
   @ApiProblems(403, 404)
   get(@Auth() auth: AuthContext, @Param('uid') uid: string, @Param('id') id: string) {
     return this.deliveries.get(auth, uid, id);
+  }
+
+  @Post(':id/replay')
+  @HttpCode(201)
+  @RequireScope('factory:manage')
+  @ApiOperation({
+    summary: 'Replay an Accepted delivery against today’s automations',
+    description:
+      'Records a Replayed entry linked to the original (replay_of / replayed_as) and starts the runs the webhook’s automations start for it now. Every request makes a new entry.',
+  })
+  @ApiResponse({
+    status: 201,
+    description: 'The Replayed entry (`replay_of` names the original), with the runs it started',
+    content: { 'application/json': { schema: { type: 'object' } } },
+  })
+  @ApiProblems(403, 404, 409)
+  replay(@Auth() auth: AuthContext, @Param('uid') uid: string, @Param('id') id: string) {
+    return this.deliveries.replay(auth, uid, id);
   }
 }

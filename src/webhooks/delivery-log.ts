@@ -9,6 +9,7 @@ export const DELIVERY_STATUSES = [
   'rejected_auth',
   'rejected_invalid_json',
   'rejected_too_large',
+  'replayed',
 ] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
@@ -21,15 +22,22 @@ export interface DeliveryEntry {
   receivedAt: Date;
   clientAddress: string | null;
   headers: Record<string, string>;
-  /** The parsed body, for Accepted entries only. */
+  /** The parsed body, for Accepted (and Replayed) entries only. */
   payload?: unknown;
+  /** A Replayed entry: the entry it replays. */
+  replayOf?: string | null;
 }
+
+/** The statuses that keep the payload: an Accepted delivery, and its replays. */
+export const WITH_PAYLOAD: readonly DeliveryStatus[] = ['accepted', 'replayed'];
 
 /** Keep at least this many newest entries per webhook, and everything younger than RETENTION_DAYS. */
 export const RETENTION_KEEP_NEWEST = 50;
 export const RETENTION_DAYS = 7;
 
 const COLUMNS = `id, webhook_id, status, identity, size_bytes, received_at, client_address, headers`;
+/** What a read returns: COLUMNS and the replay link (not among an ingress insert's columns). */
+const READ_COLUMNS = `${COLUMNS}, replay_of`;
 
 /** A new entry's row, in the order of COLUMNS and then the payload. */
 const ENTRY_COLUMNS = {
@@ -114,7 +122,7 @@ export class DeliveryLog {
       where += ` AND (received_at, id) < ($${params.length - 1}, $${params.length})`;
     }
     const rows = await this.db.query(
-      `SELECT ${COLUMNS} FROM deliveries WHERE ${where} ORDER BY received_at DESC, id DESC LIMIT $2`,
+      `SELECT ${READ_COLUMNS} FROM deliveries WHERE ${where} ORDER BY received_at DESC, id DESC LIMIT $2`,
       params,
     );
     const page = rows.slice(0, opts.limit).map(toEntry);
@@ -131,17 +139,43 @@ export class DeliveryLog {
     };
   }
 
-  async get(webhookId: string, id: string): Promise<DeliveryEntry | undefined> {
+  async get(
+    webhookId: string,
+    id: string,
+  ): Promise<(DeliveryEntry & { payloadText?: string; replayedAs: string[] }) | undefined> {
     const [row] = await this.db.query(
-      `SELECT ${COLUMNS}, payload FROM deliveries WHERE webhook_id = $1 AND id = $2`,
+      `SELECT ${READ_COLUMNS}, payload,
+              ARRAY(SELECT r.id FROM deliveries r WHERE r.replay_of = d.id ORDER BY r.received_at, r.id) AS replayed_as
+         FROM deliveries d WHERE webhook_id = $1 AND id = $2`,
       [webhookId, id],
     );
     if (!row) return undefined;
-    const entry = toEntry(row);
+    const entry = { ...toEntry(row), replayedAs: row.replayed_as as string[] };
     // Stored as the exact text received (jsonb would refuse \u0000 and reformat numbers).
-    if (entry.status === 'accepted' && row.payload !== null)
-      entry.payload = JSON.parse(row.payload as string);
+    if (WITH_PAYLOAD.includes(entry.status) && row.payload !== null)
+      return { ...entry, payload: JSON.parse(row.payload as string), payloadText: row.payload as string };
     return entry;
+  }
+
+  /** Records a replay of an Accepted entry: its own entry, with the payload, linked to the original. */
+  async recordReplay(
+    q: Queryable,
+    entry: DeliveryEntry & { payloadText: string; replayOf: string },
+  ): Promise<void> {
+    await q.execute(
+      `INSERT INTO deliveries (${COLUMNS}, payload, replay_of) VALUES ($1, $2, 'replayed', $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        entry.id,
+        entry.webhookId,
+        entry.identity,
+        entry.sizeBytes,
+        entry.receivedAt,
+        entry.clientAddress,
+        entry.headers,
+        entry.payloadText,
+        entry.replayOf,
+      ],
+    );
   }
 
   /** Deletes entries that are both beyond the newest 50 of their webhook and older than 7 days. */
@@ -172,5 +206,6 @@ function toEntry(row: Record<string, any>): DeliveryEntry {
     receivedAt: row.received_at,
     clientAddress: row.client_address,
     headers: row.headers,
+    ...(row.replay_of ? { replayOf: row.replay_of } : {}),
   };
 }

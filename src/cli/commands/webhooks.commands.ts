@@ -38,6 +38,8 @@ interface Delivery {
   headers?: Record<string, string>;
   payload?: unknown;
   runs?: Array<{ run_id: string; state: string }>;
+  replay_of?: string;
+  replayed_as?: string[];
 }
 
 interface DeliveryPage {
@@ -59,6 +61,11 @@ interface FilterTest {
   automation?: string;
   webhook_check: { passed: boolean; message: string };
   payload_check: { passed: boolean; message: string; mismatches: Mismatch[] };
+  header_check?: {
+    passed: boolean;
+    message: string;
+    headers: Array<{ path: string; passed: boolean; actual?: string; mismatches: Mismatch[] }>;
+  };
 }
 
 type Opts = ApiOptions & { json?: boolean };
@@ -70,6 +77,7 @@ const STATUS_LABELS: Record<string, string> = {
   rejected_auth: 'Rejected (auth)',
   rejected_invalid_json: 'Rejected (invalid JSON)',
   rejected_too_large: 'Rejected (too large)',
+  replayed: 'Replayed',
 };
 
 const path = (uid: string, rest = '') => `/webhooks/${encodeURIComponent(uid)}${rest}`;
@@ -303,12 +311,35 @@ export function registerWebhooksCommands(program: Command): void {
       },
     );
 
+  apiOptions(webhooks.command('replay <uid> <id>'))
+    .description(
+      'Replay an Accepted delivery against the automations as they are now: a new Replayed entry, linked to the original, and the runs it starts.',
+    )
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd webhooks replay 7fK2pQ9xLm3Rt5Vw8Yz1Ab 0b9c…')
+    .action(async (uid: string, id: string, o: Opts) => {
+      const entry = await new ApiClient(o).request<Delivery>(
+        'POST',
+        path(uid, `/deliveries/${encodeURIComponent(id)}/replay`),
+      );
+      print(o, entry, () =>
+        [
+          `Replayed entry ${id} as ${entry.id}: ${entry.runs?.length ?? 0} run${entry.runs?.length === 1 ? '' : 's'} started.`,
+          '',
+          describeDelivery(entry),
+        ].join('\n'),
+      );
+    });
+
   apiOptions(webhooks.command('test-filter <uid>'))
     .description(
       'Test a trigger filter against a stored Accepted delivery: Would trigger / Would not trigger, with each mismatching path.',
     )
     .option('--automation <name>', 'the filter of this automation of the webhook’s factory')
-    .option('--filter <yamlOrJson>', 'a filter given here: {webhook_ids: [...], payload: {...}}')
+    .option(
+      '--filter <yamlOrJson>',
+      'a filter given here: {webhook_ids: [...], payload: {...}, headers: {...}}',
+    )
     .option('--filter-file <path>', 'a filter in a YAML or JSON file')
     .option('--delivery <id>', 'the delivery log entry to test (default: the newest Accepted one)')
     .option('--json', 'print JSON')
@@ -420,6 +451,8 @@ function describeDelivery(d: Delivery): string {
     `Received   ${d.received_at} from ${d.client_address ?? '-'}`,
     `Size       ${d.size_bytes} bytes`,
   ];
+  if (d.replay_of) lines.push(`Replay of  ${d.replay_of}`);
+  if (d.replayed_as?.length) lines.push(`Replayed   ${d.replayed_as.join(', ')}`);
   if (d.runs?.length) {
     lines.push(
       '',
@@ -486,6 +519,7 @@ function describeFilterTest(t: FilterTest): string {
     ...(t.automation ? [`Automation     ${t.automation}`] : []),
     `Webhook check  ${mark(t.webhook_check.passed)}  ${t.webhook_check.message}`,
     `Payload check  ${mark(t.payload_check.passed)}  ${t.payload_check.message}`,
+    ...(t.header_check ? [`Header check   ${mark(t.header_check.passed)}  ${t.header_check.message}`] : []),
   ];
   if (t.payload_check.mismatches.length) {
     lines.push(
@@ -497,6 +531,21 @@ function describeFilterTest(t: FilterTest): string {
           m.condition,
           JSON.stringify(m.expected),
           m.present ? JSON.stringify(m.actual) : '(missing)',
+        ]),
+      ),
+    );
+  }
+  if (t.header_check?.headers.length) {
+    lines.push(
+      '',
+      renderTable(
+        ['HEADER', 'OUTCOME', 'CONDITION', 'EXPECTED', 'ACTUAL'],
+        t.header_check.headers.map((h) => [
+          h.path,
+          h.passed ? 'pass' : 'FAIL',
+          h.mismatches.map((m) => m.condition).join(', ') || '-',
+          h.mismatches.map((m) => JSON.stringify(m.expected)).join(', ') || '-',
+          h.actual !== undefined ? JSON.stringify(h.actual) : '(missing)',
         ]),
       ),
     );
