@@ -1,0 +1,248 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../src/database/database.js';
+import {
+  announceApply,
+  createFactory,
+  createWebhook,
+  deliver,
+  deliveriesOf,
+  type FactoryFixture,
+  type WebhookFixture,
+} from './support/definitions.js';
+import { startTestService, type TestService } from './support/service.js';
+
+/**
+ * Header filters, replay and search of the delivery log through the API (docs/webhooks.md "Header
+ * filters", "Replay", "Searching the delivery log"): given a webhook and its automations, when a
+ * sender posts or an operator replays, then these entries, these runs.
+ */
+let t: TestService;
+let factory: FactoryFixture;
+let other: { key: string };
+let readerKey: string;
+beforeAll(async () => {
+  t = await startTestService();
+  factory = await createFactory(t);
+  other = await t.newTeam('replay-attackers');
+  readerKey = await t.newKey([t.defaultTeam], ['runs:read', 'runs:write']);
+});
+afterAll(async () => t?.stop());
+
+const bearer = (s: string) => ({ authorization: `Bearer ${s}` });
+
+/** An enabled automation with a trigger on `webhookUid` and the filter given (applied, announced). */
+async function automation(
+  db: Database,
+  name: string,
+  filter: { webhook_ids: string[]; payload?: unknown; headers?: unknown },
+): Promise<void> {
+  await db.execute(
+    `INSERT INTO automations (factory_id, name, path, enabled, triggers, overrides, prompt)
+     VALUES ($1, $2, $3, true, $4, '{}', $5)`,
+    [
+      factory.id,
+      name,
+      `automations/${name}/automation.md`,
+      JSON.stringify([{ provider: 'webhook', event: 'received', filter }]),
+      `Handle ${name}.`,
+    ],
+  );
+  await announceApply(db, factory);
+}
+
+const entries = (hook: WebhookFixture) => t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries`);
+const entry = (hook: WebhookFixture, id: string, key?: string) =>
+  t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries/${id}`, undefined, key);
+
+describe('header filters', () => {
+  it('a trigger on X-GitHub-Event: push starts a run for a push delivery and not for pull_request', async () => {
+    const hook = await createWebhook(t, factory);
+    await automation(t.service.db, `pushes-${hook.uid}`, {
+      webhook_ids: [hook.uid],
+      headers: { 'X-GitHub-Event': ['push'] },
+    });
+    const path = `/webhooks/w/${hook.uid}`;
+    const push = await deliver(t.url, path, '{"ref":"main"}', {
+      ...bearer(hook.secret),
+      'X-GitHub-Event': 'push',
+    });
+    const pr = await deliver(t.url, path, '{"ref":"pr"}', {
+      ...bearer(hook.secret),
+      'X-GitHub-Event': 'pull_request',
+    });
+    expect([push.status, pr.status]).toEqual([202, 202]);
+    const [prEntry, pushEntry] = (await entries(hook)).body.deliveries;
+    expect((await entry(hook, pushEntry.id)).body).toMatchObject({
+      headers: { 'x-github-event': 'push' },
+      runs: [{ state: 'QUEUED' }],
+    });
+    expect((await entry(hook, prEntry.id)).body).toMatchObject({
+      headers: { 'x-github-event': 'pull_request' },
+      runs: [],
+    });
+  });
+
+  it('a header the trigger filters on is stored with the delivery (the rest of the unlisted ones are not); a credential never is', async () => {
+    const hook = await createWebhook(t, factory);
+    // Written straight to the table: the definition check refuses a credential header (tested
+    // in the definition tests); here the ingress must still neither store nor match it.
+    await automation(t.service.db, `kinds-${hook.uid}`, {
+      webhook_ids: [hook.uid],
+      headers: { 'X-Event-Kind': ['deploy'], Authorization: { exists: true } },
+    });
+    await automation(t.service.db, `deploys-${hook.uid}`, {
+      webhook_ids: [hook.uid],
+      headers: { 'x-event-kind': 'deploy' },
+    });
+    const sent = await deliver(t.url, `/webhooks/w/${hook.uid}`, '{}', {
+      ...bearer(hook.secret),
+      'X-Event-Kind': 'deploy',
+      'X-Unlisted': 'no',
+    });
+    expect(sent.status).toBe(202);
+    const [row] = await deliveriesOf(t.service.db, hook.id);
+    expect(row!.headers['x-event-kind']).toBe('deploy');
+    expect(row!.headers).not.toHaveProperty('x-unlisted');
+    expect(row!.headers).not.toHaveProperty('authorization');
+    const shown = (await entry(hook, row!.id)).body;
+    expect(shown.runs).toHaveLength(1); // deploys only: kinds needs an Authorization it never sees
+  });
+
+  it('Test filter names each header path with its outcome', async () => {
+    const hook = await createWebhook(t, factory);
+    await deliver(t.url, `/webhooks/w/${hook.uid}`, '{"action":"opened"}', {
+      ...bearer(hook.secret),
+      'X-GitHub-Event': 'pull_request',
+    });
+    const res = await t.call('POST', `/api/v1/webhooks/${hook.uid}/test-filter`, {
+      filter: { payload: { action: ['opened'] }, headers: { 'X-GitHub-Event': ['push'] } },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      result: 'would_not_trigger',
+      payload_check: { passed: true },
+      header_check: {
+        passed: false,
+        message: '1 header of the header filter fails: x-github-event',
+        headers: [
+          {
+            path: 'x-github-event',
+            passed: false,
+            actual: 'pull_request',
+            mismatches: [{ condition: 'in', expected: ['push'], actual: 'pull_request' }],
+          },
+        ],
+      },
+    });
+    const credential = await t.call('POST', `/api/v1/webhooks/${hook.uid}/test-filter`, {
+      filter: { headers: { Authorization: { exists: true } } },
+    });
+    expect(credential.status).toBe(400);
+    expect(credential.body.invalid_params).toEqual([
+      { name: 'filter.headers.authorization', reason: expect.stringContaining('credential') },
+    ]);
+  });
+});
+
+describe('replay', () => {
+  it('re-evaluates an Accepted delivery against today’s automations: a Replayed entry linked both ways, and the runs it starts', async () => {
+    const hook = await createWebhook(t, factory);
+    const sent = await deliver(t.url, `/webhooks/w/${hook.uid}`, '{"level":"error"}', {
+      ...bearer(hook.secret),
+      'X-GitHub-Event': 'push',
+    });
+    expect(sent.status).toBe(202);
+    const [original] = (await entries(hook)).body.deliveries;
+    expect((await entry(hook, original.id)).body.runs).toEqual([]); // no automation yet
+
+    // Today's automation: added after the delivery arrived.
+    await automation(t.service.db, `errors-${hook.uid}`, {
+      webhook_ids: [hook.uid],
+      payload: { level: ['error'] },
+      headers: { 'x-github-event': 'push' },
+    });
+    const replayed = await t.call('POST', `/api/v1/webhooks/${hook.uid}/deliveries/${original.id}/replay`);
+    expect(replayed.status).toBe(201);
+    expect(replayed.body).toMatchObject({
+      status: 'replayed',
+      replay_of: original.id,
+      delivery_id: sent.body.delivery_id,
+      payload: { level: 'error' },
+      headers: { 'x-github-event': 'push' },
+      client_address: null,
+      runs: [{ run_id: expect.any(String), state: 'QUEUED' }],
+    });
+    expect(replayed.body.id).not.toBe(original.id);
+
+    const run = await t.call('GET', `/api/v1/agent/runs/${replayed.body.runs[0].run_id}`);
+    expect(run.body.prompt).toContain('It is a replay');
+    expect(run.body.metadata).toMatchObject({
+      webhook_delivery_entry: replayed.body.id,
+      webhook_replay_of: original.id,
+    });
+
+    // Each request makes a new entry.
+    const again = await t.call('POST', `/api/v1/webhooks/${hook.uid}/deliveries/${original.id}/replay`);
+    expect(again.status).toBe(201);
+    expect(again.body.id).not.toBe(replayed.body.id);
+    expect((await entry(hook, original.id)).body).toMatchObject({
+      status: 'accepted',
+      replayed_as: [replayed.body.id, again.body.id],
+      runs: [],
+    });
+    const listed = (await entries(hook)).body.deliveries;
+    expect(listed.map((d: { status: string }) => d.status)).toEqual(['replayed', 'replayed', 'accepted']);
+    expect(listed[0].replay_of).toBe(original.id);
+  });
+
+  it('refuses what it cannot replay: a non-Accepted entry (400), an unknown entry (404), a disabled webhook (409)', async () => {
+    const hook = await createWebhook(t, factory);
+    await deliver(t.url, `/webhooks/w/${hook.uid}`, '{', bearer(hook.secret));
+    const [invalid] = (await entries(hook)).body.deliveries;
+    const notAccepted = await t.call('POST', `/api/v1/webhooks/${hook.uid}/deliveries/${invalid.id}/replay`);
+    expect(notAccepted.status).toBe(400);
+    expect(notAccepted.body.detail).toContain('only Accepted deliveries can be replayed');
+    const unknown = await t.call(
+      'POST',
+      `/api/v1/webhooks/${hook.uid}/deliveries/00000000-0000-4000-8000-000000000000/replay`,
+    );
+    expect(unknown.status).toBe(404);
+
+    const disabled = await createWebhook(t, factory, { enabled: false });
+    await t.service.db.execute(`UPDATE webhooks SET enabled = true WHERE id = $1`, [disabled.id]);
+    await announceApply(t.service.db, factory);
+    await deliver(t.url, `/webhooks/w/${disabled.uid}`, '{}', bearer(disabled.secret));
+    const [accepted] = (await entries(disabled)).body.deliveries;
+    await t.service.db.execute(`UPDATE webhooks SET enabled = false WHERE id = $1`, [disabled.id]);
+    await announceApply(t.service.db, factory);
+    const off = await t.call('POST', `/api/v1/webhooks/${disabled.uid}/deliveries/${accepted.id}/replay`);
+    expect(off.status).toBe(409);
+    expect(off.body.detail).toContain('enable it to replay');
+  });
+
+  it('needs factory:manage, and another team’s key gets 404 for replay and the log', async () => {
+    const hook = await createWebhook(t, factory);
+    await deliver(t.url, `/webhooks/w/${hook.uid}`, '{"secret":"ours"}', bearer(hook.secret));
+    const [original] = (await entries(hook)).body.deliveries;
+    const replayPath = `/api/v1/webhooks/${hook.uid}/deliveries/${original.id}/replay`;
+
+    const reader = await t.call('POST', replayPath, undefined, readerKey);
+    expect(reader.status).toBe(403);
+    expect(reader.body.detail).toContain('factory:manage');
+
+    for (const [method, path] of [
+      ['POST', replayPath],
+      ['GET', `/api/v1/webhooks/${hook.uid}/deliveries`],
+      [
+        'GET',
+        `/api/v1/webhooks/${hook.uid}/deliveries?payload_contains=${encodeURIComponent('{"secret":"ours"}')}`,
+      ],
+      ['GET', `/api/v1/webhooks/${hook.uid}/deliveries/${original.id}`],
+    ] as const) {
+      const res = await t.call(method, path, undefined, other.key);
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.body.error).toBe('resource_not_found');
+    }
+    expect((await entries(hook)).body.deliveries).toHaveLength(1); // nothing was replayed
+  });
+});
