@@ -9,7 +9,7 @@ import type { Config } from './config/config.js';
 import { openDatabase } from './database/data-source.js';
 import { startDatabaseServer, type DatabaseServer } from './database/database-server.js';
 import { Database } from './database/database.js';
-import { httpTimeouts } from './common/http-timeouts.js';
+import { httpTimeouts } from './config/http-timeouts.js';
 import { parseJsonBody } from './common/json-body.js';
 import { applyBodyLimit, DEFAULT_BODY_LIMIT } from './common/route-config.js';
 import { installLogging } from './logging.js';

@@ -180,6 +180,75 @@ describe('reconciler: a factory repository applied commit by commit', () => {
     expect((await webhooks())[0].uid).toBe(ciUid);
   });
 
+  it('ApplyFailed: a valid commit the database refuses is recorded; the last good revision stays whole', async () => {
+    // PostgreSQL text holds no NUL character and the validator does not know it: a real failure
+    // halfway through the apply (skills are written after agents and automations, before webhooks).
+    const own = new TestRepo();
+    try {
+      const f = (await t.service.app
+        .get(DefinitionStore)
+        .register({ teamId: t.defaultTeam.id, name: 'apply-fails', repoUrl: own.dir, branch: 'main' }))!;
+      const good = own.commit(baseFactory());
+      expect((await reconciler.request(f.id)).result).toBe('applied');
+      const row = async () =>
+        (
+          await t.service.db.query(
+            `SELECT f.definition, f.description,
+                    (SELECT description FROM agents WHERE factory_id = f.id AND name = 'fixer') AS fixer,
+                    (SELECT array_agg(name ORDER BY name) FROM webhooks WHERE factory_id = f.id AND deleted_at IS NULL) AS hooks,
+                    (SELECT array_agg(name ORDER BY name) FROM factory_skills WHERE factory_id = f.id AND deleted_at IS NULL) AS skills
+               FROM factories f WHERE f.id = $1`,
+            [f.id],
+          )
+        )[0];
+      const before = await row();
+      const bad = own.commit({
+        'factory.yaml': 'schemaVersion: v1alpha1\nname: test-factory\ndescription: changed\n',
+        'agents/fixer/agent.md': '---\ndescription: Fixes more\n---\nYou fix bugs.\n',
+        'skills/nul/SKILL.md': '---\nname: nul\ndescription: holds a NUL\n---\nbefore\u0000after\n',
+        'webhooks/ci.yaml': null,
+      });
+      const out = await reconciler.request(f.id);
+      expect(out).toMatchObject({
+        result: 'failed',
+        revision: bad,
+        failure: { reason: 'ApplyFailed', revision: bad },
+      });
+      expect(out.errors).toEqual([
+        {
+          path: '',
+          line: 0,
+          message: expect.stringMatching(
+            `^apply of ${bad.slice(0, 12)} failed: unsupported Unicode escape sequence`,
+          ),
+        },
+      ]);
+      const s = (await t.call('GET', `/api/v1/factory/${f.uid}`)).body;
+      expect(s).toMatchObject({
+        last_attempted_revision: bad,
+        last_applied_revision: good,
+        ready: false,
+        reason: 'ApplyFailed',
+        message: out.errors[0].message,
+      });
+      const [latest] = (await t.call('GET', `/api/v1/factory/${f.uid}/applies`)).body.applies;
+      expect(latest).toMatchObject({ revision: bad, result: 'failed', errors: out.errors });
+      // Nothing of the refused commit is live: not the agent written before the failure, not the
+      // tombstone or the factory's description that would have come after.
+      expect(await row()).toEqual(before);
+      expect(before).toMatchObject({ fixer: 'Fixes bugs', hooks: ['ci'], skills: ['triage'] });
+      // A dry run of the same head stops before apply: it plans, and records nothing.
+      expect((await reconciler.plan(f.id)).result).toBe('planned');
+      expect((await t.call('GET', `/api/v1/factory/${f.uid}/applies`)).body.applies).toHaveLength(2);
+      // The next commit without the NUL applies.
+      const fixed = own.commit({ 'skills/nul/SKILL.md': '---\nname: nul\ndescription: fine\n---\nfine\n' });
+      expect(await reconciler.request(f.id)).toMatchObject({ result: 'applied', revision: fixed });
+      expect(await row()).toMatchObject({ fixer: 'Fixes more', hooks: null, skills: ['nul', 'triage'] });
+    } finally {
+      own.remove();
+    }
+  });
+
   it('a new secret value takes effect on the next applied change, not before', async () => {
     const first = await pinned(ciUid);
     const v2 = await secrets.set(t.defaultTeam.id, 'hook-secret', 'second-value');

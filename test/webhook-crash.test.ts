@@ -6,8 +6,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../src/database/database.js';
-import { SecretCipher } from '../src/secrets/secret-cipher.js';
-import { SecretsRepository } from '../src/secrets/secrets.repository.js';
+import { reconcilerOf } from '../src/cli/commands/factories.commands.js';
+import { loadConfig } from '../src/config/config.js';
+import { DefinitionStore } from '../src/reconciler/definition-store.js';
+import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
 import { createTestDatabase } from './support/database.js';
 import { createFactory, createWebhook } from './support/definitions.js';
@@ -65,10 +67,23 @@ describe('the server killed with SIGKILL under load', () => {
     const url = await serve(key.toString('base64'));
     pool = new pg.Pool({ connectionString: database.url });
     const db = new Database(pool, undefined as never);
-    const secrets = new SecretsService(new SecretsRepository(db), new SecretCipher(key), db);
+    // The factory is applied from this process, by a reconciler on the server's database and key.
+    const config = loadConfig({
+      ...process.env,
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDir,
+      SECRETS_KEY: key.toString('base64'),
+      FACTORY_REPO_ROOTS: tmpdir(),
+    });
+    const { reconciler, store, secrets } = reconcilerOf(db, config);
+    const parts = new Map<unknown, unknown>([
+      [Reconciler, reconciler],
+      [DefinitionStore, store],
+      [SecretsService, secrets],
+    ]);
     const [team] = await db.query<{ id: string }>(`SELECT id FROM teams WHERE name = 'default'`);
     const host = {
-      service: { db, app: { get: () => secrets } },
+      service: { db, app: { get: (part: unknown) => parts.get(part) } },
       defaultTeam: { id: team!.id },
     } as unknown as TestService;
     const factory = await createFactory(host);

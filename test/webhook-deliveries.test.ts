@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryRetention } from '../src/webhooks/delivery-retention.js';
 import {
-  announceApply,
   createAutomation,
   createFactory,
   createWebhook,
   deliver,
   deliveriesOf,
   type FactoryFixture,
+  updateWebhook,
 } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
 import { rawRequest } from './support/raw-http.js';
@@ -26,7 +26,7 @@ const bearer = (s: string) => ({ authorization: `Bearer ${s}` });
 describe('the delivery log API', () => {
   it('lists newest first with a status filter and cursor pages; one entry shows payload (Accepted only) and its runs', async () => {
     const hook = await createWebhook(t, factory);
-    await createAutomation(t.service.db, factory, { name: `log-${hook.uid}`, webhookUid: hook.uid });
+    await createAutomation(t, factory, { name: `log-${hook.uid}`, webhookUid: hook.uid });
     const path = `/webhooks/w/${hook.uid}`;
     for (let i = 0; i < 5; i++) await deliver(t.url, path, JSON.stringify({ i }), bearer(hook.secret));
     await deliver(t.url, path, '{', bearer(hook.secret));
@@ -85,12 +85,11 @@ describe('the delivery log API', () => {
 
   it('a started run is found by `q` on what its automation says, not on the envelope factoryd adds', async () => {
     const hook = await createWebhook(t, factory);
-    await createAutomation(t.service.db, factory, {
+    await createAutomation(t, factory, {
       name: `search-${hook.uid}`,
       webhookUid: hook.uid,
       prompt: `Reconcile the quarterly ledger ${hook.uid}.`,
     });
-    await announceApply(t.service.db, factory);
     await eventually(
       async () =>
         (await deliver(t.url, `/webhooks/w/${hook.uid}`, '{"n":1}', bearer(hook.secret))).status === 202,
@@ -155,8 +154,7 @@ describe('replicas learn of applies at once (LISTEN/NOTIFY)', () => {
     const path = `/webhooks/w/${hook.uid}`;
     expect((await deliver(t.url, path, '{"n":0}', bearer(hook.secret))).status).toBe(202); // now cached
 
-    await createAutomation(t.service.db, factory, { name: `late-${hook.uid}`, webhookUid: hook.uid });
-    await announceApply(t.service.db, factory);
+    await createAutomation(t, factory, { name: `late-${hook.uid}`, webhookUid: hook.uid });
     let n = 1;
     await eventually(async () => {
       await deliver(t.url, path, JSON.stringify({ n: n++ }), bearer(hook.secret));
@@ -167,22 +165,16 @@ describe('replicas learn of applies at once (LISTEN/NOTIFY)', () => {
     }, 'the new automation to fire');
 
     const { SecretsService } = await import('../src/secrets/secrets.service.js');
-    const ref = await t.service.app
-      .get(SecretsService)
-      .set(factory.teamId, 'rotated-' + hook.uid.slice(0, 6), 'new-secret-value');
-    await t.service.db.execute(`UPDATE webhooks SET secret_version_id = $1 WHERE id = $2`, [
-      ref.versionId,
-      hook.id,
-    ]);
-    await announceApply(t.service.db, factory);
+    const rotated = 'rotated-' + hook.uid.slice(0, 6);
+    await t.service.app.get(SecretsService).set(factory.teamId, rotated, 'new-secret-value');
+    await updateWebhook(t, factory, hook, { secretName: rotated });
     await eventually(
       async () => (await deliver(t.url, path, '{"r":1}', bearer('new-secret-value'))).status === 202,
       'the new secret',
     );
     expect((await deliver(t.url, path, '{"r":2}', bearer(hook.secret))).status).toBe(401);
 
-    await t.service.db.execute(`UPDATE webhooks SET enabled = false WHERE id = $1`, [hook.id]);
-    await announceApply(t.service.db, factory);
+    await updateWebhook(t, factory, hook, { enabled: false });
     await eventually(
       async () => (await deliver(t.url, path, '{}', bearer('new-secret-value'))).status === 404,
       'the webhook to go',

@@ -23,7 +23,7 @@ beforeAll(async () => {
   t = await startTestService({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000' });
   factory = await createFactory(t);
   hook = await createWebhook(t, factory);
-  await createAutomation(t.service.db, factory, { name: 'on-any', webhookUid: hook.uid });
+  await createAutomation(t, factory, { name: 'on-any', webhookUid: hook.uid });
   await t.service.db.execute(
     `ALTER TABLE deliveries ADD CONSTRAINT test_refuses_poison CHECK (identity IS DISTINCT FROM 'poison')`,
   );

@@ -16,7 +16,7 @@ let factory: FactoryFixture;
 beforeAll(async () => {
   t = await startTestService();
   factory = await createFactory(t, { agentDefaults: { model: 'claude-x', environmentId: 'env-1' } });
-  await createAgent(t.service.db, factory, {
+  await createAgent(t, factory, {
     name: 'foreman',
     agentType: 'FOREMAN',
     basePrompt: 'You are the foreman.',
@@ -172,7 +172,7 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
 
   it('identity already accepted → 202 with the same delivery_id, Duplicate, starts nothing', async () => {
     const hook = await createWebhook(t, factory);
-    await createAutomation(t.service.db, factory, { name: `dup-${hook.uid}`, webhookUid: hook.uid });
+    await createAutomation(t, factory, { name: `dup-${hook.uid}`, webhookUid: hook.uid });
     const path = `/webhooks/w/${hook.uid}`;
     const headers = { ...bearer(hook.secret), 'x-service-delivery-id': 'evt-42' };
     const first = await deliver(t.url, path, '{"n":1}', headers);
@@ -190,12 +190,12 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
 
   it('otherwise → 202 {delivery_id}, Accepted with payload; a run per matching automation, with envelope and attachment', async () => {
     const hook = await createWebhook(t, factory);
-    await createAgent(t.service.db, factory, {
+    await createAgent(t, factory, {
       name: `triage-${hook.uid}`,
       basePrompt: 'You triage.',
       overrides: { model: 'agent-model' },
     });
-    await createAutomation(t.service.db, factory, {
+    await createAutomation(t, factory, {
       name: `opened-${hook.uid}`,
       webhookUid: hook.uid,
       payload: { action: ['opened'] },
@@ -203,7 +203,7 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
       agent: `triage-${hook.uid}`,
       overrides: { workerHost: 'box-1' },
     });
-    await createAutomation(t.service.db, factory, {
+    await createAutomation(t, factory, {
       name: `closed-${hook.uid}`,
       webhookUid: hook.uid,
       payload: { action: ['closed'] },

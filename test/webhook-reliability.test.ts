@@ -27,7 +27,7 @@ afterAll(async () => Promise.all([t?.stop(), fast?.stop()]));
 describe('ingress reliability on loopback', () => {
   it('100 concurrent identical deliveries → exactly 1 Accepted, 99 Duplicate, runs started once', async () => {
     const hook = await createWebhook(fast, fastFactory);
-    await createAutomation(fast.service.db, fastFactory, { name: `race-${hook.uid}`, webhookUid: hook.uid });
+    await createAutomation(fast, fastFactory, { name: `race-${hook.uid}`, webhookUid: hook.uid });
     const body = JSON.stringify({ event: 'same', at: 1 });
     const results = await Promise.all(
       Array.from({ length: 100 }, () =>

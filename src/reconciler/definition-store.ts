@@ -20,7 +20,7 @@ export interface FactoryRecord {
   lastAttemptedRevision: string | null;
   lastAppliedRevision: string | null;
   ready: boolean;
-  reason: string | null;
+  reason: StatusReason | null;
   message: string | null;
   createdAt: Date;
   updatedAt: Date;
@@ -28,10 +28,20 @@ export interface FactoryRecord {
 
 export type ApplyResult = 'applied' | 'failed' | 'unchanged';
 
+/** Why the last attempt failed: the step that failed (Reconciler's `ReconcileFailure`). */
+export type FailureReason = 'SourceRefused' | 'FetchFailed' | 'ValidationFailed' | 'ApplyFailed';
+/** A factory's status reason: its revision is live, or why the last attempt failed. */
+export type StatusReason = 'Applied' | FailureReason;
+
+/** The repository could not be read: no revision was attempted. */
+export function isSourceFailure(reason: StatusReason | null): boolean {
+  return reason === 'SourceRefused' || reason === 'FetchFailed';
+}
+
 export interface ApplyRecord {
   revision: string | null;
   result: ApplyResult;
-  reason: string;
+  reason: StatusReason;
   message: string;
   errors: DefinitionError[];
   plan: PlanSummary | null;
@@ -58,7 +68,7 @@ export function toFactory(r: Record<string, unknown>): FactoryRecord {
     lastAttemptedRevision: r.last_attempted_revision as string | null,
     lastAppliedRevision: r.last_applied_revision as string | null,
     ready: r.ready as boolean,
-    reason: r.reason as string | null,
+    reason: r.reason as StatusReason | null,
     message: r.message as string | null,
     createdAt: r.created_at as Date,
     updatedAt: r.updated_at as Date,
@@ -73,6 +83,11 @@ export class DefinitionStore {
     /** Outside the service (the CLI) one that only NOTIFYs: the serving replicas hear it. */
     @Optional() @Inject(Notifications) private readonly notifications = new Notifications(db),
   ) {}
+
+  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
 
   async register(input: {
     teamId: string;

@@ -1,26 +1,56 @@
 import { performance } from 'node:perf_hooks';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { isDatabaseUnreachable } from '../common/problem.js';
 import { SchemaRegistry } from '../common/schema-validator.js';
 import { CONFIG, type Config } from '../config/config.js';
-import { isDatabaseUnreachable } from '../common/problem.js';
 import type { Queryable } from '../database/database.js';
-import { formatError, type DefinitionError } from '../definitions/definition.js';
+import { formatError, type DefinitionError, type FactoryDefinition } from '../definitions/definition.js';
 import { parseDefinitionFile, placementOf, type DefinitionFile } from '../definitions/definition-file.js';
 import { checkTreeLimits } from '../definitions/definition-limits.js';
 import { ParsedFileCache } from '../definitions/parsed-file-cache.js';
-import {
-  isUrlSafe,
-  parseTree,
-  validateDefinition,
-  type ValidationResult,
-} from '../definitions/validate-definition.js';
+import { isUrlSafe, parseTree, validateDefinition } from '../definitions/validate-definition.js';
 import { SecretsService } from '../secrets/secrets.service.js';
-import { DefinitionStore, type ApplyRecord, type FactoryRecord } from './definition-store.js';
-import { GitStopped, GitRunner } from './git-runner.js';
+import {
+  DefinitionStore,
+  type ApplyRecord,
+  type FactoryRecord,
+  isSourceFailure,
+} from './definition-store.js';
+import { GitStopped } from './git-runner.js';
 import { GitSource, type ListedBlob } from './git-source.js';
-import { isEmpty, planChanges, summarize, type PlanSummary } from './plan.js';
+import { isEmpty, planChanges, summarize, type AppliedState, type Plan, type PlanSummary } from './plan.js';
 import { RepositoryPolicy, RepositoryRefused } from './repository-policy.js';
+
+/** The repository may not be read (RepositoryPolicy): nothing was fetched. */
+export interface SourceRefused {
+  reason: 'SourceRefused';
+  message: string;
+}
+
+/** The head or the files of the revision could not be read. */
+export interface FetchFailed {
+  reason: 'FetchFailed';
+  message: string;
+}
+
+/** The revision is not a valid definition: every error, by file and line. */
+export interface ValidationFailed {
+  reason: 'ValidationFailed';
+  revision: string;
+  errors: DefinitionError[];
+}
+
+/** The database refused the apply of a valid revision: rolled back, the previous revision stays live. */
+export interface ApplyFailed {
+  reason: 'ApplyFailed';
+  revision: string;
+  message: string;
+  cause: unknown;
+}
+
+/** Why a reconcile did not make its revision live; `reason` is what the status and the history show. */
+export type ReconcileFailure = SourceRefused | FetchFailed | ValidationFailed | ApplyFailed;
 
 export interface ReconcileOutcome {
   /**
@@ -33,20 +63,63 @@ export interface ReconcileOutcome {
   factory: FactoryRecord;
   /** What the apply changed (or, for a dry run, would change). */
   plan?: PlanSummary;
+  /** The step that failed, when `result` is `failed`. */
+  failure?: ReconcileFailure;
   /** Why a `failed` apply failed when the service failed (not the definition): the error itself. */
   cause?: unknown;
 }
 
+/** One pass: what was asked, and when it started (for the record's duration). */
+interface Attempt {
+  factoryId: string;
+  force: boolean;
+  dryRun: boolean;
+  startedAt: Date;
+  t0: number;
+}
+
+/** A step's result: its value, or the failure that ends the pass. */
+type Step<T, F extends ReconcileFailure> = { ok: true; value: T } | { ok: false; failure: F };
+
+/** The files of a revision as read from git: parsed ones from the cache, the rest as contents. */
+interface Fetched {
+  revision: string;
+  listed: ListedBlob[];
+  limitErrors: DefinitionError[];
+  cached: Map<string, DefinitionFile>;
+  contents: Map<string, string>;
+}
+
+/** The revision's files parsed and schema-checked (none when the tree is over the limits). */
+interface Loaded {
+  revision: string;
+  files: DefinitionFile[];
+  misplaced: DefinitionError[];
+  limitErrors: DefinitionError[];
+}
+
+/** The team's secrets a revision's webhooks name: current version and whether it may be a url_token. */
+type CurrentSecrets = Map<string, { versionId: string; urlSafe: boolean }>;
+
+/** How a pass ends: a live revision (applied or already equal), or a failure. */
+type Verdict =
+  | { ok: true; revision: string; result: 'applied' | 'unchanged'; plan: PlanSummary }
+  | { ok: false; failure: ReconcileFailure };
+
+const ok = <T>(value: T) => ({ ok: true as const, value });
+const failed = <F extends ReconcileFailure>(failure: F) => ({ ok: false as const, failure });
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
 /**
- * Keeps PostgreSQL equal to the head of each factory's production branch, one whole commit at a time:
- * source (fetch) → load + validate → plan → apply in one transaction under a per-factory advisory lock
- * → record. A bad commit leaves the last good revision live and is recorded as failed with every error.
- * Polls, the ref watch and "refresh now" all go through `request`, one reconcile per factory at a time.
+ * Keeps PostgreSQL equal to the head of each factory's production branch, one whole commit at a time,
+ * in a straight line: fetch → load → lock → validate → plan → apply → record. Each step returns its
+ * value or a typed failure; `conclude` alone records the attempt. A bad commit leaves the last good
+ * revision live and is recorded as failed with every error. Polls, the ref watch and "refresh now"
+ * all go through `request`, one reconcile per factory at a time.
  */
 @Injectable()
 export class Reconciler {
   private readonly log = new Logger('Reconciler');
-  private readonly source: GitSource;
   private readonly policy: RepositoryPolicy;
   /** Parsed files by blob id and path, shared by every factory of the process: 32 MiB at most. */
   readonly parsed = new ParsedFileCache(32 * 1024 * 1024);
@@ -61,9 +134,8 @@ export class Reconciler {
     @Inject(SchemaRegistry) private readonly schemas: SchemaRegistry,
     @Inject(Clock) private readonly clock: Clock,
     @Inject(CONFIG) config: Config,
-    @Inject(GitRunner) git: GitRunner,
+    @Inject(GitSource) private readonly source: GitSource,
   ) {
-    this.source = new GitSource(config.dataDir, git);
     this.policy = new RepositoryPolicy(config, store);
   }
 
@@ -111,7 +183,7 @@ export class Reconciler {
     return done;
   }
 
-  /** What reconciling the head would change, without changing or recording anything. */
+  /** What reconciling the head would change: the same steps, stopping before apply; records nothing. */
   plan(factoryId: string): Promise<ReconcileOutcome> {
     return this.reconcile(factoryId, { force: true, dryRun: true });
   }
@@ -124,165 +196,164 @@ export class Reconciler {
     factoryId: string,
     opts: { force: boolean; dryRun?: boolean; revision?: string },
   ): Promise<ReconcileOutcome> {
-    const { force, dryRun = false } = opts;
-    const startedAt = this.clock.now();
-    const t0 = performance.now();
-    let factory = await this.store.find(factoryId);
+    const attempt: Attempt = {
+      factoryId,
+      force: opts.force,
+      dryRun: opts.dryRun ?? false,
+      startedAt: this.clock.now(),
+      t0: performance.now(),
+    };
+    const factory = await this.store.find(factoryId);
     if (!factory) throw new Error(`factory ${factoryId} does not exist`);
 
-    // 1. Source: a repository the factory may read (checked on every pass: the row or a symlink on the
-    // path may have changed since registration), the head of its production branch, then the files.
-    let revision: string;
-    let listed: ListedBlob[];
-    let limitErrors: DefinitionError[];
-    const cached = new Map<string, DefinitionFile>();
-    let contents: Map<string, string>;
-    // A head already attempted is a no-op, unless the status says the source failed since (fetch or
-    // refusal): once it is readable again, the attempt is recorded, so the factory is ready again
-    // without a new commit.
-    const attempted = (f: FactoryRecord) =>
-      !force &&
-      revision === f.lastAttemptedRevision &&
-      f.reason !== 'FetchFailed' &&
-      f.reason !== 'SourceRefused';
+    const head = await this.head(factory, opts.revision);
+    if (!head.ok) return this.conclude(attempt, factory, head);
+    const revision = head.value;
+    if (this.attempted(attempt, factory, revision)) return { result: 'noop', revision, errors: [], factory };
+    const fetched = await this.fetch(factory, revision);
+    if (!fetched.ok) return this.conclude(attempt, factory, fetched);
+
+    let locked = factory;
     try {
+      const loaded = this.load(fetched.value);
+      return await this.store.transaction(async (tx) => {
+        locked = await this.store.lock(tx, factoryId);
+        if (this.attempted(attempt, locked, revision))
+          return { result: 'noop', revision, errors: [], factory: locked };
+        const applied = await this.store.appliedState(tx, factoryId);
+        const secrets = await this.currentSecrets(tx, locked.teamId, loaded.files);
+        const valid = this.validate(locked, loaded, applied, secrets);
+        if (!valid.ok) return this.conclude(attempt, locked, valid, tx);
+        const plan = this.planOf(locked, valid.value, revision, applied, secrets);
+        if (attempt.dryRun)
+          return { result: 'planned', revision, errors: [], factory: locked, plan: summarize(plan) };
+        const result = isEmpty(plan) ? 'unchanged' : 'applied';
+        if (result === 'applied')
+          await this.store.applyPlan(tx, locked, valid.value, plan, attempt.startedAt);
+        return this.conclude(attempt, locked, { ok: true, revision, result, plan: summarize(plan) }, tx);
+      });
+    } catch (err) {
+      const message = `apply of ${revision.slice(0, 12)} failed: ${messageOf(err)}`;
+      return this.conclude(attempt, locked, failed({ reason: 'ApplyFailed', revision, message, cause: err }));
+    }
+  }
+
+  /**
+   * Source, first half: a repository the factory may read (checked on every pass: the row or a symlink
+   * on the path may have changed since registration), and the revision to reconcile.
+   */
+  private async head(
+    factory: FactoryRecord,
+    revision: string | undefined,
+  ): Promise<Step<string, SourceRefused | FetchFailed>> {
+    return this.fromSource(async () => {
       await this.policy.check(factory.repoUrl, factory);
-      revision = opts.revision ?? (await this.source.head(factory));
-      if (attempted(factory)) return { result: 'noop', revision, errors: [], factory };
-      listed = await this.source.listTree(factory, revision, (p) => placementOf(p) !== undefined);
-      limitErrors = checkTreeLimits(listed);
+      return revision ?? (await this.source.head(factory));
+    });
+  }
+
+  /** Source, second half: the revision's definition files; the parsed ones come from the cache. */
+  private async fetch(
+    factory: FactoryRecord,
+    revision: string,
+  ): Promise<Step<Fetched, SourceRefused | FetchFailed>> {
+    return this.fromSource(async () => {
+      const listed = await this.source.listTree(factory, revision, (p) => placementOf(p) !== undefined);
+      const limitErrors = checkTreeLimits(listed);
+      const cached = new Map<string, DefinitionFile>();
       const unread = new Set<string>();
       for (const blob of limitErrors.length ? [] : listed) {
         const file = this.parsed.get(`${blob.sha}:${blob.path}`);
         if (file) cached.set(blob.path, file);
         else if (!('misplaced' in placementOf(blob.path)!)) unread.add(blob.sha);
       }
-      contents = await this.source.readBlobs(factory, [...unread]);
-    } catch (err) {
-      // A shutdown, or the database lost while the source was checked: not the repository's fault, so
-      // nothing to record as FetchFailed; the caller answers 503 (a poll tries again).
-      if (err instanceof GitStopped || isDatabaseUnreachable(err)) throw err;
-      if (dryRun)
-        return {
-          result: 'failed',
-          revision: null,
-          errors: [{ path: '', line: 0, message: String(err) }],
-          factory,
-        };
-      return this.recordSourceFailure(
-        factory,
-        err,
-        err instanceof RepositoryRefused ? 'SourceRefused' : 'FetchFailed',
-        force,
-        startedAt,
-        t0,
-      );
-    }
+      const contents = await this.source.readBlobs(factory, [...unread]);
+      return { revision, listed, limitErrors, cached, contents };
+    });
+  }
 
+  /** A source step: what git or the policy refuses is its failure; a shutdown or a lost database is thrown. */
+  private async fromSource<T>(read: () => Promise<T>): Promise<Step<T, SourceRefused | FetchFailed>> {
     try {
-      // 2. Load: parse and schema-check each file not in the cache. A tree over the limits is not loaded.
-      const { files, misplaced } = limitErrors.length
-        ? { files: [], misplaced: [] }
-        : parseTree(new Map(listed.map((b) => [b.path, b])), (kind, name, path, blob) => {
-            let file = cached.get(path);
-            if (!file) {
-              file = parseDefinitionFile(kind, name, path, contents.get(blob.sha) ?? '', this.schemas);
-              this.parsed.set(`${blob.sha}:${path}`, file);
-            }
-            return file;
-          });
-
-      // 3-5. Validate against the team's state, plan, apply and record: one transaction, one applier.
-      return await this.store.db.transaction(async (tx) => {
-        factory = await this.store.lock(tx, factoryId);
-        if (attempted(factory)) return { result: 'noop', revision, errors: [], factory };
-        const applied = await this.store.appliedState(tx, factoryId);
-        const secrets = await this.secretsOf(tx, factory.teamId, files);
-        const validation: ValidationResult = limitErrors.length
-          ? { errors: limitErrors, skipped: [] }
-          : validateDefinition(
-              files,
-              {
-                knownWebhooks: applied.webhooks.map((w) => ({
-                  uid: w.uid,
-                  name: w.name,
-                  path: w.path,
-                  deleted: w.deleted,
-                })),
-                secrets: new Map([...secrets].map(([name, s]) => [name, { urlSafe: s.urlSafe }])),
-                team: factory.teamName,
-              },
-              misplaced,
-            );
-        const errors = validation.errors;
-        const done = (r: Omit<ApplyRecord, 'startedAt' | 'durationMs' | 'revision'>) => ({
-          ...r,
-          revision,
-          startedAt,
-          durationMs: Math.round(performance.now() - t0),
-        });
-        if (dryRun && (errors.length || !validation.definition))
-          return { result: 'failed', revision, errors, factory };
-        if (errors.length || !validation.definition) {
-          const message = `${errors.length} error${errors.length === 1 ? '' : 's'} at ${revision.slice(0, 12)}; first: ${formatError(errors[0])}`;
-          await this.store.record(
-            tx,
-            factoryId,
-            done({ result: 'failed', reason: 'ValidationFailed', message, errors, plan: null }),
-          );
-          this.warnFailed(tx, factory, 'ValidationFailed', revision, message);
-          return { result: 'failed', revision, errors, factory };
-        }
-        const versions = new Map([...secrets].map(([name, s]) => [name, s.versionId]));
-        const plan = planChanges(
-          validation.definition,
-          applied,
-          versions,
-          revision !== factory.lastAppliedRevision,
-        );
-        if (dryRun) return { result: 'planned', revision, errors: [], factory, plan: summarize(plan) };
-        const result = isEmpty(plan) ? 'unchanged' : 'applied';
-        if (result === 'applied')
-          await this.store.applyPlan(tx, factory, validation.definition, plan, startedAt);
-        await this.store.record(
-          tx,
-          factoryId,
-          done({
-            result,
-            reason: 'Applied',
-            message: `revision ${revision} is live`,
-            errors: [],
-            plan: summarize(plan),
-          }),
-        );
-        return { result, revision, errors: [], factory, plan: summarize(plan) };
-      });
+      return ok(await read());
     } catch (err) {
-      this.log.error({ err, factory: factory.name }, 'apply failed');
-      const message = `apply of ${revision.slice(0, 12)} failed: ${err instanceof Error ? err.message : String(err)}`;
-      const errors = [{ path: '', line: 0, message }];
-      await this.store.db.transaction((tx) =>
-        this.store.record(tx, factoryId, {
-          revision,
-          result: 'failed',
-          reason: 'ApplyFailed',
-          message,
-          errors,
-          plan: null,
-          startedAt,
-          durationMs: Math.round(performance.now() - t0),
-        }),
+      // Not the repository's fault, so nothing to record as FetchFailed: the caller answers 503 (a poll
+      // tries again).
+      if (err instanceof GitStopped || isDatabaseUnreachable(err)) throw err;
+      const message = messageOf(err);
+      return failed(
+        err instanceof RepositoryRefused
+          ? { reason: 'SourceRefused' as const, message }
+          : { reason: 'FetchFailed' as const, message },
       );
-      return { result: 'failed', revision, errors, factory, cause: err };
     }
   }
 
+  /** Load: parse and schema-check each file not in the cache. A tree over the limits is not loaded. */
+  private load({ revision, listed, limitErrors, cached, contents }: Fetched): Loaded {
+    if (limitErrors.length) return { revision, files: [], misplaced: [], limitErrors };
+    const { files, misplaced } = parseTree(
+      new Map(listed.map((b) => [b.path, b])),
+      (kind, name, path, blob) => {
+        let file = cached.get(path);
+        if (!file) {
+          file = parseDefinitionFile(kind, name, path, contents.get(blob.sha) ?? '', this.schemas);
+          this.parsed.set(`${blob.sha}:${path}`, file);
+        }
+        return file;
+      },
+    );
+    return { revision, files, misplaced, limitErrors };
+  }
+
+  /** Validate against what only the service knows: the factory's webhook UIDs and the team's secrets. */
+  private validate(
+    factory: FactoryRecord,
+    { revision, files, misplaced, limitErrors }: Loaded,
+    applied: AppliedState,
+    secrets: CurrentSecrets,
+  ): Step<FactoryDefinition, ValidationFailed> {
+    if (limitErrors.length) return failed({ reason: 'ValidationFailed', revision, errors: limitErrors });
+    const { definition, errors } = validateDefinition(
+      files,
+      {
+        knownWebhooks: applied.webhooks.map(({ uid, name, path, deleted }) => ({ uid, name, path, deleted })),
+        secrets: new Map([...secrets].map(([name, s]) => [name, { urlSafe: s.urlSafe }])),
+        team: factory.teamName,
+      },
+      misplaced,
+    );
+    if (errors.length || !definition) return failed({ reason: 'ValidationFailed', revision, errors });
+    return ok(definition);
+  }
+
+  /** Plan: what applying the definition changes in the applied state. */
+  private planOf(
+    factory: FactoryRecord,
+    definition: FactoryDefinition,
+    revision: string,
+    applied: AppliedState,
+    secrets: CurrentSecrets,
+  ): Plan {
+    const versions = new Map([...secrets].map(([name, s]) => [name, s.versionId]));
+    return planChanges(definition, applied, versions, revision !== factory.lastAppliedRevision);
+  }
+
+  /**
+   * A head already attempted is a no-op, unless the status says the source failed since (fetch or
+   * refusal): once it is readable again, the attempt is recorded, so the factory is ready again
+   * without a new commit.
+   */
+  private attempted(attempt: Attempt, factory: FactoryRecord, revision: string): boolean {
+    return !attempt.force && revision === factory.lastAttemptedRevision && !isSourceFailure(factory.reason);
+  }
+
   /** Current version (and URL-safety) of each team secret a webhook file names. */
-  private async secretsOf(
+  private async currentSecrets(
     tx: Queryable,
     teamId: string,
     files: DefinitionFile[],
-  ): Promise<Map<string, { versionId: string; urlSafe: boolean }>> {
+  ): Promise<CurrentSecrets> {
     const names = new Set<string>();
     for (const f of files) {
       const name =
@@ -291,7 +362,7 @@ export class Reconciler {
           : undefined;
       if (typeof name === 'string') names.add(name);
     }
-    const out = new Map<string, { versionId: string; urlSafe: boolean }>();
+    const out: CurrentSecrets = new Map();
     for (const name of names) {
       const current = await this.secrets.current(teamId, name, tx);
       if (current) out.set(name, { versionId: current.versionId, urlSafe: isUrlSafe(current.value) });
@@ -299,50 +370,98 @@ export class Reconciler {
     return out;
   }
 
-  /** A source failure is recorded once per distinct message (polls would repeat it), or when forced. */
-  private async recordSourceFailure(
+  /**
+   * Record: the one place an attempt is written to the history (factory_applies) and the status, in
+   * `tx` (the apply's own, so a live revision and its record commit together) or in a transaction of
+   * its own (a source failure, or an apply rolled back). A dry run records nothing. A source failure
+   * is recorded once per distinct message (polls would repeat it), or when forced.
+   */
+  private async conclude(
+    attempt: Attempt,
     factory: FactoryRecord,
-    err: unknown,
-    reason: 'FetchFailed' | 'SourceRefused',
-    force: boolean,
-    startedAt: Date,
-    t0: number,
+    verdict: Verdict,
+    tx?: Queryable,
   ): Promise<ReconcileOutcome> {
-    const message = err instanceof Error ? err.message : String(err);
-    const errors = [{ path: '', line: 0, message }];
-    if (force || factory.reason !== reason || factory.message !== message) {
-      await this.store.db.transaction(async (tx) => {
-        this.warnFailed(tx, factory, reason, null, message);
-        await this.store.record(tx, factory.id, {
-          revision: null,
+    const record = this.recordOf(attempt, verdict);
+    const outcome: ReconcileOutcome = verdict.ok
+      ? { result: verdict.result, revision: verdict.revision, errors: [], factory, plan: verdict.plan }
+      : {
           result: 'failed',
-          reason,
-          message,
-          errors,
-          plan: null,
-          startedAt,
-          durationMs: Math.round(performance.now() - t0),
-        });
-      });
+          revision: record.revision,
+          errors: record.errors,
+          factory,
+          failure: verdict.failure,
+          ...(verdict.failure.reason === 'ApplyFailed' && { cause: verdict.failure.cause }),
+        };
+    if (attempt.dryRun) return outcome;
+    if (!verdict.ok && isSourceFailure(verdict.failure.reason)) {
+      const repeated = factory.reason === record.reason && factory.message === record.message;
+      if (repeated && !attempt.force) return outcome;
     }
-    return { result: 'failed', revision: null, errors, factory };
+    if (!verdict.ok && verdict.failure.reason === 'ApplyFailed')
+      this.log.error({ err: verdict.failure.cause, factory: factory.name }, 'apply failed');
+    const write = async (q: Queryable) => {
+      if (!verdict.ok && verdict.failure.reason !== 'ApplyFailed') this.warnFailed(q, factory, record);
+      await this.store.record(q, attempt.factoryId, record);
+    };
+    if (tx) await write(tx);
+    else await this.store.transaction(write);
+    return outcome;
+  }
+
+  /** The history row and status of an attempt. */
+  private recordOf(attempt: Attempt, verdict: Verdict): ApplyRecord {
+    const timing = {
+      startedAt: attempt.startedAt,
+      durationMs: Math.round(performance.now() - attempt.t0),
+    };
+    if (verdict.ok) {
+      const { revision, result, plan } = verdict;
+      return {
+        revision,
+        result,
+        reason: 'Applied',
+        message: `revision ${revision} is live`,
+        errors: [],
+        plan,
+        ...timing,
+      };
+    }
+    const f = verdict.failure;
+    const common = { result: 'failed' as const, reason: f.reason, plan: null, ...timing };
+    switch (f.reason) {
+      case 'SourceRefused':
+      case 'FetchFailed':
+        return {
+          ...common,
+          revision: null,
+          message: f.message,
+          errors: [{ path: '', line: 0, message: f.message }],
+        };
+      case 'ValidationFailed': {
+        const n = f.errors.length;
+        const message = `${n} error${n === 1 ? '' : 's'} at ${f.revision.slice(0, 12)}; first: ${formatError(f.errors[0])}`;
+        return { ...common, revision: f.revision, message, errors: f.errors };
+      }
+      case 'ApplyFailed':
+        return {
+          ...common,
+          revision: f.revision,
+          message: f.message,
+          errors: [{ path: '', line: 0, message: f.message }],
+        };
+    }
   }
 
   /**
    * One warning line for each failure recorded (a revision once, a source failure once per message,
    * so polls repeat nothing): the status holds it, but an operator reads the log.
    */
-  private warnFailed(
-    tx: Queryable,
-    factory: FactoryRecord,
-    reason: string,
-    revision: string | null,
-    message: string,
-  ): void {
+  private warnFailed(tx: Queryable, factory: FactoryRecord, r: ApplyRecord): void {
     tx.afterCommit(() =>
       this.log.warn(
-        { factory: factory.name, team: factory.teamName, reason, revision },
-        `factory ${factory.name} (team ${factory.teamName}) failed to apply: ${reason}: ${message}`,
+        { factory: factory.name, team: factory.teamName, reason: r.reason, revision: r.revision },
+        `factory ${factory.name} (team ${factory.teamName}) failed to apply: ${r.reason}: ${r.message}`,
       ),
     );
   }

@@ -47,7 +47,7 @@ export function reconcilerOf(
       new SchemaRegistry(),
       new Clock(),
       config,
-      new GitRunner(config),
+      new GitSource(config.dataDir, new GitRunner(config)),
     ),
     store,
     secrets,

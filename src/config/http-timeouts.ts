@@ -1,5 +1,5 @@
 import type { FastifyServerOptions } from 'fastify';
-import type { Config } from '../config/config.js';
+import type { Config } from './config.js';
 
 /** How often Node looks for requests past their timeouts (its default, 30 s, would let them run late). */
 const CHECK_EVERY_MS = 1000;
