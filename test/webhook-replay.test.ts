@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../src/database/database.js';
+import { WebhookDirectory } from '../src/webhooks/webhook-directory.js';
 import {
-  announceApply,
+  createAutomation,
   createFactory,
   createWebhook,
   deliver,
   deliveriesOf,
+  updateWebhook,
   type FactoryFixture,
   type WebhookFixture,
 } from './support/definitions.js';
@@ -30,25 +31,9 @@ afterAll(async () => t?.stop());
 
 const bearer = (s: string) => ({ authorization: `Bearer ${s}` });
 
-/** An enabled automation with a trigger on `webhookUid` and the filter given (applied, announced). */
-async function automation(
-  db: Database,
-  name: string,
-  filter: { webhook_ids: string[]; payload?: unknown; headers?: unknown },
-): Promise<void> {
-  await db.execute(
-    `INSERT INTO automations (factory_id, name, path, enabled, triggers, overrides, prompt)
-     VALUES ($1, $2, $3, true, $4, '{}', $5)`,
-    [
-      factory.id,
-      name,
-      `automations/${name}/automation.md`,
-      JSON.stringify([{ provider: 'webhook', event: 'received', filter }]),
-      `Handle ${name}.`,
-    ],
-  );
-  await announceApply(db, factory);
-}
+/** An automation with one trigger on `webhookUid`, committed and applied like a team's. */
+const automation = (name: string, webhookUid: string, filter: { payload?: any; headers?: any }) =>
+  createAutomation(t, factory, { name, webhookUid, ...filter });
 
 const entries = (hook: WebhookFixture) => t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries`);
 const entry = (hook: WebhookFixture, id: string, key?: string) =>
@@ -57,10 +42,7 @@ const entry = (hook: WebhookFixture, id: string, key?: string) =>
 describe('header filters', () => {
   it('a trigger on X-GitHub-Event: push starts a run for a push delivery and not for pull_request', async () => {
     const hook = await createWebhook(t, factory);
-    await automation(t.service.db, `pushes-${hook.uid}`, {
-      webhook_ids: [hook.uid],
-      headers: { 'X-GitHub-Event': ['push'] },
-    });
+    await automation(`pushes-${hook.uid}`, hook.uid, { headers: { 'X-GitHub-Event': ['push'] } });
     const path = `/webhooks/w/${hook.uid}`;
     const push = await deliver(t.url, path, '{"ref":"main"}', {
       ...bearer(hook.secret),
@@ -84,16 +66,26 @@ describe('header filters', () => {
 
   it('a header the trigger filters on is stored with the delivery (the rest of the unlisted ones are not); a credential never is', async () => {
     const hook = await createWebhook(t, factory);
-    // Written straight to the table: the definition check refuses a credential header (tested
-    // in the definition tests); here the ingress must still neither store nor match it.
-    await automation(t.service.db, `kinds-${hook.uid}`, {
-      webhook_ids: [hook.uid],
-      headers: { 'X-Event-Kind': ['deploy'], Authorization: { exists: true } },
-    });
-    await automation(t.service.db, `deploys-${hook.uid}`, {
-      webhook_ids: [hook.uid],
-      headers: { 'x-event-kind': 'deploy' },
-    });
+    await automation(`deploys-${hook.uid}`, hook.uid, { headers: { 'x-event-kind': ['deploy'] } });
+    // Written straight to the table: the definition check refuses a credential header (see
+    // test/definition-header-filters.test.ts); the ingress must still neither store nor match it.
+    await t.service.db.execute(
+      `INSERT INTO automations (factory_id, name, path, enabled, triggers, overrides, prompt)
+       VALUES ($1, $2, $3, true, $4, '{}', 'Handle it.')`,
+      [
+        factory.id,
+        `creds-${hook.uid}`,
+        `automations/creds-${hook.uid}/automation.md`,
+        JSON.stringify([
+          {
+            provider: 'webhook',
+            event: 'received',
+            filter: { webhook_ids: [hook.uid], headers: { Authorization: { exists: true } } },
+          },
+        ]),
+      ],
+    );
+    await t.service.app.get(WebhookDirectory).refresh(factory.id);
     const sent = await deliver(t.url, `/webhooks/w/${hook.uid}`, '{}', {
       ...bearer(hook.secret),
       'X-Event-Kind': 'deploy',
@@ -105,7 +97,7 @@ describe('header filters', () => {
     expect(row!.headers).not.toHaveProperty('x-unlisted');
     expect(row!.headers).not.toHaveProperty('authorization');
     const shown = (await entry(hook, row!.id)).body;
-    expect(shown.runs).toHaveLength(1); // deploys only: kinds needs an Authorization it never sees
+    expect(shown.runs).toHaveLength(1); // deploys only: creds needs an Authorization it never sees
   });
 
   it('Test filter names each header path with its outcome', async () => {
@@ -156,10 +148,9 @@ describe('replay', () => {
     expect((await entry(hook, original.id)).body.runs).toEqual([]); // no automation yet
 
     // Today's automation: added after the delivery arrived.
-    await automation(t.service.db, `errors-${hook.uid}`, {
-      webhook_ids: [hook.uid],
+    await automation(`errors-${hook.uid}`, hook.uid, {
       payload: { level: ['error'] },
-      headers: { 'x-github-event': 'push' },
+      headers: { 'x-github-event': ['push'] },
     });
     const replayed = await t.call('POST', `/api/v1/webhooks/${hook.uid}/deliveries/${original.id}/replay`);
     expect(replayed.status).toBe(201);
@@ -208,13 +199,10 @@ describe('replay', () => {
     );
     expect(unknown.status).toBe(404);
 
-    const disabled = await createWebhook(t, factory, { enabled: false });
-    await t.service.db.execute(`UPDATE webhooks SET enabled = true WHERE id = $1`, [disabled.id]);
-    await announceApply(t.service.db, factory);
+    const disabled = await createWebhook(t, factory);
     await deliver(t.url, `/webhooks/w/${disabled.uid}`, '{}', bearer(disabled.secret));
     const [accepted] = (await entries(disabled)).body.deliveries;
-    await t.service.db.execute(`UPDATE webhooks SET enabled = false WHERE id = $1`, [disabled.id]);
-    await announceApply(t.service.db, factory);
+    await updateWebhook(t, factory, disabled, { enabled: false });
     const off = await t.call('POST', `/api/v1/webhooks/${disabled.uid}/deliveries/${accepted.id}/replay`);
     expect(off.status).toBe(409);
     expect(off.body.detail).toContain('enable it to replay');
