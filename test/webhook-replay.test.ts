@@ -234,3 +234,71 @@ describe('replay', () => {
     expect((await entries(hook)).body.deliveries).toHaveLength(1); // nothing was replayed
   });
 });
+
+describe('searching the delivery log', () => {
+  it('by status, time range, delivery id and payload containment, ANDed, with cursors bound to the filters', async () => {
+    const hook = await createWebhook(t, factory);
+    const path = `/webhooks/w/${hook.uid}`;
+    const send = (body: unknown, id: string) =>
+      deliver(t.url, path, JSON.stringify(body), { ...bearer(hook.secret), 'X-Service-Delivery-Id': id });
+    await send({ level: 'info', job: 'build' }, 'd-1');
+    await send({ level: 'error', job: 'build', labels: ['bug', 'ci'] }, 'd-2');
+    const [{ received_at: middle }] = (await entries(hook)).body.deliveries;
+    await send({ level: 'error', job: 'deploy', sender: { type: 'Bot' } }, 'd-3');
+    await send({ level: 'error', job: 'deploy' }, 'd-3'); // a Duplicate keeps no payload
+    await deliver(t.url, path, '{', bearer(hook.secret));
+
+    const search = async (params: Record<string, string>) => {
+      const res = await t.call(
+        'GET',
+        `/api/v1/webhooks/${hook.uid}/deliveries?${new URLSearchParams(params)}`,
+      );
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.deliveries.map(
+        (d: { delivery_id: string; status: string }) => `${d.delivery_id}:${d.status}`,
+      );
+    };
+    expect(await search({ payload_contains: '{"level":"error"}' })).toEqual(['d-3:accepted', 'd-2:accepted']);
+    expect(await search({ payload_contains: '{"sender":{"type":"Bot"}}' })).toEqual(['d-3:accepted']);
+    expect(await search({ payload_contains: '{"labels":["ci"]}' })).toEqual(['d-2:accepted']);
+    expect(await search({ payload_contains: '{"level":"warn"}' })).toEqual([]);
+    expect(await search({ delivery_id: 'd-3' })).toEqual(['d-3:duplicate', 'd-3:accepted']);
+    expect(await search({ status: 'duplicate' })).toEqual(['d-3:duplicate']);
+    expect(await search({ received_before: middle })).toEqual(['d-1:accepted']);
+    expect(await search({ received_after: middle, payload_contains: '{"job":"build"}' })).toEqual([
+      'd-2:accepted',
+    ]);
+
+    const page1 = await t.call(
+      'GET',
+      `/api/v1/webhooks/${hook.uid}/deliveries?limit=1&payload_contains=${encodeURIComponent('{"level":"error"}')}`,
+    );
+    expect(page1.body.page_info.has_next_page).toBe(true);
+    const page2 = await t.call(
+      'GET',
+      `/api/v1/webhooks/${hook.uid}/deliveries?limit=1&cursor=${page1.body.page_info.next_cursor}&payload_contains=${encodeURIComponent('{"level":"error"}')}`,
+    );
+    expect(page2.body.deliveries.map((d: { delivery_id: string }) => d.delivery_id)).toEqual(['d-2']);
+    const otherFilters = await t.call(
+      'GET',
+      `/api/v1/webhooks/${hook.uid}/deliveries?limit=1&cursor=${page1.body.page_info.next_cursor}`,
+    );
+    expect(otherFilters.status).toBe(400);
+  });
+
+  it('bad search values are 400 naming the parameter', async () => {
+    const hook = await createWebhook(t, factory);
+    for (const [query, name] of [
+      ['status=lost', 'status'],
+      ['received_after=yesterday', 'received_after'],
+      ['received_before=2026-13-01', 'received_before'],
+      ['payload_contains=level', 'payload_contains'],
+      ['payload_contains=42', 'payload_contains'],
+      [`payload_contains=${encodeURIComponent('{"a":"\\u0000"}')}`, 'payload_contains'],
+    ]) {
+      const res = await t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(res.body.invalid_params?.[0]?.name, query).toBe(name);
+    }
+  });
+});

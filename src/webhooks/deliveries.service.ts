@@ -3,7 +3,10 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { webhookRun } from '../automations/run-envelope.js';
 import { Clock } from '../common/clock.js';
 import { newUuid, UUID_PATTERN } from '../common/ids.js';
-import { Conflict, InvalidRequest, invalidParam, NotFound } from '../common/problem.js';
+import { Conflict, invalidParam, NotFound } from '../common/problem.js';
+import { findInputProblem } from '../common/storable.js';
+import { FILTER_LIMITS } from '../definitions/filter-limits.js';
+import { isRfc3339 } from '../runs/run-list.js';
 import { Database } from '../database/database.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { WEBHOOK_UID } from './ingress.service.js';
@@ -40,14 +43,18 @@ export class DeliveriesService {
     const webhookId = await this.webhookOf(auth, uid);
     const status = single(query.status, 'status');
     if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) {
-      throw new InvalidRequest(`status must be one of ${DELIVERY_STATUSES.join(', ')}`);
+      throw invalidParam('status', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
     const limitText = single(query.limit, 'limit') ?? '50';
     if (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 100) {
-      throw new InvalidRequest('limit must be a whole number from 1 to 100');
+      throw invalidParam('limit', 'limit must be a whole number from 1 to 100');
     }
     const { entries, pageInfo } = await this.log.list(webhookId, {
       status: status as DeliveryStatus | undefined,
+      receivedAfter: timestamp(query, 'received_after'),
+      receivedBefore: timestamp(query, 'received_before'),
+      identity: single(query.delivery_id, 'delivery_id'),
+      payloadContains: containment(single(query.payload_contains, 'payload_contains')),
       cursor: single(query.cursor, 'cursor'),
       limit: Number(limitText),
     });
@@ -136,6 +143,35 @@ export class DeliveriesService {
 
 function single(v: unknown, name: string): string | undefined {
   if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw new InvalidRequest(`${name} may be given once`);
+  if (typeof v !== 'string') throw invalidParam(name, `${name} may be given once`);
   return v;
+}
+
+function timestamp(query: Record<string, unknown>, name: string): string | undefined {
+  const v = single(query[name], name);
+  if (v !== undefined && !isRfc3339(v))
+    throw invalidParam(
+      name,
+      `${name} must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z, got "${v}"`,
+    );
+  return v;
+}
+
+/** payload_contains: a JSON object or array, at most the size of a filter (8 KB); returned as its text. */
+function containment(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const problem = 'payload_contains must be a JSON object or array, e.g. {"level":"error"}';
+  if (Buffer.byteLength(text) > FILTER_LIMITS.bytes)
+    throw invalidParam('payload_contains', `payload_contains is over ${FILTER_LIMITS.bytes} bytes`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalidParam('payload_contains', `${problem}; this is not valid JSON`);
+  }
+  if (typeof value !== 'object' || value === null) throw invalidParam('payload_contains', problem);
+  // jsonb cannot hold what this names (NUL, lone surrogates): a 400, never a database error.
+  const unstorable = findInputProblem(value, 'payload_contains');
+  if (unstorable) throw invalidParam('payload_contains', unstorable.message);
+  return JSON.stringify(value);
 }

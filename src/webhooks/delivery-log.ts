@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor, isoKey, type PageInfo } from '../common/cursor.js';
 import { Database, type Queryable } from '../database/database.js';
@@ -30,6 +31,22 @@ export interface DeliveryEntry {
 
 /** The statuses that keep the payload: an Accepted delivery, and its replays. */
 export const WITH_PAYLOAD: readonly DeliveryStatus[] = ['accepted', 'replayed'];
+
+/** The delivery log's search filters (docs/webhooks.md "Searching the delivery log"); all AND. */
+export interface DeliverySearch {
+  status?: DeliveryStatus;
+  /** RFC 3339; received at or after. */
+  receivedAfter?: string;
+  /** RFC 3339; received before. */
+  receivedBefore?: string;
+  identity?: string;
+  /** JSON text of an object or array: payloads containing it (jsonb `@>`). */
+  payloadContains?: string;
+}
+
+function searchKey(s: DeliverySearch): unknown[] {
+  return [s.status, s.receivedAfter, s.receivedBefore, s.identity, s.payloadContains];
+}
 
 /** Keep at least this many newest entries per webhook, and everything younger than RETENTION_DAYS. */
 export const RETENTION_KEEP_NEWEST = 50;
@@ -107,22 +124,32 @@ export class DeliveryLog {
 
   async list(
     webhookId: string,
-    opts: { status?: DeliveryStatus; cursor?: string; limit: number },
+    opts: DeliverySearch & { cursor?: string; limit: number },
   ): Promise<{ entries: DeliveryEntry[]; pageInfo: PageInfo }> {
-    const scope = `deliveries:${opts.status ?? ''}`;
+    // A cursor belongs to its filters: the same position under other filters is another listing.
+    const scope = `deliveries:${createHash('sha256')
+      .update(JSON.stringify(searchKey(opts)))
+      .digest('base64url')
+      .slice(0, 16)}`;
     const after = opts.cursor ? decodeCursor(opts.cursor, scope) : undefined;
     const params: unknown[] = [webhookId, opts.limit + 1];
-    let where = `webhook_id = $1`;
-    if (opts.status) {
-      params.push(opts.status);
-      where += ` AND status = $${params.length}`;
-    }
-    if (after) {
-      params.push(new Date(isoKey(after)), after.id);
-      where += ` AND (received_at, id) < ($${params.length - 1}, $${params.length})`;
-    }
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    const where = [`webhook_id = $1`];
+    if (opts.status) where.push(`status = ${p(opts.status)}`);
+    if (opts.receivedAfter) where.push(`received_at >= ${p(opts.receivedAfter)}::timestamptz`);
+    if (opts.receivedBefore) where.push(`received_at < ${p(opts.receivedBefore)}::timestamptz`);
+    if (opts.identity !== undefined) where.push(`identity = ${p(opts.identity)}`);
+    // The expression of the index deliveries_payload_search (migration 1763686300000), exactly.
+    if (opts.payloadContains !== undefined)
+      where.push(
+        `payload IS NOT NULL AND delivery_search_json(webhook_id, payload) @> jsonb_build_object($1::text, ${p(opts.payloadContains)}::jsonb)`,
+      );
+    if (after) where.push(`(received_at, id) < (${p(new Date(isoKey(after)))}, ${p(after.id)})`);
     const rows = await this.db.query(
-      `SELECT ${READ_COLUMNS} FROM deliveries WHERE ${where} ORDER BY received_at DESC, id DESC LIMIT $2`,
+      `SELECT ${READ_COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY received_at DESC, id DESC LIMIT $2`,
       params,
     );
     const page = rows.slice(0, opts.limit).map(toEntry);

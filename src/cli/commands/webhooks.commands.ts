@@ -262,7 +262,14 @@ export function registerWebhooksCommands(program: Command): void {
     )
     .option(
       '--status <status>',
-      'accepted | duplicate | rejected_auth | rejected_invalid_json | rejected_too_large',
+      'accepted | duplicate | rejected_auth | rejected_invalid_json | rejected_too_large | replayed',
+    )
+    .option('--since <time>', 'received at or after this RFC 3339 time (received_after)')
+    .option('--until <time>', 'received before this RFC 3339 time (received_before)')
+    .option('--delivery-id <id>', 'the delivery id (identity), exactly')
+    .option(
+      '--payload-contains <json>',
+      'payloads containing this JSON (PostgreSQL @>), e.g. \'{"level":"error"}\'',
     )
     .option('--limit <n>', 'entries per page (1-100)', '20')
     .option('--cursor <cursor>', 'next_cursor of the previous page')
@@ -278,6 +285,7 @@ export function registerWebhooksCommands(program: Command): void {
         '',
         'Examples:',
         '  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab --status rejected_auth',
+        `  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab --since 2025-11-21T00:00:00Z --payload-contains '{"level":"error"}'`,
         '  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab --follow',
         '  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab 0b9c…   # one entry with its payload and runs',
       ].join('\n'),
@@ -286,7 +294,7 @@ export function registerWebhooksCommands(program: Command): void {
       async (
         uid: string,
         id: string | undefined,
-        o: Opts & { status?: string; limit: string; cursor?: string; follow?: boolean; interval: string },
+        o: Opts & DeliverySearch & { limit: string; cursor?: string; follow?: boolean; interval: string },
       ) => {
         const client = new ApiClient(o);
         if (id !== undefined) {
@@ -297,8 +305,7 @@ export function registerWebhooksCommands(program: Command): void {
           print(o, entry, () => describeDelivery(entry));
           return;
         }
-        const qs = new URLSearchParams({ limit: o.limit });
-        if (o.status) qs.set('status', o.status);
+        const qs = searchParams(o, { limit: o.limit });
         if (o.cursor) qs.set('cursor', o.cursor);
         const page = await client.request<DeliveryPage>('GET', path(uid, `/deliveries?${qs}`));
         if (o.follow) return follow(client, uid, page.deliveries, o);
@@ -399,7 +406,7 @@ async function follow(
   client: ApiClient,
   uid: string,
   newestFirst: Delivery[],
-  o: Opts & { status?: string; interval: string },
+  o: Opts & DeliverySearch & { interval: string },
 ) {
   const interval = Math.max(0.2, Number(o.interval)) * 1000;
   const printEntry = (d: Delivery) =>
@@ -412,7 +419,7 @@ async function follow(
   }
   let stopped = false;
   process.once('SIGINT', () => (stopped = true));
-  const qs = new URLSearchParams({ limit: '100', ...(o.status ? { status: o.status } : {}) });
+  const qs = searchParams(o, { limit: '100' });
   while (!stopped) {
     await new Promise((r) => setTimeout(r, interval));
     // The newest page is enough: fewer than 100 deliveries arrive per poll (the rate limit is 60/minute).
@@ -423,6 +430,28 @@ async function follow(
       printEntry(d);
     }
   }
+}
+
+/** The delivery log's search filters, as options (docs/webhooks.md "Searching the delivery log"). */
+interface DeliverySearch {
+  status?: string;
+  since?: string;
+  until?: string;
+  deliveryId?: string;
+  payloadContains?: string;
+}
+
+function searchParams(o: DeliverySearch, base: Record<string, string>): URLSearchParams {
+  const qs = new URLSearchParams(base);
+  const given: Array<[string, string | undefined]> = [
+    ['status', o.status],
+    ['received_after', o.since],
+    ['received_before', o.until],
+    ['delivery_id', o.deliveryId],
+    ['payload_contains', o.payloadContains],
+  ];
+  for (const [name, value] of given) if (value !== undefined) qs.set(name, value);
+  return qs;
 }
 
 const DELIVERY_HEADERS = ['RECEIVED', 'STATUS', 'DELIVERY ID', 'SIZE', 'FROM', 'ENTRY'];

@@ -32,13 +32,15 @@ export class DeliveryReplaySearch1763686300000 implements MigrationInterface {
     );
     await db.query(`ALTER TABLE deliveries VALIDATE CONSTRAINT deliveries_replay_of_fkey`);
     // The payload is stored as the exact text received; jsonb refuses some valid JSON (\u0000, lone
-    // surrogates). This is the payload as jsonb, or NULL when jsonb cannot hold it, so that neither
-    // the index below nor an insert ever fails on such a body (it is just not searchable).
+    // surrogates). This is the payload as jsonb under its webhook's id as the one key, or NULL when
+    // jsonb cannot hold it, so that neither the index below nor an insert ever fails on such a body
+    // (it is just not searchable). The webhook key makes every jsonb_path_ops entry (a hash of the
+    // whole path) per webhook: a value common in other webhooks' payloads costs this one nothing.
     await db.query(`
-      CREATE OR REPLACE FUNCTION delivery_payload_json(payload text) RETURNS jsonb
+      CREATE OR REPLACE FUNCTION delivery_search_json(webhook_id uuid, payload text) RETURNS jsonb
         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
       BEGIN
-        RETURN payload::jsonb;
+        RETURN jsonb_build_object(webhook_id::text, payload::jsonb);
       EXCEPTION WHEN invalid_text_representation OR untranslatable_character OR program_limit_exceeded THEN
         RETURN NULL;
       END $$`);
@@ -46,14 +48,14 @@ export class DeliveryReplaySearch1763686300000 implements MigrationInterface {
     // containment, which is the only operator searched).
     await createIndexConcurrently(
       db,
-      'deliveries_payload_json',
-      `ON deliveries USING gin (delivery_payload_json(payload) jsonb_path_ops) WHERE payload IS NOT NULL`,
+      'deliveries_payload_search',
+      `ON deliveries USING gin (delivery_search_json(webhook_id, payload) jsonb_path_ops) WHERE payload IS NOT NULL`,
     );
   }
 
   async down(db: QueryRunner): Promise<void> {
-    await db.query(`DROP INDEX CONCURRENTLY IF EXISTS deliveries_payload_json`);
-    await db.query(`DROP FUNCTION IF EXISTS delivery_payload_json(text)`);
+    await db.query(`DROP INDEX CONCURRENTLY IF EXISTS deliveries_payload_search`);
+    await db.query(`DROP FUNCTION IF EXISTS delivery_search_json(uuid, text)`);
     await db.query(`DROP INDEX CONCURRENTLY IF EXISTS deliveries_replay_of`);
     await db.query(`DELETE FROM deliveries WHERE status = 'replayed'`);
     await db.query(`ALTER TABLE deliveries DROP CONSTRAINT IF EXISTS deliveries_status_check`);
