@@ -209,7 +209,8 @@ function isAlive(pid: number): boolean {
 describe('factoryd teams / api-keys', () => {
   let t: TestService;
   beforeAll(async () => {
-    t = await startTestService();
+    // Short, so the revoked key is refused quickly (the service trusts a verified key this long).
+    t = await startTestService({ API_KEY_CACHE_SECONDS: '1' });
   });
   afterAll(async () => t?.stop());
 
@@ -261,7 +262,11 @@ describe('factoryd teams / api-keys', () => {
     const revoked = await cli('api-keys', 'revoke', key.id);
     expect(revoked.code, revoked.stderr).toBe(0);
     expect(revoked.stdout).toContain(key.id);
-    expect((await t.call('GET', '/api/v1/agent/runs', undefined, key.key)).status).toBe(401);
+    expect(revoked.stdout).toContain('API_KEY_CACHE_SECONDS');
+    await eventually(
+      async () => (await t.call('GET', '/api/v1/agent/runs', undefined, key.key)).status === 401,
+      'the revoked key to be refused',
+    );
     const again = await cli('api-keys', 'revoke', key.id);
     expect(again.code).not.toBe(0);
     expect(again.stderr).toMatch(/no live API key/);

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from './support/eventually.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /** Every route of CONTRACT.md §1 that the Run API serves, and every error it documents. */
 let t: TestService;
 beforeAll(async () => {
-  t = await startTestService();
+  // A revoked key is refused within API_KEY_CACHE_SECONDS: short, so the revocation test is quick.
+  t = await startTestService({ API_KEY_CACHE_SECONDS: '1' });
 });
 afterAll(async () => t?.stop());
 
@@ -250,7 +252,12 @@ describe('authentication, scopes and tenant isolation', () => {
     const listed = await t.authRepo.listKeys();
     const record = listed.find((k) => k.name === 'to-revoke')!;
     expect(await t.authRepo.revokeKey(record.id)).toBe(true);
-    expectProblem(await t.call('GET', RUNS, undefined, key), 401, 'authentication_required');
+    // Refused once the service stops trusting the key it verified (API_KEY_CACHE_SECONDS).
+    const refused = await eventually(async () => {
+      const res = await t.call('GET', RUNS, undefined, key);
+      return res.status === 401 ? res : undefined;
+    }, 'the revoked key to be refused');
+    expectProblem(refused, 401, 'authentication_required');
   });
 
   it('answers a key without the route scope with 403', async () => {

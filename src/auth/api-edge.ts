@@ -1,9 +1,9 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { searchParams } from '../common/base-url.js';
 import { mustCloseAfterRefusal } from '../common/drain.js';
 import { NotAuthorized, RequestInvalid } from '../common/problem.js';
+import { QueryParams } from '../common/query-params.js';
 import type { EdgeRouteConfig } from '../common/route-config.js';
 import { findInputProblem, unstorableText, type InputProblem } from '../common/storable.js';
 import { WORKER_SCOPE, workerKeyCommand, type Scope } from './api-key.js';
@@ -79,7 +79,7 @@ function inputProblem(req: FastifyRequest): InputProblem | undefined {
     const why = unstorableText(value);
     if (why) return { path: name, message: `the path parameter ${name} ${why}` };
   }
-  for (const [name, value] of searchParams(req)) {
+  for (const [name, value] of QueryParams.of(req).entries()) {
     const why = unstorableText(name) ?? unstorableText(value);
     if (why) return { path: name, message: `the query parameter ${JSON.stringify(name)} ${why}` };
   }

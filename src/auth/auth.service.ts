@@ -1,23 +1,34 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { AuthenticationRequired, InvalidRequest, NotAuthorized } from '../common/problem.js';
+import { CONFIG, type Config } from '../config/config.js';
 import { generateApiKey, hashApiKey, workerKeyProblem, type Scope } from './api-key.js';
 import type { AuthContext, TeamRef } from './auth-context.js';
-import { AuthRepository } from './auth.repository.js';
+import { AuthRepository, type KeyRecord } from './auth.repository.js';
+import { VerifiedKeys } from './verified-keys.js';
 
 const TOUCH_INTERVAL_MS = 60_000;
+/** How long a verified key is trusted without asking the database again (API_KEY_CACHE_SECONDS). */
+export const DEFAULT_KEY_CACHE_SECONDS = 10;
 
 @Injectable()
 export class AuthService {
   /** keyId → last time `last_used_at` was written; keeps that write off most requests. */
   private readonly touched = new Map<string, number>();
 
-  constructor(@Inject(AuthRepository) private readonly repo: AuthRepository) {}
+  private readonly verified: VerifiedKeys;
+
+  constructor(
+    @Inject(AuthRepository) private readonly repo: AuthRepository,
+    @Optional() @Inject(CONFIG) config?: Pick<Config, 'apiKeyCacheSeconds'>,
+  ) {
+    this.verified = new VerifiedKeys((config?.apiKeyCacheSeconds ?? DEFAULT_KEY_CACHE_SECONDS) * 1000);
+  }
 
   /** Resolves `Authorization: Bearer <key>` and `X-Team-Uid` to the caller, or throws 401/403/400. */
   async authenticate(authorization: string | undefined, teamUid: string | undefined): Promise<AuthContext> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
     if (!match) throw new AuthenticationRequired();
-    const record = await this.repo.findKeyByHash(hashApiKey(match[1]));
+    const record = await this.verifiedKey(hashApiKey(match[1]));
     if (!record) throw new AuthenticationRequired('The API key is not valid (unknown or revoked).');
     const team = this.selectTeam(record.teams, teamUid);
     this.touch(record.keyId);
@@ -28,6 +39,15 @@ export class AuthService {
       scopes: new Set(record.scopes),
       ...(record.workerHost ? { workerHost: record.workerHost } : {}),
     };
+  }
+
+  /** The live key with this hash: from the cache of verified keys, else from the database. */
+  private async verifiedKey(hash: Buffer): Promise<KeyRecord | undefined> {
+    const cached = this.verified.get(hash);
+    if (cached) return cached;
+    const record = await this.repo.findKeyByHash(hash);
+    if (record) this.verified.set(hash, record);
+    return record;
   }
 
   private selectTeam(teams: TeamRef[], teamUid: string | undefined): TeamRef {

@@ -13,9 +13,3 @@ export function webhookBaseUrl(
 ): string {
   return config.webhookBaseUrl ?? publicBaseUrl(req, config.publicBaseUrl);
 }
-
-/** The query string of a request, parsed the same way for every listing (repeatable keys kept). */
-export function searchParams(req: FastifyRequest): URLSearchParams {
-  const i = req.url.indexOf('?');
-  return new URLSearchParams(i < 0 ? '' : req.url.slice(i + 1));
-}

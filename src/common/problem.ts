@@ -1,6 +1,6 @@
 /**
- * One error type per failure kind. Each carries the contract's machine code and HTTP status; the
- * ProblemFilter maps them (and everything else) to RFC 7807 problem+json in one place.
+ * One error type per failure kind. Each carries the contract's machine code and HTTP status;
+ * `problemResponse` maps them (and everything else) to RFC 7807 problem+json in one place.
  */
 export type ErrorCode =
   | 'invalid_request'
@@ -150,8 +150,7 @@ export function isDatabaseUnreachable(err: unknown, depth = 0): boolean {
 
 /**
  * The answer an error stands for when it is one we expect: an ApiError as it is, a lost database as a
- * 503 with Retry-After. Undefined for anything else (a bug: the caller answers 500 and logs it). The
- * one place both the API's filter and the ingress map errors.
+ * 503 with Retry-After. Undefined for anything else.
  */
 export function expectedProblem(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
@@ -171,7 +170,7 @@ export interface ProblemBody {
   trace_id?: string;
 }
 
-export function problemBody(err: ApiError, instance?: string, traceId?: string): ProblemBody {
+function problemBody(err: ApiError, instance?: string, traceId?: string): ProblemBody {
   const body: ProblemBody = {
     type: `urn:factoryd:error:${err.code}`,
     title: err.title,
@@ -183,4 +182,110 @@ export function problemBody(err: ApiError, instance?: string, traceId?: string):
   if (err.options.retryable !== undefined) body.retryable = err.options.retryable;
   if (traceId !== undefined) body.trace_id = traceId;
   return body;
+}
+
+/** Framework errors (Fastify's, Nest's HttpException) by their status. */
+const BY_STATUS: Record<number, [ErrorCode, string]> = {
+  400: ['invalid_request', 'Invalid request'],
+  401: ['authentication_required', 'Authentication required'],
+  403: ['not_authorized', 'Not authorized'],
+  404: ['resource_not_found', 'Resource not found'],
+  405: ['method_not_allowed', 'Method not allowed'],
+  409: ['conflict', 'Conflict'],
+  413: ['payload_too_large', 'Payload too large'],
+  415: ['invalid_request', 'Unsupported media type'],
+  429: ['rate_limited', 'Too many requests'],
+  503: ['service_unavailable', 'Service unavailable'],
+};
+
+/** What the answer to a failed request is made from. */
+export interface ProblemRequest {
+  method: string;
+  /** The path without the query string (named in a 404 for an unknown route). */
+  path: string;
+  /** The body's `instance`: the path when undefined, none when null (a path holding a URL token). */
+  instance?: string | null;
+  traceId: string;
+  /** The route's body limit, named when a body was too large. */
+  bodyLimit?: number;
+}
+
+export interface ProblemResponse {
+  status: number;
+  /** Content-Type, and Retry-After on 429 and 503. */
+  headers: Record<string, string>;
+  body: ProblemBody & { invalid_params?: Array<{ name: string; reason: string }> };
+  /** Set when the error deserves a log line (a lost database: warn; a bug: error). */
+  log?: { level: 'warn' | 'error'; message: string };
+}
+
+/**
+ * Every error to the RFC 7807 problem+json answer it stands for, in one place for the API (Nest's
+ * ProblemFilter) and the webhook ingress (raw Fastify routes). Our ApiErrors carry their own code; a
+ * lost database is a 503 with Retry-After; framework errors (unknown route, malformed JSON, body too
+ * large) are mapped by status; anything else is a 500 whose body says nothing of the internals (the
+ * log has it, under the same trace id).
+ */
+export function problemResponse(err: unknown, req: ProblemRequest): ProblemResponse {
+  let problem = expectedProblem(err);
+  let log: ProblemResponse['log'];
+  if (problem) {
+    if (!(err instanceof ApiError)) log = { level: 'warn', message: 'database unreachable: answered 503' };
+  } else {
+    const status = statusOf(err);
+    if (status !== undefined && status < 500 && BY_STATUS[status]) {
+      const [code, title] = BY_STATUS[status];
+      problem = new ApiError(status, code, title, detailOf(err, status, req));
+    } else if (status === 503) {
+      problem = new ApiError(503, 'service_unavailable', 'Service unavailable', undefined, {
+        retryAfter: 5,
+        retryable: true,
+      });
+    } else {
+      log = { level: 'error', message: 'unhandled error' };
+      problem = new ApiError(
+        500,
+        'internal_error',
+        'Internal server error',
+        `Something went wrong on our side; quote trace id ${req.traceId} when reporting it.`,
+        { retryable: true },
+      );
+    }
+  }
+  const body: ProblemResponse['body'] = problemBody(
+    problem,
+    req.instance === undefined ? req.path : (req.instance ?? undefined),
+    req.traceId,
+  );
+  if (problem instanceof RequestInvalid)
+    body.invalid_params = problem.violations.map((v) => ({ name: v.path, reason: v.message }));
+  const headers: Record<string, string> = { 'Content-Type': 'application/problem+json' };
+  if (problem.options.retryAfter !== undefined) headers['Retry-After'] = String(problem.options.retryAfter);
+  Object.assign(headers, problem.options.headers);
+  return { status: problem.status, headers, body, ...(log ? { log } : {}) };
+}
+
+/** Nest's HttpException (getStatus) or Fastify's errors (statusCode). */
+function statusOf(err: unknown): number | undefined {
+  const e = err as { getStatus?: unknown; statusCode?: unknown } | null | undefined;
+  if (typeof e?.getStatus === 'function') return (e.getStatus as () => number)();
+  return typeof e?.statusCode === 'number' ? e.statusCode : undefined;
+}
+
+function detailOf(err: unknown, status: number, req: ProblemRequest): string {
+  if (status === 404) return `No route ${req.method} ${req.path}.`;
+  // Nest wraps Fastify's own errors (FST_ERR_…) in an HttpException whose cause is the original.
+  const fastifyError = err as { code?: string; cause?: { code?: string } };
+  const code = fastifyError.code ?? fastifyError.cause?.code;
+  if (
+    code === 'FST_ERR_CTP_INVALID_JSON' ||
+    code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+    err instanceof SyntaxError
+  )
+    return 'The request body is not valid JSON.';
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return `The request body is larger than ${req.bodyLimit} bytes, the most this route accepts.`;
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return 'Send the body as application/json.';
+  const message = err instanceof Error ? err.message : undefined;
+  return message ?? BY_STATUS[status][1];
 }

@@ -66,6 +66,8 @@ export interface Config {
    * its own (`teams set-slots`). Unset: all slots but one while other teams exist (see docs/workers.md).
    */
   teamMaxSlots?: number;
+  /** How long a verified API key is trusted before the database is asked again (0: every request). */
+  apiKeyCacheSeconds: number;
 }
 
 export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
@@ -106,6 +108,7 @@ export const SERVICE_VARIABLES = [
   'RUN_IDLE_TIMEOUT_MINUTES',
   'RUN_MAX_DURATION_MINUTES',
   'TEAM_MAX_SLOTS',
+  'API_KEY_CACHE_SECONDS',
 ];
 const refusedInHarness = (name: string) =>
   SERVICE_VARIABLES.includes(name) || name.startsWith('FACTORYD_') || name.startsWith('PG');
@@ -165,6 +168,7 @@ export function loadConfig(env: Env = process.env): Config {
     runMaxDurationMinutes: int(env, 'RUN_MAX_DURATION_MINUTES', 240, 0, 10_080),
     teamMaxSlots:
       str(env, 'TEAM_MAX_SLOTS') === undefined ? undefined : int(env, 'TEAM_MAX_SLOTS', 0, 1, 10_000),
+    apiKeyCacheSeconds: int(env, 'API_KEY_CACHE_SECONDS', 10, 0, 60),
   };
 }
 

@@ -3,16 +3,18 @@ import { ApiOperation, ApiResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
-import { publicBaseUrl, searchParams, webhookBaseUrl } from '../common/base-url.js';
+import { publicBaseUrl, webhookBaseUrl } from '../common/base-url.js';
 import { ApiJsonBody, ApiJsonOk, ApiProblem, ApiProblems, pageOf } from '../common/openapi-decorators.js';
+import { parsePageRequest } from '../common/pagination.js';
 import { NotFound } from '../common/problem.js';
+import { QueryParams } from '../common/query-params.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { SchemaRegistry } from '../common/schema-validator.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { bundleSchema, DEFINITION_SCHEMAS } from './definition-schemas.js';
 import { presentApply, presentFactory, presentWebhook } from './factory.presenter.js';
-import { FactoriesService } from './factories.service.js';
+import { APPLIES_SCOPE, FACTORIES_SCOPE, FactoriesService } from './factories.service.js';
 
 /** An object with these properties, all required (strings unless the property says otherwise). */
 const object = (properties: Record<string, object>) => ({
@@ -38,7 +40,11 @@ export class FactoriesController {
   @ApiJsonOk(pageOf('factories'))
   @ApiProblems(403)
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
-    const { factories, pageInfo } = await this.factories.list(auth, searchParams(req));
+    const query = QueryParams.of(req);
+    const { factories, pageInfo } = await this.factories.list(auth, {
+      ...parsePageRequest(query, FACTORIES_SCOPE, { fallback: 50, max: 100 }),
+      search: query.one('search') || undefined,
+    });
     return { factories: factories.map(presentFactory), page_info: pageInfo };
   }
 
@@ -57,7 +63,8 @@ export class FactoriesController {
   @ApiJsonOk(pageOf('applies'))
   @ApiProblems(403, 404)
   async applies(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
-    const { applies, pageInfo } = await this.factories.applies(auth, uid, searchParams(req));
+    const page = parsePageRequest(QueryParams.of(req), APPLIES_SCOPE, { fallback: 20, max: 100 });
+    const { applies, pageInfo } = await this.factories.applies(auth, uid, page);
     return { applies: applies.map(presentApply), page_info: pageInfo };
   }
 
@@ -71,7 +78,7 @@ export class FactoriesController {
   })
   @ApiProblems(403, 404)
   async webhooks(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
-    const all = searchParams(req).get('include_deleted') === 'true';
+    const all = QueryParams.of(req).one('include_deleted') === 'true';
     const base = webhookBaseUrl(req, this.config);
     const rows = await this.factories.webhooks(auth, uid, all);
     return { webhooks: rows.map((w) => presentWebhook(w, base)) };

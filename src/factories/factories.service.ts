@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Clock } from '../common/clock.js';
-import { decodeCursor, encodeCursor, isoKey, type PageInfo } from '../common/cursor.js';
-import { Conflict, InvalidRequest, NotFound } from '../common/problem.js';
+import { isoKey, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
+import { Conflict, NotFound } from '../common/problem.js';
 import { titleFromPrompt } from '../runs/run.js';
 import { Database } from '../database/database.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
@@ -12,8 +12,14 @@ import { Reconciler } from '../reconciler/reconciler.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { FactoriesRepository, type ApplyRow, type WebhookRow } from './factories.repository.js';
 
-const LIST_SCOPE = 'factories:name';
-const APPLIES_SCOPE = 'factory-applies';
+/** Cursor scopes of the two listings (a cursor of one is refused by the other). */
+export const FACTORIES_SCOPE = 'factories:name';
+export const APPLIES_SCOPE = 'factory-applies';
+
+/** GET /factory: a page of the team's factories by name, optionally those matching `search`. */
+export interface FactoryListQuery extends PageRequest {
+  search?: string;
+}
 
 /** The factory API: listing, status and history, webhooks, dispatch to the foreman, refresh. */
 @Injectable()
@@ -28,21 +34,21 @@ export class FactoriesService {
 
   async list(
     auth: AuthContext,
-    q: URLSearchParams,
+    query: FactoryListQuery,
   ): Promise<{ factories: FactoryRecord[]; pageInfo: PageInfo }> {
-    const limit = limitOf(q, 50, 100);
-    const cursor = q.get('cursor');
-    const after = cursor ? decodeCursor(cursor, LIST_SCOPE) : undefined;
+    const { after, limit } = query;
     const rows = await this.repo.list(
       auth.team.id,
-      q.get('search') || undefined,
+      query.search,
       after && { name: String(after.key), id: after.id },
       limit + 1,
     );
-    return {
-      factories: rows.slice(0, limit),
-      pageInfo: pageInfo(rows, limit, (f) => ({ scope: LIST_SCOPE, key: f.name, id: f.id })),
-    };
+    const { items, pageInfo } = pageOf(rows, limit, (f) => ({
+      scope: FACTORIES_SCOPE,
+      key: f.name,
+      id: f.id,
+    }));
+    return { factories: items, pageInfo };
   }
 
   async get(auth: AuthContext, uid: string): Promise<FactoryRecord> {
@@ -59,25 +65,21 @@ export class FactoriesService {
   async applies(
     auth: AuthContext,
     uid: string,
-    q: URLSearchParams,
+    page: PageRequest,
   ): Promise<{ applies: ApplyRow[]; pageInfo: PageInfo }> {
     const f = await this.get(auth, uid);
-    const limit = limitOf(q, 20, 100);
-    const cursor = q.get('cursor');
-    const after = cursor ? decodeCursor(cursor, APPLIES_SCOPE) : undefined;
+    const { after, limit } = page;
     const rows = await this.repo.applies(
       f.id,
       after && { startedAt: isoKey(after), id: after.id },
       limit + 1,
     );
-    return {
-      applies: rows.slice(0, limit),
-      pageInfo: pageInfo(rows, limit, (a) => ({
-        scope: APPLIES_SCOPE,
-        key: a.started_at.toISOString(),
-        id: a.id,
-      })),
-    };
+    const { items, pageInfo } = pageOf(rows, limit, (a) => ({
+      scope: APPLIES_SCOPE,
+      key: a.started_at.toISOString(),
+      id: a.id,
+    }));
+    return { applies: items, pageInfo };
   }
 
   /** A QUEUED run of the foreman, source FACTORY, with the foreman's resolved config. */
@@ -119,21 +121,4 @@ export class FactoriesService {
     void this.reconciler.request(f.id, true).catch(() => undefined);
     return { factory_uid: f.uid, status: 'reconciling' };
   }
-}
-
-function limitOf(q: URLSearchParams, fallback: number, max: number): number {
-  const v = q.get('limit');
-  if (v === null) return fallback;
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max)
-    throw new InvalidRequest(`limit must be a whole number from 1 to ${max}`);
-  return Number(v);
-}
-
-function pageInfo<T>(
-  rows: T[],
-  limit: number,
-  position: (t: T) => Parameters<typeof encodeCursor>[0],
-): PageInfo {
-  if (rows.length <= limit) return { has_next_page: false };
-  return { has_next_page: true, next_cursor: encodeCursor(position(rows[limit - 1])) };
 }

@@ -1,12 +1,25 @@
-import { decodeCursor, encodeCursor, type CursorPosition, type PageInfo } from '../common/cursor.js';
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  forgedCursor,
+  pageOf,
+  parsePageRequest,
+  type CursorPosition,
+  type PageInfo,
+} from '../common/pagination.js';
 import { invalidParam } from '../common/problem.js';
-import { UUID_PATTERN } from '../common/ids.js';
+import type { QueryParams } from '../common/query-params.js';
+import { Database } from '../database/database.js';
 import { RUN_STATES, type RunState } from './run-state.js';
-import { RUN_SOURCES, type RunSource } from './run.js';
+import { RUN_SOURCES, type Run, type RunSource } from './run.js';
+import { RUN_COLUMNS, RUN_FROM, toRun } from './runs.repository.js';
 
 /**
- * GET /agent/runs: the query string parsed into a filter (400 naming the parameter on any bad value),
- * and the filter turned into one keyset-paginated SQL statement.
+ * GET /agent/runs: the query string parsed into a typed `RunListQuery` (400 naming the parameter on
+ * any bad value), and the repository that turns one into a single keyset-paginated statement.
+ *
+ * Filters are one table, RUN_FILTERS: each entry reads its query parameter into a typed value and
+ * turns that value into one SQL condition. A new filter is one entry there (and its ApiQuery in
+ * runs.controller.ts).
  */
 export const SORT_KEYS = {
   updated_at: 'r.updated_at',
@@ -15,31 +28,144 @@ export const SORT_KEYS = {
 } as const;
 export type SortKey = keyof typeof SORT_KEYS;
 
-export interface RunListFilter {
+/** Adds a statement parameter and returns its `$n`. */
+type Param = (value: unknown) => string;
+
+interface RunFilter<T> {
+  /** The typed value from the query string; undefined when the caller does not filter on it. */
+  parse(query: QueryParams): T | undefined;
+  /** The SQL condition on `r` (runs) that keeps matching runs. */
+  where(value: T, p: Param): string;
+}
+
+const filter = <T>(f: RunFilter<T>): RunFilter<T> => f;
+
+/** A parameter compared for equality with one column. */
+const equals = (param: string, column: string) =>
+  filter<string>({ parse: (q) => q.one(param), where: (v, p) => `${column} = ${p(v)}` });
+
+/** An RFC 3339 timestamp parameter compared with a timestamp column. */
+const timestamp = (param: string, condition: (value: string) => string) =>
+  filter<string>({
+    parse: (q) => {
+      const v = q.one(param);
+      if (v !== undefined && !isRfc3339(v))
+        throw invalidParam(
+          param,
+          `${param} must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z, got "${v}"`,
+        );
+      return v;
+    },
+    where: (v, p) => condition(p(v)),
+  });
+
+const MAX_METADATA_FILTERS = 5;
+
+/** What `q` searches: title, authored prompt and skill, kept in the column the `runs_search` trigram index covers. */
+export const RUN_SEARCH_TEXT = `r.search_text`;
+
+export const RUN_FILTERS = {
+  state: filter<RunState[]>({
+    parse: (q) => {
+      const states = q.all('state').flatMap((s) => s.split(','));
+      for (const s of states) {
+        if (!(RUN_STATES as readonly string[]).includes(s))
+          throw invalidParam('state', `state must be one of ${RUN_STATES.join(', ')}, got "${s}"`);
+      }
+      return states.length ? ([...new Set(states)] as RunState[]) : undefined;
+    },
+    where: (v, p) => (v.length === 1 ? `r.state = ${p(v[0])}` : `r.state = ANY(${p(v)}::text[])`),
+  }),
+  name: equals('name', 'r.config_name'),
+  modelId: equals('model_id', 'r.model_id'),
+  // By the principal's id (one lookup), so the per-team creator index serves the page in order.
+  creator: filter<string>({
+    parse: (q) => q.one('creator'),
+    where: (v, p) => `r.creator_id = (SELECT id FROM principals WHERE uid = ${p(v)})`,
+  }),
+  source: filter<RunSource>({
+    parse: (q) => {
+      const source = q.one('source');
+      if (source !== undefined && !(RUN_SOURCES as readonly string[]).includes(source))
+        throw invalidParam('source', `source must be one of ${RUN_SOURCES.join(', ')}, got "${source}"`);
+      return source as RunSource | undefined;
+    },
+    where: (v, p) => `r.source = ${p(v)}`,
+  }),
+  /** null: runs with no environment (`empty-environment`). */
+  environmentId: filter<string | null>({
+    parse: (q) => {
+      const environment = q.one('environment_id');
+      return environment === 'empty-environment' ? null : environment;
+    },
+    where: (v, p) => (v === null ? `r.environment_id IS NULL` : `r.environment_id = ${p(v)}`),
+  }),
+  skillSpec: filter<string>({
+    parse: (q) => q.one('skill_spec') ?? q.one('skill'),
+    where: (v, p) => `r.skill_spec = ${p(v)}`,
+  }),
+  createdAfter: timestamp('created_after', (v) => `r.created_at > ${v}::timestamptz`),
+  createdBefore: timestamp('created_before', (v) => `r.created_at < ${v}::timestamptz`),
+  updatedAfter: timestamp('updated_after', (v) => `r.updated_at > ${v}::timestamptz`),
+  /** A Map, so keys such as `constructor` or `__proto__` are ordinary keys. */
+  metadata: filter<Map<string, string>>({
+    parse: (q) => {
+      const metadata = new Map<string, string>();
+      for (const [key, value] of q.entries()) {
+        const m = /^metadata\[(.*)\]$/.exec(key);
+        if (!m) continue;
+        if (!/^[a-zA-Z0-9._-]{1,64}$/.test(m[1]))
+          throw invalidParam(key, `metadata filter key "${m[1]}" must match [a-zA-Z0-9._-]{1,64}`);
+        if (metadata.has(m[1])) throw invalidParam(key, `metadata[${m[1]}] may be given once`);
+        metadata.set(m[1], value);
+      }
+      if (metadata.size > MAX_METADATA_FILTERS)
+        throw invalidParam(
+          'metadata',
+          `at most ${MAX_METADATA_FILTERS} metadata[key]=value filters may be combined`,
+        );
+      return metadata.size ? metadata : undefined;
+    },
+    // Object.fromEntries defines own properties: a `__proto__` key stays a key.
+    where: (v, p) => `r.metadata @> ${p(JSON.stringify(Object.fromEntries(v)))}::jsonb`,
+  }),
+  q: filter<string>({
+    parse: (query) => {
+      const q = query.one('q');
+      if (q !== undefined && q.length > 200) throw invalidParam('q', 'q must be at most 200 characters');
+      return q === '' ? undefined : q;
+    },
+    where: (v, p) => `${RUN_SEARCH_TEXT} ILIKE ${p(`%${v.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`,
+  }),
+  artifactType: filter<'PLAN' | 'PULL_REQUEST'>({
+    parse: (q) => {
+      const t = q.one('artifact_type');
+      if (t !== undefined && t !== 'PLAN' && t !== 'PULL_REQUEST')
+        throw invalidParam('artifact_type', 'artifact_type must be PLAN or PULL_REQUEST');
+      return t;
+    },
+    where: (v, p) => `r.artifacts @> ${p(JSON.stringify([{ artifact_type: v }]))}::jsonb`,
+  }),
+  // No run is created by a schedule in factoryd yet; the filter is honoured by matching none.
+  scheduleId: filter<string>({
+    parse: (q) => q.one('schedule_id'),
+    where: (v, p) => `r.metadata->>'schedule_id' = ${p(v)}`,
+  }),
+};
+
+type FilterName = keyof typeof RUN_FILTERS;
+/** The filters a listing applies, each typed as its RUN_FILTERS entry reads it. */
+export type RunListFilters = {
+  [K in FilterName]?: (typeof RUN_FILTERS)[K] extends RunFilter<infer T> ? T : never;
+};
+
+export interface RunListQuery {
   limit: number;
   sortBy: SortKey;
   sortOrder: 'asc' | 'desc';
   after?: CursorPosition;
-  states: RunState[];
-  name?: string;
-  modelId?: string;
-  creator?: string;
-  source?: RunSource;
-  /** null: runs with no environment (`empty-environment`). */
-  environmentId?: string | null;
-  skillSpec?: string;
-  createdAfter?: string;
-  createdBefore?: string;
-  updatedAfter?: string;
-  /** A Map, so keys such as `constructor` or `__proto__` are ordinary keys. */
-  metadata: Map<string, string>;
-  q?: string;
-  artifactType?: 'PLAN' | 'PULL_REQUEST';
-  scheduleId?: string;
+  filters: RunListFilters;
 }
-
-/** What `q` searches: title, authored prompt and skill, kept in the column the `runs_search` trigram index covers. */
-export const RUN_SEARCH_TEXT = `r.search_text`;
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
 
@@ -61,111 +187,27 @@ export function isRfc3339(v: string): boolean {
     (m[9] === undefined || (Number(m[9]) <= 14 && Number(m[10]) <= 59))
   );
 }
-const MAX_METADATA_FILTERS = 5;
-
-export function parseRunListQuery(search: URLSearchParams): RunListFilter {
-  const one = (name: string): string | undefined => {
-    const all = search.getAll(name);
-    if (all.length > 1) throw invalidParam(name, `${name} may be given once`);
-    return all[0];
-  };
-  const limitText = one('limit');
-  let limit = 20;
-  if (limitText !== undefined) {
-    if (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 500) {
-      throw invalidParam('limit', `limit must be a whole number from 1 to 500, got "${limitText}"`);
-    }
-    limit = Number(limitText);
-  }
-  const sortBy = (one('sort_by') ?? 'updated_at') as SortKey;
+export function parseRunListQuery(query: QueryParams): RunListQuery {
+  const sortBy = (query.one('sort_by') ?? 'updated_at') as SortKey;
   if (!(sortBy in SORT_KEYS))
     throw invalidParam('sort_by', `sort_by must be one of updated_at, created_at, title`);
-  const sortOrder = (one('sort_order') ?? 'desc') as 'asc' | 'desc';
+  const sortOrder = (query.one('sort_order') ?? 'desc') as 'asc' | 'desc';
   if (sortOrder !== 'asc' && sortOrder !== 'desc')
     throw invalidParam('sort_order', 'sort_order must be asc or desc');
-
-  const states = search.getAll('state').flatMap((s) => s.split(','));
-  for (const s of states) {
-    if (!(RUN_STATES as readonly string[]).includes(s)) {
-      throw invalidParam('state', `state must be one of ${RUN_STATES.join(', ')}, got "${s}"`);
-    }
+  const filters: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(RUN_FILTERS) as Array<[FilterName, RunFilter<unknown>]>) {
+    const value = f.parse(query);
+    if (value !== undefined) filters[name] = value;
   }
-  const source = one('source');
-  if (source !== undefined && !(RUN_SOURCES as readonly string[]).includes(source)) {
-    throw invalidParam('source', `source must be one of ${RUN_SOURCES.join(', ')}, got "${source}"`);
-  }
-  const artifactType = one('artifact_type');
-  if (artifactType !== undefined && artifactType !== 'PLAN' && artifactType !== 'PULL_REQUEST') {
-    throw invalidParam('artifact_type', 'artifact_type must be PLAN or PULL_REQUEST');
-  }
-  const timestamp = (name: string) => {
-    const v = one(name);
-    if (v !== undefined && !isRfc3339(v)) {
-      throw invalidParam(
-        name,
-        `${name} must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z, got "${v}"`,
-      );
-    }
-    return v;
-  };
-  const skill = one('skill_spec') ?? one('skill');
-  const environment = one('environment_id');
-  const q = one('q');
-  if (q !== undefined && q.length > 200) throw invalidParam('q', 'q must be at most 200 characters');
-
-  const metadata = new Map<string, string>();
-  for (const [key, value] of search) {
-    const m = /^metadata\[(.*)\]$/.exec(key);
-    if (!m) continue;
-    if (!/^[a-zA-Z0-9._-]{1,64}$/.test(m[1])) {
-      throw invalidParam(key, `metadata filter key "${m[1]}" must match [a-zA-Z0-9._-]{1,64}`);
-    }
-    if (metadata.has(m[1])) throw invalidParam(key, `metadata[${m[1]}] may be given once`);
-    metadata.set(m[1], value);
-  }
-  if (metadata.size > MAX_METADATA_FILTERS) {
-    throw invalidParam(
-      'metadata',
-      `at most ${MAX_METADATA_FILTERS} metadata[key]=value filters may be combined`,
-    );
-  }
-
-  const cursor = one('cursor');
-  const after =
-    cursor === undefined || cursor === '' ? undefined : decodeCursor(cursor, cursorScope(sortBy, sortOrder));
-  if (after && !cursorFits(after, sortBy)) {
-    throw invalidParam(
-      'cursor',
-      'cursor is not a cursor issued by this server; pass next_cursor from the previous page',
-    );
-  }
-  return {
-    limit,
-    sortBy,
-    sortOrder,
-    after,
-    states: [...new Set(states)] as RunState[],
-    name: one('name'),
-    modelId: one('model_id'),
-    creator: one('creator'),
-    source: source as RunSource | undefined,
-    environmentId: environment === 'empty-environment' ? null : environment,
-    skillSpec: skill,
-    createdAfter: timestamp('created_after'),
-    createdBefore: timestamp('created_before'),
-    updatedAfter: timestamp('updated_after'),
-    metadata,
-    q: q === '' ? undefined : q,
-    artifactType: artifactType as RunListFilter['artifactType'],
-    scheduleId: one('schedule_id'),
-  };
+  const page = parsePageRequest(query, cursorScope(sortBy, sortOrder), { fallback: 20, max: 500 });
+  if (page.after && !cursorFits(page.after, sortBy)) throw forgedCursor();
+  return { limit: page.limit, sortBy, sortOrder, after: page.after, filters: filters as RunListFilters };
 }
 
 const PG_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2})?$/;
 
 /** A decoded cursor must hold values the SQL can take, or a forged one would reach the database. */
 function cursorFits(after: CursorPosition, sortBy: SortKey): boolean {
-  if (!UUID_PATTERN.test(after.id)) return false;
   return sortBy === 'title'
     ? typeof after.key === 'string'
     : typeof after.key === 'string' && PG_TIMESTAMP.test(after.key);
@@ -175,78 +217,46 @@ function cursorScope(sortBy: SortKey, order: string): string {
   return `runs:${sortBy}:${order}`;
 }
 
-/** The WHERE, ORDER BY and LIMIT for one page; selects `sort_key` for the next cursor. */
-export function buildRunListSql(
-  teamId: string,
-  f: RunListFilter,
-  columns: string,
-  from: string,
-): { sql: string; params: unknown[] } {
+/** The page's statement: WHERE, ORDER BY and LIMIT; selects `sort_key` for the next cursor. */
+export function buildRunListSql(teamId: string, query: RunListQuery): { sql: string; params: unknown[] } {
   const params: unknown[] = [teamId];
-  const p = (v: unknown) => {
+  const p: Param = (v) => {
     params.push(v);
     return `$${params.length}`;
   };
   const where = ['r.team_id = $1'];
-  if (f.states.length === 1) where.push(`r.state = ${p(f.states[0])}`);
-  else if (f.states.length > 1) where.push(`r.state = ANY(${p(f.states)}::text[])`);
-  if (f.name !== undefined) where.push(`r.config_name = ${p(f.name)}`);
-  if (f.modelId !== undefined) where.push(`r.model_id = ${p(f.modelId)}`);
-  // By the principal's id (one lookup), so the per-team creator index serves the page in order.
-  if (f.creator !== undefined)
-    where.push(`r.creator_id = (SELECT id FROM principals WHERE uid = ${p(f.creator)})`);
-  if (f.source !== undefined) where.push(`r.source = ${p(f.source)}`);
-  if (f.environmentId === null) where.push(`r.environment_id IS NULL`);
-  else if (f.environmentId !== undefined) where.push(`r.environment_id = ${p(f.environmentId)}`);
-  if (f.skillSpec !== undefined) where.push(`r.skill_spec = ${p(f.skillSpec)}`);
-  if (f.createdAfter) where.push(`r.created_at > ${p(f.createdAfter)}::timestamptz`);
-  if (f.createdBefore) where.push(`r.created_at < ${p(f.createdBefore)}::timestamptz`);
-  if (f.updatedAfter) where.push(`r.updated_at > ${p(f.updatedAfter)}::timestamptz`);
-  // Object.fromEntries defines own properties: a `__proto__` key stays a key.
-  if (f.metadata.size)
-    where.push(`r.metadata @> ${p(JSON.stringify(Object.fromEntries(f.metadata)))}::jsonb`);
-  if (f.q !== undefined)
-    where.push(`${RUN_SEARCH_TEXT} ILIKE ${p(`%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`);
-  if (f.artifactType)
-    where.push(`r.artifacts @> ${p(JSON.stringify([{ artifact_type: f.artifactType }]))}::jsonb`);
-  // No run is created by a schedule in factoryd yet; the filter is honoured by matching none.
-  if (f.scheduleId !== undefined) where.push(`r.metadata->>'schedule_id' = ${p(f.scheduleId)}`);
-
-  const key = SORT_KEYS[f.sortBy];
-  const dir = f.sortOrder === 'desc' ? 'DESC' : 'ASC';
-  if (f.after) {
-    const cmp = f.sortOrder === 'desc' ? '<' : '>';
-    const keyParam = f.sortBy === 'title' ? p(f.after.key) : `${p(f.after.key)}::timestamptz`;
-    where.push(`(${key}, r.id) ${cmp} (${keyParam}, ${p(f.after.id)}::uuid)`);
+  for (const [name, value] of Object.entries(query.filters) as Array<[FilterName, unknown]>) {
+    if (value !== undefined) where.push((RUN_FILTERS[name] as RunFilter<unknown>).where(value, p));
+  }
+  const key = SORT_KEYS[query.sortBy];
+  const dir = query.sortOrder === 'desc' ? 'DESC' : 'ASC';
+  if (query.after) {
+    const cmp = query.sortOrder === 'desc' ? '<' : '>';
+    const keyParam = query.sortBy === 'title' ? p(query.after.key) : `${p(query.after.key)}::timestamptz`;
+    where.push(`(${key}, r.id) ${cmp} (${keyParam}, ${p(query.after.id)}::uuid)`);
   }
   // Timestamps go into the cursor as PostgreSQL text, which keeps the microseconds a JS Date drops.
-  const sortKey = f.sortBy === 'title' ? key : `${key}::text`;
-  const sql = `SELECT ${columns}, ${sortKey} AS sort_key FROM ${from}
+  const sortKey = query.sortBy === 'title' ? key : `${key}::text`;
+  const sql = `SELECT ${RUN_COLUMNS}, ${sortKey} AS sort_key FROM ${RUN_FROM}
     WHERE ${where.join(' AND ')}
     ORDER BY ${key} ${dir}, r.id ${dir}
-    LIMIT ${f.limit + 1}`;
+    LIMIT ${query.limit + 1}`;
   return { sql, params };
 }
 
-/** Trims the extra row fetched to learn whether another page exists. */
-export function pageOf<T>(
-  rows: Array<T & { sort_key: string; id: string }>,
-  f: RunListFilter,
-): { items: Array<T & { sort_key: string; id: string }>; pageInfo: PageInfo } {
-  const hasNext = rows.length > f.limit;
-  const items = hasNext ? rows.slice(0, f.limit) : rows;
-  const last = items[items.length - 1];
-  return {
-    items,
-    pageInfo: hasNext
-      ? {
-          has_next_page: true,
-          next_cursor: encodeCursor({
-            scope: cursorScope(f.sortBy, f.sortOrder),
-            key: last.sort_key,
-            id: last.id,
-          }),
-        }
-      : { has_next_page: false },
-  };
+/** The run listing's reads: one statement per page. */
+@Injectable()
+export class RunListRepository {
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  async page(teamId: string, query: RunListQuery): Promise<{ runs: Run[]; pageInfo: PageInfo }> {
+    const { sql, params } = buildRunListSql(teamId, query);
+    const rows = await this.db.query<Record<string, unknown> & { sort_key: string; id: string }>(sql, params);
+    const { items, pageInfo } = pageOf(rows, query.limit, (last) => ({
+      scope: cursorScope(query.sortBy, query.sortOrder),
+      key: last.sort_key,
+      id: last.id,
+    }));
+    return { runs: items.map(toRun), pageInfo };
+  }
 }

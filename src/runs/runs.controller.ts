@@ -14,11 +14,13 @@ import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiTags } f
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
-import { publicBaseUrl, searchParams } from '../common/base-url.js';
+import { publicBaseUrl } from '../common/base-url.js';
 import { Clock } from '../common/clock.js';
 import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
+import { QueryParams } from '../common/query-params.js';
 import { RequestValidator } from '../common/request-validation.js';
+import { parseRunListQuery } from './run-list.js';
 import { RUN_SOURCES } from './run.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { presentRun } from './run.presenter.js';
@@ -144,7 +146,7 @@ export class RunsController {
   @ApiProblems(403)
   @RequireScope('runs:read')
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
-    const { runs, pageInfo } = await this.runs.list(auth, searchParams(req));
+    const { runs, pageInfo } = await this.runs.list(auth, parseRunListQuery(QueryParams.of(req)));
     const base = publicBaseUrl(req, this.config.publicBaseUrl);
     const now = this.clock.now();
     return { runs: runs.map((r) => presentRun(r, base, now)), page_info: pageInfo };

@@ -2,14 +2,14 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Clock } from '../common/clock.js';
 import { UUID_PATTERN } from '../common/ids.js';
-import type { PageInfo } from '../common/cursor.js';
+import type { PageInfo } from '../common/pagination.js';
 import { Conflict, InvalidRequest, NotFound } from '../common/problem.js';
 import { RequestInvalid } from '../common/request-validation.js';
 import { Database } from '../database/database.js';
-import { buildRunListSql, pageOf, parseRunListQuery } from './run-list.js';
+import { RunListRepository, type RunListQuery } from './run-list.js';
 import { isTerminal } from './run-state.js';
 import { titleFromPrompt, type AgentConfig, type NewAttachment, type NewRun, type Run } from './run.js';
-import { RUN_COLUMNS, RUN_FROM, RunsRepository, toRun } from './runs.repository.js';
+import { RunsRepository } from './runs.repository.js';
 import { RunsSignal } from './runs-signal.js';
 
 export interface RunCreateRequest {
@@ -32,6 +32,7 @@ const MAX_ATTACHMENT_BYTES = 1024 * 1024;
 export class RunsService {
   constructor(
     @Inject(RunsRepository) private readonly runs: RunsRepository,
+    @Inject(RunListRepository) private readonly runList: RunListRepository,
     @Inject(Database) private readonly db: Database,
     @Inject(Clock) private readonly clock: Clock,
     @Inject(RunsSignal) private readonly signal: RunsSignal,
@@ -84,12 +85,9 @@ export class RunsService {
     return { run_id: id, task_id: id, state: 'QUEUED' };
   }
 
-  async list(auth: AuthContext, search: URLSearchParams): Promise<{ runs: Run[]; pageInfo: PageInfo }> {
-    const filter = parseRunListQuery(search);
-    const { sql, params } = buildRunListSql(auth.team.id, filter, RUN_COLUMNS, RUN_FROM);
-    const rows = await this.db.query<Record<string, unknown> & { sort_key: string; id: string }>(sql, params);
-    const { items, pageInfo } = pageOf(rows, filter);
-    return { runs: items.map(toRun), pageInfo };
+  /** One page of the team's runs: one statement, nothing else. */
+  list(auth: AuthContext, query: RunListQuery): Promise<{ runs: Run[]; pageInfo: PageInfo }> {
+    return this.runList.page(auth.team.id, query);
   }
 
   async get(auth: AuthContext, runId: string): Promise<Run> {

@@ -4,13 +4,10 @@ import { webhookRun } from '../automations/run-envelope.js';
 import { Clock } from '../common/clock.js';
 import { newUuid, UUID_PATTERN } from '../common/ids.js';
 import { Conflict, invalidParam, NotFound } from '../common/problem.js';
-import { findInputProblem } from '../common/storable.js';
-import { FILTER_LIMITS } from '../definitions/filter-limits.js';
-import { isRfc3339 } from '../runs/run-list.js';
 import { Database } from '../database/database.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { WEBHOOK_UID } from './ingress.service.js';
-import { DELIVERY_STATUSES, DeliveryLog, type DeliveryEntry, type DeliveryStatus } from './delivery-log.js';
+import { DeliveryLog, type DeliveryEntry, type DeliveryListQuery } from './delivery-log.js';
 import { WebhookDirectory } from './webhook-directory.js';
 
 function present(e: DeliveryEntry) {
@@ -39,25 +36,9 @@ export class DeliveriesService {
     @Inject(Clock) private readonly clock: Clock,
   ) {}
 
-  async list(auth: AuthContext, uid: string, query: Record<string, unknown>) {
+  async list(auth: AuthContext, uid: string, query: DeliveryListQuery) {
     const webhookId = await this.webhookOf(auth, uid);
-    const status = single(query.status, 'status');
-    if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) {
-      throw invalidParam('status', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
-    }
-    const limitText = single(query.limit, 'limit') ?? '50';
-    if (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 100) {
-      throw invalidParam('limit', 'limit must be a whole number from 1 to 100');
-    }
-    const { entries, pageInfo } = await this.log.list(webhookId, {
-      status: status as DeliveryStatus | undefined,
-      receivedAfter: timestamp(query, 'received_after'),
-      receivedBefore: timestamp(query, 'received_before'),
-      identity: single(query.delivery_id, 'delivery_id'),
-      payloadContains: containment(single(query.payload_contains, 'payload_contains')),
-      cursor: single(query.cursor, 'cursor'),
-      limit: Number(limitText),
-    });
+    const { entries, pageInfo } = await this.log.list(webhookId, query);
     return { deliveries: entries.map(present), page_info: pageInfo };
   }
 
@@ -65,11 +46,7 @@ export class DeliveriesService {
     const webhookId = await this.webhookOf(auth, uid);
     const entry = UUID_PATTERN.test(id) ? await this.log.get(webhookId, id) : undefined;
     if (!entry) throw new NotFound(`Webhook ${uid} has no delivery log entry ${id}.`);
-    const runs = await this.db.query<{ id: string; state: string }>(
-      `SELECT id, state FROM runs WHERE team_id = $1 AND source = 'WEBHOOK' AND metadata->>'webhook_delivery_entry' = $2
-        ORDER BY created_at, id`,
-      [auth.team.id, entry.id],
-    );
+    const runs = await this.log.runsStartedBy(auth.team.id, entry.id);
     return {
       ...present(entry),
       headers: entry.headers,
@@ -132,46 +109,8 @@ export class DeliveriesService {
 
   private async webhookOf(auth: AuthContext, uid: string): Promise<string> {
     if (!WEBHOOK_UID.test(uid)) throw new NotFound(`Your team has no webhook with the UID ${uid}.`);
-    const [row] = await this.db.query<{ id: string }>(
-      `SELECT id FROM webhooks WHERE uid = $1 AND team_id = $2`,
-      [uid, auth.team.id],
-    );
-    if (!row) throw new NotFound(`Your team has no webhook with the UID ${uid}.`);
-    return row.id;
+    const id = await this.log.webhookIdOf(auth.team.id, uid);
+    if (!id) throw new NotFound(`Your team has no webhook with the UID ${uid}.`);
+    return id;
   }
-}
-
-function single(v: unknown, name: string): string | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw invalidParam(name, `${name} may be given once`);
-  return v;
-}
-
-function timestamp(query: Record<string, unknown>, name: string): string | undefined {
-  const v = single(query[name], name);
-  if (v !== undefined && !isRfc3339(v))
-    throw invalidParam(
-      name,
-      `${name} must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z, got "${v}"`,
-    );
-  return v;
-}
-
-/** payload_contains: a JSON object or array, at most the size of a filter (8 KB); returned as its text. */
-function containment(text: string | undefined): string | undefined {
-  if (text === undefined) return undefined;
-  const problem = 'payload_contains must be a JSON object or array, e.g. {"level":"error"}';
-  if (Buffer.byteLength(text) > FILTER_LIMITS.bytes)
-    throw invalidParam('payload_contains', `payload_contains is over ${FILTER_LIMITS.bytes} bytes`);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw invalidParam('payload_contains', `${problem}; this is not valid JSON`);
-  }
-  if (typeof value !== 'object' || value === null) throw invalidParam('payload_contains', problem);
-  // jsonb cannot hold what this names (NUL, lone surrogates): a 400, never a database error.
-  const unstorable = findInputProblem(value, 'payload_contains');
-  if (unstorable) throw invalidParam('payload_contains', unstorable.message);
-  return JSON.stringify(value);
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { decodeCursor, encodeCursor, isoKey, type PageInfo } from '../common/cursor.js';
+import { isoKey, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
 import { Database, type Queryable } from '../database/database.js';
 import { StatementParams } from '../database/multi-row.js';
 
@@ -32,8 +32,15 @@ export interface DeliveryEntry {
 /** The statuses that keep the payload: an Accepted delivery, and its replays. */
 export const WITH_PAYLOAD: readonly DeliveryStatus[] = ['accepted', 'replayed'];
 
-/** The delivery log's search filters (docs/webhooks.md "Searching the delivery log"); all AND. */
-export interface DeliverySearch {
+/** Keep at least this many newest entries per webhook, and everything younger than RETENTION_DAYS. */
+export const RETENTION_KEEP_NEWEST = 50;
+export const RETENTION_DAYS = 7;
+
+/**
+ * GET /webhooks/{uid}/deliveries: newest first, filtered (docs/webhooks.md "Searching the delivery
+ * log"; the filters AND together).
+ */
+export interface DeliveryListQuery extends PageRequest {
   status?: DeliveryStatus;
   /** RFC 3339; received at or after. */
   receivedAfter?: string;
@@ -44,13 +51,20 @@ export interface DeliverySearch {
   payloadContains?: string;
 }
 
-function searchKey(s: DeliverySearch): unknown[] {
-  return [s.status, s.receivedAfter, s.receivedBefore, s.identity, s.payloadContains];
+/**
+ * The cursor scope of a delivery listing: a cursor made under some filters is refused under others
+ * (the same position there is another listing).
+ */
+export function deliveriesScope(filters: Omit<DeliveryListQuery, keyof PageRequest>): string {
+  const key = [
+    filters.status,
+    filters.receivedAfter,
+    filters.receivedBefore,
+    filters.identity,
+    filters.payloadContains,
+  ];
+  return `deliveries:${createHash('sha256').update(JSON.stringify(key)).digest('base64url').slice(0, 16)}`;
 }
-
-/** Keep at least this many newest entries per webhook, and everything younger than RETENTION_DAYS. */
-export const RETENTION_KEEP_NEWEST = 50;
-export const RETENTION_DAYS = 7;
 
 const COLUMNS = `id, webhook_id, status, identity, size_bytes, received_at, client_address, headers`;
 /** What a read returns: COLUMNS and the replay link (not among an ingress insert's columns). */
@@ -124,46 +138,53 @@ export class DeliveryLog {
 
   async list(
     webhookId: string,
-    opts: DeliverySearch & { cursor?: string; limit: number },
+    query: DeliveryListQuery,
   ): Promise<{ entries: DeliveryEntry[]; pageInfo: PageInfo }> {
-    // A cursor belongs to its filters: the same position under other filters is another listing.
-    const scope = `deliveries:${createHash('sha256')
-      .update(JSON.stringify(searchKey(opts)))
-      .digest('base64url')
-      .slice(0, 16)}`;
-    const after = opts.cursor ? decodeCursor(opts.cursor, scope) : undefined;
-    const params: unknown[] = [webhookId, opts.limit + 1];
+    const params: unknown[] = [webhookId, query.limit + 1];
     const p = (v: unknown) => {
       params.push(v);
       return `$${params.length}`;
     };
     const where = [`webhook_id = $1`];
-    if (opts.status) where.push(`status = ${p(opts.status)}`);
-    if (opts.receivedAfter) where.push(`received_at >= ${p(opts.receivedAfter)}::timestamptz`);
-    if (opts.receivedBefore) where.push(`received_at < ${p(opts.receivedBefore)}::timestamptz`);
-    if (opts.identity !== undefined) where.push(`identity = ${p(opts.identity)}`);
+    if (query.status) where.push(`status = ${p(query.status)}`);
+    if (query.receivedAfter) where.push(`received_at >= ${p(query.receivedAfter)}::timestamptz`);
+    if (query.receivedBefore) where.push(`received_at < ${p(query.receivedBefore)}::timestamptz`);
+    if (query.identity !== undefined) where.push(`identity = ${p(query.identity)}`);
     // The expression of the index deliveries_payload_search (migration 1763686300000), exactly.
-    if (opts.payloadContains !== undefined)
+    if (query.payloadContains !== undefined)
       where.push(
-        `payload IS NOT NULL AND delivery_search_json(webhook_id, payload) @> jsonb_build_object($1::text, ${p(opts.payloadContains)}::jsonb)`,
+        `payload IS NOT NULL AND delivery_search_json(webhook_id, payload) @> jsonb_build_object($1::text, ${p(query.payloadContains)}::jsonb)`,
       );
-    if (after) where.push(`(received_at, id) < (${p(new Date(isoKey(after)))}, ${p(after.id)})`);
+    if (query.after)
+      where.push(`(received_at, id) < (${p(new Date(isoKey(query.after)))}, ${p(query.after.id)})`);
     const rows = await this.db.query(
       `SELECT ${READ_COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY received_at DESC, id DESC LIMIT $2`,
       params,
     );
-    const page = rows.slice(0, opts.limit).map(toEntry);
-    const last = page.at(-1);
-    const hasNext = rows.length > opts.limit && last !== undefined;
-    return {
-      entries: page,
-      pageInfo: hasNext
-        ? {
-            has_next_page: true,
-            next_cursor: encodeCursor({ scope, key: last.receivedAt.toISOString(), id: last.id }),
-          }
-        : { has_next_page: false },
-    };
+    const { items, pageInfo } = pageOf(rows.map(toEntry), query.limit, (last) => ({
+      scope: deliveriesScope(query),
+      key: last.receivedAt.toISOString(),
+      id: last.id,
+    }));
+    return { entries: items, pageInfo };
+  }
+
+  /** The id of the team's webhook with this UID; undefined when the team has none. */
+  async webhookIdOf(teamId: string, uid: string): Promise<string | undefined> {
+    const [row] = await this.db.query<{ id: string }>(
+      `SELECT id FROM webhooks WHERE uid = $1 AND team_id = $2`,
+      [uid, teamId],
+    );
+    return row?.id;
+  }
+
+  /** The runs an entry started, oldest first. */
+  async runsStartedBy(teamId: string, entryId: string): Promise<Array<{ id: string; state: string }>> {
+    return this.db.query<{ id: string; state: string }>(
+      `SELECT id, state FROM runs WHERE team_id = $1 AND source = 'WEBHOOK' AND metadata->>'webhook_delivery_entry' = $2
+        ORDER BY created_at, id`,
+      [teamId, entryId],
+    );
   }
 
   async get(

@@ -3,14 +3,14 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { mustCloseAfterRefusal } from '../common/drain.js';
-import { ApiError, expectedProblem, NotFound, problemBody } from '../common/problem.js';
+import { NotFound, problemResponse } from '../common/problem.js';
 import { MethodNotAllowed } from './ingress-errors.js';
 import { IngressService, type BodyRead } from './ingress.service.js';
 
 /**
  * The ingress endpoints, registered straight on Fastify in their own scope: neither the API's JSON
  * parser nor its body limits apply; the body arrives as the raw stream, counted while it streams in.
- * Responses are problem+json like the API (same ApiErrors, same body builder).
+ * Responses are problem+json like the API: the same ApiErrors, mapped by the same `problemResponse`.
  */
 @Injectable()
 export class IngressRoutes implements OnModuleInit {
@@ -65,44 +65,22 @@ export class IngressRoutes implements OnModuleInit {
   }
 
   private fail(req: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
-    let problem: ApiError;
-    const expected = expectedProblem(err);
-    if (expected) {
-      problem = expected;
-      if (!(err instanceof ApiError))
-        this.logger.warn({ err, reqId: req.id }, 'database unreachable: answered 503');
-    } else if (isClientError(err))
-      problem = new ApiError(400, 'invalid_request', 'Invalid request', 'The request could not be read.');
-    else {
-      this.logger.error({ err, reqId: req.id }, 'webhook ingress failed');
-      problem = new ApiError(
-        500,
-        'internal_error',
-        'Internal server error',
-        `Quote trace id ${String(req.id)} when reporting it.`,
-        {
-          retryable: true,
-        },
-      );
-    }
     const { uid } = (req.params ?? {}) as { uid?: string };
-    // The instance names the webhook only: a url_token path is a credential.
-    const body = problemBody(problem, uid ? `/webhooks/w/${uid}` : undefined, String(req.id));
-    if (problem.options.retryAfter !== undefined)
-      void reply.header('Retry-After', String(problem.options.retryAfter));
-    for (const [name, value] of Object.entries(problem.options.headers ?? {})) void reply.header(name, value);
-    void reply.code(problem.status).header('Content-Type', 'application/problem+json');
+    const problem = problemResponse(err, {
+      method: req.method,
+      path: req.url.split('?')[0],
+      // The instance names the webhook only: a url_token path is a credential.
+      instance: uid ? `/webhooks/w/${uid}` : null,
+      traceId: String(req.id),
+    });
+    if (problem.log) this.logger[problem.log.level]({ err, reqId: req.id }, problem.log.message);
+    void reply.code(problem.status).headers(problem.headers);
     void mustCloseAfterRefusal(req.raw).then((close) => {
       if (close) void reply.header('Connection', 'close');
-      void reply.send(body);
+      void reply.send(problem.body);
     });
     return reply;
   }
-}
-
-function isClientError(err: unknown): boolean {
-  const status = (err as { statusCode?: number } | undefined)?.statusCode;
-  return typeof status === 'number' && status >= 400 && status < 500;
 }
 
 /** Reads the body while counting; past `limit` it stops buffering and lets the rest drain unread. */

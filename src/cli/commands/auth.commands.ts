@@ -210,14 +210,21 @@ export function registerAuthCommands(program: Command): void {
     );
   keys
     .command('revoke <id>')
-    .description('Revoke an API key at once: its next request is 401.')
+    .description(
+      'Revoke an API key: running services refuse it (401) within API_KEY_CACHE_SECONDS (10 s by default).',
+    )
     .addHelpText('after', '\nExample:\n  npx factoryd api-keys revoke 3b0c…   # the ID from `api-keys list`')
     .option('--json', 'print JSON')
     .action((id: string, opts: { json?: boolean }) =>
       withDatabase(async (db) => {
         if (!(await authOf(db).repo.revokeKey(id)))
           throw new Error(`no live API key ${id}; see \`factoryd api-keys list\``);
-        print(opts, { id, revoked: true }, () => `Revoked API key ${id}.`);
+        print(
+          opts,
+          { id, revoked: true },
+          () =>
+            `Revoked API key ${id}. Running services refuse it within API_KEY_CACHE_SECONDS (10 s by default), the time they trust a key they verified.`,
+        );
       }),
     );
 }
