@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  compileHeaderFilter,
-  explainHeaderFilter,
-  headerNames,
-  isCredentialHeader,
-} from './header-filter.js';
+import { isCredentialHeader } from '../definitions/credential-headers.js';
+import { compileHeaderFilter, explainHeaderFilter, headerNames } from './header-filter.js';
 
 describe('header filters', () => {
   it('match stored (lower-case) headers with the payload operators; names are case-insensitive', () => {

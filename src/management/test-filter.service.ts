@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
-import { headerNames, isCredentialHeader } from '../automations/header-filter.js';
+import { headerNames } from '../automations/header-filter.js';
+import { isCredentialHeader } from '../definitions/credential-headers.js';
 import { UUID_PATTERN } from '../common/ids.js';
 import { invalidParam, NotFound, RequestInvalid } from '../common/problem.js';
 import { checkFilterLimits } from '../definitions/filter-limits.js';

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { isCredentialHeader } from '../automations/header-filter.js';
+import { isCredentialHeader } from '../definitions/credential-headers.js';
 
 /** Headers worth keeping in the log: what identifies and describes a delivery, never a credential. */
 const KEPT_HEADERS = [
