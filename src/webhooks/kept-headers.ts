@@ -32,6 +32,12 @@ const KEPT_HEADERS = [
 ];
 
 /**
+ * A stored header value is clipped to this many characters; all of a request's headers together are
+ * bounded by Node's maxHeaderSize (16 KB), so the stored ones are too.
+ */
+export const MAX_KEPT_HEADER_CHARS = 512;
+
+/**
  * The headers stored with a delivery, and the ones its header filters see (so the ingress, a replay
  * and Test filter judge the same values): KEPT_HEADERS, the webhook's delivery id header and the
  * headers its triggers filter on (hook.keptHeaders), never a credential, each value clipped.
@@ -47,9 +53,6 @@ export function keptHeaders(
   }
   return kept;
 }
-
-/** A stored header value is clipped to this many characters (at most ~84 headers are kept: ≤ 43 KB). */
-export const MAX_KEPT_HEADER_CHARS = 512;
 
 /** The names of the headers a webhook stores: see keptHeaders. */
 export function keptHeaderNames(deliveryIdHeader: string | undefined, filtered: Iterable<string>): string[] {
