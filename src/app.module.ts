@@ -17,7 +17,9 @@ import { RunsModule } from './runs/runs.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
+import { DashboardModule } from './dashboard/dashboard.module.js';
 import { WorkersModule } from './workers/workers.module.js';
+import { AgentModule } from './agent/agent.module.js';
 
 /** What every module may inject: configuration, the database and its notifications, the clock, the schemas. */
 @Global()
@@ -54,6 +56,8 @@ export class AppModule {
         ConversationsModule,
         WorkersModule,
         ManagementModule,
+        AgentModule,
+        DashboardModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
     };

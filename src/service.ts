@@ -53,8 +53,10 @@ export async function startService(config: Config): Promise<RunningService> {
   const routes: RunningService['routes'] = [];
   adapter.getInstance().addHook('onRoute', (route) => {
     applyBodyLimit(route);
-    // Routes that exist only to refuse (the ingress's 405s and deep-path 404s) are not operations.
-    if ((route.config as { refusesOnly?: boolean } | undefined)?.refusesOnly) return;
+    // Routes that exist only to refuse (the ingress's 405s and deep-path 404s) are not operations,
+    // nor are the dashboard's pages.
+    const kind = route.config as { refusesOnly?: boolean; page?: boolean } | undefined;
+    if (kind?.refusesOnly || kind?.page) return;
     for (const method of [route.method].flat()) routes.push({ method, url: route.url });
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, db), adapter, {

@@ -7,6 +7,7 @@ import OzAPI, {
 } from 'oz-agent-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from './support/service.js';
+import { acmeFactory } from './oz-wire/support.js';
 
 /** The official TypeScript client, unchanged, pointed at factoryd: the judge of wire compatibility. */
 let t: TestService;
@@ -96,5 +97,29 @@ describe('oz-agent-sdk against factoryd', () => {
     await expect(client.agent.runs.cancel(run.run_id)).rejects.toBeInstanceOf(ConflictError);
     await t.service.db.execute(`UPDATE runs SET state = 'FAILED' WHERE id = $1`, [run.run_id]);
     await expect(client.agent.runs.cancel(run.run_id)).rejects.toBeInstanceOf(BadRequestError);
+  });
+});
+
+describe('oz-agent-sdk: client.agent.list (the team’s skills)', () => {
+  it('lists the skills a factory of the team manages, and a run started from one shows where it ran', async () => {
+    await acmeFactory(t);
+    const { agents } = await client.agent.list({ sort_by: 'name', refresh: true });
+    expect(agents).toEqual([
+      expect.objectContaining({
+        name: 'triage',
+        variants: [
+          expect.objectContaining({
+            id: 'acme/factory:skills/triage/SKILL.md',
+            description: 'Labels issues',
+            source: { owner: 'acme', name: 'factory', skill_path: 'skills/triage/SKILL.md' },
+          }),
+        ],
+      }),
+    ]);
+    const run = await client.agent.run({ skill: agents[0]!.variants[0]!.id });
+    const item = await client.agent.runs.retrieve(run.run_id);
+    expect(item).toMatchObject({ agent_config: { name: 'triage' }, execution_location: 'REMOTE' });
+    const [last] = (await client.agent.list({ sort_by: 'last_run' })).agents;
+    expect(last!.variants[0]!.last_run_timestamp).toBe(item.created_at);
   });
 });

@@ -46,7 +46,7 @@ describe('POST /agent/runs and the alias /agent/run', () => {
       source: 'API',
       metadata: { ci: 'yes' },
       conversation_id: res.body.run_id,
-      execution_location: 'service_hosted',
+      execution_location: 'REMOTE',
       is_run_type_cancellable: true,
       creator: { type: 'user', uid: expect.any(String), display_name: 'admin' },
     });
@@ -110,7 +110,7 @@ describe('POST /agent/runs and the alias /agent/run', () => {
   });
 
   const invalid: Array<[string, Record<string, unknown>, string, RegExp]> = [
-    ['no prompt and no skill', { title: 't' }, '', /prompt is required/],
+    ['no prompt and no skill', { title: 't' }, 'prompt', /prompt is required/],
     ['an empty prompt', { prompt: '' }, 'prompt', /prompt/],
     ['an unknown field', { prompt: 'x', colour: 'red' }, '', /colour is not a known field/],
     [
@@ -447,11 +447,12 @@ describe('POST /agent/runs/{runId}/followups', () => {
     },
   );
 
-  it('rejects a follow-up without a message, or with an unknown field', async () => {
+  it('takes a follow-up without a message (the Oz clients make it optional), refuses an unknown field', async () => {
     const id = await create();
     const res = await t.call('POST', `${RUNS}/${id}/followups`, {});
-    expectProblem(res, 400, 'invalid_request');
-    expect(res.body.invalid_params).toEqual([{ name: '', reason: 'message is required' }]);
+    expect(res.status).toBe(200);
+    const empty = await t.call('POST', `${RUNS}/${id}/followups`, { message: '' });
+    expectProblem(empty, 400, 'invalid_request');
     const extra = await t.call('POST', `${RUNS}/${id}/followups`, { message: 'x', urgent: true });
     expectProblem(extra, 400, 'invalid_request');
     expect(extra.body.detail).toMatch(/urgent is not a known field/);

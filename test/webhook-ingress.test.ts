@@ -238,6 +238,9 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
       webhook_delivery_id: identity,
       webhook_delivery_entry: entry!.id,
       automation: `opened-${hook.uid}`,
+      // What the Oz clients' automation_id and factory_uid list filters match.
+      automation_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      factory_uid: factory.uid,
     });
     expect(run.agent_config).toEqual({
       name: `triage-${hook.uid}`,

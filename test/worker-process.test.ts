@@ -156,7 +156,8 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
 
     const run = await runIn(mine, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state).toBe('SUCCEEDED');
-    expect(run.execution_location).toBe('self_hosted');
+    expect(run.execution_location).toBe('REMOTE');
+    expect(run.agent_config.worker_host).toBe('box-a');
     expect(
       (await t.call('GET', `/api/v1/agent/runs/${mine}/conversation`)).body.messages.length,
     ).toBeGreaterThan(2);

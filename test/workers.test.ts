@@ -50,7 +50,7 @@ describe('service-hosted workers running the example harness', () => {
     expect(run.started_at).toEqual(expect.any(String));
     expect(run.run_time).toMatch(/^PT/);
     expect(run.session_id).toEqual(expect.any(String));
-    expect(run.session_link).toContain(`/agent/runs/${id}/conversation`);
+    expect(run.session_link).toBe(`${t.url}/ui/runs/${id}`);
     expect(run.status_message.message).toMatch(/summary\.md/);
     expect(run.artifacts[0]).toMatchObject({ name: 'summary.md' });
     expect(run.artifacts[0].content).toContain('issue "Crash on start"');

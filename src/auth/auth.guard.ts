@@ -37,6 +37,14 @@ export const RequireScope = (scope: Scope) =>
 export const Public = () =>
   applyDecorators(SetMetadata(PUBLIC_KEY, true), ApiExtension(PUBLIC_EXTENSION, true));
 
+/**
+ * A route that checks the key itself, because it must not select a team (it answers for all of the
+ * key's teams): the guard lets it through, and the OpenAPI document names `scope`, which the
+ * handler enforces (AuthService.keyOf, then the scope).
+ */
+export const ChecksOwnKey = (scope: Scope) =>
+  applyDecorators(SetMetadata(PUBLIC_KEY, true), ApiExtension(SCOPE_EXTENSION, scope));
+
 type AuthedRequest = FastifyRequest & { auth?: AuthContext };
 
 /** The caller resolved by ApiEdge. */

@@ -26,10 +26,7 @@ export class AuthService {
 
   /** Resolves `Authorization: Bearer <key>` and `X-Team-Uid` to the caller, or throws 401/403/400. */
   async authenticate(authorization: string | undefined, teamUid: string | undefined): Promise<AuthContext> {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-    if (!match) throw new AuthenticationRequired();
-    const record = await this.verifiedKey(hashApiKey(match[1]));
-    if (!record) throw new AuthenticationRequired('The API key is not valid (unknown or revoked).');
+    const record = await this.keyOf(authorization);
     const team = this.selectTeam(record.teams, teamUid);
     this.touch(record.keyId);
     return {
@@ -39,6 +36,15 @@ export class AuthService {
       scopes: new Set(record.scopes),
       ...(record.workerHost ? { workerHost: record.workerHost } : {}),
     };
+  }
+
+  /** The key in `Authorization: Bearer <key>` with its principal, scopes and every team; or 401. */
+  async keyOf(authorization: string | undefined): Promise<KeyRecord> {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match) throw new AuthenticationRequired();
+    const record = await this.verifiedKey(hashApiKey(match[1]));
+    if (!record) throw new AuthenticationRequired('The API key is not valid (unknown or revoked).');
+    return record;
   }
 
   /** The live key with this hash: from the cache of verified keys, else from the database. */

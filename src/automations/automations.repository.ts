@@ -33,6 +33,14 @@ export class AutomationsRepository {
     return row?.defaults ?? {};
   }
 
+  /** The factory's uid (stamped on the runs its automations start), or undefined when there is none. */
+  async factoryUid(factoryId: string): Promise<string | undefined> {
+    const [row] = await this.db.query<{ uid: string }>(`SELECT uid FROM factories WHERE id = $1`, [
+      factoryId,
+    ]);
+    return row?.uid;
+  }
+
   /** The factory's agents that are not deleted. */
   liveAgents(factoryId: string): Promise<AgentRow[]> {
     return this.db.query<AgentRow>(

@@ -35,6 +35,7 @@ describe('webhookRun', () => {
       webhook_delivery_id: 'gh-1',
       webhook_delivery_entry: 'e1',
       automation: 'triage',
+      automation_id: 'a1',
     });
   });
 

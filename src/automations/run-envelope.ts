@@ -3,6 +3,8 @@ import type { AgentConfig, NewRun } from '../runs/run.js';
 /** What an automation starts when a delivery matches it. */
 export interface AutomationTarget {
   automationId: string;
+  /** The factory the automation belongs to (stamped as `factory_uid`, which the Oz clients filter by). */
+  factoryUid?: string;
   name: string;
   prompt: string;
   config: AgentConfig;
@@ -63,6 +65,9 @@ export function webhookRun(target: AutomationTarget, delivery: DeliveryRef): New
       webhook_delivery_entry: delivery.entryId,
       ...(delivery.replayOf ? { webhook_replay_of: delivery.replayOf.entryId } : {}),
       automation: clip(target.name),
+      // The Oz clients filter runs by it (GET /agent/runs?automation_id=).
+      automation_id: target.automationId,
+      ...(target.factoryUid ? { factory_uid: target.factoryUid } : {}),
     },
     attachments: [{ fileName: EVENT_PAYLOAD_FILE, contentType: 'application/json', content: delivery.body }],
   };

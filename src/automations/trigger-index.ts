@@ -58,10 +58,11 @@ export class TriggerIndex {
   constructor(@Inject(AutomationsRepository) private readonly repo: AutomationsRepository) {}
 
   async load(factoryId: string): Promise<Map<string, Trigger[]>> {
-    const [agentDefaults, agents, automations] = await Promise.all([
+    const [agentDefaults, agents, automations, factoryUid] = await Promise.all([
       this.repo.agentDefaults(factoryId),
       this.repo.liveAgents(factoryId),
       this.repo.enabledAutomations(factoryId),
+      this.repo.factoryUid(factoryId),
     ]);
     const index = new Map<string, Trigger[]>();
     for (const a of automations) {
@@ -92,6 +93,7 @@ export class TriggerIndex {
       for (const [uid, compiled] of byUid) {
         const trigger: Trigger = {
           automationId: a.id,
+          factoryUid,
           name: a.name,
           prompt: a.prompt,
           config,

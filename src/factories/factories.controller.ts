@@ -13,7 +13,7 @@ import { RequestValidator } from '../common/request-validation.js';
 import { SchemaRegistry } from '../common/schema-validator.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { bundleSchema, DEFINITION_SCHEMAS } from './definition-schemas.js';
-import { presentApply, presentFactory, presentWebhook } from './factory.presenter.js';
+import { presentApply, presentDefinition, presentFactory, presentWebhook } from './factory.presenter.js';
 import { APPLIES_SCOPE, FACTORIES_SCOPE, FactoriesService } from './factories.service.js';
 
 /** An object with these properties, all required (strings unless the property says otherwise). */
@@ -66,6 +66,50 @@ export class FactoriesController {
     const page = parsePageRequest(QueryParams.of(req), APPLIES_SCOPE, { fallback: 20, max: 100 });
     const { applies, pageInfo } = await this.factories.applies(auth, uid, page);
     return { applies: applies.map(presentApply), page_info: pageInfo };
+  }
+
+  @Get('factory/:uid/definition')
+  @RequireScope('runs:read')
+  @ApiOperation({
+    summary: 'The applied agents, automations and skills of a factory',
+    description:
+      'A webhook trigger lists its webhooks by UID and name (`name` null for a UID the factory never had).',
+  })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['agents', 'automations', 'skills'],
+    properties: {
+      agents: { type: 'array', items: { type: 'object' } },
+      automations: { type: 'array', items: { type: 'object' } },
+      skills: { type: 'array', items: { type: 'object' } },
+    },
+  })
+  @ApiProblems(403, 404)
+  async definition(@Auth() auth: AuthContext, @Param('uid') uid: string) {
+    return presentDefinition(await this.factories.definition(auth, uid));
+  }
+
+  @Get('factory/:uid/plan')
+  @RequireScope('runs:read')
+  @ApiOperation({
+    summary: 'What the next reconcile would change',
+    description:
+      'Fetches the production branch and plans its head against the applied state, as `factoryd plan` does; nothing is applied or recorded.',
+  })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['result', 'revision', 'errors'],
+    properties: {
+      result: { type: 'string', description: '`planned`, or `failed` when the head does not validate' },
+      revision: { type: ['string', 'null'] },
+      errors: { type: 'array', items: { type: 'object' } },
+      plan: { type: 'object' },
+    },
+  })
+  @ApiProblems(403, 404)
+  async plan(@Auth() auth: AuthContext, @Param('uid') uid: string) {
+    const o = await this.factories.plan(auth, uid);
+    return { result: o.result, revision: o.revision, errors: o.errors, ...(o.plan ? { plan: o.plan } : {}) };
   }
 
   @Get('factory/:uid/webhooks')

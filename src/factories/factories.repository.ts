@@ -31,6 +31,25 @@ export interface AgentRow {
   base_prompt: string;
 }
 
+/** What a factory's applied definition holds, for its page in the dashboard (live rows only). */
+export interface DefinitionRows {
+  agents: Array<{ name: string; path: string; agent_type: string; description: string | null }>;
+  automations: Array<{
+    name: string;
+    path: string;
+    enabled: boolean;
+    agent_name: string | null;
+    triggers: Array<{
+      provider: string;
+      event: string;
+      filter?: { webhook_ids?: string[]; payload?: unknown };
+    }>;
+  }>;
+  skills: Array<{ name: string; path: string; description: string | null }>;
+  /** Every webhook the factory ever had (deleted ones too), to name a trigger's UIDs. */
+  webhookNames: Array<{ uid: string; name: string; deleted: boolean }>;
+}
+
 const COLUMNS = `f.id, f.uid, f.team_id, t.name AS team_name, f.name, f.repo_url, f.branch, f.managed, f.description,
   f.definition, f.last_attempted_revision, f.last_applied_revision, f.ready, f.reason, f.message, f.created_at, f.updated_at`;
 
@@ -93,6 +112,31 @@ export class FactoriesRepository {
         ORDER BY started_at DESC, id DESC LIMIT $4`,
       [factoryId, after?.startedAt ?? null, after?.id ?? null, limit],
     );
+  }
+
+  async definition(factoryId: string): Promise<DefinitionRows> {
+    const [agents, automations, skills, webhookNames] = await Promise.all([
+      this.db.query<DefinitionRows['agents'][number]>(
+        `SELECT name, path, agent_type, description FROM agents
+          WHERE factory_id = $1 AND deleted_at IS NULL ORDER BY agent_type DESC, name`,
+        [factoryId],
+      ),
+      this.db.query<DefinitionRows['automations'][number]>(
+        `SELECT name, path, enabled, agent_name, triggers FROM automations
+          WHERE factory_id = $1 AND deleted_at IS NULL ORDER BY name`,
+        [factoryId],
+      ),
+      this.db.query<DefinitionRows['skills'][number]>(
+        `SELECT name, path, description FROM factory_skills
+          WHERE factory_id = $1 AND deleted_at IS NULL ORDER BY name`,
+        [factoryId],
+      ),
+      this.db.query<DefinitionRows['webhookNames'][number]>(
+        `SELECT uid, name, deleted_at IS NOT NULL AS deleted FROM webhooks WHERE factory_id = $1`,
+        [factoryId],
+      ),
+    ]);
+    return { agents, automations, skills, webhookNames };
   }
 
   async foreman(factoryId: string): Promise<AgentRow | undefined> {

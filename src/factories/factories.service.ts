@@ -8,9 +8,14 @@ import { Database } from '../database/database.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
 import type { AgentOverrides } from '../definitions/definition.js';
 import type { FactoryRecord } from '../reconciler/definition-store.js';
-import { Reconciler } from '../reconciler/reconciler.js';
+import { Reconciler, type ReconcileOutcome } from '../reconciler/reconciler.js';
 import { RunsRepository } from '../runs/runs.repository.js';
-import { FactoriesRepository, type ApplyRow, type WebhookRow } from './factories.repository.js';
+import {
+  FactoriesRepository,
+  type ApplyRow,
+  type DefinitionRows,
+  type WebhookRow,
+} from './factories.repository.js';
 
 /** Cursor scopes of the two listings (a cursor of one is refused by the other). */
 export const FACTORIES_SCOPE = 'factories:name';
@@ -24,6 +29,9 @@ export interface FactoryListQuery extends PageRequest {
 /** The factory API: listing, status and history, webhooks, dispatch to the foreman, refresh. */
 @Injectable()
 export class FactoriesService {
+  /** The plan running now, by factory id. */
+  private readonly plans = new Map<string, Promise<ReconcileOutcome>>();
+
   constructor(
     @Inject(FactoriesRepository) private readonly repo: FactoriesRepository,
     @Inject(RunsRepository) private readonly runs: RunsRepository,
@@ -108,11 +116,32 @@ export class FactoriesService {
           source: 'FACTORY',
           creatorId: auth.principal.id,
           agentConfig: config,
+          // The Oz clients filter runs by it (GET /agent/runs?factory_uid=).
+          metadata: { factory_uid: f.uid },
         },
         this.clock.now(),
       ),
     );
     return { factory_uid: f.uid, foreman_agent: foreman.name, run_id: runId, state: 'QUEUED' };
+  }
+
+  /** The applied agents, automations and skills of a factory. */
+  async definition(auth: AuthContext, uid: string): Promise<DefinitionRows> {
+    return this.repo.definition((await this.get(auth, uid)).id);
+  }
+
+  /**
+   * What reconciling the head now would change: a dry run, nothing applied or recorded. Requests for
+   * one factory that arrive while its plan runs share that plan (one fetch, however many readers ask).
+   */
+  async plan(auth: AuthContext, uid: string): Promise<ReconcileOutcome> {
+    const { id } = await this.get(auth, uid);
+    let running = this.plans.get(id);
+    if (!running) {
+      running = this.reconciler.plan(id).finally(() => this.plans.delete(id));
+      this.plans.set(id, running);
+    }
+    return running;
   }
 
   /** Starts a reconcile of the head now (even if it was already attempted); does not wait for it. */

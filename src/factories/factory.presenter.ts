@@ -1,6 +1,6 @@
 import { redactMcpCredentials } from '../secrets/mcp-credentials.js';
 import type { FactoryRecord } from '../reconciler/definition-store.js';
-import type { ApplyRow, WebhookRow } from './factories.repository.js';
+import type { ApplyRow, DefinitionRows, WebhookRow } from './factories.repository.js';
 
 /** A repository URL without credentials (a clone URL may carry a token). */
 export function displayRepo(repoUrl: string): string {
@@ -65,5 +65,33 @@ export function presentApply(a: ApplyRow) {
     plan: a.plan,
     started_at: a.started_at.toISOString(),
     duration_ms: a.duration_ms,
+  };
+}
+
+/** Agents, automations (each webhook trigger naming its webhooks) and skills of the applied definition. */
+export function presentDefinition(d: DefinitionRows) {
+  const names = new Map(d.webhookNames.map((w) => [w.uid, w]));
+  return {
+    agents: d.agents.map((a) => ({
+      name: a.name,
+      path: a.path,
+      agent_type: a.agent_type,
+      description: a.description,
+    })),
+    automations: d.automations.map((a) => ({
+      name: a.name,
+      path: a.path,
+      enabled: a.enabled,
+      agent: a.agent_name,
+      triggers: a.triggers.map((t) => ({
+        ...t,
+        webhooks: (t.filter?.webhook_ids ?? []).map((uid) => ({
+          uid,
+          name: names.get(uid)?.name ?? null,
+          deleted: names.get(uid)?.deleted ?? false,
+        })),
+      })),
+    })),
+    skills: d.skills.map((s) => ({ name: s.name, path: s.path, description: s.description })),
   };
 }

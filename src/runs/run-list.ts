@@ -7,11 +7,13 @@ import {
   type PageInfo,
 } from '../common/pagination.js';
 import { invalidParam } from '../common/problem.js';
+import { UUID_PATTERN } from '../common/ids.js';
 import type { QueryParams } from '../common/query-params.js';
 import { Database } from '../database/database.js';
 import { RUN_STATES, type RunState } from './run-state.js';
 import { RUN_SOURCES, type Run, type RunSource } from './run.js';
 import { RUN_COLUMNS, RUN_FROM, toRun } from './runs.repository.js';
+import { ARTIFACT_TYPES, type ArtifactType } from './artifact.js';
 
 /**
  * GET /agent/runs: the query string parsed into a typed `RunListQuery` (400 naming the parameter on
@@ -25,7 +27,11 @@ export const SORT_KEYS = {
   updated_at: 'r.updated_at',
   created_at: 'r.created_at',
   title: 'r.title',
+  // By skill spec, runs without one last (ascending): '0' + spec sorts before '1'.
+  agent: `(CASE WHEN r.skill_spec IS NULL THEN '1' ELSE '0' || r.skill_spec END)`,
 } as const;
+/** Sort keys that are text (the rest are timestamps). */
+const textKey = (k: SortKey) => k === 'title' || k === 'agent';
 export type SortKey = keyof typeof SORT_KEYS;
 
 /** Adds a statement parameter and returns its `$n`. */
@@ -137,19 +143,53 @@ export const RUN_FILTERS = {
     },
     where: (v, p) => `${RUN_SEARCH_TEXT} ILIKE ${p(`%${v.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`,
   }),
-  artifactType: filter<'PLAN' | 'PULL_REQUEST'>({
+  artifactType: filter<ArtifactType>({
     parse: (q) => {
       const t = q.one('artifact_type');
-      if (t !== undefined && t !== 'PLAN' && t !== 'PULL_REQUEST')
-        throw invalidParam('artifact_type', 'artifact_type must be PLAN or PULL_REQUEST');
-      return t;
+      if (t !== undefined && !(ARTIFACT_TYPES as readonly string[]).includes(t))
+        throw invalidParam('artifact_type', `artifact_type must be one of ${ARTIFACT_TYPES.join(', ')}`);
+      return t as ArtifactType | undefined;
     },
     where: (v, p) => `r.artifacts @> ${p(JSON.stringify([{ artifact_type: v }]))}::jsonb`,
   }),
-  // No run is created by a schedule in factoryd yet; the filter is honoured by matching none.
+  // Stamped on the runs a schedule started (metadata schedule_id).
   scheduleId: filter<string>({
     parse: (q) => q.one('schedule_id'),
     where: (v, p) => `r.metadata->>'schedule_id' = ${p(v)}`,
+  }),
+  // The Oz clients' other filters (docs/run-api.md, "List runs").
+  // Every run, descendants included, whose chain of parent_run_id reaches the ancestor.
+  ancestorRunId: filter<string>({
+    parse: (q) => {
+      const id = q.one('ancestor_run_id');
+      if (id !== undefined && !UUID_PATTERN.test(id))
+        throw invalidParam('ancestor_run_id', 'ancestor_run_id must be a run id (a UUID)');
+      return id;
+    },
+    where: (v, p) => `r.id IN (WITH RECURSIVE d(id) AS (
+        SELECT c.id FROM runs c WHERE c.parent_run_id = ${p(v)}::uuid AND c.team_id = $1
+        UNION SELECT c.id FROM runs c JOIN d ON c.parent_run_id = d.id WHERE c.team_id = $1)
+      SELECT id FROM d)`,
+  }),
+  // Stamped on the runs an automation or a factory started (metadata automation_id, factory_uid).
+  automationId: equals('automation_id', `r.metadata->>'automation_id'`),
+  factoryUid: equals('factory_uid', `r.metadata->>'factory_uid'`),
+  // Every factoryd run runs on a worker (REMOTE); none in a caller's own app (LOCAL).
+  executionLocation: filter<'LOCAL' | 'REMOTE'>({
+    parse: (q) => {
+      const location = q.one('execution_location');
+      if (location !== undefined && location !== 'LOCAL' && location !== 'REMOTE')
+        throw invalidParam('execution_location', 'execution_location must be LOCAL or REMOTE');
+      return location as 'LOCAL' | 'REMOTE' | undefined;
+    },
+    where: (v) => (v === 'LOCAL' ? 'false' : 'true'),
+  }),
+  executor: filter<string>({
+    parse: (q) => q.one('executor'),
+    where: (v, p) => {
+      const who = p(v);
+      return `(r.executor->>'uid' = ${who} OR (r.executor IS NULL AND r.creator_id = (SELECT id FROM principals WHERE uid = ${who})))`;
+    },
   }),
 };
 
@@ -190,7 +230,7 @@ export function isRfc3339(v: string): boolean {
 export function parseRunListQuery(query: QueryParams): RunListQuery {
   const sortBy = (query.one('sort_by') ?? 'updated_at') as SortKey;
   if (!(sortBy in SORT_KEYS))
-    throw invalidParam('sort_by', `sort_by must be one of updated_at, created_at, title`);
+    throw invalidParam('sort_by', `sort_by must be one of updated_at, created_at, title, agent`);
   const sortOrder = (query.one('sort_order') ?? 'desc') as 'asc' | 'desc';
   if (sortOrder !== 'asc' && sortOrder !== 'desc')
     throw invalidParam('sort_order', 'sort_order must be asc or desc');
@@ -208,7 +248,7 @@ const PG_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(
 
 /** A decoded cursor must hold values the SQL can take, or a forged one would reach the database. */
 function cursorFits(after: CursorPosition, sortBy: SortKey): boolean {
-  return sortBy === 'title'
+  return textKey(sortBy)
     ? typeof after.key === 'string'
     : typeof after.key === 'string' && PG_TIMESTAMP.test(after.key);
 }
@@ -232,11 +272,11 @@ export function buildRunListSql(teamId: string, query: RunListQuery): { sql: str
   const dir = query.sortOrder === 'desc' ? 'DESC' : 'ASC';
   if (query.after) {
     const cmp = query.sortOrder === 'desc' ? '<' : '>';
-    const keyParam = query.sortBy === 'title' ? p(query.after.key) : `${p(query.after.key)}::timestamptz`;
+    const keyParam = textKey(query.sortBy) ? p(query.after.key) : `${p(query.after.key)}::timestamptz`;
     where.push(`(${key}, r.id) ${cmp} (${keyParam}, ${p(query.after.id)}::uuid)`);
   }
   // Timestamps go into the cursor as PostgreSQL text, which keeps the microseconds a JS Date drops.
-  const sortKey = query.sortBy === 'title' ? key : `${key}::text`;
+  const sortKey = textKey(query.sortBy) ? key : `${key}::text`;
   const sql = `SELECT ${RUN_COLUMNS}, ${sortKey} AS sort_key FROM ${RUN_FROM}
     WHERE ${where.join(' AND ')}
     ORDER BY ${key} ${dir}, r.id ${dir}

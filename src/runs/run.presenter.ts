@@ -1,7 +1,6 @@
 import { redactMcpCredentials } from '../secrets/mcp-credentials.js';
 import type { AgentConfig, Run } from './run.js';
 import { isTerminal } from './run-state.js';
-import { SERVICE_WORKER_HOST } from './run.js';
 
 /** RunItem on the wire (CONTRACT.md §1): snake_case, RFC 3339 UTC, optional fields only when known. */
 export interface RunItem {
@@ -23,7 +22,8 @@ export interface RunItem {
   parent_run_id?: string;
   metadata?: Record<string, string>;
   status_message?: { message: string; error_code?: string; retryable?: boolean };
-  execution_location?: string;
+  execution_location?: 'LOCAL' | 'REMOTE';
+  executor?: { type: string; uid: string; display_name: string };
   is_run_type_cancellable?: boolean;
   artifacts?: unknown[];
   agent_skill?: Record<string, unknown>;
@@ -41,7 +41,9 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
     source: run.source,
     agent_config: redactMcpCredentials(run.agentConfig),
     conversation_id: run.conversationId,
-    execution_location: run.workerHost === SERVICE_WORKER_HOST ? 'service_hosted' : 'self_hosted',
+    // The Oz enum: LOCAL is the caller's own Warp app, REMOTE a worker. Every factoryd run runs on a
+    // worker, service-hosted or self-hosted (agent_config.worker_host tells which).
+    execution_location: 'REMOTE',
     is_run_type_cancellable: !isTerminal(run.state) && run.state !== 'PENDING',
   };
   if (run.startedAt) {
@@ -50,9 +52,12 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
   }
   if (run.creator)
     item.creator = { type: run.creator.type, uid: run.creator.uid, display_name: run.creator.displayName };
+  if (run.executor) item.executor = run.executor;
+  else if (item.creator) item.executor = item.creator;
   if (run.sessionId) {
     item.session_id = run.sessionId;
-    item.session_link = `${publicBaseUrl}/api/v1/agent/runs/${run.id}/conversation`;
+    // The run's page in the dashboard (a browser cannot send the API key an API URL needs).
+    item.session_link = `${publicBaseUrl}/ui/runs/${run.id}`;
   }
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
   if (run.metadata) item.metadata = run.metadata;

@@ -12,6 +12,13 @@ export const RUN_SOURCES = [
   'WEB_APP',
   'GITHUB_ACTION',
   'CLOUD_MODE',
+  'JIRA',
+  'SELF_IMPROVEMENT',
+  'GITHUB_WEBHOOK',
+  'GITLAB_WEBHOOK',
+  'AUTOFIX',
+  'RUN_SCORER',
+  'ORCHESTRATION',
 ] as const;
 export type RunSource = (typeof RUN_SOURCES)[number];
 
@@ -27,6 +34,15 @@ export interface AgentConfig {
   mcp_servers?: Record<string, unknown>;
   idle_timeout_minutes?: number;
   computer_use_enabled?: boolean;
+  /** Stored and handed to the harness as given (docs/run-api.md, "Fields factoryd stores for the harness"). */
+  computer_use_model_id?: string;
+  credential_strategy?: 'CREATOR' | 'EXECUTOR' | null;
+  harness?: Record<string, unknown>;
+  harness_auth_secrets?: Record<string, unknown>;
+  inference_providers?: Record<string, unknown>;
+  memory_stores?: Array<Record<string, unknown>>;
+  runner_id?: string;
+  session_sharing?: Record<string, unknown>;
 }
 
 export { SERVICE_WORKER_HOST } from '../common/worker-host.js';
@@ -58,6 +74,8 @@ export interface Run {
   artifacts: unknown[] | null;
   agentSkill: Record<string, unknown> | null;
   executionLocation: string | null;
+  /** The named agent the run ran as (agent_identity_uid); null: the creator executed it. */
+  executor: { type: 'service_account'; uid: string; display_name: string } | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;

@@ -22,6 +22,7 @@ import { QueryParams } from '../common/query-params.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { parseRunListQuery } from './run-list.js';
 import { RUN_SOURCES } from './run.js';
+import { ARTIFACT_TYPES } from './artifact.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { presentRun } from './run.presenter.js';
 import { RunsService, type RunCreateRequest } from './runs.service.js';
@@ -50,7 +51,7 @@ const LIST_QUERY = [
   ApiQuery({
     name: 'sort_by',
     required: false,
-    schema: { enum: ['updated_at', 'created_at', 'title'], default: 'updated_at' },
+    schema: { enum: ['updated_at', 'created_at', 'title', 'agent'], default: 'updated_at' },
   }),
   ApiQuery({ name: 'sort_order', required: false, schema: { enum: ['desc', 'asc'], default: 'desc' } }),
   ApiQuery({
@@ -101,7 +102,12 @@ const LIST_QUERY = [
     schema: { type: 'string', maxLength: 200 },
     description: 'Case-insensitive substring of title, prompt or skill spec',
   }),
-  ApiQuery({ name: 'artifact_type', required: false, schema: { enum: ['PLAN', 'PULL_REQUEST'] } }),
+  ApiQuery({ name: 'artifact_type', required: false, schema: { enum: [...ARTIFACT_TYPES] } }),
+  ApiQuery({ name: 'ancestor_run_id', required: false, schema: { type: 'string', format: 'uuid' } }),
+  ApiQuery({ name: 'automation_id', required: false, schema: { type: 'string' } }),
+  ApiQuery({ name: 'factory_uid', required: false, schema: { type: 'string' } }),
+  ApiQuery({ name: 'executor', required: false, schema: { type: 'string' }, description: 'executor uid' }),
+  ApiQuery({ name: 'execution_location', required: false, schema: { enum: ['LOCAL', 'REMOTE'] } }),
   ApiQuery({ name: 'schedule_id', required: false, schema: { type: 'string' } }),
 ];
 
@@ -173,7 +179,7 @@ export class RunsController {
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
   async followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
-    const req = this.validate.body<{ message: string; mode?: string }>('RunFollowupRequest', body);
+    const req = this.validate.body<{ message?: string; mode?: string }>('RunFollowupRequest', body ?? {});
     await this.runs.followup(auth, runId, req.message, req.mode);
     return {};
   }

@@ -5,11 +5,13 @@ import { RunsController } from './runs.controller.js';
 import { RunsRepository } from './runs.repository.js';
 import { RunsService } from './runs.service.js';
 import { RunsSignal } from './runs-signal.js';
+import { NamedAgents } from './named-agents.js';
+import { RunArtifacts } from './run-artifacts.repository.js';
 
 @Module({
   imports: [SecretsModule],
   controllers: [RunsController],
-  providers: [RunsRepository, RunListRepository, RunsService, RunsSignal],
-  exports: [RunsRepository, RunsService, RunsSignal],
+  providers: [RunsRepository, RunListRepository, RunsService, RunsSignal, NamedAgents, RunArtifacts],
+  exports: [RunsRepository, RunsService, RunsSignal, NamedAgents, RunArtifacts],
 })
 export class RunsModule {}

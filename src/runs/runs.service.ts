@@ -11,6 +11,7 @@ import { isTerminal } from './run-state.js';
 import { titleFromPrompt, type AgentConfig, type NewAttachment, type NewRun, type Run } from './run.js';
 import { RunsRepository } from './runs.repository.js';
 import { RunsSignal } from './runs-signal.js';
+import { NamedAgents, withAgentDefaults } from './named-agents.js';
 
 export interface RunCreateRequest {
   prompt?: string;
@@ -18,14 +19,20 @@ export interface RunCreateRequest {
   config?: AgentConfig;
   skill?: string;
   metadata?: Record<string, string>;
-  attachments?: Array<{ file_name: string; content_type?: string; data: string }>;
+  /** `mime_type` is the Oz clients' name for `content_type`. */
+  attachments?: Array<{ file_name: string; content_type?: string; mime_type?: string; data: string }>;
   images?: Array<{ data: string; mime_type: string }>;
   conversation_id?: string;
   parent_run_id?: string;
   mode?: string;
+  agent_identity_uid?: string;
+  on_behalf_of?: string;
+  /** Accepted and ignored: every factoryd run takes follow-ups while it runs. */
+  interactive?: boolean;
 }
 
 const MAX_METADATA_VALUE_BYTES = 256;
+const MAX_METADATA_KEYS = 20;
 const MAX_ATTACHMENT_BYTES = 1024 * 1024;
 
 @Injectable()
@@ -36,6 +43,7 @@ export class RunsService {
     @Inject(Database) private readonly db: Database,
     @Inject(Clock) private readonly clock: Clock,
     @Inject(RunsSignal) private readonly signal: RunsSignal,
+    @Inject(NamedAgents) private readonly namedAgents: NamedAgents,
   ) {}
 
   /** POST /agent/runs: a QUEUED run owned by the caller's team. */
@@ -52,7 +60,13 @@ export class RunsService {
         ]);
       }
     }
-    const config: AgentConfig = { ...req.config };
+    let config: AgentConfig = { ...req.config };
+    const agent = req.agent_identity_uid
+      ? await this.namedAgents.defaults(teamId, req.agent_identity_uid)
+      : undefined;
+    if (req.agent_identity_uid && !agent)
+      throw new NotFound(`agent ${req.agent_identity_uid} does not exist in this team`);
+    if (agent) config = withAgentDefaults(config, agent.config);
     if (req.skill !== undefined) {
       if (config.skill_spec !== undefined && config.skill_spec !== req.skill) {
         throw new InvalidRequest('skill and config.skill_spec name different skills; give one');
@@ -68,21 +82,57 @@ export class RunsService {
       throw new NotFound(`parent run ${req.parent_run_id} does not exist in this team`);
     }
     const prompt = req.prompt ?? '';
+    if (
+      !prompt &&
+      !config.skill_spec &&
+      !config.skills?.length &&
+      !config.base_prompt &&
+      !req.conversation_id
+    )
+      throw new RequestInvalid([
+        { path: 'prompt', message: 'prompt is required: the run has no prompt, skill or base prompt' },
+      ]);
+    const creatorId = req.on_behalf_of ? await this.memberId(teamId, req.on_behalf_of) : auth.principal.id;
     const run: NewRun = {
       teamId,
       title: req.title ?? titleFromPrompt(prompt, config.name ?? 'Agent run'),
       prompt,
       source,
-      creatorId: auth.principal.id,
+      creatorId,
       agentConfig: config,
-      metadata: req.metadata,
+      metadata: stamped(req.metadata, agent?.metadata),
       conversationId: req.conversation_id,
       parentRunId: req.parent_run_id,
       mode: req.mode,
       attachments: attachmentsOf(req),
     };
-    const id = await this.runs.create(run, this.clock.now());
+    const executor = agent && { type: 'service_account', uid: agent.uid, display_name: agent.name };
+    const id = await this.db.transaction(async (tx) => {
+      const runId = await this.runs.insert(tx, run, this.clock.now());
+      if (executor)
+        await tx.execute(`UPDATE runs SET executor = $2 WHERE id = $1`, [runId, JSON.stringify(executor)]);
+      return runId;
+    });
     return { run_id: id, task_id: id, state: 'QUEUED' };
+  }
+
+  /** `on_behalf_of`: a member of the team, by principal uid or display name (exactly one). */
+  private async memberId(teamId: string, who: string): Promise<string> {
+    const rows = await this.db.query<{ id: string }>(
+      `SELECT p.id FROM principals p JOIN team_members m ON m.principal_id = p.id
+        WHERE m.team_id = $1 AND (p.uid = $2 OR p.display_name = $2) LIMIT 2`,
+      [teamId, who],
+    );
+    if (rows.length !== 1)
+      throw new RequestInvalid([
+        {
+          path: 'on_behalf_of',
+          message: rows.length
+            ? `on_behalf_of "${who}" names several members of this team; give a principal uid`
+            : `on_behalf_of "${who}" is no member of this team (give a principal uid or display name)`,
+        },
+      ]);
+    return rows[0]!.id;
   }
 
   /** One page of the team's runs: one statement, nothing else. */
@@ -100,14 +150,20 @@ export class RunsService {
    * A follow-up is stored, then routed by state: a queued or live run gets it as its next input; an
    * ended run continues in the same conversation (back to QUEUED).
    */
-  async followup(auth: AuthContext, runId: string, message: string, mode?: string): Promise<void> {
+  async followup(
+    auth: AuthContext,
+    runId: string,
+    message: string | undefined,
+    mode?: string,
+  ): Promise<void> {
     await this.db.transaction(async (tx) => {
       const state = UUID_PATTERN.test(runId)
         ? await this.runs.lockForUpdate(tx, auth.team.id, runId)
         : undefined;
       if (!state) throw new NotFound(`run ${runId} does not exist`);
       if (isTerminal(state)) await this.runs.transition(tx, runId, state, 'continue', this.clock.now());
-      await this.runs.addFollowup(tx, runId, message, mode);
+      // Without a message (the Oz clients make it optional) an ended run continues with no new input.
+      if (message !== undefined) await this.runs.addFollowup(tx, runId, message, mode);
     });
     await this.signal.control(runId, 'followup');
   }
@@ -130,12 +186,22 @@ export class RunsService {
   }
 }
 
+/** The caller's metadata, with the stamps added where it has no such key and room for them. */
+function stamped(
+  given: Record<string, string> | undefined,
+  stamps: Record<string, string> | undefined,
+): Record<string, string> | undefined {
+  if (!stamps) return given;
+  const all = { ...stamps, ...given };
+  return Object.keys(all).length <= MAX_METADATA_KEYS ? all : given;
+}
+
 /** `owner/repo:name` → name; `owner/repo:path/to/name/SKILL.md` → name; `owner/repo:SKILL.md` → repo. */
 export function skillName(spec: string): string {
   const [repoPart, path] = spec.split(':', 2);
   if (!path.endsWith('SKILL.md')) return path;
   const folders = path.split('/').slice(0, -1);
-  return folders[folders.length - 1] ?? repoPart.split('/')[1];
+  return folders[folders.length - 1] ?? repoPart.split('/').pop()!;
 }
 
 function attachmentsOf(req: RunCreateRequest): NewAttachment[] {
@@ -150,13 +216,17 @@ function attachmentsOf(req: RunCreateRequest): NewAttachment[] {
     }
     return content;
   };
-  req.attachments?.forEach((a, i) =>
+  req.attachments?.forEach((a, i) => {
+    if (a.content_type !== undefined && a.mime_type !== undefined)
+      throw new RequestInvalid([
+        { path: `attachments.${i}`, message: `attachments.${i}: give content_type or mime_type, not both` },
+      ]);
     out.push({
       fileName: a.file_name,
-      contentType: a.content_type ?? 'application/octet-stream',
+      contentType: a.content_type ?? a.mime_type ?? 'application/octet-stream',
       content: decode(a.data, `attachments.${i}.data`),
-    }),
-  );
+    });
+  });
   req.images?.forEach((img, i) =>
     out.push({
       fileName: `image-${i + 1}.${img.mime_type.split('/')[1]}`,

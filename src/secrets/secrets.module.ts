@@ -5,6 +5,7 @@ import { SecretCipher } from './secret-cipher.js';
 import { loadSecretsKey } from './secrets-key.js';
 import { SecretsRepository } from './secrets.repository.js';
 import { SecretsService } from './secrets.service.js';
+import { UrlSigner } from './url-signer.js';
 
 @Module({
   providers: [
@@ -20,7 +21,12 @@ import { SecretsService } from './secrets.service.js';
     },
     SecretsRepository,
     SecretsService,
+    {
+      provide: UrlSigner,
+      inject: [CONFIG],
+      useFactory: (config: Config) => new UrlSigner(loadSecretsKey(config)),
+    },
   ],
-  exports: [SecretsService, McpCredentials],
+  exports: [SecretsService, McpCredentials, SecretCipher, UrlSigner],
 })
 export class SecretsModule {}

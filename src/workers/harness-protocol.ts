@@ -1,3 +1,5 @@
+import { parseArtifactReport, type ArtifactReport } from '../runs/artifact.js';
+
 /**
  * The harness protocol (docs/workers.md), as pure functions: what the worker writes on a harness's
  * stdin and how it reads a line of its stdout.
@@ -26,6 +28,8 @@ export type HarnessEvent =
   | { type: 'action'; kind: string; input: Record<string, unknown> }
   | { type: 'status'; state: 'BLOCKED'; message: string }
   | { type: 'result'; status: 'succeeded' | 'failed'; message: string }
+  /** A plan, pull request, file, screenshot or external reference the run leaves (runs/artifact.ts). */
+  | { type: 'artifact'; artifact: WireArtifact }
   | { type: 'transcript'; stream: 'stdout' | 'stderr'; text: string };
 
 const MAX_TEXT = 64 * 1024;
@@ -64,6 +68,13 @@ export function parseHarnessLine(line: string): HarnessEvent {
             message: text(e.message) || 'The agent is waiting for input',
           };
         break;
+      case 'artifact': {
+        // A worker's report carries the event as parsed here ({type, artifact}); a harness writes it flat.
+        const source =
+          e.artifact && typeof e.artifact === 'object' ? (e.artifact as Record<string, unknown>) : e;
+        if (parseArtifactReport(source)) return { type: 'artifact', artifact: source as WireArtifact };
+        break;
+      }
       case 'result':
         return {
           type: 'result',
@@ -74,6 +85,9 @@ export function parseHarnessLine(line: string): HarnessEvent {
   }
   return { type: 'transcript', stream: 'stdout', text: line.slice(0, MAX_TEXT) };
 }
+
+/** An artifact as the harness wrote it (checked by parseArtifactReport; content in base64 `data`). */
+export type WireArtifact = Record<string, unknown> & { artifact_type: ArtifactReport['artifact_type'] };
 
 function tryParse(line: string): unknown {
   try {

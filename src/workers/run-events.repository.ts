@@ -1,5 +1,6 @@
 import { paramRefs, type Queryable, type StatementPart } from '../database/database.js';
 import type { HarnessEvent } from './harness-protocol.js';
+import { artifactAction } from './artifact-events.js';
 
 /**
  * A run's conversation as its workers write it: harness events appended to `run_events` (per
@@ -77,10 +78,12 @@ function eventColumns(events: HarnessEvent[]) {
     bodies: [] as string[],
   };
   for (const e of events) {
-    out.types.push(e.type);
-    out.roles.push(e.type === 'message' ? e.role : e.type === 'transcript' ? e.stream : null);
-    out.kinds.push(e.type === 'action' ? e.kind : null);
-    out.bodies.push(JSON.stringify(e.type === 'action' ? { input: e.input } : e));
+    // An artifact is an `artifact` action in the conversation, its content left out (run_artifacts has it).
+    const event = e.type === 'artifact' ? artifactAction(e.artifact) : e;
+    out.types.push(event.type);
+    out.roles.push(event.type === 'message' ? event.role : event.type === 'transcript' ? event.stream : null);
+    out.kinds.push(event.type === 'action' ? event.kind : null);
+    out.bodies.push(JSON.stringify(event.type === 'action' ? { input: event.input } : event));
   }
   return out;
 }

@@ -21,6 +21,8 @@ import {
   type RunPolicy,
 } from './run-decisions.js';
 import { RunEventsRepository } from './run-events.repository.js';
+import { RunArtifacts } from '../runs/run-artifacts.repository.js';
+import { artifactReports } from './artifact-events.js';
 import { RunQueueRepository, type ClaimedRun, type HeldRun } from './run-queue.repository.js';
 import { SkillResolver } from './skill-resolver.js';
 import { WorkerRegistry, type ConnectedHost, type WorkerIdentity } from './worker-registry.js';
@@ -49,6 +51,7 @@ export class WorkerRunsService {
   private readonly events = new RunEventsRepository();
   private readonly registry: WorkerRegistry;
   private readonly skills: SkillResolver;
+  private readonly artifacts: RunArtifacts;
 
   constructor(
     private readonly db: Database,
@@ -58,6 +61,7 @@ export class WorkerRunsService {
   ) {
     this.queue = new RunQueueRepository(db);
     this.registry = new WorkerRegistry(db);
+    this.artifacts = new RunArtifacts(db);
     this.skills = new SkillResolver(db);
   }
 
@@ -142,6 +146,7 @@ export class WorkerRunsService {
     if (!inserted) return;
     const artifacts = events.filter(isArtifact).map((e) => (e as { input: Record<string, unknown> }).input);
     if (artifacts.length) await this.runs.addArtifacts(this.db, runId, artifacts);
+    await this.artifacts.record(this.db, runId, execution, artifactReports(events), this.now());
     const blocked = events.find((e) => e.type === 'status');
     if (blocked)
       await this.runs.transition(this.db, runId, 'INPROGRESS', 'block', this.now(), {
@@ -173,7 +178,7 @@ export class WorkerRunsService {
   async finish(w: WorkerIdentity, runId: string, execution: number, outcome: Outcome): Promise<void> {
     let events = outcome.events ?? [];
     // Events that change the run besides the end (an artifact, BLOCKED) go through `record` first.
-    if (events.some((e) => e.type === 'status' || isArtifact(e))) {
+    if (events.some((e) => e.type === 'status' || e.type === 'artifact' || isArtifact(e))) {
       await this.record(w, runId, execution, events);
       events = [];
     }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { fromRoot } from '../../src/common/paths.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
+import { browserMissing } from '../dashboard/browser-check.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -43,14 +44,23 @@ function buildIfStale(): void {
   const main = fromRoot('dist', 'cli', 'main.js');
   const built = existsSync(main) ? statSync(main).mtimeMs : 0;
   const sources = [fromRoot('tsconfig.json'), fromRoot('tsconfig.build.json'), ...files(fromRoot('src'))];
-  if (sources.every((f) => statSync(f).mtimeMs <= built)) return;
-  execFileSync(
-    process.execPath,
-    [fromRoot('node_modules/typescript/bin/tsc'), '-p', fromRoot('tsconfig.build.json')],
-    {
-      stdio: 'inherit',
-    },
-  );
+  if (sources.some((f) => statSync(f).mtimeMs > built))
+    execFileSync(
+      process.execPath,
+      [fromRoot('node_modules/typescript/bin/tsc'), '-p', fromRoot('tsconfig.build.json')],
+      {
+        stdio: 'inherit',
+      },
+    );
+  // The dashboard (dist/web), which the service serves and the browser tests drive.
+  const page = fromRoot('dist', 'web', 'index.html');
+  const pageBuilt = existsSync(page) ? statSync(page).mtimeMs : 0;
+  if (files(fromRoot('web')).some((f) => statSync(f).mtimeMs > pageBuilt))
+    execFileSync(
+      process.execPath,
+      [fromRoot('node_modules/vite/bin/vite.js'), 'build', '--config', fromRoot('web/vite.config.ts')],
+      { stdio: 'inherit' },
+    );
 }
 
 /**
@@ -64,7 +74,8 @@ function announce(): void {
     process.env.TEST_REDIS_URL
       ? `TEST_REDIS_URL=${process.env.TEST_REDIS_URL}: the rate-limit tests also run on Redis.`
       : 'TEST_REDIS_URL unset: the rate-limit tests on Redis are skipped (set TEST_REDIS_URL=redis://127.0.0.1:6379 to run them).',
-  ];
+    browserMissing() ? `The dashboard's browser tests are skipped: ${browserMissing()}.` : '',
+  ].filter(Boolean);
   process.stdout.write(`${lines.join('\n')}\n\n`);
 }
 

@@ -42,6 +42,7 @@ async function serve(): Promise<void> {
     '',
     rule,
     `factoryd is up: API ${service.url}/api/v1  (OpenAPI: ${service.url}/api/v1/openapi.json)`,
+    `dashboard: ${service.url}/ui/  (sign in with an API key)`,
     service.databaseServer.embedded
       ? `database: embedded PostgreSQL under ${shown(service.databaseServer.location!)}` +
         (service.databaseServer.location === join(config.dataDir, 'pg')

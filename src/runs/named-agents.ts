@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import type { AgentConfig } from './run.js';
+
+/** A named agent's defaults, as a run created with `agent_identity_uid` takes them. */
+export interface NamedAgentDefaults {
+  uid: string;
+  name: string;
+  config: AgentConfig;
+  /** Metadata a run of this agent is stamped with (a factory's agent: `factory_uid`). */
+  metadata?: Record<string, string>;
+}
+
+export interface NamedAgentSource {
+  /** The team's named agent `uid` (its MCP credentials opened), or undefined when the team has none such. */
+  defaults(teamId: string, uid: string): Promise<NamedAgentDefaults | undefined>;
+}
+
+/**
+ * Where `runs/` finds named agents without knowing what they are: the module that keeps them (layer 4:
+ * a factory's agents among them) registers itself here when it starts.
+ */
+@Injectable()
+export class NamedAgents {
+  private source?: NamedAgentSource;
+
+  register(source: NamedAgentSource): void {
+    this.source = source;
+  }
+
+  async defaults(teamId: string, uid: string): Promise<NamedAgentDefaults | undefined> {
+    return this.source?.defaults(teamId, uid);
+  }
+}
+
+/**
+ * The run's config over the named agent's: a key the run sets wins; MCP servers merge by name (the
+ * run's entry wins); the agent's skills apply only when the run names no skill of its own.
+ */
+export function withAgentDefaults(run: AgentConfig, agent: AgentConfig): AgentConfig {
+  const merged: AgentConfig = { ...agent, ...run };
+  if (agent.mcp_servers || run.mcp_servers) merged.mcp_servers = { ...agent.mcp_servers, ...run.mcp_servers };
+  if (run.skill_spec !== undefined || run.skills !== undefined) {
+    if (run.skills === undefined) delete merged.skills;
+    if (run.skill_spec === undefined) delete merged.skill_spec;
+  }
+  return merged;
+}

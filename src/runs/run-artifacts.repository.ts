@@ -1,0 +1,114 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { newUuid } from '../common/ids.js';
+import { Database, type Queryable } from '../database/database.js';
+import { artifactItem, type ArtifactReport, type ArtifactType } from './artifact.js';
+
+export interface StoredArtifact {
+  id: string;
+  runId: string;
+  execution: number;
+  artifactType: ArtifactType;
+  data: Record<string, unknown>;
+  contentType: string | null;
+  handoff: boolean;
+  createdAt: Date;
+}
+
+const COLUMNS = `a.id, a.run_id, a.execution, a.artifact_type, a.data, a.content_type, a.handoff, a.created_at`;
+
+function toArtifact(row: Record<string, unknown>): StoredArtifact {
+  return {
+    id: row.id as string,
+    runId: row.run_id as string,
+    execution: row.execution as number,
+    artifactType: row.artifact_type as ArtifactType,
+    data: row.data as Record<string, unknown>,
+    contentType: row.content_type as string | null,
+    handoff: row.handoff as boolean,
+    createdAt: row.created_at as Date,
+  };
+}
+
+/**
+ * A run's artifacts: each stored with its content (what a download returns) and listed on the run
+ * (`runs.artifacts`, which the run's detail shows and `artifact_type` filters).
+ */
+@Injectable()
+export class RunArtifacts {
+  constructor(@Inject(Database) private readonly db: Database) {}
+
+  /** Stores the artifacts one report of an execution brought, and lists them on the run. */
+  async record(
+    q: Queryable,
+    runId: string,
+    execution: number,
+    reports: ArtifactReport[],
+    now: Date,
+  ): Promise<void> {
+    if (!reports.length) return;
+    const ids = reports.map(() => newUuid());
+    await q.execute(
+      `INSERT INTO run_artifacts (id, run_id, team_id, execution, artifact_type, data, content_type, content, handoff, created_at)
+         SELECT a.id, r.id, r.team_id, $2, a.t, a.d, a.ct, a.c, a.h, $3
+           FROM runs r, unnest($4::uuid[], $5::text[], $6::jsonb[], $7::text[], $8::bytea[], $9::boolean[]) AS a(id, t, d, ct, c, h)
+          WHERE r.id = $1`,
+      [
+        runId,
+        execution,
+        now,
+        ids,
+        reports.map((r) => r.artifact_type),
+        reports.map((r) => JSON.stringify(r.data)),
+        reports.map((r) => r.content?.type ?? null),
+        reports.map((r) => r.content?.bytes ?? null),
+        reports.map((r) => r.handoff),
+      ],
+    );
+    const items = reports.map((r, i) => artifactItem(ids[i]!, r.artifact_type, r.data, now));
+    await q.execute(
+      `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
+      [runId, JSON.stringify(items)],
+    );
+  }
+
+  /** One artifact of the team, or undefined (another team's is no different from none). */
+  async find(teamId: string, uid: string): Promise<StoredArtifact | undefined> {
+    const rows = await this.db.query(
+      `SELECT ${COLUMNS} FROM run_artifacts a WHERE a.id = $1 AND a.team_id = $2`,
+      [uid, teamId],
+    );
+    return rows[0] ? toArtifact(rows[0]) : undefined;
+  }
+
+  /** An artifact's content, for a download whose signed link names it. */
+  async content(uid: string): Promise<{ type: string; bytes: Buffer; name: string } | undefined> {
+    const rows = await this.db.query<{ content_type: string; content: Buffer; data: { filename?: string } }>(
+      `SELECT content_type, content, data FROM run_artifacts WHERE id = $1 AND content IS NOT NULL`,
+      [uid],
+    );
+    const row = rows[0];
+    return row && { type: row.content_type, bytes: row.content, name: row.data.filename ?? uid };
+  }
+
+  /** The text of a plan (stored as its content). */
+  async text(uid: string): Promise<string> {
+    const c = await this.content(uid);
+    return c ? c.bytes.toString('utf8') : '';
+  }
+
+  /**
+   * The handoff files of the run's latest ended execution: its current one once the run has ended,
+   * else the one before (a running execution has not finished leaving files).
+   */
+  async handoff(teamId: string, runId: string): Promise<StoredArtifact[]> {
+    const rows = await this.db.query(
+      `SELECT ${COLUMNS} FROM run_artifacts a JOIN runs r ON r.id = a.run_id
+        WHERE a.run_id = $1 AND r.team_id = $2 AND a.handoff
+          AND a.execution = (SELECT max(b.execution) FROM run_artifacts b WHERE b.run_id = $1 AND b.handoff
+                               AND (b.execution < r.execution OR r.state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')))
+        ORDER BY a.created_at, a.id`,
+      [runId, teamId],
+    );
+    return rows.map(toArtifact);
+  }
+}

@@ -1,0 +1,366 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManagedFactories } from '../../src/management/managed-factories.js';
+import { DefinitionStore } from '../../src/reconciler/definition-store.js';
+import { ReconcileScheduler } from '../../src/reconciler/reconcile-scheduler.js';
+import { Reconciler } from '../../src/reconciler/reconciler.js';
+import { SecretsService } from '../../src/secrets/secrets.service.js';
+import { eventually } from '../support/eventually.js';
+import { automation, baseFactory, TestRepo } from '../support/git-repo.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { browserMissing, launchBrowser } from './browser.js';
+
+const missing = browserMissing();
+/** DASHBOARD_SCREENSHOTS=1 writes the README's screenshots (docs/screenshots/*.png). */
+const SHOTS = process.env.DASHBOARD_SCREENSHOTS ? 'docs/screenshots' : undefined;
+
+/** A delivery whose fields would run script if the dashboard rendered them as HTML. */
+const HOSTILE = {
+  action: 'opened',
+  title: '<script>window.__pwned = "script"</script>',
+  body: '<img src=x onerror="window.__pwned = \'img\'">',
+  sender: { login: '<b>mallory</b>' },
+};
+
+// The dashboard driven in real Chromium against the real service (docs/dashboard.md).
+describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
+  let t: TestService;
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let page: Page;
+  let managerKey: string;
+  let readerKey: string;
+  let repo: TestRepo;
+  let managed: { uid: string };
+  let backed: { uid: string; hookUid: string };
+  /** Every URL the page asked for: nothing third-party, and never the key. */
+  const requested: string[] = [];
+  const consoleErrors: string[] = [];
+  let secret = '';
+  let webhookUid = '';
+  let runId = '';
+
+  beforeAll(async () => {
+    t = await startTestService({
+      WORKER_CONCURRENCY: '1',
+      FACTORY_POLL_SECONDS: '3600',
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+    });
+    await t.service.app.get(ReconcileScheduler).firstPoll;
+    managerKey = (
+      await t.auth.createApiKey({
+        teams: [t.defaultTeam],
+        scopes: ['runs:read', 'runs:write', 'factory:manage'],
+        name: 'Ada Lovelace',
+        type: 'user',
+      })
+    ).key;
+    readerKey = await t.newKey([t.defaultTeam], ['runs:read', 'runs:write'], 'Reader');
+    const { factory } = await t.service.app.get(ManagedFactories).create({
+      team: t.defaultTeam,
+      name: 'support',
+      branch: 'main',
+      author: { name: 'Setup', email: 'setup@example.com' },
+    });
+    managed = { uid: factory.uid };
+    // A repository-backed factory with an automation on its webhook: the definition tab's content.
+    repo = new TestRepo();
+    await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'ci-secret-value');
+    repo.commit(baseFactory(), 'initial');
+    const f = (await t.service.app.get(DefinitionStore).register({
+      teamId: t.defaultTeam.id,
+      name: 'backed',
+      repoUrl: repo.dir,
+      branch: 'main',
+    }))!;
+    await t.service.app.get(Reconciler).request(f.id, true);
+    const hookUid = (await t.call('GET', `/api/v1/factory/${f.uid}/webhooks`)).body.webhooks[0].uid;
+    repo.commit({ 'automations/fix/automation.md': automation(hookUid) }, 'automation');
+    await t.service.app.get(Reconciler).request(f.id, true);
+    backed = { uid: f.uid, hookUid };
+
+    browser = await launchBrowser();
+    page = await browser.browser.newPage();
+    page.on('request', (r) => requested.push(r.url()));
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+    if (SHOTS) mkdirSync(SHOTS, { recursive: true });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.stop();
+    repo?.remove();
+  });
+
+  const shot = async (name: string, opts: { p?: Page; fullPage?: boolean } = {}) => {
+    if (!SHOTS) return;
+    const p = opts.p ?? page;
+    // From the top, so the sticky header sits where it belongs in a full-page picture.
+    if (opts.fullPage) await p.evaluate(() => (globalThis as any).scrollTo(0, 0));
+    await p.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: opts.fullPage });
+  };
+  const nav = (p: Page, name: string) =>
+    p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name });
+  const visible = (p: Page, text: string | RegExp) => p.getByText(text).first().isVisible();
+  const signIn = async (p: Page, key: string, path = '/ui/') => {
+    await p.goto(`${t.url}${path}`);
+    await p.getByLabel('API key').fill(key);
+    if (p === page) await shot('sign-in', { p });
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await eventually(() => p.getByRole('navigation', { name: 'Main' }).isVisible(), 'the signed-in shell');
+  };
+
+  it('signs in with a key, shows its scopes, and keeps the key out of every URL', async () => {
+    await signIn(page, managerKey);
+    await eventually(() => page.url().endsWith('/ui/runs'), 'the runs page');
+    const scopes = await page.getByTestId('scopes').textContent();
+    expect(scopes).toContain('factory:manage');
+    expect(scopes).toContain('runs:write');
+    await eventually(() => visible(page, 'No runs yet'), 'the empty state');
+  });
+
+  it('starts a run, follows its conversation to SUCCEEDED, and renders its hostile prompt as text', async () => {
+    await page.getByRole('button', { name: 'New run' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog
+      .getByLabel('Prompt', { exact: true })
+      .fill(`Triage <img src=x onerror="window.__pwned = 'prompt'">\n/bundled-skill pr-comments`);
+    await dialog.getByLabel(/^Title/).fill('Triage from the dashboard');
+    await dialog.getByRole('button', { name: 'Start run' }).click();
+    runId = (await eventually(() => /\/ui\/runs\/([0-9a-f-]{36})$/.exec(page.url()), 'the run page'))[1];
+    await eventually(() => page.locator('.pagehead .badge').getByText('SUCCEEDED').isVisible(), 'SUCCEEDED', {
+      timeoutMs: 30_000,
+    });
+    await eventually(() => visible(page, 'loaded skill'), 'the read_skill action in the conversation');
+    expect(await page.getByTestId('prompt').textContent()).toContain(
+      `<img src=x onerror="window.__pwned = 'prompt'">`,
+    );
+    expect(await page.locator('main img').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
+    await shot('run', { fullPage: true });
+    // The API's session_link is this page.
+    const run = (await t.call('GET', `/api/v1/agent/runs/${runId}`)).body;
+    expect(run.session_link).toBe(`${t.url}/ui/runs/${runId}`);
+    await page.getByRole('link', { name: '← Runs' }).click();
+    await eventually(
+      () => page.getByRole('link', { name: 'Triage from the dashboard' }).isVisible(),
+      'the run listed',
+    );
+    await shot('runs');
+  });
+
+  it('continues the run with a follow-up, and cancels a live run', async () => {
+    await page.getByRole('link', { name: 'Triage from the dashboard' }).click();
+    await page.getByLabel(/^Follow-up/).fill('And the next issue, please');
+    await page.getByRole('button', { name: 'Send follow-up' }).click();
+    const conversation = page.getByRole('list', { name: 'Conversation' });
+    await eventually(
+      () => conversation.getByText('And the next issue, please').first().isVisible(),
+      'the follow-up in the conversation',
+    );
+    await eventually(
+      async () => (await t.call('GET', `/api/v1/agent/runs/${runId}`)).body.state === 'SUCCEEDED',
+      'the continued run done',
+    );
+
+    const long = await t.call('POST', '/api/v1/agent/runs', {
+      prompt: 'Work a while\n/wait 30',
+      title: 'Long one',
+    });
+    await page.goto(`${t.url}/ui/runs/${long.body.run_id}`);
+    await eventually(
+      () => page.locator('.pagehead .badge').getByText('INPROGRESS').isVisible(),
+      'the run in progress',
+    );
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await eventually(() => page.locator('.pagehead .badge').getByText('CANCELLED').isVisible(), 'CANCELLED');
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+  });
+
+  it('creates a webhook and shows its secret once, with the ingress URL and a curl example', async () => {
+    await nav(page, 'Factories').click();
+    await eventually(() => page.getByRole('link', { name: /support/ }).isVisible(), 'the factories');
+    await shot('factories');
+    // A commit that does not apply: the history names the file, the line and the reason.
+    repo.commit({ 'webhooks/bad.yaml': 'authMode: token\nsecretName: no-such-secret\n' }, 'bad webhook');
+    await page.getByRole('link', { name: /backed/ }).click();
+    await eventually(() => visible(page, 'Apply history'), 'the factory status');
+    await page.getByRole('button', { name: 'Refresh now' }).click();
+    await eventually(() => visible(page, 'webhooks/bad.yaml:2'), 'the failed apply with its file and line');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('backed');
+    await eventually(() => visible(page, 'Not ready'), 'the factory not ready');
+    expect(await page.getByText('webhooks/bad.yaml:2').first().locator('..').textContent()).toContain(
+      'no-such-secret',
+    );
+    await shot('factory');
+    await page.getByRole('link', { name: 'Agents, skills & automations' }).click();
+    // The trigger names its webhook, not only its UID.
+    await eventually(
+      () => visible(page, `ci · ${backed.hookUid}`),
+      'the automation trigger with its webhook name',
+    );
+    await shot('factory-definition');
+
+    await page.goto(`${t.url}/ui/factories/${managed.uid}/webhooks`);
+    await eventually(() => visible(page, 'No webhooks yet'), 'the empty webhooks tab');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel(/^Name/).fill('github-issues');
+    expect(await dialog.getByLabel(/^Team secret name/).getAttribute('placeholder')).toBe(
+      'webhook-github-issues',
+    );
+    await dialog.getByRole('button', { name: 'Create webhook' }).click();
+    const once = page.getByRole('status', { name: 'New secret' });
+    await eventually(() => once.isVisible(), 'the secret shown once');
+    secret = (await once.getByLabel('Secret', { exact: true }).textContent())!;
+    expect(secret).toMatch(/^[A-Za-z0-9]{40}$/);
+    const url = (await once.getByLabel('Ingress URL').textContent())!;
+    webhookUid = /\/webhooks\/w\/([A-Za-z0-9]{22})$/.exec(url)![1];
+    expect(await once.getByLabel('curl example').textContent()).toContain(`Authorization: Bearer ${secret}`);
+    await shot('webhook-created');
+    await once.getByRole('link', { name: 'Open the webhook' }).click();
+    await eventually(() => visible(page, 'Delivery log'), 'the webhook page');
+    await page.reload();
+    await eventually(() => visible(page, 'No deliveries yet'), 'the webhook page again');
+    expect(await page.content()).not.toContain(secret);
+  });
+
+  it('shows a delivery sent with fetch in the log, its hostile payload inert', async () => {
+    const res = await fetch(`${t.url}/webhooks/w/${webhookUid}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'x-service-delivery-id': 'delivery-1' },
+      body: JSON.stringify(HOSTILE),
+    });
+    expect(res.status).toBe(202);
+    const row = page.getByRole('row', { name: /delivery-1/ });
+    await eventually(() => row.isVisible(), 'the delivery in the log (live)');
+    await row.click();
+    const payload = page.getByLabel('Payload', { exact: true });
+    await eventually(() => payload.isVisible(), 'the stored payload');
+    const text = (await payload.textContent())!;
+    expect(JSON.parse(text)).toEqual(HOSTILE);
+    expect(text).toContain('  "action": "opened"');
+    expect(await page.locator('main img, main b, main script').count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
+  });
+
+  it('tests a filter against the stored delivery both ways', async () => {
+    const filter = page.getByLabel(/^Filter/);
+    await filter.fill('{"payload": {"action": ["opened"], "sender": {"login": {"exists": true}}}}');
+    await page.getByRole('button', { name: 'Test filter' }).click();
+    const verdict = page.getByRole('status', { name: 'Verdict' });
+    await eventually(async () => (await verdict.textContent())?.startsWith('Would trigger'), 'Would trigger');
+    expect(await verdict.textContent()).toContain('Webhook check: passed');
+    await filter.fill('{"payload": {"action": ["closed"]}}');
+    await page.getByRole('button', { name: 'Test filter' }).click();
+    await eventually(
+      async () => (await verdict.textContent())?.startsWith('Would not trigger'),
+      'Would not trigger',
+    );
+    const path = page.getByRole('table', { name: 'Payload paths' }).getByRole('row', { name: /^action/ });
+    expect(await path.textContent()).toContain('fails in');
+    expect(await path.textContent()).toContain('"opened"');
+    await shot('webhook', { fullPage: true });
+  });
+
+  it('disables the webhook with its switch (senders get 404) and deletes it, consequences spelled out', async () => {
+    await page.getByRole('switch', { name: 'Enabled' }).click();
+    await eventually(
+      async () => (await t.call('GET', `/api/v1/webhooks/${webhookUid}`)).body.enabled === false,
+      'disabled',
+    );
+    const refused = await fetch(`${t.url}/webhooks/w/${webhookUid}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}` },
+      body: '{}',
+    });
+    expect(refused.status).toBe(404);
+    await page.getByRole('button', { name: 'Delete' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('Senders get 404 at once');
+    await dialog.getByRole('button', { name: 'Delete webhook' }).click();
+    await eventually(
+      () => page.url().endsWith(`/ui/factories/${managed.uid}/webhooks`),
+      'back on the webhooks tab',
+    );
+    expect((await t.call('GET', `/api/v1/webhooks/${webhookUid}`)).body.deleted).toBe(true);
+  });
+
+  it('shows a key without factory:manage no write buttons', async () => {
+    const reader = await browser.browser.newPage();
+    try {
+      await signIn(reader, readerKey, `/ui/factories/${backed.uid}/webhooks`);
+      expect(await reader.getByTestId('scopes').textContent()).not.toContain('factory:manage');
+      await eventually(() => reader.getByRole('link', { name: 'ci' }).isVisible(), 'the webhooks list');
+      expect(await reader.getByRole('button', { name: /Create webhook|Add a webhook/ }).count()).toBe(0);
+      await reader.getByRole('link', { name: 'ci' }).click();
+      await eventually(() => visible(reader, 'Delivery log'), 'the webhook page');
+      expect(await reader.getByRole('button', { name: /Delete|Rotate|Set secret/ }).count()).toBe(0);
+      expect(await reader.getByRole('switch').count()).toBe(0);
+      // Reading is allowed: a delivery that starts a run through the automation, and Test filter.
+      const sent = await fetch(`${t.url}/webhooks/w/${backed.hookUid}`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer ci-secret-value', 'x-service-delivery-id': 'issue-7' },
+        body: JSON.stringify({ action: 'opened', issue: { number: 7 } }),
+      });
+      expect(sent.status).toBe(202);
+      await reader.getByRole('row', { name: /issue-7/ }).click();
+      const delivery = reader.getByLabel('Delivery', { exact: true });
+      const started = await eventually(async () => {
+        const r = await t.call('GET', `/api/v1/agent/runs?source=WEBHOOK`);
+        return r.body.runs[0]?.run_id as string | undefined;
+      }, 'the run the delivery started');
+      await eventually(
+        () => delivery.getByRole('link', { name: started }).isVisible(),
+        'the run it started, linked',
+      );
+      await reader.getByLabel('Against').selectOption('fix');
+      await reader.getByRole('button', { name: 'Test filter' }).click();
+      const verdict = reader.getByRole('status', { name: 'Verdict' });
+      await eventually(
+        async () => (await verdict.textContent())?.startsWith('Would trigger'),
+        'the automation would trigger',
+      );
+      expect(await verdict.textContent()).toContain('automation fix');
+      await reader.goto(`${t.url}/ui/factories/${backed.uid}`);
+      await eventually(() => visible(reader, 'Apply history'), 'the factory status');
+      expect(await reader.getByRole('button', { name: 'Refresh now' }).count()).toBe(0);
+      // A reader may still start runs: runs:write is offered.
+      await reader.goto(`${t.url}/ui/runs`);
+      await eventually(
+        () => reader.getByRole('button', { name: 'New run' }).isVisible(),
+        'New run for runs:write',
+      );
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('shows skills usage and workers, and fits a phone', async () => {
+    await nav(page, 'Skills').click();
+    await eventually(() => visible(page, 'pr-comments'), 'the bundled skill load');
+    await shot('skills');
+    await nav(page, 'Workers').click();
+    await eventually(() => visible(page, 'No self-hosted worker connected'), 'the workers empty state');
+    await shot('workers');
+    await page.setViewportSize({ width: 390, height: 780 });
+    await page.goto(`${t.url}/ui/runs/${runId}`);
+    await eventually(() => visible(page, 'Conversation'), 'the run page on a phone');
+    const overflow = await page.evaluate(() => {
+      const w = globalThis as any;
+      return w.document.documentElement.scrollWidth - w.innerWidth;
+    });
+    expect(overflow).toBeLessThanOrEqual(0);
+    await shot('run-phone');
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it('made no third-party request, never put the key in a URL, and broke no CSP rule', () => {
+    expect(requested.length).toBeGreaterThan(10);
+    expect(requested.filter((u) => !u.startsWith(t.url) && !u.startsWith('data:'))).toEqual([]);
+    expect(requested.filter((u) => u.includes(managerKey) || u.includes(readerKey))).toEqual([]);
+    expect(consoleErrors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
+  });
+});

@@ -1,0 +1,154 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runIn, startTestService, type TestService } from '../support/service.js';
+import { python } from './support.js';
+
+// A real worker runs a harness that reports one artifact of every kind (test/fixtures/artifact-harness.mjs);
+// the clients read them back: the run's artifacts, GET /agent/artifacts/{uid}, its download link, and
+// the handoff files (GET /agent/runs/{id}/handoff/attachments).
+let t: TestService;
+beforeAll(async () => {
+  t = await startTestService({
+    WORKER_CONCURRENCY: '1',
+    HARNESS_COMMAND: `"${process.execPath}" "${join(import.meta.dirname, '..', 'fixtures', 'artifact-harness.mjs')}"`,
+  });
+});
+afterAll(async () => t?.stop());
+
+/** A download link fetched as a client does: no key. */
+const fetchLink = async (url: string) => {
+  const res = await fetch(url);
+  return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+};
+
+describe('artifacts a run leaves', () => {
+  it('lists them on the run as ArtifactItem, serves each by uid, and downloads files through signed links', async () => {
+    const id = (await python(t, 'POST', '/agent/runs', { prompt: 'Leave artifacts' })).body.run_id;
+    const run = await runIn(t, id, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(run.state).toBe('SUCCEEDED');
+    expect(run.artifacts.map((a: any) => a.artifact_type)).toEqual([
+      'PLAN',
+      'PULL_REQUEST',
+      'SCREENSHOT',
+      'FILE',
+      'EXTERNAL_REFERENCE',
+    ]);
+    const [plan, pr, shot, file, ref] = run.artifacts;
+    for (const a of run.artifacts) expect(Date.parse(a.created_at)).not.toBeNaN();
+    expect(plan.data).toEqual({
+      artifact_uid: expect.any(String),
+      document_uid: plan.data.artifact_uid,
+      notebook_uid: plan.data.artifact_uid,
+      title: 'The plan',
+    });
+    expect(pr.data).toMatchObject({ url: 'https://github.com/acme/api/pull/7', branch: 'fix/crash' });
+    expect(shot.data).toMatchObject({
+      artifact_uid: expect.any(String),
+      mime_type: 'image/png',
+      description: 'After',
+    });
+    expect(file.data).toMatchObject({
+      artifact_uid: expect.any(String),
+      filename: 'notes.md',
+      filepath: 'out/notes.md',
+      mime_type: 'text/markdown',
+      size_bytes: Buffer.byteLength(`notes of ${id}, execution 1`),
+    });
+    expect(ref.data).toMatchObject({
+      reference_type: 'linear_issue',
+      url: 'https://linear.app/acme/issue/ENG-1',
+      title: 'ENG-1',
+    });
+
+    // The conversation shows each artifact as an action, without its content.
+    const conv = (await t.call('GET', `/api/v1/agent/runs/${id}/conversation`)).body;
+    const actions = conv.messages.filter((m: any) => m.kind === 'artifact');
+    expect(actions).toHaveLength(5);
+    expect(JSON.stringify(actions)).not.toContain(Buffer.from('PNG!').toString('base64'));
+
+    const gotPlan = await python(t, 'GET', `/agent/artifacts/${plan.data.artifact_uid}`);
+    expect(gotPlan.body).toEqual({
+      artifact_type: 'PLAN',
+      artifact_uid: plan.data.artifact_uid,
+      created_at: plan.created_at,
+      data: {
+        content: '# Plan\n1. Fix the crash',
+        content_type: 'text/markdown',
+        document_uid: plan.data.artifact_uid,
+        notebook_uid: plan.data.artifact_uid,
+        title: 'The plan',
+      },
+    });
+    const gotFile = (await python(t, 'GET', `/agent/artifacts/${file.data.artifact_uid}`)).body;
+    expect(gotFile).toMatchObject({
+      artifact_type: 'FILE',
+      data: {
+        content_type: 'text/markdown',
+        filename: 'notes.md',
+        filepath: 'out/notes.md',
+        expires_at: expect.any(String),
+      },
+    });
+    const download = await fetchLink(gotFile.data.download_url);
+    expect(download).toMatchObject({
+      status: 200,
+      type: 'text/markdown',
+      text: `notes of ${id}, execution 1`,
+    });
+    const gotShot = (await python(t, 'GET', `/agent/artifacts/${shot.data.artifact_uid}`)).body;
+    expect(gotShot).toMatchObject({ artifact_type: 'SCREENSHOT', data: { content_type: 'image/png' } });
+    expect((await fetchLink(gotShot.data.download_url)).text).toBe('PNG!');
+
+    // A link whose signature was changed, or that names another artifact, opens nothing.
+    const forged = gotFile.data.download_url.replace(/signature=./, 'signature=x');
+    expect((await fetchLink(forged)).status).toBe(403);
+    const swapped = gotFile.data.download_url.replace(file.data.artifact_uid, shot.data.artifact_uid);
+    expect((await fetchLink(swapped)).status).toBe(403);
+
+    expect(
+      (await python(t, 'GET', '/agent/runs?artifact_type=SCREENSHOT')).body.runs.map((r: any) => r.run_id),
+    ).toEqual([id]);
+    expect(
+      (await python(t, 'GET', `/agent/artifacts/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`)).status,
+    ).toBe(404);
+  });
+
+  it('lists the handoff files of the latest ended execution, and a continued run leaves new ones', async () => {
+    const id = (await python(t, 'POST', '/agent/runs', { prompt: 'Hand off' })).body.run_id;
+    await runIn(t, id, ['SUCCEEDED']);
+    const first = await python(t, 'GET', `/agent/runs/${id}/handoff/attachments`);
+    expect(first.status).toBe(200);
+    expect(first.body.attachments).toEqual([
+      {
+        attachment_id: expect.any(String),
+        filename: 'notes.md',
+        mime_type: 'text/markdown',
+        download_url: expect.stringContaining('/download?'),
+      },
+    ]);
+    expect((await fetchLink(first.body.attachments[0].download_url)).text).toBe(
+      `notes of ${id}, execution 1`,
+    );
+
+    await python(t, 'POST', `/agent/runs/${id}/followups`, { message: 'Once more' });
+    await runIn(t, id, ['SUCCEEDED']);
+    const after = (await python(t, 'GET', `/agent/runs/${id}/handoff/attachments`)).body.attachments;
+    expect(after).toHaveLength(1);
+    const second = after[0];
+    expect((await fetchLink(second.download_url)).text).toBe(`notes of ${id}, execution 2`);
+  });
+
+  it('another team gets 404 for the artifact and the handoff files', async () => {
+    const id = (await python(t, 'POST', '/agent/runs', { prompt: 'Private artifacts' })).body.run_id;
+    const run = await runIn(t, id, ['SUCCEEDED']);
+    const { key } = await t.newTeam('artifact-thieves', ['runs:read', 'runs:write']);
+    for (const a of run.artifacts)
+      expect((await python(t, 'GET', `/agent/artifacts/${a.data.artifact_uid}`, undefined, key)).status).toBe(
+        404,
+      );
+    expect((await python(t, 'GET', `/agent/runs/${id}/handoff/attachments`, undefined, key)).status).toBe(
+      404,
+    );
+    expect((await python(t, 'GET', '/agent/runs?artifact_type=FILE', undefined, key)).body.runs).toEqual([]);
+  });
+});

@@ -1,0 +1,197 @@
+/**
+ * Every call the dashboard makes to the API, and the one place that keeps data live (polling today;
+ * a server-sent-events feed can replace `useLive` alone). The API key travels only in the
+ * Authorization header, never in a URL, and is kept in sessionStorage (gone when the tab closes).
+ */
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+
+export interface Team {
+  uid: string;
+  name: string;
+}
+
+export interface Session {
+  key: string;
+  /** The team every request is for (X-Team-Uid when the key has several). */
+  team: Team;
+  teams: Team[];
+  scopes: string[];
+  principal: { type: string; uid: string; display_name: string };
+}
+
+const STORE = 'factoryd.session';
+
+export function loadSession(): Session | undefined {
+  try {
+    const raw = sessionStorage.getItem(STORE);
+    return raw ? (JSON.parse(raw) as Session) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function saveSession(s: Session | undefined): void {
+  if (s) sessionStorage.setItem(STORE, JSON.stringify(s));
+  else sessionStorage.removeItem(STORE);
+}
+
+/** An RFC 7807 problem from the API (or a network failure), with the `detail` a person can act on. */
+export class ApiProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    readonly detail: string,
+    readonly code?: string,
+  ) {
+    super(detail || title);
+  }
+}
+
+let current: Session | undefined = loadSession();
+let onSignedOut: () => void = () => undefined;
+
+export function useSessionState(): [Session | undefined, (s: Session | undefined) => void] {
+  const [s, set] = useState(current);
+  const update = useCallback((next: Session | undefined) => {
+    current = next;
+    saveSession(next);
+    set(next);
+  }, []);
+  onSignedOut = () => update(undefined);
+  return [s, update];
+}
+
+export function can(scope: string): boolean {
+  return current?.scopes.includes(scope) ?? false;
+}
+
+async function send<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  key = current?.key,
+  team = current?.team,
+): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (team && current && current.teams.length > 1) headers['x-team-uid'] = team.uid;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(`/api/v1${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch {
+    throw new ApiProblem(0, 'Network error', 'The service did not answer. Is it running?');
+  }
+  const text = await res.text();
+  let parsed: any;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = text;
+  }
+  if (!res.ok) {
+    const p = typeof parsed === 'object' && parsed ? parsed : {};
+    const problem = new ApiProblem(res.status, p.title ?? res.statusText, p.detail ?? '', p.error);
+    if (res.status === 401 && key === current?.key && current) onSignedOut();
+    throw problem;
+  }
+  return parsed as T;
+}
+
+export const api = {
+  get: <T>(path: string) => send<T>('GET', path),
+  post: <T>(path: string, body?: unknown) => send<T>('POST', path, body),
+  del: (path: string) => send<void>('DELETE', path),
+  /** Sign-in: who a key is, before it becomes the session's. */
+  whoAmI: (key: string) => send<Omit<Session, 'key' | 'team'>>('GET', '/api-key', undefined, key, undefined),
+};
+
+/** A query string from the set fields (arrays repeat the key). */
+export function query(params: Record<string, string | string[] | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    for (const one of [v ?? []].flat()) if (one !== '') q.append(k, one);
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+export interface Live<T> {
+  data: T | undefined;
+  error: ApiProblem | undefined;
+  loading: boolean;
+  reload: () => void;
+}
+
+/**
+ * `load` now and again every `everyMs` while the tab is visible (0: once). Keeps the last good data
+ * while a refresh fails, so a blip shows an error without blanking the page.
+ */
+export function useLive<T>(load: () => Promise<T>, deps: unknown[], everyMs = 0): Live<T> {
+  const [data, setData] = useState<T>();
+  const [error, setError] = useState<ApiProblem>();
+  const [loading, setLoading] = useState(true);
+  const [tick, setTick] = useState(0);
+  const loader = useRef(load);
+  loader.current = load;
+  useEffect(() => {
+    setData(undefined);
+    setLoading(true);
+  }, deps);
+  useEffect(() => {
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const run = async () => {
+      try {
+        const next = await loader.current();
+        if (stopped) return;
+        setData(next);
+        setError(undefined);
+      } catch (e) {
+        if (!stopped) setError(e instanceof ApiProblem ? e : new ApiProblem(0, 'Error', String(e)));
+      } finally {
+        if (!stopped) {
+          setLoading(false);
+          if (everyMs > 0) timer = setTimeout(tickWhenVisible, everyMs);
+        }
+      }
+    };
+    const tickWhenVisible = () => {
+      if (document.visibilityState === 'visible') void run();
+      else timer = setTimeout(tickWhenVisible, everyMs);
+    };
+    void run();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [...deps, tick, everyMs]);
+  return { data, error, loading, reload: () => setTick((n) => n + 1) };
+}
+
+/** A state-changing call from a button: its pending flag and its problem, shown beside it. */
+export function useAction<A extends unknown[], T>(act: (...args: A) => Promise<T>) {
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<ApiProblem>();
+  const run = async (...args: A): Promise<T | undefined> => {
+    setPending(true);
+    setError(undefined);
+    try {
+      return await act(...args);
+    } catch (e) {
+      setError(
+        e instanceof ApiProblem ? e : new ApiProblem(0, 'Error', e instanceof Error ? e.message : String(e)),
+      );
+      return undefined;
+    } finally {
+      setPending(false);
+    }
+  };
+  return { run, pending, error, clear: () => setError(undefined) };
+}

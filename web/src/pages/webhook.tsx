@@ -1,0 +1,552 @@
+import { useState } from 'preact/hooks';
+import { api, can, query, useAction, useLive } from '../api';
+import { BASE, Link, navigate } from '../router';
+import { Badge, bytes, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
+import type { Factory } from './factories';
+import { RepoFile, SecretOnce, webhookFile, type Webhook } from './webhooks';
+
+interface Delivery {
+  id: string;
+  delivery_id: string | null;
+  status: string;
+  size_bytes: number;
+  received_at: string;
+  client_address: string | null;
+}
+
+interface DeliveryDetail extends Delivery {
+  headers?: Record<string, string>;
+  payload?: unknown;
+  runs: Array<{ run_id: string; state: string }>;
+}
+
+const STATUSES = ['accepted', 'duplicate', 'rejected_auth', 'rejected_invalid_json', 'rejected_too_large'];
+/** Schemes whose provider issues the secret: factoryd cannot rotate them (docs/webhooks.md). */
+const PROVIDER_ISSUED = (w: Webhook) =>
+  w.auth_mode === 'signature' && w.signature_scheme !== 'standard_webhooks';
+
+export function WebhookPage({ uid }: { uid: string }) {
+  const hook = useLive(() => api.get<Webhook>(`/webhooks/${encodeURIComponent(uid)}`), [uid], 5000);
+  const factoryUid = hook.data?.factory_uid;
+  const factory = useLive(
+    () => (factoryUid ? api.get<Factory>(`/factory/${factoryUid}`) : Promise.resolve(undefined)),
+    [factoryUid],
+  );
+  const [selected, setSelected] = useState<string>();
+  if (hook.error && !hook.data)
+    return (
+      <section>
+        <p class="crumbs">
+          <Link href={`${BASE}/factories`}>← Factories</Link>
+        </p>
+        <ErrorBox error={hook.error} />
+      </section>
+    );
+  if (!hook.data) return <Loading what="Loading the webhook" />;
+  const w = hook.data;
+  const f = factory.data;
+  return (
+    <section>
+      <p class="crumbs">
+        <Link href={`${BASE}/factories/${w.factory_uid}/webhooks`}>
+          ← {f ? f.name : 'Factory'} · Webhooks
+        </Link>
+      </p>
+      <div class="pagehead">
+        <h1>{w.name}</h1>
+        {w.deleted ? (
+          <Badge value="failed" label="Deleted" />
+        ) : (
+          <Badge value={w.enabled ? 'accepted' : 'duplicate'} label={w.enabled ? 'Enabled' : 'Disabled'} />
+        )}
+      </div>
+      {w.description && <p class="muted">{w.description}</p>}
+      <div class="grid2">
+        <dl class="meta">
+          <dt>UID</dt>
+          <dd class="mono">{w.uid}</dd>
+          <dt>Authentication</dt>
+          <dd>{w.auth_mode === 'signature' ? `signature (${w.signature_scheme})` : w.auth_mode}</dd>
+          <dt>Team secret</dt>
+          <dd class="mono">{w.secret_name}</dd>
+          <dt>Delivery ID header</dt>
+          <dd class="mono">{w.delivery_id_header ?? '—'}</dd>
+          <dt>Created</dt>
+          <dd>
+            <Time iso={w.created_at} />
+          </dd>
+        </dl>
+        <div>
+          <CopyField label="Ingress URL" value={w.ingress_url} />
+          {w.awaiting_secret && (
+            <p class="warn-text small-text">Awaiting its signing secret: disabled until it is set.</p>
+          )}
+          {!w.deleted && can('factory:manage') && f && <Manage w={w} f={f} reload={hook.reload} />}
+        </div>
+      </div>
+      <Deliveries uid={w.uid} selected={selected} onSelect={setSelected} />
+      <TestFilter w={w} factoryUid={w.factory_uid} delivery={selected} />
+    </section>
+  );
+}
+
+function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }) {
+  const path = `/webhooks/${w.uid}`;
+  const [shown, setShown] = useState<{ webhook: Webhook; secret?: string }>();
+  const [dialog, setDialog] = useState<'delete' | 'secret' | 'file'>();
+  const [value, setValue] = useState('');
+  const toggle = useAction(() => api.post<Webhook>(`${path}/${w.enabled ? 'disable' : 'enable'}`));
+  const rotate = useAction(() => api.post<{ webhook: Webhook; secret?: string }>(`${path}/rotate`));
+  const setSecret = useAction(() =>
+    api.post<{ webhook: Webhook; secret?: string }>(`${path}/secret`, value ? { secret: value } : {}),
+  );
+  const remove = useAction(async () => {
+    await api.del(path);
+    return true;
+  });
+  if (!f.managed) {
+    return (
+      <div class="stack">
+        <p class="small-text muted">
+          This factory is defined by its repository: change webhooks/{w.name}.yaml there (factoryd applies
+          each commit).
+        </p>
+        <button type="button" onClick={() => setDialog('file')}>
+          Show the file to commit
+        </button>
+        {dialog === 'file' && (
+          <Dialog title={`webhooks/${w.name}.yaml`} onClose={() => setDialog(undefined)}>
+            <RepoFile
+              path={`webhooks/${w.name}.yaml`}
+              text={webhookFile({ ...w, enabled: !w.enabled })}
+              note={`To ${w.enabled ? 'disable' : 'enable'} it, commit this to ${f.repository} (${f.branch}); delete the file to delete the webhook. Rotate its secret with: npx factoryd secrets set ${w.secret_name} --generate …`}
+            />
+          </Dialog>
+        )}
+      </div>
+    );
+  }
+  return (
+    <div class="stack">
+      <div class="actions wrap">
+        <label class="switch">
+          <input
+            type="checkbox"
+            role="switch"
+            checked={w.enabled}
+            disabled={toggle.pending || w.awaiting_secret}
+            onChange={async () => {
+              await toggle.run();
+              reload();
+            }}
+          />
+          Enabled
+        </label>
+        {!PROVIDER_ISSUED(w) && (
+          <button
+            type="button"
+            disabled={rotate.pending}
+            onClick={async () => {
+              if (!confirm('Rotate the secret? The old one stops working at once.')) return;
+              const out = await rotate.run();
+              if (out) setShown(out);
+              reload();
+            }}
+          >
+            Rotate secret
+          </button>
+        )}
+        {w.auth_mode === 'signature' && (
+          <button type="button" onClick={() => setDialog('secret')}>
+            Set secret
+          </button>
+        )}
+        <button type="button" class="danger" onClick={() => setDialog('delete')}>
+          Delete
+        </button>
+      </div>
+      <ErrorBox error={toggle.error ?? rotate.error} />
+      {shown && <SecretOnce {...shown} onDone={() => setShown(undefined)} />}
+      {dialog === 'secret' && (
+        <Dialog title="Set the signing secret" onClose={() => setDialog(undefined)}>
+          <form
+            onSubmit={async (e) => {
+              e.preventDefault();
+              const out = await setSecret.run();
+              if (out) {
+                setDialog(undefined);
+                setValue('');
+                if (out.secret) setShown(out);
+                reload();
+              }
+            }}
+          >
+            <label>
+              Secret{' '}
+              <span class="muted">
+                {w.signature_scheme === 'standard_webhooks'
+                  ? '(blank: generate a whsec_… one, shown once)'
+                  : '(the value the provider issued)'}
+              </span>
+              <input
+                type="password"
+                autocomplete="off"
+                value={value}
+                onInput={(e) => setValue(e.currentTarget.value)}
+              />
+            </label>
+            <ErrorBox error={setSecret.error} title="Not set" />
+            <div class="actions">
+              <button type="submit" class="primary" disabled={setSecret.pending}>
+                Set secret
+              </button>
+            </div>
+          </form>
+        </Dialog>
+      )}
+      {dialog === 'delete' && (
+        <Dialog title={`Delete ${w.name}?`} onClose={() => setDialog(undefined)}>
+          <ul class="consequences">
+            <li>Senders get 404 at once; nothing they send is logged any more.</li>
+            <li>The file webhooks/{w.name}.yaml is removed from the factory in a commit.</li>
+            <li>Automations that select {w.uid} stay, and stop firing.</li>
+            <li>The UID is never reused: a new webhook named {w.name} gets a new UID and URL.</li>
+            <li>The team secret {w.secret_name} stays (other webhooks may use it).</li>
+          </ul>
+          <ErrorBox error={remove.error} title="Not deleted" />
+          <div class="actions">
+            <button type="button" onClick={() => setDialog(undefined)}>
+              Keep it
+            </button>
+            <button
+              type="button"
+              class="danger"
+              disabled={remove.pending}
+              onClick={async () => {
+                if (await remove.run()) {
+                  navigate(`${BASE}/factories/${w.factory_uid}/webhooks`);
+                }
+              }}
+            >
+              Delete webhook
+            </button>
+          </div>
+        </Dialog>
+      )}
+    </div>
+  );
+}
+
+function Deliveries({
+  uid,
+  selected,
+  onSelect,
+}: {
+  uid: string;
+  selected?: string;
+  onSelect: (id: string) => void;
+}) {
+  const [status, setStatus] = useState('');
+  const list = useLive(
+    () => api.get<{ deliveries: Delivery[] }>(`/webhooks/${uid}/deliveries${query({ status, limit: '50' })}`),
+    [uid, status],
+    2000,
+  );
+  return (
+    <>
+      <div class="pagehead sub">
+        <h2>
+          Delivery log <span class="pulse" aria-label="live" />
+        </h2>
+        <select aria-label="Status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+          <option value="">All statuses</option>
+          {STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>
+      </div>
+      <ErrorBox error={list.error} />
+      {!list.data ? (
+        <Loading />
+      ) : list.data.deliveries.length === 0 ? (
+        <Empty title="No deliveries yet">
+          Point a sender at the ingress URL; each request shows up here within seconds.
+        </Empty>
+      ) : (
+        <div class="split">
+          <div class="tablewrap">
+            <table class="list selectable" aria-label="Deliveries">
+              <thead>
+                <tr>
+                  <th>Status</th>
+                  <th>Identity</th>
+                  <th>Size</th>
+                  <th>Received</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.data.deliveries.map((d) => (
+                  <tr
+                    key={d.id}
+                    class={d.id === selected ? 'selected' : ''}
+                    tabIndex={0}
+                    aria-selected={d.id === selected}
+                    onClick={() => onSelect(d.id)}
+                    onKeyDown={(e) =>
+                      (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), onSelect(d.id))
+                    }
+                  >
+                    <td>
+                      <Badge value={d.status} />
+                    </td>
+                    <td class="mono small-text wrap">{d.delivery_id ?? '—'}</td>
+                    <td>{bytes(d.size_bytes)}</td>
+                    <td>
+                      <Time iso={d.received_at} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <div>
+            {selected ? (
+              <DeliveryView uid={uid} id={selected} />
+            ) : (
+              <Empty title="Select a delivery">Its payload and the runs it started show here.</Empty>
+            )}
+          </div>
+        </div>
+      )}
+    </>
+  );
+}
+
+function DeliveryView({ uid, id }: { uid: string; id: string }) {
+  const d = useLive(() => api.get<DeliveryDetail>(`/webhooks/${uid}/deliveries/${id}`), [uid, id], 3000);
+  if (d.error) return <ErrorBox error={d.error} />;
+  if (!d.data) return <Loading />;
+  const e = d.data;
+  return (
+    <div class="card" aria-label="Delivery">
+      <div class="cardhead">
+        <Badge value={e.status} />
+        <span class="mono small-text">{e.delivery_id ?? '—'}</span>
+      </div>
+      <dl class="meta">
+        <dt>Received</dt>
+        <dd>{e.received_at}</dd>
+        <dt>Size</dt>
+        <dd>{e.size_bytes.toLocaleString('en-US')} bytes</dd>
+        <dt>From</dt>
+        <dd class="mono">{e.client_address ?? '—'}</dd>
+        <dt>Runs started</dt>
+        <dd>
+          {e.runs.length === 0
+            ? 'none'
+            : e.runs.map((r) => (
+                <div key={r.run_id}>
+                  <Link href={`${BASE}/runs/${r.run_id}`} class="mono">
+                    {r.run_id}
+                  </Link>{' '}
+                  <Badge value={r.state} />
+                </div>
+              ))}
+        </dd>
+      </dl>
+      {e.status === 'accepted' ? (
+        <>
+          <h3>Payload</h3>
+          <Json value={e.payload} label="Payload" />
+        </>
+      ) : (
+        <p class="muted small-text">Only Accepted deliveries keep their payload.</p>
+      )}
+      {e.headers && (
+        <details>
+          <summary>Headers</summary>
+          <Json value={e.headers} />
+        </details>
+      )}
+    </div>
+  );
+}
+
+interface TestResult {
+  result: 'would_trigger' | 'would_not_trigger';
+  delivery: { id: string; delivery_id: string | null; received_at: string };
+  automation?: string;
+  webhook_check: { passed: boolean; message: string };
+  payload_check: {
+    passed: boolean;
+    message: string;
+    mismatches: Array<{
+      path: string;
+      condition: string;
+      expected: unknown;
+      actual?: unknown;
+      present: boolean;
+    }>;
+  };
+}
+
+/** Each condition of a payload filter by dotted path (what Test filter reports mismatches by). */
+function filterPaths(filter: unknown, prefix = ''): string[] {
+  if (!filter || typeof filter !== 'object' || Array.isArray(filter)) return [];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(filter as Record<string, unknown>)) {
+    const path = prefix ? `${prefix}.${k}` : k;
+    const isCondition =
+      Array.isArray(v) ||
+      (v && typeof v === 'object' && Object.keys(v).every((c) => ['in', 'not_in', 'exists'].includes(c)));
+    if (isCondition) out.push(path);
+    else out.push(...filterPaths(v, path));
+  }
+  return out;
+}
+
+function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: string; delivery?: string }) {
+  const def = useLive(
+    () =>
+      factoryUid
+        ? api.get<{
+            automations: Array<{
+              name: string;
+              triggers: Array<{ filter?: { webhook_ids?: string[]; payload?: unknown } }>;
+            }>;
+          }>(`/factory/${factoryUid}/definition`)
+        : Promise.resolve(undefined),
+    [factoryUid],
+  );
+  const automations = (def.data?.automations ?? []).filter((a) =>
+    a.triggers.some((t) => t.filter?.webhook_ids?.includes(w.uid)),
+  );
+  const [automation, setAutomation] = useState('');
+  const [filter, setFilter] = useState('{\n  "payload": {\n    "action": ["opened"]\n  }\n}');
+  const [result, setResult] = useState<TestResult>();
+  const [paths, setPaths] = useState<string[]>([]);
+  const test = useAction(async () => {
+    let body: Record<string, unknown>;
+    let payloadFilter: unknown;
+    if (automation) {
+      body = { automation };
+      const a = automations.find((x) => x.name === automation);
+      payloadFilter = a?.triggers.find((t) => t.filter?.webhook_ids?.includes(w.uid))?.filter?.payload;
+    } else {
+      let parsed: { payload?: unknown };
+      try {
+        parsed = JSON.parse(filter);
+      } catch (e) {
+        throw new Error(`The filter is not JSON: ${(e as Error).message}`, { cause: e });
+      }
+      body = { filter: parsed };
+      payloadFilter = parsed.payload;
+    }
+    if (delivery) body.delivery = delivery;
+    const out = await api.post<TestResult>(`/webhooks/${w.uid}/test-filter`, body);
+    setPaths(filterPaths(payloadFilter));
+    setResult(out);
+    return out;
+  });
+  return (
+    <>
+      <h2>Test filter</h2>
+      <form
+        class="card testfilter"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void test.run();
+        }}
+      >
+        <p class="small-text muted">
+          Would a stored Accepted delivery (
+          {delivery ? 'the one selected above' : 'the newest one; select another in the log'}) start a run?
+        </p>
+        <label>
+          Against
+          <select value={automation} onChange={(e) => setAutomation(e.currentTarget.value)}>
+            <option value="">A filter typed here</option>
+            {automations.map((a) => (
+              <option key={a.name} value={a.name}>
+                automation {a.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        {!automation && (
+          <label>
+            Filter (as an automation’s trigger writes it)
+            <textarea
+              class="mono"
+              name="filter"
+              rows={6}
+              value={filter}
+              onInput={(e) => setFilter(e.currentTarget.value)}
+            />
+          </label>
+        )}
+        <ErrorBox error={test.error} title="Not tested" />
+        <div class="actions">
+          <button type="submit" class="primary" disabled={test.pending}>
+            Test filter
+          </button>
+        </div>
+        {result && (
+          <div
+            class={`verdict ${result.result === 'would_trigger' ? 'ok' : 'bad'}`}
+            role="status"
+            aria-label="Verdict"
+          >
+            <strong>{result.result === 'would_trigger' ? 'Would trigger' : 'Would not trigger'}</strong>
+            <span class="muted small-text">
+              against {result.automation ? `automation ${result.automation}, ` : ''}delivery{' '}
+              <span class="mono">{result.delivery.delivery_id ?? result.delivery.id}</span> (
+              <Time iso={result.delivery.received_at} />)
+            </span>
+            <ul class="checks">
+              <li class={result.webhook_check.passed ? 'pass' : 'fail'}>
+                Webhook check: {result.webhook_check.passed ? 'passed' : 'failed'} —{' '}
+                {result.webhook_check.message}
+              </li>
+              <li class={result.payload_check.passed ? 'pass' : 'fail'}>
+                Payload check: {result.payload_check.passed ? 'passed' : 'failed'} —{' '}
+                {result.payload_check.message}
+              </li>
+            </ul>
+            {(paths.length > 0 || result.payload_check.mismatches.length > 0) && (
+              <table class="list paths" aria-label="Payload paths">
+                <thead>
+                  <tr>
+                    <th>Path</th>
+                    <th>Outcome</th>
+                    <th>Expected</th>
+                    <th>Actual</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {[...new Set([...paths, ...result.payload_check.mismatches.map((m) => m.path)])].map(
+                    (p) => {
+                      const m = result.payload_check.mismatches.find((x) => x.path === p);
+                      return (
+                        <tr key={p} class={m ? 'fail' : 'pass'}>
+                          <td class="mono">{p}</td>
+                          <td>{m ? `fails ${m.condition}` : 'matches'}</td>
+                          <td class="mono small-text">{m ? JSON.stringify(m.expected) : ''}</td>
+                          <td class="mono small-text">
+                            {m ? (m.present ? JSON.stringify(m.actual) : '(missing)') : ''}
+                          </td>
+                        </tr>
+                      );
+                    },
+                  )}
+                </tbody>
+              </table>
+            )}
+          </div>
+        )}
+      </form>
+    </>
+  );
+}
