@@ -14,6 +14,7 @@ import { ManagementModule } from './management/management.module.js';
 import { OpsModule } from './ops/ops.module.js';
 import { ReconcilerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
+import { SchedulesModule } from './schedules/schedules.module.js';
 import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
@@ -56,6 +57,7 @@ export class AppModule {
         ConversationsModule,
         WorkersModule,
         ManagementModule,
+        SchedulesModule,
         AgentModule,
         DashboardModule,
       ],

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DefinitionStore } from '../src/reconciler/definition-store.js';
+import { GitSource } from '../src/reconciler/git-source.js';
 import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
@@ -314,6 +315,72 @@ describe('reconciler: a factory repository applied commit by commit', () => {
       }
     } finally {
       await t2.stop();
+    }
+  });
+
+  it("a plan takes its turn in the factory's queue: its fetch never overlaps a reconcile's into the mirror", async () => {
+    const remote = new TestRepo();
+    const served = await serveOverGit(remote);
+    const source = t.service.app.get(GitSource);
+    const store = t.service.app.get(DefinitionStore);
+    const { head } = source;
+    const { find } = store;
+    try {
+      const f = (await store.register({
+        teamId: t.defaultTeam.id,
+        name: 'planned-while-reconciling',
+        repoUrl: served.url,
+        branch: 'main',
+      }))!;
+      const sha = remote.commit(baseFactory());
+      const events: string[] = [];
+      let passes = 0;
+      // A pass begins by reading the factory's row outside a transaction, on the very call that starts it
+      // (the read with `tx` is the pass locking the row later on).
+      store.find = (id, tx) => {
+        if (id === f.id && !tx) events.push(`pass ${++passes} starts`);
+        return find.call(store, id, tx);
+      };
+      // The source step is where the mirror is fetched: the first pass is held inside it.
+      let entered!: () => void;
+      const inFetch = new Promise<void>((resolve) => (entered = resolve));
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      source.head = async (ref) => {
+        if (ref.repoUrl !== served.url) return head.call(source, ref);
+        const pass = passes;
+        events.push(`pass ${pass} fetches`);
+        if (pass === 1) {
+          entered();
+          await held;
+        }
+        try {
+          return await head.call(source, ref);
+        } finally {
+          events.push(`pass ${pass} fetched`);
+        }
+      };
+      const reconciling = reconciler.request(f.id, true);
+      await inFetch;
+      const planning = reconciler.plan(f.id);
+      events.push('released');
+      release();
+      expect(await reconciling).toMatchObject({ result: 'applied', revision: sha });
+      expect(await planning).toMatchObject({ result: 'planned', revision: sha });
+      expect(events).toEqual([
+        'pass 1 starts',
+        'pass 1 fetches',
+        'released',
+        'pass 1 fetched',
+        'pass 2 starts',
+        'pass 2 fetches',
+        'pass 2 fetched',
+      ]);
+    } finally {
+      delete (source as Partial<GitSource>).head;
+      delete (store as Partial<DefinitionStore>).find;
+      served.stop();
+      remote.remove();
     }
   });
 

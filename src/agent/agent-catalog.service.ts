@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
-import { Database } from '../database/database.js';
+import { AgentCatalogRepository } from './agent-catalog.repository.js';
 
 /** `owner/repo` of a factory's repository URL or path: its last two segments (`.git` dropped). */
 export function repoOf(repoUrl: string, factoryName: string): { owner: string; name: string } {
@@ -27,7 +27,7 @@ export interface EnvironmentListQuery {
  */
 @Injectable()
 export class AgentCatalogService {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(@Inject(AgentCatalogRepository) private readonly catalog: AgentCatalogRepository) {}
 
   /**
    * AgentListResponse: one agent per skill name, a variant per factory that has it. factoryd refuses a
@@ -35,19 +35,7 @@ export class AgentCatalogService {
    * nothing is cached, so `refresh` has nothing to clear.
    */
   async skills(auth: AuthContext, { sortBy, repo }: SkillListQuery) {
-    const rows = await this.db.query<{
-      name: string;
-      path: string;
-      description: string | null;
-      content: string;
-      repo_url: string;
-      factory: string;
-    }>(
-      `SELECT s.name, s.path, s.description, s.content, f.repo_url, f.name AS factory
-         FROM factory_skills s JOIN factories f ON f.id = s.factory_id
-        WHERE f.team_id = $1 AND s.deleted_at IS NULL ORDER BY s.name, f.name, s.path`,
-      [auth.team.id],
-    );
+    const rows = await this.catalog.skillsOf(auth.team.id);
     const variants = rows
       .map((r) => {
         const source = repoOf(r.repo_url, r.factory);
@@ -63,10 +51,9 @@ export class AgentCatalogService {
         };
       })
       .filter((v) => !repo || v.variant.id.startsWith(`${repo}:`));
-    const lastRuns = await this.db.query<{ skill_spec: string; at: Date }>(
-      `SELECT skill_spec, max(created_at) AS at FROM runs
-        WHERE team_id = $1 AND skill_spec = ANY($2::text[]) GROUP BY skill_spec`,
-      [auth.team.id, variants.map((v) => v.variant.id)],
+    const lastRuns = await this.catalog.lastRunsOf(
+      auth.team.id,
+      variants.map((v) => v.variant.id),
     );
     const lastRun = new Map(lastRuns.map((r) => [r.skill_spec, r.at.toISOString()]));
     const agents = new Map<string, { name: string; variants: Array<Record<string, unknown>> }>();
@@ -95,31 +82,8 @@ export class AgentCatalogService {
    * harness's workspace is the environment), so `setup_failed` is false and `config` is its name.
    */
   async environments(auth: AuthContext, { sortBy }: EnvironmentListQuery) {
-    const named = await this.db.query<{ env: string; at: Date }>(
-      `SELECT env, max(at) AS at FROM (
-         SELECT f.definition->'agentDefaults'->>'environmentId' AS env, f.updated_at AS at FROM factories f WHERE f.team_id = $1
-         UNION ALL
-         SELECT a.overrides->>'environmentId', a.updated_at FROM agents a JOIN factories f ON f.id = a.factory_id
-          WHERE f.team_id = $1 AND a.deleted_at IS NULL
-         UNION ALL
-         SELECT defaults->>'environment_id', updated_at FROM agent_identities WHERE team_id = $1
-       ) e WHERE env IS NOT NULL GROUP BY env`,
-      [auth.team.id],
-    );
-    const latest = await this.db.query<{
-      environment_id: string;
-      id: string;
-      title: string;
-      state: string;
-      created_at: Date;
-      updated_at: Date;
-      started_at: Date | null;
-    }>(
-      `SELECT DISTINCT ON (environment_id) environment_id, id, title, state, created_at, updated_at, started_at
-         FROM runs WHERE team_id = $1 AND environment_id IS NOT NULL
-        ORDER BY environment_id, created_at DESC, id DESC`,
-      [auth.team.id],
-    );
+    const named = await this.catalog.namedEnvironments(auth.team.id);
+    const latest = await this.catalog.latestRunPerEnvironment(auth.team.id);
     const envs = new Map<string, Record<string, unknown> & { uid: string; last_updated: string }>();
     const at = (d: Date) => d.toISOString();
     for (const n of named)

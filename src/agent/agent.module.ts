@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
+import { AgentCatalogRepository } from './agent-catalog.repository.js';
 import { AgentCatalogService } from './agent-catalog.service.js';
 import { AgentController } from './agent.controller.js';
 import { AgentIdentitiesRepository } from './agent-identities.repository.js';
@@ -20,6 +21,7 @@ import { RedirectsService } from './redirects.service.js';
   providers: [
     AgentIdentitiesRepository,
     AgentIdentitiesService,
+    AgentCatalogRepository,
     AgentCatalogService,
     ArtifactsService,
     RedirectsService,

@@ -1,9 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { UUID_PATTERN } from '../common/ids.js';
 import { NotFound } from '../common/problem.js';
-import { Database } from '../database/database.js';
-
-const ENDED = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
+import { AgentCatalogRepository } from './agent-catalog.repository.js';
 
 /**
  * The clients' redirect checks, within the caller's team: a session whose run has ended redirects to
@@ -11,18 +9,13 @@ const ENDED = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
  */
 @Injectable()
 export class RedirectsService {
-  constructor(@Inject(Database) private readonly db: Database) {}
+  constructor(@Inject(AgentCatalogRepository) private readonly catalog: AgentCatalogRepository) {}
 
   async session(
     teamId: string,
     sessionId: string,
   ): Promise<{ runId: string; body: { conversation_id?: string } }> {
-    const rows = UUID_PATTERN.test(sessionId)
-      ? await this.db.query<{ id: string; conversation_id: string; ended: boolean }>(
-          `SELECT id, conversation_id, state IN ${ENDED} AS ended FROM runs WHERE session_id = $1 AND team_id = $2`,
-          [sessionId, teamId],
-        )
-      : [];
+    const rows = UUID_PATTERN.test(sessionId) ? await this.catalog.runOfSession(teamId, sessionId) : [];
     const run = rows[0];
     if (!run) throw new NotFound(`session ${sessionId} does not exist`);
     return { runId: run.id, body: run.ended ? { conversation_id: run.conversation_id } : {} };
@@ -33,11 +26,7 @@ export class RedirectsService {
     conversationId: string,
   ): Promise<{ runId: string; body: { session_id?: string } }> {
     const rows = UUID_PATTERN.test(conversationId)
-      ? await this.db.query<{ id: string; session_id: string | null; ended: boolean }>(
-          `SELECT id, session_id, state IN ${ENDED} AS ended FROM runs WHERE conversation_id = $1 AND team_id = $2
-            ORDER BY created_at DESC, id DESC LIMIT 1`,
-          [conversationId, teamId],
-        )
+      ? await this.catalog.newestRunOfConversation(teamId, conversationId)
       : [];
     const run = rows[0];
     if (!run) throw new NotFound(`conversation ${conversationId} does not exist`);

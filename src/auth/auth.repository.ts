@@ -153,4 +153,13 @@ export class AuthRepository {
     );
     return revoked > 0;
   }
+
+  /** Members of a team whose principal uid or display name is `who`; at most two (enough to tell "several"). */
+  async membersNamed(teamId: string, who: string): Promise<Array<{ id: string }>> {
+    return this.db.query<{ id: string }>(
+      `SELECT p.id FROM principals p JOIN team_members m ON m.principal_id = p.id
+        WHERE m.team_id = $1 AND (p.uid = $2 OR p.display_name = $2) LIMIT 2`,
+      [teamId, who],
+    );
+  }
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Database } from '../database/database.js';
+import { Database, type Queryable } from '../database/database.js';
 
 /** An applied agent, as the trigger index resolves an automation's agent config from it. */
 export interface AgentRow {
@@ -25,8 +25,8 @@ export class AutomationsRepository {
   constructor(@Inject(Database) private readonly db: Database) {}
 
   /** The factory's `agentDefaults` as last applied (empty when none, or no such factory). */
-  async agentDefaults(factoryId: string): Promise<Record<string, unknown>> {
-    const [row] = await this.db.query<{ defaults: Record<string, unknown> | null }>(
+  async agentDefaults(factoryId: string, q: Queryable = this.db): Promise<Record<string, unknown>> {
+    const [row] = await q.query<{ defaults: Record<string, unknown> | null }>(
       `SELECT definition->'agentDefaults' AS defaults FROM factories WHERE id = $1`,
       [factoryId],
     );
@@ -42,8 +42,8 @@ export class AutomationsRepository {
   }
 
   /** The factory's agents that are not deleted. */
-  liveAgents(factoryId: string): Promise<AgentRow[]> {
-    return this.db.query<AgentRow>(
+  liveAgents(factoryId: string, q: Queryable = this.db): Promise<AgentRow[]> {
+    return q.query<AgentRow>(
       `SELECT name, agent_type, overrides, base_prompt FROM agents WHERE factory_id = $1 AND deleted_at IS NULL`,
       [factoryId],
     );
@@ -54,6 +54,18 @@ export class AutomationsRepository {
     return this.db.query<AutomationRow>(
       `SELECT id, name, agent_name, triggers, overrides, prompt FROM automations
         WHERE factory_id = $1 AND enabled AND deleted_at IS NULL ORDER BY path`,
+      [factoryId],
+    );
+  }
+
+  /** Every automation of the factory that is not deleted, enabled or not, by path (schedules show both). */
+  liveAutomations(
+    factoryId: string,
+    q: Queryable = this.db,
+  ): Promise<Array<AutomationRow & { path: string; enabled: boolean }>> {
+    return q.query(
+      `SELECT id, name, path, enabled, agent_name, triggers, overrides, prompt FROM automations
+        WHERE factory_id = $1 AND deleted_at IS NULL ORDER BY path`,
       [factoryId],
     );
   }

@@ -3,7 +3,9 @@ import { compileHeaderFilter, headerNames } from './header-filter.js';
 import { compilePayloadFilter } from './payload-filter.js';
 import type { AgentOverrides } from '../definitions/definition.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
-import { AutomationsRepository } from './automations.repository.js';
+import type { Queryable } from '../database/database.js';
+import type { AgentConfig } from '../runs/run.js';
+import { AutomationsRepository, type AgentRow, type AutomationRow } from './automations.repository.js';
 import type { AutomationTarget } from './run-envelope.js';
 
 /** A delivery as a trigger sees it: the parsed body and the headers stored with it (lower-case names). */
@@ -49,6 +51,13 @@ export function webhookTriggers(triggers: unknown): WebhookTriggerFilter[] {
   return out;
 }
 
+/** A live automation of an applied factory: its triggers as stored and the run config it resolves to. */
+export interface AutomationWithConfig extends AutomationTarget {
+  enabled: boolean;
+  path: string;
+  triggers: unknown;
+}
+
 /**
  * Builds, per applied factory, the triggers of each webhook UID from the enabled automations:
  * loaded and compiled once per apply (the caller refreshes it when an apply is announced).
@@ -56,6 +65,25 @@ export function webhookTriggers(triggers: unknown): WebhookTriggerFilter[] {
 @Injectable()
 export class TriggerIndex {
   constructor(@Inject(AutomationsRepository) private readonly repo: AutomationsRepository) {}
+
+  /**
+   * Every live automation of a factory (enabled or not), with the config its runs get; read through
+   * `q` (a transaction of the caller's, e.g. the schedules' sync under the factory's lock).
+   */
+  async automations(factoryId: string, q?: Queryable): Promise<AutomationWithConfig[]> {
+    // One after another: a transaction's client runs one query at a time.
+    const agentDefaults = await this.repo.agentDefaults(factoryId, q);
+    const agents = await this.repo.liveAgents(factoryId, q);
+    return (await this.repo.liveAutomations(factoryId, q)).map((a) => ({
+      automationId: a.id,
+      name: a.name,
+      path: a.path,
+      enabled: a.enabled,
+      prompt: a.prompt,
+      config: configOf(agentDefaults, agents, a),
+      triggers: a.triggers,
+    }));
+  }
 
   async load(factoryId: string): Promise<Map<string, Trigger[]>> {
     const [agentDefaults, agents, automations, factoryUid] = await Promise.all([
@@ -66,20 +94,7 @@ export class TriggerIndex {
     ]);
     const index = new Map<string, Trigger[]>();
     for (const a of automations) {
-      const agentRow = a.agent_name
-        ? agents.find((g) => g.name === a.agent_name)
-        : agents.find((g) => g.agent_type === 'FOREMAN');
-      // Validation guarantees the agent at apply; should it be gone, the run still gets the defaults.
-      const agent = {
-        name: agentRow?.name ?? a.name,
-        basePrompt: agentRow?.base_prompt ?? '',
-        overrides: (agentRow?.overrides ?? {}) as AgentOverrides,
-      };
-      const config = resolveAgentConfig(
-        agentDefaults as AgentOverrides,
-        agent,
-        (a.overrides ?? {}) as AgentOverrides,
-      );
+      const config = configOf(agentDefaults, agents, a);
       const byUid = new Map<string, Array<{ match: DeliveryMatch; headerNames: string[] }>>();
       for (const t of webhookTriggers(a.triggers)) {
         const payload = compilePayloadFilter(t.payload);
@@ -105,4 +120,21 @@ export class TriggerIndex {
     }
     return index;
   }
+}
+
+/**
+ * An automation's run config: factory.yaml's agentDefaults, then its agent (the foreman when it names
+ * none), then its own overrides.
+ */
+function configOf(agentDefaults: Record<string, unknown>, agents: AgentRow[], a: AutomationRow): AgentConfig {
+  const agentRow = a.agent_name
+    ? agents.find((g) => g.name === a.agent_name)
+    : agents.find((g) => g.agent_type === 'FOREMAN');
+  // Validation guarantees the agent at apply; should it be gone, the run still gets the defaults.
+  const agent = {
+    name: agentRow?.name ?? a.name,
+    basePrompt: agentRow?.base_prompt ?? '',
+    overrides: (agentRow?.overrides ?? {}) as AgentOverrides,
+  };
+  return resolveAgentConfig(agentDefaults as AgentOverrides, agent, (a.overrides ?? {}) as AgentOverrides);
 }

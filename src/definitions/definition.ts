@@ -49,6 +49,15 @@ export interface WebhookTrigger {
   filter: { webhook_ids: string[]; payload?: PayloadFilter; headers?: Record<string, unknown> };
 }
 
+/** A schedule trigger: a run at every time the cron (UTC) names (docs/schedules.md). */
+export interface ScheduleTrigger {
+  provider: 'schedule';
+  event: 'cron_fired';
+  filter: { cron_schedule: string };
+}
+
+export type AutomationTrigger = WebhookTrigger | ScheduleTrigger;
+
 export interface AutomationDefinition {
   name: string;
   path: string;
@@ -56,7 +65,7 @@ export interface AutomationDefinition {
   /** The agent that runs: the one named in the file, else the foreman. */
   agent: string;
   description?: string;
-  triggers: WebhookTrigger[];
+  triggers: AutomationTrigger[];
   overrides: AgentOverrides;
   prompt: string;
 }

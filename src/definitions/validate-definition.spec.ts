@@ -239,8 +239,8 @@ describe('factory definition validation', () => {
     const path = 'automations/fix/automation.md';
     const ok = check({ [path]: trigger(`[${UID}]`, '      headers:\n        X-GitHub-Event: [push]\n') });
     expect(ok.lines).toEqual([]);
-    expect(ok.definition?.automations[0]?.triggers[0]?.filter.headers).toEqual({
-      'X-GitHub-Event': ['push'],
+    expect(ok.definition?.automations[0]?.triggers[0]).toMatchObject({
+      filter: { headers: { 'X-GitHub-Event': ['push'] } },
     });
     const refused = check({
       [path]: trigger(

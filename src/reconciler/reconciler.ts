@@ -115,7 +115,7 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
  * in a straight line: fetch → load → lock → validate → plan → apply → record. Each step returns its
  * value or a typed failure; `conclude` alone records the attempt. A bad commit leaves the last good
  * revision live and is recorded as failed with every error. Polls, the ref watch and "refresh now"
- * all go through `request`, one reconcile per factory at a time.
+ * all go through `request`; they, a candidate's apply and a plan take turns in one queue per factory.
  */
 @Injectable()
 export class Reconciler {
@@ -172,20 +172,28 @@ export class Reconciler {
     revision: string,
     publish: () => Promise<void>,
   ): Promise<ReconcileOutcome> {
-    const q = this.queues.get(factoryId) ?? { tail: Promise.resolve() };
-    this.queues.set(factoryId, q);
-    const done = q.tail.then(async () => {
+    return this.enqueue(factoryId, async () => {
       const outcome = await this.reconcile(factoryId, { force: true, revision });
       if (outcome.result === 'applied' || outcome.result === 'unchanged') await publish();
       return outcome;
     });
-    q.tail = done.catch(() => undefined);
-    return done;
   }
 
-  /** What reconciling the head would change: the same steps, stopping before apply; records nothing. */
+  /**
+   * What reconciling the head would change: the same steps, stopping before apply; records nothing.
+   * In the factory's queue like a reconcile, so its fetch never overlaps one into the same mirror.
+   */
   plan(factoryId: string): Promise<ReconcileOutcome> {
-    return this.reconcile(factoryId, { force: true, dryRun: true });
+    return this.enqueue(factoryId, () => this.reconcile(factoryId, { force: true, dryRun: true }));
+  }
+
+  /** Runs `pass` after everything already in the factory's queue; never joined with other requests. */
+  private enqueue(factoryId: string, pass: () => Promise<ReconcileOutcome>): Promise<ReconcileOutcome> {
+    const q = this.queues.get(factoryId) ?? { tail: Promise.resolve() };
+    this.queues.set(factoryId, q);
+    const done = q.tail.then(pass);
+    q.tail = done.catch(() => undefined);
+    return done;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { RunListRepository } from './run-list.js';
 import { RunsController } from './runs.controller.js';
@@ -9,7 +10,7 @@ import { NamedAgents } from './named-agents.js';
 import { RunArtifacts } from './run-artifacts.repository.js';
 
 @Module({
-  imports: [SecretsModule],
+  imports: [AuthModule, SecretsModule],
   controllers: [RunsController],
   providers: [RunsRepository, RunListRepository, RunsService, RunsSignal, NamedAgents, RunArtifacts],
   exports: [RunsRepository, RunsService, RunsSignal, NamedAgents, RunArtifacts],

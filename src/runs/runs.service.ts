@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
+import { AuthRepository } from '../auth/auth.repository.js';
 import { Clock } from '../common/clock.js';
 import { UUID_PATTERN } from '../common/ids.js';
 import type { PageInfo } from '../common/pagination.js';
@@ -44,6 +45,7 @@ export class RunsService {
     @Inject(Clock) private readonly clock: Clock,
     @Inject(RunsSignal) private readonly signal: RunsSignal,
     @Inject(NamedAgents) private readonly namedAgents: NamedAgents,
+    @Inject(AuthRepository) private readonly authRepo: AuthRepository,
   ) {}
 
   /** POST /agent/runs: a QUEUED run owned by the caller's team. */
@@ -118,11 +120,7 @@ export class RunsService {
 
   /** `on_behalf_of`: a member of the team, by principal uid or display name (exactly one). */
   private async memberId(teamId: string, who: string): Promise<string> {
-    const rows = await this.db.query<{ id: string }>(
-      `SELECT p.id FROM principals p JOIN team_members m ON m.principal_id = p.id
-        WHERE m.team_id = $1 AND (p.uid = $2 OR p.display_name = $2) LIMIT 2`,
-      [teamId, who],
-    );
+    const rows = await this.authRepo.membersNamed(teamId, who);
     if (rows.length !== 1)
       throw new RequestInvalid([
         {

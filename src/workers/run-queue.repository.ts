@@ -151,6 +151,15 @@ export class RunQueueRepository {
       [liveSince, SERVICE_WORKER_HOST],
     );
   }
+
+  /** The team's live skills at this path or with this name, with their factory (SkillResolver picks one). */
+  skillCandidates(teamId: string, path: string, name: string) {
+    return this.db.query<{ content: string; repo_url: string; fname: string; path: string }>(
+      `SELECT s.content, f.repo_url, f.name AS fname, s.path FROM factory_skills s JOIN factories f ON f.id = s.factory_id
+        WHERE f.team_id = $1 AND s.deleted_at IS NULL AND (s.path = $2 OR s.name = $3)`,
+      [teamId, path, name],
+    );
+  }
 }
 
 /** An advisory lock key: service-hosted claims take it in turn (any constant no other lock uses). */

@@ -1,5 +1,5 @@
-import type { Database } from '../database/database.js';
 import { skillName } from '../runs/runs.service.js';
+import type { RunQueueRepository } from './run-queue.repository.js';
 
 /**
  * A run's `skill_spec` → the skill's text, from the factories of the run's team: `owner/repo:name`
@@ -7,16 +7,12 @@ import { skillName } from '../runs/runs.service.js';
  * factory, whose name is repo).
  */
 export class SkillResolver {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly queue: RunQueueRepository) {}
 
   async resolve(teamId: string, spec: string): Promise<string | undefined> {
     const [repo, rest] = spec.split(':', 2);
     if (!rest) return undefined;
-    const rows = await this.db.query<{ content: string; repo_url: string; fname: string; path: string }>(
-      `SELECT s.content, f.repo_url, f.name AS fname, s.path FROM factory_skills s JOIN factories f ON f.id = s.factory_id
-        WHERE f.team_id = $1 AND s.deleted_at IS NULL AND (s.path = $2 OR s.name = $3)`,
-      [teamId, rest, skillName(spec)],
-    );
+    const rows = await this.queue.skillCandidates(teamId, rest, skillName(spec));
     const repoName = repo.split('/')[1] ?? repo;
     const matches = (r: { repo_url: string; fname: string }) =>
       r.repo_url

@@ -62,7 +62,7 @@ export class WorkerRunsService {
     this.queue = new RunQueueRepository(db);
     this.registry = new WorkerRegistry(db);
     this.artifacts = new RunArtifacts(db);
-    this.skills = new SkillResolver(db);
+    this.skills = new SkillResolver(this.queue);
   }
 
   register(w: WorkerIdentity): Promise<void> {

@@ -10,6 +10,7 @@ import { RunSearchText1763684200000 } from './1763684200000-run-search-text.js';
 import { WorkerKeys1763684300000 } from './1763684300000-worker-keys.js';
 import { FairSlots1763684310000 } from './1763684310000-fair-slots.js';
 import { SealMcpCredentials1763684400000 } from './1763684400000-seal-mcp-credentials.js';
+import { Schedules1763685700000 } from './1763685700000-schedules.js';
 import { OzAgentApi1763685800000 } from './1763685800000-oz-agent-api.js';
 import { DeliveryReplaySearch1763686300000 } from './1763686300000-delivery-replay-search.js';
 
@@ -27,6 +28,7 @@ export const MIGRATIONS = [
   WorkerKeys1763684300000,
   FairSlots1763684310000,
   SealMcpCredentials1763684400000,
+  Schedules1763685700000,
   OzAgentApi1763685800000,
   DeliveryReplaySearch1763686300000,
 ];

@@ -2,9 +2,12 @@ import type {
   AgentDefinition,
   AgentOverrides,
   AutomationDefinition,
+  AutomationTrigger,
+  ScheduleTrigger,
   WebhookDefinition,
   WebhookTrigger,
 } from '../definition.js';
+import { parseCron } from '../cron.js';
 import type { DefinitionFile } from '../definition-file.js';
 import { isCredentialHeader } from '../credential-headers.js';
 import { checkFilterLimits } from '../filter-limits.js';
@@ -28,12 +31,13 @@ interface TriggerAt<T> {
 
 /** The checks of each trigger provider: a new provider adds its rule here. */
 const TRIGGER_RULES: {
-  [P in WebhookTrigger['provider']]: (
-    at: TriggerAt<Extract<WebhookTrigger, { provider: P }>>,
+  [P in AutomationTrigger['provider']]: (
+    at: TriggerAt<Extract<AutomationTrigger, { provider: P }>>,
     s: WebhookRefs,
   ) => void;
 } = {
   webhook: checkWebhookTrigger,
+  schedule: checkScheduleTrigger,
 };
 
 /**
@@ -50,7 +54,7 @@ export function checkAutomations(files: DefinitionFile[], scope: AutomationScope
       enabled?: boolean;
       agent?: string;
       description?: string;
-      triggers: WebhookTrigger[];
+      triggers: AutomationTrigger[];
       overrides?: AgentOverrides;
     };
     if (d.agent !== undefined && !agentNames.has(d.agent)) {
@@ -60,7 +64,12 @@ export function checkAutomations(files: DefinitionFile[], scope: AutomationScope
         `agent "${d.agent}" does not exist; agents: ${agents.map((a) => a.name).join(', ') || 'none'}`,
       );
     }
-    d.triggers.forEach((trigger, index) => TRIGGER_RULES[trigger.provider]({ trigger, index, file }, refs));
+    d.triggers.forEach((trigger, index) =>
+      (TRIGGER_RULES[trigger.provider] as (at: TriggerAt<AutomationTrigger>, s: WebhookRefs) => void)(
+        { trigger, index, file },
+        refs,
+      ),
+    );
     automations.push({
       name: file.name,
       path: file.source.path,
@@ -148,4 +157,15 @@ function checkWebhookTrigger({ trigger, index, file }: TriggerAt<WebhookTrigger>
   if (trigger.filter.payload === undefined) return;
   for (const problem of checkFilterLimits(trigger.filter.payload))
     findings.error(path, file.source.lineOf(['triggers', index, 'filter', 'payload']), problem);
+}
+
+/** `provider: schedule`: a cron the scheduler can read (docs/schedules.md), else an error at its line. */
+function checkScheduleTrigger({ trigger, index, file }: TriggerAt<ScheduleTrigger>, refs: WebhookRefs): void {
+  const parsed = parseCron(trigger.filter.cron_schedule);
+  if ('error' in parsed)
+    refs.findings.error(
+      file.source.path,
+      file.source.lineOf(['triggers', index, 'filter', 'cron_schedule']),
+      `cron_schedule: ${parsed.error}`,
+    );
 }
