@@ -39,6 +39,23 @@ describe('webhookRun', () => {
     });
   });
 
+  it('a replay says so in the envelope and links the replayed entry in the metadata', () => {
+    const replayed = webhookRun(
+      { automationId: 'a1', name: 'triage', prompt: 'Triage it.', config: {} },
+      {
+        ...delivery,
+        entryId: 'e2',
+        replayOf: { entryId: 'e1', receivedAt: new Date('2026-01-31T12:00:00Z') },
+      },
+    );
+    expect(replayed.prompt).toContain(
+      'It is a replay: the delivery was received at 2026-01-31T12:00:00.000Z and evaluated again now',
+    );
+    expect(replayed.metadata).toMatchObject({ webhook_delivery_entry: 'e2', webhook_replay_of: 'e1' });
+    expect(run.prompt).not.toContain('replay');
+    expect(run.metadata).not.toHaveProperty('webhook_replay_of');
+  });
+
   it('keeps metadata values within 256 bytes', () => {
     const long = webhookRun({ automationId: 'a', name: 'é'.repeat(200), prompt: '', config: {} }, delivery);
     expect(Buffer.byteLength(long.metadata!.automation!)).toBeLessThanOrEqual(256);

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { compilePayloadFilter, type PayloadPredicate } from './payload-filter.js';
+import { compileHeaderFilter, headerNames } from './header-filter.js';
+import { compilePayloadFilter } from './payload-filter.js';
 import type { AgentOverrides } from '../definitions/definition.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
 import type { Queryable } from '../database/database.js';
@@ -7,29 +8,44 @@ import type { AgentConfig } from '../runs/run.js';
 import { AutomationsRepository, type AgentRow, type AutomationRow } from './automations.repository.js';
 import type { AutomationTarget } from './run-envelope.js';
 
-/** An automation that a webhook's delivery may start, with its payload filters compiled. */
+/** A delivery as a trigger sees it: the parsed body and the headers stored with it (lower-case names). */
+export type DeliveryMatch = (body: unknown, headers: Readonly<Record<string, string>>) => boolean;
+
+/** An automation that a webhook's delivery may start, with its payload and header filters compiled. */
 export interface Trigger extends AutomationTarget {
-  /** True when any of the automation's triggers on this webhook accepts the body. */
-  matches: PayloadPredicate;
+  /** True when any of the automation's triggers on this webhook accepts the body and headers. */
+  matches: DeliveryMatch;
+  /** The header names its header filters read: the ingress stores these with each delivery. */
+  headerNames: string[];
 }
 
 interface WebhookTriggerSpec {
   provider?: unknown;
   event?: unknown;
-  filter?: { webhook_ids?: unknown; payload?: Record<string, unknown> | null };
+  filter?: {
+    webhook_ids?: unknown;
+    payload?: Record<string, unknown> | null;
+    headers?: Record<string, unknown> | null;
+  };
 }
 
-/** An automation's triggers that fire on webhook deliveries: the UIDs each selects, and its payload filter. */
-export function webhookTriggers(
-  triggers: unknown,
-): Array<{ webhookIds: string[]; payload?: Record<string, unknown> | null }> {
-  const out: Array<{ webhookIds: string[]; payload?: Record<string, unknown> | null }> = [];
+/** A webhook trigger's selection: the UIDs it selects, its payload filter and its header filter. */
+export interface WebhookTriggerFilter {
+  webhookIds: string[];
+  payload?: Record<string, unknown> | null;
+  headers?: Record<string, unknown> | null;
+}
+
+/** An automation's triggers that fire on webhook deliveries. */
+export function webhookTriggers(triggers: unknown): WebhookTriggerFilter[] {
+  const out: WebhookTriggerFilter[] = [];
   for (const t of (Array.isArray(triggers) ? triggers : []) as WebhookTriggerSpec[]) {
     if (t.provider !== 'webhook' || (t.event !== undefined && t.event !== 'received')) continue;
     const ids = Array.isArray(t.filter?.webhook_ids) ? (t.filter.webhook_ids as unknown[]) : [];
     out.push({
       webhookIds: ids.filter((x): x is string => typeof x === 'string'),
       payload: t.filter?.payload,
+      headers: t.filter?.headers,
     });
   }
   return out;
@@ -79,20 +95,25 @@ export class TriggerIndex {
     const index = new Map<string, Trigger[]>();
     for (const a of automations) {
       const config = configOf(agentDefaults, agents, a);
-      const byUid = new Map<string, PayloadPredicate[]>();
+      const byUid = new Map<string, Array<{ match: DeliveryMatch; headerNames: string[] }>>();
       for (const t of webhookTriggers(a.triggers)) {
-        for (const uid of t.webhookIds) {
-          byUid.set(uid, [...(byUid.get(uid) ?? []), compilePayloadFilter(t.payload)]);
-        }
+        const payload = compilePayloadFilter(t.payload);
+        const headers = compileHeaderFilter(t.headers);
+        const compiled = {
+          match: ((b, h) => payload(b) && headers(h)) as DeliveryMatch,
+          headerNames: headerNames(t.headers),
+        };
+        for (const uid of t.webhookIds) byUid.set(uid, [...(byUid.get(uid) ?? []), compiled]);
       }
-      for (const [uid, predicates] of byUid) {
+      for (const [uid, compiled] of byUid) {
         const trigger: Trigger = {
           automationId: a.id,
           factoryUid,
           name: a.name,
           prompt: a.prompt,
           config,
-          matches: (body) => predicates.some((p) => p(body)),
+          matches: (body, headers) => compiled.some((c) => c.match(body, headers)),
+          headerNames: [...new Set(compiled.flatMap((c) => c.headerNames))],
         };
         index.set(uid, [...(index.get(uid) ?? []), trigger]);
       }

@@ -46,7 +46,7 @@ export type PayloadFilter = Record<string, unknown>;
 export interface WebhookTrigger {
   provider: 'webhook';
   event: 'received';
-  filter: { webhook_ids: string[]; payload?: PayloadFilter };
+  filter: { webhook_ids: string[]; payload?: PayloadFilter; headers?: Record<string, unknown> };
 }
 
 /** A schedule trigger: a run at every time the cron (UTC) names (docs/schedules.md). */

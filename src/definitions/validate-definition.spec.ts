@@ -235,6 +235,30 @@ describe('factory definition validation', () => {
     );
   });
 
+  it('accepts a header filter, and refuses one on a credential header at the line of its key', () => {
+    const path = 'automations/fix/automation.md';
+    const ok = check({ [path]: trigger(`[${UID}]`, '      headers:\n        X-GitHub-Event: [push]\n') });
+    expect(ok.lines).toEqual([]);
+    expect(ok.definition?.automations[0]?.triggers[0]).toMatchObject({
+      filter: { headers: { 'X-GitHub-Event': ['push'] } },
+    });
+    const refused = check({
+      [path]: trigger(
+        `[${UID}]`,
+        '      headers:\n        X-GitHub-Event: [push]\n        authorization: {exists: true}\n        X-Hub-Signature-256: {exists: true}\n',
+      ),
+    });
+    expect(refused.lines).toEqual([
+      `${path}:10: header "authorization" may carry a credential, and credentials are never matchable (nor stored): filter on another header or on the payload`,
+      `${path}:11: header "X-Hub-Signature-256" may carry a credential, and credentials are never matchable (nor stored): filter on another header or on the payload`,
+    ]);
+    // Header values are strings; a header filter has no nested fields.
+    const shape = check({ [path]: trigger(`[${UID}]`, '      headers:\n        X-Count: [1]\n') });
+    expect(shape.lines[0]).toMatch(
+      /^automations\/fix\/automation\.md:9: triggers\.0\.filter\.headers\.X-Count/,
+    );
+  });
+
   it('allows at most 20 webhooks', () => {
     const many: Record<string, string> = {};
     for (let i = 0; i < 21; i++)

@@ -1,5 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
+import { headerNames } from '../automations/header-filter.js';
+import { isCredentialHeader } from '../definitions/credential-headers.js';
 import { UUID_PATTERN } from '../common/ids.js';
 import { invalidParam, NotFound, RequestInvalid } from '../common/problem.js';
 import { checkFilterLimits } from '../definitions/filter-limits.js';
@@ -41,6 +43,14 @@ export class FilterTests {
       if (problems.length)
         throw new RequestInvalid(problems.map((message) => ({ path: 'filter.payload', message })));
     }
+    const credentials = headerNames(req.filter?.headers).filter(isCredentialHeader);
+    if (credentials.length)
+      throw new RequestInvalid(
+        credentials.map((name) => ({
+          path: `filter.headers.${name}`,
+          message: `${name} may carry a credential, and credentials are never matchable (nor stored)`,
+        })),
+      );
     const webhook = await this.webhooks.get(auth, uid);
     let target: Parameters<typeof testFilter>[2];
     if (req.automation !== undefined) {
@@ -55,7 +65,7 @@ export class FilterTests {
     } else target = { filter: req.filter! };
     const delivery = await this.delivery(webhook.id, uid, req.delivery);
     return {
-      ...testFilter(webhook, delivery.payload, target),
+      ...testFilter(webhook, { payload: delivery.payload, headers: delivery.headers }, target),
       delivery: {
         id: delivery.id,
         delivery_id: delivery.identity,

@@ -1,5 +1,6 @@
+import { explainHeaderFilter, type HeaderOutcome } from '../automations/header-filter.js';
 import { explainPayloadFilter, type Mismatch } from '../automations/payload-filter.js';
-import { webhookTriggers } from '../automations/trigger-index.js';
+import { webhookTriggers, type WebhookTriggerFilter } from '../automations/trigger-index.js';
 
 export interface Check {
   passed: boolean;
@@ -10,6 +11,8 @@ export interface FilterTestResult {
   result: 'would_trigger' | 'would_not_trigger';
   webhook_check: Check;
   payload_check: Check & { mismatches: Mismatch[] };
+  /** Each header path of the header filter, passed or not (empty without a header filter). */
+  header_check: Check & { headers: HeaderOutcome[] };
 }
 
 interface TestedWebhook {
@@ -23,23 +26,33 @@ interface TestedWebhook {
 export interface GivenFilter {
   webhook_ids?: string[];
   payload?: Record<string, unknown>;
+  headers?: Record<string, unknown>;
 }
+
+/** A stored delivery as Test filter judges it: its parsed body and its stored headers. */
+export interface TestedDelivery {
+  payload: unknown;
+  headers: Readonly<Record<string, string>>;
+}
+
+type LabelledFilter = Pick<WebhookTriggerFilter, 'payload' | 'headers'> & { label: string };
 
 /**
  * Test filter: would a delivery of `payload` to `webhook` start a run of `automation` (its enabled
  * state and triggers), or pass `filter`? The webhook check says whether the trigger selects this
  * webhook (and that the webhook and automation are live); the payload check explains the payload
- * filter with the same semantics the ingress applies (explainPayloadFilter).
+ * filter, and the header check each header path of the header filter, with the same semantics the
+ * ingress applies (explainPayloadFilter, explainHeaderFilter).
  */
 export function testFilter(
   webhook: TestedWebhook,
-  payload: unknown,
+  delivery: TestedDelivery,
   target:
     | { automation: { name: string; path: string; enabled: boolean; triggers: unknown } }
     | { filter: GivenFilter },
 ): FilterTestResult {
   const reasons = liveness(webhook);
-  let filters: Array<{ label: string; payload?: Record<string, unknown> | null }>;
+  let filters: LabelledFilter[];
   let selected: string;
   if ('automation' in target) {
     const a = target.automation;
@@ -57,9 +70,12 @@ export function testFilter(
     selected = `automation ${a.name} has a trigger on webhook ${webhook.name} (${webhook.uid})`;
     if (filters.length === 0) {
       return result(reasons, selected, {
-        passed: false,
-        message: `automation ${a.name} has no webhook trigger`,
-        mismatches: [],
+        payload_check: {
+          passed: false,
+          message: `automation ${a.name} has no webhook trigger`,
+          mismatches: [],
+        },
+        header_check: { passed: false, message: `automation ${a.name} has no webhook trigger`, headers: [] },
       });
     }
   } else {
@@ -68,12 +84,12 @@ export function testFilter(
       reasons.push(`the filter selects ${ids.join(', ') || 'no webhook'}, not this webhook (${webhook.uid})`);
     else if (ids && ids.length !== 1)
       reasons.push(`a trigger selects exactly one webhook UID; this filter lists ${ids.length}`);
-    filters = [{ label: 'the filter', payload: target.filter.payload }];
+    filters = [{ label: 'the filter', payload: target.filter.payload, headers: target.filter.headers }];
     selected = ids
       ? `the filter selects webhook ${webhook.name} (${webhook.uid})`
       : `the filter names no webhook_ids: tested as a trigger on webhook ${webhook.name} (${webhook.uid})`;
   }
-  return result(reasons, selected, payloadCheck(filters, payload));
+  return result(reasons, selected, filterChecks(filters, delivery));
 }
 
 function liveness(webhook: TestedWebhook): string[] {
@@ -82,48 +98,90 @@ function liveness(webhook: TestedWebhook): string[] {
   return [];
 }
 
-/** The closest of the filters (any passing one, else the one with the fewest mismatches), explained. */
+/**
+ * The closest of the filters (any passing one, else the one with the fewest failing conditions,
+ * payload and headers together), explained.
+ */
+function filterChecks(
+  filters: LabelledFilter[],
+  delivery: TestedDelivery,
+): Pick<FilterTestResult, 'payload_check' | 'header_check'> {
+  const explained = filters.map((f) => {
+    const payload = explainPayloadFilter(f.payload, delivery.payload);
+    const headers = explainHeaderFilter(f.headers, delivery.headers);
+    const failing =
+      payload.mismatches.length + (payload.passed ? 0 : 1) + headers.outcomes.filter((o) => !o.passed).length;
+    return { filter: f, payload, headers, failing, passed: payload.passed && headers.passed };
+  });
+  const best = explained.find((e) => e.passed) ?? [...explained].sort((a, b) => a.failing - b.failing)[0];
+  const of = filters.length > 1 ? ` (${best.filter.label}, the closest of ${filters.length} triggers)` : '';
+  return {
+    payload_check: payloadCheck(best.filter, best.payload, best.passed ? '' : of),
+    header_check: headerCheck(best.filter, best.headers, best.passed ? '' : of),
+  };
+}
+
 function payloadCheck(
-  filters: Array<{ label: string; payload?: Record<string, unknown> | null }>,
-  payload: unknown,
+  filter: LabelledFilter,
+  explained: { passed: boolean; mismatches: Mismatch[] },
+  of: string,
 ): FilterTestResult['payload_check'] {
-  const explained = filters.map((f) => ({ ...f, ...explainPayloadFilter(f.payload, payload) }));
-  const best =
-    explained.find((e) => e.passed) ??
-    [...explained].sort((a, b) => a.mismatches.length - b.mismatches.length)[0];
-  const of = filters.length > 1 ? ` (${best.label}, the closest of ${filters.length} triggers)` : '';
-  if (best.passed) {
+  if (explained.passed) {
     return {
       passed: true,
       message:
-        best.payload === undefined || best.payload === null
-          ? `${best.label} has no payload filter: every body passes`
-          : `the payload matches the payload filter of ${best.label}`,
+        filter.payload === undefined || filter.payload === null
+          ? `${filter.label} has no payload filter: every body passes`
+          : `the payload matches the payload filter of ${filter.label}`,
       mismatches: [],
     };
   }
-  const n = best.mismatches.length;
+  const n = explained.mismatches.length;
   return {
     passed: false,
     message:
       n === 0
         ? `the payload is not a JSON object, and a payload filter matches only objects${of}`
-        : `${n} condition${n === 1 ? '' : 's'} of the payload filter ${n === 1 ? 'fails' : 'fail'}: ${best.mismatches.map((m) => m.path).join(', ')}${of}`,
-    mismatches: best.mismatches,
+        : `${n} condition${n === 1 ? '' : 's'} of the payload filter ${n === 1 ? 'fails' : 'fail'}: ${explained.mismatches.map((m) => m.path).join(', ')}${of}`,
+    mismatches: explained.mismatches,
+  };
+}
+
+function headerCheck(
+  filter: LabelledFilter,
+  explained: { passed: boolean; outcomes: HeaderOutcome[] },
+  of: string,
+): FilterTestResult['header_check'] {
+  if (filter.headers === undefined || filter.headers === null)
+    return {
+      passed: true,
+      message: `${filter.label} has no header filter: every delivery passes`,
+      headers: [],
+    };
+  const failed = explained.outcomes.filter((o) => !o.passed).map((o) => o.path);
+  return {
+    passed: explained.passed,
+    message: explained.passed
+      ? `the headers match the header filter of ${filter.label}: ${explained.outcomes.map((o) => o.path).join(', ')}`
+      : `${failed.length} header${failed.length === 1 ? '' : 's'} of the header filter ${failed.length === 1 ? 'fails' : 'fail'}: ${failed.join(', ')}${of}`,
+    headers: explained.outcomes,
   };
 }
 
 function result(
   reasons: string[],
   selected: string,
-  payload: FilterTestResult['payload_check'],
+  checks: Pick<FilterTestResult, 'payload_check' | 'header_check'>,
 ): FilterTestResult {
   const webhook_check = reasons.length
     ? { passed: false, message: reasons.join('; ') }
     : { passed: true, message: selected };
   return {
-    result: webhook_check.passed && payload.passed ? 'would_trigger' : 'would_not_trigger',
+    result:
+      webhook_check.passed && checks.payload_check.passed && checks.header_check.passed
+        ? 'would_trigger'
+        : 'would_not_trigger',
     webhook_check,
-    payload_check: payload,
+    ...checks,
   };
 }

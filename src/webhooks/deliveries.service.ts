@@ -1,9 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
-import { UUID_PATTERN } from '../common/ids.js';
-import { NotFound } from '../common/problem.js';
+import { webhookRun } from '../automations/run-envelope.js';
+import { Clock } from '../common/clock.js';
+import { newUuid, UUID_PATTERN } from '../common/ids.js';
+import { Conflict, invalidParam, NotFound } from '../common/problem.js';
+import { Database } from '../database/database.js';
+import { RunsRepository } from '../runs/runs.repository.js';
 import { WEBHOOK_UID } from './ingress.service.js';
 import { DeliveryLog, type DeliveryEntry, type DeliveryListQuery } from './delivery-log.js';
+import { WebhookDirectory } from './webhook-directory.js';
 
 function present(e: DeliveryEntry) {
   return {
@@ -13,13 +18,23 @@ function present(e: DeliveryEntry) {
     size_bytes: e.sizeBytes,
     received_at: e.receivedAt.toISOString(),
     client_address: e.clientAddress,
+    ...(e.replayOf ? { replay_of: e.replayOf } : {}),
   };
 }
 
-/** Reads a team's delivery log; a webhook of another team is "not found". */
+/**
+ * Reads a team's delivery log, and replays an Accepted delivery; a webhook of another team is
+ * "not found".
+ */
 @Injectable()
 export class DeliveriesService {
-  constructor(@Inject(DeliveryLog) private readonly log: DeliveryLog) {}
+  constructor(
+    @Inject(DeliveryLog) private readonly log: DeliveryLog,
+    @Inject(Database) private readonly db: Database,
+    @Inject(WebhookDirectory) private readonly directory: WebhookDirectory,
+    @Inject(RunsRepository) private readonly runs: RunsRepository,
+    @Inject(Clock) private readonly clock: Clock,
+  ) {}
 
   async list(auth: AuthContext, uid: string, query: DeliveryListQuery) {
     const webhookId = await this.webhookOf(auth, uid);
@@ -35,9 +50,61 @@ export class DeliveriesService {
     return {
       ...present(entry),
       headers: entry.headers,
-      ...(entry.status === 'accepted' ? { payload: entry.payload } : {}),
+      ...('payloadText' in entry ? { payload: entry.payload } : {}),
+      ...(entry.status === 'accepted' ? { replayed_as: entry.replayedAs } : {}),
       runs: runs.map((r) => ({ run_id: r.id, state: r.state })),
     };
+  }
+
+  /**
+   * Replays an Accepted delivery: evaluates its stored payload and headers against the webhook's
+   * automations as they are now, and records a Replayed entry linked to it together with the runs
+   * that starts (one transaction). Every request makes a new entry: a replay is an operator's
+   * deliberate act, so there is nothing to deduplicate (docs/webhooks.md "Replay").
+   */
+  async replay(auth: AuthContext, uid: string, id: string) {
+    const webhookId = await this.webhookOf(auth, uid);
+    const original = UUID_PATTERN.test(id) ? await this.log.get(webhookId, id) : undefined;
+    if (!original) throw new NotFound(`Webhook ${uid} has no delivery log entry ${id}.`);
+    if (original.status !== 'accepted' || original.payloadText === undefined)
+      throw invalidParam(
+        'id',
+        `delivery log entry ${id} is ${original.status}; only Accepted deliveries can be replayed (pick one from GET /api/v1/webhooks/${uid}/deliveries?status=accepted)`,
+      );
+    const hook = await this.directory.get(uid);
+    if (!hook || hook.id !== webhookId)
+      throw new Conflict(
+        `Webhook ${uid} is disabled or deleted, and starts nothing; enable it to replay its deliveries.`,
+      );
+    const entry = {
+      id: newUuid(),
+      webhookId,
+      status: 'replayed' as const,
+      identity: original.identity,
+      sizeBytes: original.sizeBytes,
+      receivedAt: this.clock.now(),
+      clientAddress: null,
+      headers: original.headers,
+      payloadText: original.payloadText,
+      replayOf: original.id,
+    };
+    const delivery = {
+      teamId: hook.teamId,
+      webhookUid: hook.uid,
+      webhookName: hook.name,
+      identity: original.identity ?? original.id,
+      entryId: entry.id,
+      body: Buffer.from(original.payloadText),
+      replayOf: { entryId: original.id, receivedAt: original.receivedAt },
+    };
+    const runs = hook.triggers
+      .filter((t) => t.matches(original.payload, original.headers))
+      .map((t) => webhookRun(t, delivery));
+    await this.db.transaction(async (tx) => {
+      await this.log.recordReplay(tx, entry);
+      for (const run of runs) await this.runs.insert(tx, run, entry.receivedAt);
+    });
+    return this.get(auth, uid, entry.id);
   }
 
   private async webhookOf(auth: AuthContext, uid: string): Promise<string> {

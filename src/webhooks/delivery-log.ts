@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { isoKey, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
 import { Database, type Queryable } from '../database/database.js';
@@ -9,6 +10,7 @@ export const DELIVERY_STATUSES = [
   'rejected_auth',
   'rejected_invalid_json',
   'rejected_too_large',
+  'replayed',
 ] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
@@ -21,25 +23,52 @@ export interface DeliveryEntry {
   receivedAt: Date;
   clientAddress: string | null;
   headers: Record<string, string>;
-  /** The parsed body, for Accepted entries only. */
+  /** The parsed body, for Accepted (and Replayed) entries only. */
   payload?: unknown;
+  /** A Replayed entry: the entry it replays. */
+  replayOf?: string | null;
 }
+
+/** The statuses that keep the payload: an Accepted delivery, and its replays. */
+export const WITH_PAYLOAD: readonly DeliveryStatus[] = ['accepted', 'replayed'];
 
 /** Keep at least this many newest entries per webhook, and everything younger than RETENTION_DAYS. */
 export const RETENTION_KEEP_NEWEST = 50;
 export const RETENTION_DAYS = 7;
 
-/** GET /webhooks/{uid}/deliveries: newest first, optionally of one status. */
+/**
+ * GET /webhooks/{uid}/deliveries: newest first, filtered (docs/webhooks.md "Searching the delivery
+ * log"; the filters AND together).
+ */
 export interface DeliveryListQuery extends PageRequest {
   status?: DeliveryStatus;
+  /** RFC 3339; received at or after. */
+  receivedAfter?: string;
+  /** RFC 3339; received before. */
+  receivedBefore?: string;
+  identity?: string;
+  /** JSON text of an object or array: payloads containing it (jsonb `@>`). */
+  payloadContains?: string;
 }
 
-/** The cursor scope of a delivery listing: a cursor made for one status filter is refused by another. */
-export function deliveriesScope(status: DeliveryStatus | undefined): string {
-  return `deliveries:${status ?? ''}`;
+/**
+ * The cursor scope of a delivery listing: a cursor made under some filters is refused under others
+ * (the same position there is another listing).
+ */
+export function deliveriesScope(filters: Omit<DeliveryListQuery, keyof PageRequest>): string {
+  const key = [
+    filters.status,
+    filters.receivedAfter,
+    filters.receivedBefore,
+    filters.identity,
+    filters.payloadContains,
+  ];
+  return `deliveries:${createHash('sha256').update(JSON.stringify(key)).digest('base64url').slice(0, 16)}`;
 }
 
 const COLUMNS = `id, webhook_id, status, identity, size_bytes, received_at, client_address, headers`;
+/** What a read returns: COLUMNS and the replay link (not among an ingress insert's columns). */
+const READ_COLUMNS = `${COLUMNS}, replay_of`;
 
 /** A new entry's row, in the order of COLUMNS and then the payload. */
 const ENTRY_COLUMNS = {
@@ -112,21 +141,28 @@ export class DeliveryLog {
     query: DeliveryListQuery,
   ): Promise<{ entries: DeliveryEntry[]; pageInfo: PageInfo }> {
     const params: unknown[] = [webhookId, query.limit + 1];
-    let where = `webhook_id = $1`;
-    if (query.status) {
-      params.push(query.status);
-      where += ` AND status = $${params.length}`;
-    }
-    if (query.after) {
-      params.push(new Date(isoKey(query.after)), query.after.id);
-      where += ` AND (received_at, id) < ($${params.length - 1}, $${params.length})`;
-    }
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    const where = [`webhook_id = $1`];
+    if (query.status) where.push(`status = ${p(query.status)}`);
+    if (query.receivedAfter) where.push(`received_at >= ${p(query.receivedAfter)}::timestamptz`);
+    if (query.receivedBefore) where.push(`received_at < ${p(query.receivedBefore)}::timestamptz`);
+    if (query.identity !== undefined) where.push(`identity = ${p(query.identity)}`);
+    // The expression of the index deliveries_payload_search (migration 1763686300000), exactly.
+    if (query.payloadContains !== undefined)
+      where.push(
+        `payload IS NOT NULL AND delivery_search_json(webhook_id, payload) @> jsonb_build_object($1::text, ${p(query.payloadContains)}::jsonb)`,
+      );
+    if (query.after)
+      where.push(`(received_at, id) < (${p(new Date(isoKey(query.after)))}, ${p(query.after.id)})`);
     const rows = await this.db.query(
-      `SELECT ${COLUMNS} FROM deliveries WHERE ${where} ORDER BY received_at DESC, id DESC LIMIT $2`,
+      `SELECT ${READ_COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY received_at DESC, id DESC LIMIT $2`,
       params,
     );
     const { items, pageInfo } = pageOf(rows.map(toEntry), query.limit, (last) => ({
-      scope: deliveriesScope(query.status),
+      scope: deliveriesScope(query),
       key: last.receivedAt.toISOString(),
       id: last.id,
     }));
@@ -151,17 +187,43 @@ export class DeliveryLog {
     );
   }
 
-  async get(webhookId: string, id: string): Promise<DeliveryEntry | undefined> {
+  async get(
+    webhookId: string,
+    id: string,
+  ): Promise<(DeliveryEntry & { payloadText?: string; replayedAs: string[] }) | undefined> {
     const [row] = await this.db.query(
-      `SELECT ${COLUMNS}, payload FROM deliveries WHERE webhook_id = $1 AND id = $2`,
+      `SELECT ${READ_COLUMNS}, payload,
+              ARRAY(SELECT r.id FROM deliveries r WHERE r.replay_of = d.id ORDER BY r.received_at, r.id) AS replayed_as
+         FROM deliveries d WHERE webhook_id = $1 AND id = $2`,
       [webhookId, id],
     );
     if (!row) return undefined;
-    const entry = toEntry(row);
+    const entry = { ...toEntry(row), replayedAs: row.replayed_as as string[] };
     // Stored as the exact text received (jsonb would refuse \u0000 and reformat numbers).
-    if (entry.status === 'accepted' && row.payload !== null)
-      entry.payload = JSON.parse(row.payload as string);
+    if (WITH_PAYLOAD.includes(entry.status) && row.payload !== null)
+      return { ...entry, payload: JSON.parse(row.payload as string), payloadText: row.payload as string };
     return entry;
+  }
+
+  /** Records a replay of an Accepted entry: its own entry, with the payload, linked to the original. */
+  async recordReplay(
+    q: Queryable,
+    entry: DeliveryEntry & { payloadText: string; replayOf: string },
+  ): Promise<void> {
+    await q.execute(
+      `INSERT INTO deliveries (${COLUMNS}, payload, replay_of) VALUES ($1, $2, 'replayed', $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        entry.id,
+        entry.webhookId,
+        entry.identity,
+        entry.sizeBytes,
+        entry.receivedAt,
+        entry.clientAddress,
+        entry.headers,
+        entry.payloadText,
+        entry.replayOf,
+      ],
+    );
   }
 
   /** Deletes entries that are both beyond the newest 50 of their webhook and older than 7 days. */
@@ -192,5 +254,6 @@ function toEntry(row: Record<string, any>): DeliveryEntry {
     receivedAt: row.received_at,
     clientAddress: row.client_address,
     headers: row.headers,
+    ...(row.replay_of ? { replayOf: row.replay_of } : {}),
   };
 }

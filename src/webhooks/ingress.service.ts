@@ -11,6 +11,7 @@ import { deliveryIdentity } from './delivery-identity.js';
 import { DeliveryLog, type DeliveryEntry, type DeliveryStatus } from './delivery-log.js';
 import { PayloadTooLarge, WebhookAuthFailed } from './ingress-errors.js';
 import { IngressLimits } from './ingress-limits.js';
+import { keptHeaders } from './kept-headers.js';
 import { safeEqual } from './verifiers/verifier.js';
 import { WebhookDirectory, type LiveWebhook } from './webhook-directory.js';
 
@@ -33,37 +34,6 @@ export interface IngressRequest {
   /** Reads the body, stopping (without buffering more) once it passes `limit` bytes. */
   readBody(limit: number): Promise<BodyRead>;
 }
-
-/** Headers worth keeping in the log: what identifies and describes a delivery, never a credential. */
-const KEPT_HEADERS = [
-  'content-type',
-  'content-length',
-  'content-encoding',
-  'user-agent',
-  'x-service-delivery-id',
-  'x-github-event',
-  'x-github-delivery',
-  'x-github-hook-id',
-  'webhook-id',
-  'webhook-timestamp',
-  'svix-id',
-  'svix-timestamp',
-  'x-gitlab-event',
-  'x-gitlab-event-uuid',
-  'idempotency-key',
-  'x-shopify-topic',
-  'x-shopify-webhook-id',
-  'x-shopify-shop-domain',
-  'linear-delivery',
-  'linear-event',
-  'sentry-hook-resource',
-  'sentry-hook-timestamp',
-  'request-id',
-  'x-webhook-id',
-  'x-slack-request-timestamp',
-  'x-slack-retry-num',
-];
-const NEVER_KEPT = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-gitlab-token']);
 
 /**
  * The webhook ingress, CONTRACT.md §2 top to bottom: find the webhook, check the token, the size, the
@@ -88,6 +58,7 @@ export class IngressService {
     const hook = WEBHOOK_UID.test(req.uid) ? await this.directory.get(req.uid) : undefined;
     if (!hook) throw new NotFound(`No enabled webhook has the UID ${req.uid}.`);
 
+    const headers = keptHeaders(req.headers, hook);
     const entry = (status: DeliveryStatus, extra: Partial<DeliveryEntry> = {}): DeliveryEntry => ({
       id: newUuid(),
       webhookId: hook.id,
@@ -96,7 +67,7 @@ export class IngressService {
       sizeBytes: req.declaredLength ?? null,
       receivedAt,
       clientAddress: req.clientAddress,
-      headers: keptHeaders(req.headers, hook),
+      headers,
       ...extra,
     });
 
@@ -154,7 +125,9 @@ export class IngressService {
       entryId: accepted.id,
       body,
     };
-    const runs = hook.triggers.filter((t) => t.matches(json.value)).map((t) => webhookRun(t, delivery));
+    const runs = hook.triggers
+      .filter((t) => t.matches(json.value, headers))
+      .map((t) => webhookRun(t, delivery));
     await this.commits.record({ entry: accepted, runs });
     return identity;
   }
@@ -196,16 +169,6 @@ function authBudgetSpent(retryAfter: number): RateLimited {
 function identityHeaders(hook: LiveWebhook): string[] {
   const own = hook.deliveryIdHeader ? [hook.deliveryIdHeader] : [];
   return hook.authMode === 'signature' ? [...own, ...(hook.scheme?.deliveryHeaders ?? [])] : own;
-}
-
-function keptHeaders(headers: IncomingHttpHeaders, hook: LiveWebhook): Record<string, string> {
-  const names = hook.deliveryIdHeader ? [...KEPT_HEADERS, hook.deliveryIdHeader] : KEPT_HEADERS;
-  const kept: Record<string, string> = {};
-  for (const name of names) {
-    const v = headers[name];
-    if (typeof v === 'string' && !NEVER_KEPT.has(name)) kept[name] = v.slice(0, 512);
-  }
-  return kept;
 }
 
 /** Refuses invalid UTF-8 instead of replacing it; one instance serves every request (decode is stateless without `stream`). */

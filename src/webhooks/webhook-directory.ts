@@ -4,6 +4,7 @@ import { CHANNELS } from '../database/channels.js';
 import { Database } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
 import { SecretsService } from '../secrets/secrets.service.js';
+import { keptHeaderNames } from './kept-headers.js';
 import { SIGNATURE_SCHEMES, type SignatureScheme } from './verifiers/index.js';
 
 /** A webhook that accepts deliveries: its applied definition, pinned secret and compiled triggers. */
@@ -20,6 +21,8 @@ export interface LiveWebhook {
   secret?: string;
   deliveryIdHeader?: string;
   triggers: Trigger[];
+  /** The (lower-case) names of the headers stored with each delivery: see keptHeaders. */
+  keptHeaders: string[];
 }
 
 /** `refresh`'s argument for "every factory". */
@@ -133,6 +136,7 @@ export class WebhookDirectory implements OnModuleInit {
     const triggers = await this.triggers.load(factoryId);
     return Promise.all(
       rows.map(async (r) => ({
+        ...withKeptHeaders(r.delivery_id_header?.toLowerCase() ?? undefined, triggers.get(r.uid) ?? []),
         id: r.id,
         uid: r.uid,
         teamId: r.team_id,
@@ -141,9 +145,18 @@ export class WebhookDirectory implements OnModuleInit {
         authMode: r.auth_mode,
         scheme: r.signature_scheme ? SIGNATURE_SCHEMES[r.signature_scheme] : undefined,
         secret: r.secret_version_id ? await this.secrets.valueOf(r.secret_version_id) : undefined,
-        deliveryIdHeader: r.delivery_id_header?.toLowerCase() ?? undefined,
-        triggers: triggers.get(r.uid) ?? [],
       })),
     );
   }
+}
+
+function withKeptHeaders(deliveryIdHeader: string | undefined, triggers: Trigger[]) {
+  return {
+    deliveryIdHeader,
+    triggers,
+    keptHeaders: keptHeaderNames(
+      deliveryIdHeader,
+      triggers.flatMap((t) => t.headerNames),
+    ),
+  };
 }

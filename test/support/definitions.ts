@@ -182,6 +182,7 @@ export async function createAutomation(
     name: string;
     webhookUid: string;
     payload?: Record<string, unknown>;
+    headers?: Record<string, unknown>;
     prompt?: string;
     agent?: string;
     overrides?: Record<string, unknown>;
@@ -191,6 +192,7 @@ export async function createAutomation(
   const path = `automations/${opts.name}/automation.md`;
   const filter: Record<string, unknown> = { webhook_ids: [opts.webhookUid] };
   if (opts.payload) filter.payload = opts.payload;
+  if (opts.headers) filter.headers = opts.headers;
   const content = markdown(
     {
       enabled: opts.enabled,

@@ -38,6 +38,8 @@ interface Delivery {
   headers?: Record<string, string>;
   payload?: unknown;
   runs?: Array<{ run_id: string; state: string }>;
+  replay_of?: string;
+  replayed_as?: string[];
 }
 
 interface DeliveryPage {
@@ -59,6 +61,11 @@ interface FilterTest {
   automation?: string;
   webhook_check: { passed: boolean; message: string };
   payload_check: { passed: boolean; message: string; mismatches: Mismatch[] };
+  header_check?: {
+    passed: boolean;
+    message: string;
+    headers: Array<{ path: string; passed: boolean; actual?: string; mismatches: Mismatch[] }>;
+  };
 }
 
 type Opts = ApiOptions & { json?: boolean };
@@ -70,6 +77,7 @@ const STATUS_LABELS: Record<string, string> = {
   rejected_auth: 'Rejected (auth)',
   rejected_invalid_json: 'Rejected (invalid JSON)',
   rejected_too_large: 'Rejected (too large)',
+  replayed: 'Replayed',
 };
 
 const path = (uid: string, rest = '') => `/webhooks/${encodeURIComponent(uid)}${rest}`;
@@ -254,7 +262,14 @@ export function registerWebhooksCommands(program: Command): void {
     )
     .option(
       '--status <status>',
-      'accepted | duplicate | rejected_auth | rejected_invalid_json | rejected_too_large',
+      'accepted | duplicate | rejected_auth | rejected_invalid_json | rejected_too_large | replayed',
+    )
+    .option('--since <time>', 'received at or after this RFC 3339 time (received_after)')
+    .option('--until <time>', 'received before this RFC 3339 time (received_before)')
+    .option('--delivery-id <id>', 'the delivery id (identity), exactly')
+    .option(
+      '--payload-contains <json>',
+      'payloads containing this JSON (PostgreSQL @>), e.g. \'{"level":"error"}\'',
     )
     .option('--limit <n>', 'entries per page (1-100)', '20')
     .option('--cursor <cursor>', 'next_cursor of the previous page')
@@ -270,6 +285,7 @@ export function registerWebhooksCommands(program: Command): void {
         '',
         'Examples:',
         '  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab --status rejected_auth',
+        `  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab --since 2025-11-21T00:00:00Z --payload-contains '{"level":"error"}'`,
         '  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab --follow',
         '  npx factoryd webhooks deliveries 7fK2pQ9xLm3Rt5Vw8Yz1Ab 0b9c…   # one entry with its payload and runs',
       ].join('\n'),
@@ -278,7 +294,7 @@ export function registerWebhooksCommands(program: Command): void {
       async (
         uid: string,
         id: string | undefined,
-        o: Opts & { status?: string; limit: string; cursor?: string; follow?: boolean; interval: string },
+        o: Opts & DeliverySearch & { limit: string; cursor?: string; follow?: boolean; interval: string },
       ) => {
         const client = new ApiClient(o);
         if (id !== undefined) {
@@ -289,8 +305,7 @@ export function registerWebhooksCommands(program: Command): void {
           print(o, entry, () => describeDelivery(entry));
           return;
         }
-        const qs = new URLSearchParams({ limit: o.limit });
-        if (o.status) qs.set('status', o.status);
+        const qs = searchParams(o, { limit: o.limit });
         if (o.cursor) qs.set('cursor', o.cursor);
         const page = await client.request<DeliveryPage>('GET', path(uid, `/deliveries?${qs}`));
         if (o.follow) return follow(client, uid, page.deliveries, o);
@@ -303,12 +318,35 @@ export function registerWebhooksCommands(program: Command): void {
       },
     );
 
+  apiOptions(webhooks.command('replay <uid> <id>'))
+    .description(
+      'Replay an Accepted delivery against the automations as they are now: a new Replayed entry, linked to the original, and the runs it starts.',
+    )
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd webhooks replay 7fK2pQ9xLm3Rt5Vw8Yz1Ab 0b9c…')
+    .action(async (uid: string, id: string, o: Opts) => {
+      const entry = await new ApiClient(o).request<Delivery>(
+        'POST',
+        path(uid, `/deliveries/${encodeURIComponent(id)}/replay`),
+      );
+      print(o, entry, () =>
+        [
+          `Replayed entry ${id} as ${entry.id}: ${entry.runs?.length ?? 0} run${entry.runs?.length === 1 ? '' : 's'} started.`,
+          '',
+          describeDelivery(entry),
+        ].join('\n'),
+      );
+    });
+
   apiOptions(webhooks.command('test-filter <uid>'))
     .description(
       'Test a trigger filter against a stored Accepted delivery: Would trigger / Would not trigger, with each mismatching path.',
     )
     .option('--automation <name>', 'the filter of this automation of the webhook’s factory')
-    .option('--filter <yamlOrJson>', 'a filter given here: {webhook_ids: [...], payload: {...}}')
+    .option(
+      '--filter <yamlOrJson>',
+      'a filter given here: {webhook_ids: [...], payload: {...}, headers: {...}}',
+    )
     .option('--filter-file <path>', 'a filter in a YAML or JSON file')
     .option('--delivery <id>', 'the delivery log entry to test (default: the newest Accepted one)')
     .option('--json', 'print JSON')
@@ -368,7 +406,7 @@ async function follow(
   client: ApiClient,
   uid: string,
   newestFirst: Delivery[],
-  o: Opts & { status?: string; interval: string },
+  o: Opts & DeliverySearch & { interval: string },
 ) {
   const interval = Math.max(0.2, Number(o.interval)) * 1000;
   const printEntry = (d: Delivery) =>
@@ -381,7 +419,7 @@ async function follow(
   }
   let stopped = false;
   process.once('SIGINT', () => (stopped = true));
-  const qs = new URLSearchParams({ limit: '100', ...(o.status ? { status: o.status } : {}) });
+  const qs = searchParams(o, { limit: '100' });
   while (!stopped) {
     await new Promise((r) => setTimeout(r, interval));
     // The newest page is enough: fewer than 100 deliveries arrive per poll (the rate limit is 60/minute).
@@ -392,6 +430,28 @@ async function follow(
       printEntry(d);
     }
   }
+}
+
+/** The delivery log's search filters, as options (docs/webhooks.md "Searching the delivery log"). */
+interface DeliverySearch {
+  status?: string;
+  since?: string;
+  until?: string;
+  deliveryId?: string;
+  payloadContains?: string;
+}
+
+function searchParams(o: DeliverySearch, base: Record<string, string>): URLSearchParams {
+  const qs = new URLSearchParams(base);
+  const given: Array<[string, string | undefined]> = [
+    ['status', o.status],
+    ['received_after', o.since],
+    ['received_before', o.until],
+    ['delivery_id', o.deliveryId],
+    ['payload_contains', o.payloadContains],
+  ];
+  for (const [name, value] of given) if (value !== undefined) qs.set(name, value);
+  return qs;
 }
 
 const DELIVERY_HEADERS = ['RECEIVED', 'STATUS', 'DELIVERY ID', 'SIZE', 'FROM', 'ENTRY'];
@@ -420,6 +480,8 @@ function describeDelivery(d: Delivery): string {
     `Received   ${d.received_at} from ${d.client_address ?? '-'}`,
     `Size       ${d.size_bytes} bytes`,
   ];
+  if (d.replay_of) lines.push(`Replay of  ${d.replay_of}`);
+  if (d.replayed_as?.length) lines.push(`Replayed   ${d.replayed_as.join(', ')}`);
   if (d.runs?.length) {
     lines.push(
       '',
@@ -486,6 +548,7 @@ function describeFilterTest(t: FilterTest): string {
     ...(t.automation ? [`Automation     ${t.automation}`] : []),
     `Webhook check  ${mark(t.webhook_check.passed)}  ${t.webhook_check.message}`,
     `Payload check  ${mark(t.payload_check.passed)}  ${t.payload_check.message}`,
+    ...(t.header_check ? [`Header check   ${mark(t.header_check.passed)}  ${t.header_check.message}`] : []),
   ];
   if (t.payload_check.mismatches.length) {
     lines.push(
@@ -497,6 +560,21 @@ function describeFilterTest(t: FilterTest): string {
           m.condition,
           JSON.stringify(m.expected),
           m.present ? JSON.stringify(m.actual) : '(missing)',
+        ]),
+      ),
+    );
+  }
+  if (t.header_check?.headers.length) {
+    lines.push(
+      '',
+      renderTable(
+        ['HEADER', 'OUTCOME', 'CONDITION', 'EXPECTED', 'ACTUAL'],
+        t.header_check.headers.map((h) => [
+          h.path,
+          h.passed ? 'pass' : 'FAIL',
+          h.mismatches.map((m) => m.condition).join(', ') || '-',
+          h.mismatches.map((m) => JSON.stringify(m.expected)).join(', ') || '-',
+          h.actual !== undefined ? JSON.stringify(h.actual) : '(missing)',
         ]),
       ),
     );

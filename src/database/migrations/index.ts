@@ -12,8 +12,9 @@ import { FairSlots1763684310000 } from './1763684310000-fair-slots.js';
 import { SealMcpCredentials1763684400000 } from './1763684400000-seal-mcp-credentials.js';
 import { Schedules1763685700000 } from './1763685700000-schedules.js';
 import { OzAgentApi1763685800000 } from './1763685800000-oz-agent-api.js';
-import { NotificationOutbox1763686200000 } from './1763686200000-notification-outbox.js';
 import { RunTransitions1763686100000 } from './1763686100000-run-transitions.js';
+import { NotificationOutbox1763686200000 } from './1763686200000-notification-outbox.js';
+import { DeliveryReplaySearch1763686300000 } from './1763686300000-delivery-replay-search.js';
 
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
@@ -31,6 +32,7 @@ export const MIGRATIONS = [
   SealMcpCredentials1763684400000,
   Schedules1763685700000,
   OzAgentApi1763685800000,
-  NotificationOutbox1763686200000,
   RunTransitions1763686100000,
+  NotificationOutbox1763686200000,
+  DeliveryReplaySearch1763686300000,
 ];

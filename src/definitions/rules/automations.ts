@@ -9,6 +9,7 @@ import type {
 } from '../definition.js';
 import { parseCron } from '../cron.js';
 import type { DefinitionFile } from '../definition-file.js';
+import { isCredentialHeader } from '../credential-headers.js';
 import { checkFilterLimits } from '../filter-limits.js';
 import { isValid, type Findings, type ValidationContext } from './rule.js';
 
@@ -127,7 +128,10 @@ class WebhookRefs {
   }
 }
 
-/** `provider: webhook`: exactly one webhook, by a UID of this factory, and a payload filter within limits. */
+/**
+ * `provider: webhook`: exactly one webhook, by a UID of this factory, a header filter without
+ * credential headers, and a payload filter within limits.
+ */
 function checkWebhookTrigger({ trigger, index, file }: TriggerAt<WebhookTrigger>, refs: WebhookRefs): void {
   const { findings } = refs;
   const path = file.source.path;
@@ -144,6 +148,12 @@ function checkWebhookTrigger({ trigger, index, file }: TriggerAt<WebhookTrigger>
     const problem = refs.problem(id);
     if (problem) findings.error(path, file.source.lineOf([...at, j]), problem);
   });
+  for (const name of Object.keys(trigger.filter.headers ?? {}).filter(isCredentialHeader))
+    findings.error(
+      path,
+      file.source.lineOf(['triggers', index, 'filter', 'headers', name]),
+      `header "${name}" may carry a credential, and credentials are never matchable (nor stored): filter on another header or on the payload`,
+    );
   if (trigger.filter.payload === undefined) return;
   for (const problem of checkFilterLimits(trigger.filter.payload))
     findings.error(path, file.source.lineOf(['triggers', index, 'filter', 'payload']), problem);
