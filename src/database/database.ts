@@ -117,12 +117,20 @@ export class Database extends ClientQueries {
    * taken once the lock is held, so it sees everything committed by the lock's previous holder. BEGIN
    * and the lock, the statement and COMMIT are queued on the connection at once: no turn of the event
    * loop between the round trips (a busy worker's loop made them cost more than the statement).
+   * `shared`: the lock is taken in shared mode — holders of it run side by side, and all wait for
+   * (and exclude) one that takes it exclusively.
    */
-  async queryLocked<T = Record<string, any>>(lock: number, sql: string, params: unknown[]): Promise<T[]> {
+  async queryLocked<T = Record<string, any>>(
+    lock: number,
+    sql: string,
+    params: unknown[],
+    mode: 'exclusive' | 'shared' = 'exclusive',
+  ): Promise<T[]> {
     const { client, release } = await this.checkout();
     let failed: Error | undefined;
     try {
-      const begin = client.query(`BEGIN; SELECT pg_advisory_xact_lock(${Math.trunc(lock)})`);
+      const take = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
+      const begin = client.query(`BEGIN; SELECT ${take}(${Math.trunc(lock)})`);
       const result = client.query(statement(sql, params));
       // After a failure COMMIT ends the transaction as a ROLLBACK: the connection goes back clean.
       const commit = client.query('COMMIT');

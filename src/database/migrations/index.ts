@@ -11,6 +11,7 @@ import { WorkerKeys1763684300000 } from './1763684300000-worker-keys.js';
 import { FairSlots1763684310000 } from './1763684310000-fair-slots.js';
 import { SealMcpCredentials1763684400000 } from './1763684400000-seal-mcp-credentials.js';
 import { OzAgentApi1763685800000 } from './1763685800000-oz-agent-api.js';
+import { SelfHostedQueue1763686400000 } from './1763686400000-self-hosted-queue.js';
 
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   FairSlots1763684310000,
   SealMcpCredentials1763684400000,
   OzAgentApi1763685800000,
+  SelfHostedQueue1763686400000,
 ];
