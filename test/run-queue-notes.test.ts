@@ -1,4 +1,6 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Queryable } from '../src/database/database.js';
 import { liveSince } from '../src/workers/run-decisions.js';
 import { RunQueueRepository } from '../src/workers/run-queue.repository.js';
 import { WorkerRegistry } from '../src/workers/worker-registry.js';
@@ -72,5 +74,42 @@ describe('the notes for runs waiting for a self-hosted worker', () => {
     await pass;
     await claim;
     expect(claimed!.sort()).toEqual([...ids].sort());
+  });
+
+  it('read the self-hosted queue through its own index, planned for any values', async () => {
+    const db = t.service.db;
+    const { team } = await t.newTeam('notes-plan');
+    // A history of ended runs; the queue itself is small.
+    await db.execute(
+      `INSERT INTO runs (id, team_id, title, prompt, search_text, state, source, conversation_id, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, 'old ' || i, 'old', 'old', 'SUCCEEDED', 'API', gen_random_uuid(), now(), now()
+         FROM generate_series(1, 3000) AS i`,
+      [team.id],
+    );
+    await db.execute(`ANALYZE runs`);
+    const sent: Array<{ sql: string; params: unknown[] }> = [];
+    const recording: Queryable = {
+      query: async () => [],
+      execute: async (sql, params) => (sent.push({ sql, params: params ?? [] }), 0),
+      afterCommit: (fn) => fn(),
+    };
+    await new RunQueueRepository(db).noteUnservedHostsIn(recording, new Date());
+    const onRuns = sent.filter((s) => /\bruns\b/.test(s.sql));
+    expect(onRuns).toHaveLength(2);
+    const client = new pg.Client({ connectionString: t.service.databaseServer.url });
+    await client.connect();
+    try {
+      await client.query(`SET plan_cache_mode = force_generic_plan`);
+      for (const [i, s] of onRuns.entries()) {
+        await client.query(`PREPARE notes${i} AS ${s.sql}`);
+        const args = s.params.map((v) => client.escapeLiteral((v as Date).toISOString())).join(', ');
+        const plan = await client.query(`EXPLAIN EXECUTE notes${i}(${args})`);
+        const text = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n');
+        expect(text).toMatch(/Index Scan using runs_self_hosted_queue on runs\b/);
+        expect(text).not.toMatch(/Seq Scan on runs\b/);
+      }
+    } finally {
+      await client.end();
+    }
   });
 });
