@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,6 +98,49 @@ describe('a backend terminated under the process', () => {
       () => db.pool.idleCount === 0 || uncaught.length > 0,
       'the pool to drop its cut connections',
     );
+    expect(uncaught).toEqual([]);
+    await alive();
+  });
+
+  it('leaves it running when the cut lands as a new connection is handed out', async () => {
+    // The backend's ReadyForQuery and its 57P01 arrive in one read: the pool hands the client out
+    // (dropping its own listener) and the error is emitted before the borrower's code runs. The
+    // event loop is held (synchronous psql) from the startup message until the backend is gone, so
+    // that both messages wait in the socket together. pg-pool's `_clients` and pg's `connection`
+    // are internals: the only way to reach that moment.
+    const sql = (q: string) => execFileSync('psql', [database.url, '-Atc', q], { encoding: 'utf8' }).trim();
+    await terminate();
+    await eventually(() => db.pool.totalCount === 0, 'the pool to hold no connection');
+    const checkout = db.checkout();
+    const clients = (db.pool as unknown as { _clients: Array<pg.Client & { connection: pg.Connection }> })
+      ._clients;
+    const fresh = clients[clients.length - 1]!;
+    let cut = '';
+    fresh.connection.once('connect', () => {
+      // pg has written its startup message by now (its own listener ran first).
+      let ready = '';
+      while (!ready)
+        ready = sql(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+                      AND application_name = 'factoryd' AND state = 'idle' AND backend_type = 'client backend'`);
+      cut = sql(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                  WHERE pid IN (${ready.split('\n').join(',')})`);
+      while (
+        sql(`SELECT count(*) FROM pg_stat_activity WHERE pid IN (${ready.split('\n').join(',')})`) !== '0'
+      );
+    });
+    const outcome = await checkout.then(
+      async ({ client, release }) => {
+        const failed = await client.query('SELECT 1').then(
+          () => undefined,
+          (err: Error) => err,
+        );
+        release(failed);
+        return failed?.message ?? 'queried';
+      },
+      (err: Error) => err.message,
+    );
+    expect(Number(cut)).toBeGreaterThan(0);
+    expect(outcome).toMatch(/terminat|not queryable/);
     expect(uncaught).toEqual([]);
     await alive();
   });
