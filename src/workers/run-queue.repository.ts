@@ -57,7 +57,8 @@ export class RunQueueRepository {
    * statement: follow-ups taken (and recorded in the conversation), attachments, the team's skills,
    * the conversation so far. A self-hosted worker takes its own team's oldest runs. Service-hosted
    * workers share their slots fairly (FAIR_PICK). SKIP LOCKED: claimers never wait on each other's
-   * rows. It is the one state change that cannot go through RunsRepository.transition (a batch decided
+   * rows (a self-hosted claim takes NOTES_LOCK shared, so that it waits for the housekeeping's notes
+   * instead of skipping the rows they write). It is the one state change that cannot go through RunsRepository.transition (a batch decided
    * by the lock), so it takes its state (`claimed`) from the state machine.
    */
   async claim(
