@@ -117,17 +117,29 @@ export class Database extends ClientQueries {
    * taken once the lock is held, so it sees everything committed by the lock's previous holder. BEGIN
    * and the lock, the statement and COMMIT are queued on the connection at once: no turn of the event
    * loop between the round trips (a busy worker's loop made them cost more than the statement).
+   * `shared`: the lock is taken in shared mode — holders of it run side by side, and all wait for
+   * (and exclude) one that takes it exclusively.
    */
-  async queryLocked<T = Record<string, any>>(lock: number, sql: string, params: unknown[]): Promise<T[]> {
+  async queryLocked<T = Record<string, any>>(
+    lock: number,
+    sql: string,
+    params: unknown[],
+    mode: 'exclusive' | 'shared' = 'exclusive',
+  ): Promise<T[]> {
     const { client, release } = await this.checkout();
     let failed: Error | undefined;
     try {
-      const begin = client.query(`BEGIN; SELECT pg_advisory_xact_lock(${Math.trunc(lock)})`);
+      const take = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
+      const begin = client.query(`BEGIN; SELECT ${take}(${Math.trunc(lock)})`);
       const result = client.query(statement(sql, params));
       // After a failure COMMIT ends the transaction as a ROLLBACK: the connection goes back clean.
       const commit = client.query('COMMIT');
-      const [, { rows }] = await Promise.all([begin, result, commit]);
-      return rows as T[];
+      // Every queued statement settles before the connection goes back: released on the first
+      // failure, the later ones would still be running on a client someone else then holds.
+      const settled = await Promise.allSettled([begin, result, commit]);
+      const refused = settled.find((s) => s.status === 'rejected');
+      if (refused) throw refused.reason;
+      return (settled[1] as PromiseFulfilledResult<pg.QueryResult>).value.rows as T[];
     } catch (err) {
       failed = err as Error;
       throw err;

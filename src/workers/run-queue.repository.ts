@@ -57,7 +57,8 @@ export class RunQueueRepository {
    * statement: follow-ups taken (and recorded in the conversation), attachments, the team's skills,
    * the conversation so far. A self-hosted worker takes its own team's oldest runs. Service-hosted
    * workers share their slots fairly (FAIR_PICK). SKIP LOCKED: claimers never wait on each other's
-   * rows. It is the one state change that cannot go through RunsRepository.transition (a batch decided
+   * rows (a self-hosted claim takes NOTES_LOCK shared, so that it waits for the housekeeping's notes
+   * instead of skipping the rows they write). It is the one state change that cannot go through RunsRepository.transition (a batch decided
    * by the lock), so it takes its state (`claimed`) from the state machine.
    */
   async claim(
@@ -67,7 +68,12 @@ export class RunQueueRepository {
   ): Promise<ClaimedRun[]> {
     const params = [w.host, max, at.claimed, at.now, w.id, at.leaseEnd];
     if (w.teamId !== null)
-      return this.db.query<ClaimedRun>(claimStatement(OWN_TEAM_PICK), [...params, w.teamId]);
+      return this.db.queryLocked<ClaimedRun>(
+        NOTES_LOCK,
+        claimStatement(OWN_TEAM_PICK),
+        [...params, w.teamId],
+        'shared',
+      );
     // Service-hosted claims take turns (across replicas: a lock in the database), so that each
     // counts what the claims before it took: concurrent claims would each see a team under its
     // cap and together take it over.
@@ -132,24 +138,49 @@ export class RunQueueRepository {
 
   /**
    * QUEUED runs for a self-hosted host that no worker seen after `liveSince` serves say so in their
-   * status message; the note goes once such a worker is back.
+   * status message; the note goes once such a worker is back. In a transaction of its own (see
+   * noteUnservedHostsIn).
    */
   async noteUnservedHosts(liveSince: Date): Promise<void> {
-    await this.db.execute(
-      `UPDATE runs r SET status_message = jsonb_build_object('message',
+    await this.db.transaction((tx) => this.noteUnservedHostsIn(tx, liveSince));
+  }
+
+  /**
+   * noteUnservedHosts inside `tx` (which must commit or roll back soon: it holds NOTES_LOCK). Writing
+   * a note locks the run's row until `tx` ends, and a claim (SKIP LOCKED) passes over locked rows: the
+   * note cleared because a worker just came back is on exactly the runs that worker claims next, which
+   * then came back empty. So the notes are written under NOTES_LOCK taken exclusively, which
+   * self-hosted claims take shared: a claim waits for the notes' short transaction instead of skipping
+   * its rows. Only runs whose note changes are written, and none another transaction holds (SKIP
+   * LOCKED: a later pass takes them). Both statements read the self-hosted queue's own index
+   * (runs_self_hosted_queue), never the service-hosted queue or the whole table. Returns the number
+   * of notes written and cleared.
+   */
+  async noteUnservedHostsIn(tx: Queryable, liveSince: Date): Promise<{ noted: number; cleared: number }> {
+    await tx.execute(`SELECT pg_advisory_xact_lock(${NOTES_LOCK})`);
+    const noted = await tx.execute(
+      `WITH unserved AS MATERIALIZED (
+         SELECT r.id FROM runs r
+          WHERE ${SELF_HOSTED_QUEUED} AND r.status_message IS NULL
+            AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.team_id = r.team_id AND w.worker_host = r.worker_host
+                              AND w.last_seen_at > $1)
+            FOR UPDATE OF r SKIP LOCKED)
+       UPDATE runs r SET status_message = jsonb_build_object('message',
               'Waiting for self-hosted worker "' || r.worker_host || '": no worker with this id is connected')
-        WHERE r.state = 'QUEUED' AND r.worker_host <> $2 AND r.status_message IS NULL
-          AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.team_id = r.team_id AND w.worker_host = r.worker_host
-                            AND w.last_seen_at > $1)`,
-      [liveSince, SERVICE_WORKER_HOST],
+         FROM unserved u WHERE r.id = u.id`,
+      [liveSince],
     );
-    await this.db.execute(
-      `UPDATE runs r SET status_message = NULL
-        WHERE r.state = 'QUEUED' AND r.worker_host <> $2 AND r.status_message->>'message' LIKE 'Waiting for self-hosted worker%'
-          AND EXISTS (SELECT 1 FROM workers w WHERE w.team_id = r.team_id AND w.worker_host = r.worker_host
-                        AND w.last_seen_at > $1)`,
-      [liveSince, SERVICE_WORKER_HOST],
+    const cleared = await tx.execute(
+      `WITH served AS MATERIALIZED (
+         SELECT r.id FROM runs r
+          WHERE ${SELF_HOSTED_QUEUED} AND r.status_message->>'message' LIKE 'Waiting for self-hosted worker%'
+            AND EXISTS (SELECT 1 FROM workers w WHERE w.team_id = r.team_id AND w.worker_host = r.worker_host
+                          AND w.last_seen_at > $1)
+            FOR UPDATE OF r SKIP LOCKED)
+       UPDATE runs r SET status_message = NULL FROM served s WHERE r.id = s.id`,
+      [liveSince],
     );
+    return { noted, cleared };
   }
 
   /** The team's live skills at this path or with this name, with their factory (SkillResolver picks one). */
@@ -161,6 +192,19 @@ export class RunQueueRepository {
     );
   }
 }
+
+/**
+ * Queued runs waiting for a self-hosted host: the predicate of the partial index
+ * runs_self_hosted_queue, spelled the same way (a constant, not a parameter) so that a generic plan
+ * of the prepared statement can use the index.
+ */
+const SELF_HOSTED_QUEUED = `r.state = 'QUEUED' AND r.worker_host <> '${SERVICE_WORKER_HOST}'`;
+
+/**
+ * An advisory lock key: the "no self-hosted worker" notes take it exclusively, self-hosted claims
+ * shared (noteUnservedHostsIn says why).
+ */
+const NOTES_LOCK = 7_146_110_002;
 
 /** An advisory lock key: service-hosted claims take it in turn (any constant no other lock uses). */
 const SERVICE_CLAIM_LOCK = 7_146_110_001;

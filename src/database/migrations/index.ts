@@ -15,6 +15,7 @@ import { OzAgentApi1763685800000 } from './1763685800000-oz-agent-api.js';
 import { RunTransitions1763686100000 } from './1763686100000-run-transitions.js';
 import { NotificationOutbox1763686200000 } from './1763686200000-notification-outbox.js';
 import { DeliveryReplaySearch1763686300000 } from './1763686300000-delivery-replay-search.js';
+import { SelfHostedQueue1763686400000 } from './1763686400000-self-hosted-queue.js';
 
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   RunTransitions1763686100000,
   NotificationOutbox1763686200000,
   DeliveryReplaySearch1763686300000,
+  SelfHostedQueue1763686400000,
 ];
