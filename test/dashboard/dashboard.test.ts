@@ -265,6 +265,20 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     await shot('webhook', { fullPage: true });
   });
 
+  it('replays the stored delivery: a Replayed entry linked both ways', async () => {
+    const delivery = page.getByLabel('Delivery', { exact: true });
+    await delivery.getByRole('button', { name: 'Replay' }).click();
+    await eventually(() => delivery.getByText('Replay of').isVisible(), 'the Replayed entry, shown next');
+    expect(await delivery.locator('.badge').first().textContent()).toBe('Replayed');
+    expect(JSON.parse((await page.getByLabel('Payload', { exact: true }).textContent())!)).toEqual(HOSTILE);
+    const original = (await delivery.locator('dd button.link').first().textContent())!;
+    const { body } = await t.call('GET', `/api/v1/webhooks/${webhookUid}/deliveries/${original}`);
+    expect(body.status).toBe('accepted');
+    await delivery.locator('dd button.link').first().click();
+    await eventually(() => delivery.getByText('Replayed as').isVisible(), 'the original, listing its replay');
+    expect(body.replayed_as).toHaveLength(1);
+  });
+
   it('disables the webhook with its switch (senders get 404) and deletes it, consequences spelled out', async () => {
     await page.getByRole('switch', { name: 'Enabled' }).click();
     await eventually(
@@ -297,7 +311,7 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
       expect(await reader.getByRole('button', { name: /Create webhook|Add a webhook/ }).count()).toBe(0);
       await reader.getByRole('link', { name: 'ci' }).click();
       await eventually(() => visible(reader, 'Delivery log'), 'the webhook page');
-      expect(await reader.getByRole('button', { name: /Delete|Rotate|Set secret/ }).count()).toBe(0);
+      expect(await reader.getByRole('button', { name: /Delete|Rotate|Set secret|Replay/ }).count()).toBe(0);
       expect(await reader.getByRole('switch').count()).toBe(0);
       // Reading is allowed: a delivery that starts a run through the automation, and Test filter.
       const sent = await fetch(`${t.url}/webhooks/w/${backed.hookUid}`, {

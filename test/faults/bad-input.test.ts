@@ -1,3 +1,4 @@
+import { deliveriesScope } from '../../src/webhooks/delivery-log.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createFactory,
@@ -165,7 +166,7 @@ describe('forged cursors are a 400, never a database error', () => {
   it.each([
     [
       'a delivery log page at a time that is no time',
-      () => `/api/v1/webhooks/${hook.uid}/deliveries?cursor=${forge('deliveries:', 'soon', uuid)}`,
+      () => `/api/v1/webhooks/${hook.uid}/deliveries?cursor=${forge(deliveriesScope({}), 'soon', uuid)}`,
     ],
     [
       'an applies page at a time that is no time',

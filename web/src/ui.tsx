@@ -36,6 +36,7 @@ export function Loading({ what = 'Loading' }: { what?: string }) {
 const STATE_TONE: Record<string, string> = {
   SUCCEEDED: 'ok',
   accepted: 'ok',
+  replayed: 'ok',
   applied: 'ok',
   FAILED: 'bad',
   ERROR: 'bad',
@@ -53,6 +54,7 @@ const STATE_TONE: Record<string, string> = {
 
 const STATUS_WORDS: Record<string, string> = {
   accepted: 'Accepted',
+  replayed: 'Replayed',
   duplicate: 'Duplicate',
   rejected_auth: 'Rejected (auth)',
   rejected_invalid_json: 'Rejected (invalid JSON)',

@@ -17,6 +17,7 @@ import { NotificationOutbox1763686200000 } from './1763686200000-notification-ou
 import { DeliveryReplaySearch1763686300000 } from './1763686300000-delivery-replay-search.js';
 import { SelfHostedQueue1763686400000 } from './1763686400000-self-hosted-queue.js';
 
+import { RunTransitionsStarted1763686500000 } from './1763686500000-run-transitions-started.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   NotificationOutbox1763686200000,
   DeliveryReplaySearch1763686300000,
   SelfHostedQueue1763686400000,
+  RunTransitionsStarted1763686500000,
 ];

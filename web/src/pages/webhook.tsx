@@ -16,11 +16,22 @@ interface Delivery {
 
 interface DeliveryDetail extends Delivery {
   headers?: Record<string, string>;
+  /** A Replayed entry: the Accepted one it re-evaluated. */
+  replay_of?: string;
+  /** An Accepted entry: its replays, oldest first. */
+  replayed_as?: string[];
   payload?: unknown;
   runs: Array<{ run_id: string; state: string }>;
 }
 
-const STATUSES = ['accepted', 'duplicate', 'rejected_auth', 'rejected_invalid_json', 'rejected_too_large'];
+const STATUSES = [
+  'accepted',
+  'replayed',
+  'duplicate',
+  'rejected_auth',
+  'rejected_invalid_json',
+  'rejected_too_large',
+];
 /** Schemes whose provider issues the secret: factoryd cannot rotate them (docs/webhooks.md). */
 const PROVIDER_ISSUED = (w: Webhook) =>
   w.auth_mode === 'signature' && w.signature_scheme !== 'standard_webhooks';
@@ -313,7 +324,7 @@ function Deliveries({
           </div>
           <div>
             {selected ? (
-              <DeliveryView uid={uid} id={selected} />
+              <DeliveryView uid={uid} id={selected} onSelect={onSelect} />
             ) : (
               <Empty title="Select a delivery">Its payload and the runs it started show here.</Empty>
             )}
@@ -324,17 +335,33 @@ function Deliveries({
   );
 }
 
-function DeliveryView({ uid, id }: { uid: string; id: string }) {
+function DeliveryView({ uid, id, onSelect }: { uid: string; id: string; onSelect: (id: string) => void }) {
   const d = useLive(() => api.get<DeliveryDetail>(`/webhooks/${uid}/deliveries/${id}`), [uid, id], 3000);
+  // Re-evaluates the stored payload against today's automations: a new Replayed entry, shown next.
+  const replay = useAction(async () => {
+    const replayed = await api.post<{ id: string }>(`/webhooks/${uid}/deliveries/${id}/replay`);
+    onSelect(replayed.id);
+  });
   if (d.error) return <ErrorBox error={d.error} />;
   if (!d.data) return <Loading />;
   const e = d.data;
+  const entryLink = (other: string) => (
+    <button type="button" class="link mono" onClick={() => onSelect(other)}>
+      {other}
+    </button>
+  );
   return (
     <div class="card" aria-label="Delivery">
       <div class="cardhead">
         <Badge value={e.status} />
         <span class="mono small-text">{e.delivery_id ?? '—'}</span>
+        {e.status === 'accepted' && can('factory:manage') && (
+          <button type="button" onClick={() => void replay.run()} disabled={replay.pending}>
+            {replay.pending ? 'Replaying…' : 'Replay'}
+          </button>
+        )}
       </div>
+      {replay.error && <ErrorBox error={replay.error} />}
       <dl class="meta">
         <dt>Received</dt>
         <dd>{e.received_at}</dd>
@@ -342,6 +369,22 @@ function DeliveryView({ uid, id }: { uid: string; id: string }) {
         <dd>{e.size_bytes.toLocaleString('en-US')} bytes</dd>
         <dt>From</dt>
         <dd class="mono">{e.client_address ?? '—'}</dd>
+        {e.replay_of && (
+          <>
+            <dt>Replay of</dt>
+            <dd>{entryLink(e.replay_of)}</dd>
+          </>
+        )}
+        {e.replayed_as && e.replayed_as.length > 0 && (
+          <>
+            <dt>Replayed as</dt>
+            <dd>
+              {e.replayed_as.map((r) => (
+                <div key={r}>{entryLink(r)}</div>
+              ))}
+            </dd>
+          </>
+        )}
         <dt>Runs started</dt>
         <dd>
           {e.runs.length === 0
@@ -356,7 +399,7 @@ function DeliveryView({ uid, id }: { uid: string; id: string }) {
               ))}
         </dd>
       </dl>
-      {e.status === 'accepted' ? (
+      {e.status === 'accepted' || e.status === 'replayed' ? (
         <>
           <h3>Payload</h3>
           <Json value={e.payload} label="Payload" />
