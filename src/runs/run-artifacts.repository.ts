@@ -29,6 +29,19 @@ function toArtifact(row: Record<string, unknown>): StoredArtifact {
   };
 }
 
+/** A handoff file with its content. */
+export interface HandoffFile {
+  filename: string;
+  bytes: Buffer;
+}
+
+/** $1 the run, $2 its team: the handoff files of its latest ended execution, oldest first. */
+const HANDOFF_OF_RUN = `FROM run_artifacts a JOIN runs r ON r.id = a.run_id
+  WHERE a.run_id = $1 AND r.team_id = $2 AND a.team_id = $2 AND a.handoff
+    AND a.execution = (SELECT max(b.execution) FROM run_artifacts b WHERE b.run_id = $1 AND b.handoff
+                         AND (b.execution < r.execution OR r.state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')))
+  ORDER BY a.created_at, a.id`;
+
 /**
  * A run's artifacts: each stored with its content (what a download returns) and listed on the run
  * (`runs.artifacts`, which the run's detail shows and `artifact_type` filters).
@@ -101,14 +114,19 @@ export class RunArtifacts {
    * else the one before (a running execution has not finished leaving files).
    */
   async handoff(teamId: string, runId: string): Promise<StoredArtifact[]> {
-    const rows = await this.db.query(
-      `SELECT ${COLUMNS} FROM run_artifacts a JOIN runs r ON r.id = a.run_id
-        WHERE a.run_id = $1 AND r.team_id = $2 AND a.handoff
-          AND a.execution = (SELECT max(b.execution) FROM run_artifacts b WHERE b.run_id = $1 AND b.handoff
-                               AND (b.execution < r.execution OR r.state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')))
-        ORDER BY a.created_at, a.id`,
+    const rows = await this.db.query(`SELECT ${COLUMNS} ${HANDOFF_OF_RUN}`, [runId, teamId]);
+    return rows.map(toArtifact);
+  }
+
+  /**
+   * The same files with their content, for the workspace of the run's next execution (a claimed
+   * run's current execution has not ended, so these are what an earlier one left).
+   */
+  async handoffFiles(teamId: string, runId: string): Promise<HandoffFile[]> {
+    const rows = await this.db.query<{ data: { filename?: string }; content: Buffer }>(
+      `SELECT a.data, a.content ${HANDOFF_OF_RUN}`,
       [runId, teamId],
     );
-    return rows.map(toArtifact);
+    return rows.map((r) => ({ filename: r.data.filename ?? '', bytes: r.content }));
   }
 }
