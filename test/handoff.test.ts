@@ -41,4 +41,34 @@ describe('handoff files reach the next execution', () => {
       });
     }
   });
+
+  it("gives a new run that continues a conversation what the conversation's previous run left", async () => {
+    const { key } = await t.newTeam('handoff-thief', ['runs:read', 'runs:write']);
+    const first = (await t.call('POST', '/api/v1/agent/runs', { prompt: 'Start' })).body.run_id;
+    const ended = await runIn(t, first, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    const next = (
+      await t.call('POST', '/api/v1/agent/runs', {
+        prompt: 'Continue',
+        conversation_id: ended.conversation_id,
+      })
+    ).body.run_id;
+    const run = await runIn(t, next, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(found(run)).toEqual({
+      found: [{ name: 'notes.md', text: `notes of ${first}, execution 1` }],
+      listed: ['handoff/notes.md'],
+    });
+    // Another team cannot continue it (404), and its own new runs start with nothing.
+    const stolen = await t.call(
+      'POST',
+      '/api/v1/agent/runs',
+      { prompt: 'Mine now', conversation_id: ended.conversation_id },
+      key,
+    );
+    expect(stolen.status).toBe(404);
+    const theirs = (await t.call('POST', '/api/v1/agent/runs', { prompt: 'Fresh' }, key)).body.run_id;
+    expect(found(await runIn(t, theirs, ['SUCCEEDED', 'FAILED', 'ERROR'], key))).toEqual({
+      found: [],
+      listed: [],
+    });
+  });
 });

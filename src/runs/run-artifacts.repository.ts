@@ -129,4 +129,18 @@ export class RunArtifacts {
     );
     return rows.map((r) => ({ filename: r.data.filename ?? '', bytes: r.content }));
   }
+
+  /**
+   * The run a new run of a conversation continues (created with `conversation_id`): the conversation's
+   * newest earlier run of the same team, or undefined (a run that starts its own conversation).
+   */
+  async predecessor(teamId: string, runId: string): Promise<string | undefined> {
+    const rows = await this.db.query<{ id: string }>(
+      `SELECT p.id FROM runs me JOIN runs p ON p.conversation_id = me.conversation_id AND p.team_id = me.team_id
+        WHERE me.id = $1 AND me.team_id = $2 AND p.id <> me.id AND p.created_at <= me.created_at
+        ORDER BY p.created_at DESC, p.id DESC LIMIT 1`,
+      [runId, teamId],
+    );
+    return rows[0]?.id;
+  }
 }

@@ -121,9 +121,10 @@ export class WorkerRunsService {
   }
 
   /**
-   * The run's attachments, and for a continued run (execution 2 on) the files its previous execution
-   * left as handoff, under `handoff/` (they replace an attachment of the same name). Read with the
-   * run's own team: no other team's files.
+   * The run's attachments, and for a continued run the files left as handoff, under `handoff/` (they
+   * replace an attachment of the same name): from its previous execution (execution 2 on), or for a
+   * new run of a conversation from the conversation's previous run. Read with the run's own team: no
+   * other team's files.
    */
   private async attachments(run: ClaimedRun): Promise<Assignment['attachments']> {
     // PostgreSQL's base64 wraps lines every 76 characters
@@ -131,8 +132,9 @@ export class WorkerRunsService {
       file_name: a.file_name,
       data: a.data.replace(/\n/g, ''),
     }));
-    if (run.execution < 2) return own;
-    const handoff = handoffAttachments(await this.artifacts.handoffFiles(run.team_id, run.id));
+    const from = run.execution > 1 ? run.id : await this.artifacts.predecessor(run.team_id, run.id);
+    if (!from) return own;
+    const handoff = handoffAttachments(await this.artifacts.handoffFiles(run.team_id, from));
     const names = new Set(handoff.map((h) => h.file_name));
     return [...own.filter((a) => !names.has(a.file_name)), ...handoff];
   }
