@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
+import { artifactText } from './support/artifacts.js';
 import { eventually } from './support/eventually.js';
 import { runIn as runInOn, startTestService, type TestService } from './support/service.js';
 import { uniqueSleep } from './support/sleeps.js';
@@ -359,7 +360,7 @@ describe('restarts', () => {
       await api.call('POST', `/api/v1/agent/runs/${live}/followups`, { message: 'yes, go on' });
       const run = await runIn(live, ['SUCCEEDED', 'FAILED', 'ERROR'], undefined, api);
       expect(run.state).toBe('SUCCEEDED');
-      expect(run.artifacts[0].content).toContain('answered "yes, go on"');
+      expect(await artifactText(api, run.artifacts[0])).toContain('answered "yes, go on"');
       const texts = await conversationTexts(live, api);
       expect(texts).toContain('Working on: Wait, then ask');
       expect(texts).toContain('Thanks, continuing with: yes, go on');

@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { artifactText } from './support/artifacts.js';
 import { runCli } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
@@ -52,8 +53,8 @@ describe('service-hosted workers running the example harness', () => {
     expect(run.session_id).toEqual(expect.any(String));
     expect(run.session_link).toBe(`${t.url}/ui/runs/${id}`);
     expect(run.status_message.message).toMatch(/summary\.md/);
-    expect(run.artifacts[0]).toMatchObject({ name: 'summary.md' });
-    expect(run.artifacts[0].content).toContain('issue "Crash on start"');
+    expect(run.artifacts[0]).toMatchObject({ artifact_type: 'FILE', data: { filename: 'summary.md' } });
+    expect(await artifactText(t, run.artifacts[0])).toContain('issue "Crash on start"');
     const conv = await conversation(id);
     expect(conv.session_id).toBe(run.session_id);
     expect(conv.messages[0]).toMatchObject({ type: 'message', role: 'user', text: 'Triage the new issue' });
@@ -86,7 +87,9 @@ describe('service-hosted workers running the example harness', () => {
     expect((await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: 'bug' })).status).toBe(200);
     const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state).toBe('SUCCEEDED');
-    expect(run.artifacts[0].content).toContain('Asked "Which label should I use?", answered "bug"');
+    expect(await artifactText(t, run.artifacts[0])).toContain(
+      'Asked "Which label should I use?", answered "bug"',
+    );
     const texts = (await conversation(id)).messages.map((m: any) => m.text);
     expect(texts.indexOf('bug')).toBeGreaterThan(-1);
     expect(texts.indexOf('Thanks, continuing with: bug')).toBeGreaterThan(texts.indexOf('bug'));
@@ -98,7 +101,7 @@ describe('service-hosted workers running the example harness', () => {
     await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: 'also check the docs' });
     const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state).toBe('SUCCEEDED');
-    expect(run.artifacts[0].content).toContain('Follow-up: also check the docs');
+    expect(await artifactText(t, run.artifacts[0])).toContain('Follow-up: also check the docs');
   });
 
   it('continues an ended run in the same conversation with a new execution', async () => {
@@ -110,6 +113,11 @@ describe('service-hosted workers running the example harness', () => {
       const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
       return run.state === 'SUCCEEDED' && run.artifacts.length === 2 && run;
     }, 'the second execution ended');
+    // The first execution's summary.md was left as a handoff: the second found it and says so.
+    expect(await artifactText(t, second.artifacts[1])).toMatch(
+      /^Handoff file: handoff\/summary\.md \(\d+ bytes\)$/m,
+    );
+    expect(second.status_message.message).toContain('1 handoff file found');
     const conv = await conversation(id);
     expect(
       conv.messages.some((m: any) => m.text === 'Continuing our conversation (2 earlier messages).'),
@@ -424,7 +432,7 @@ describe("a team's own harness (factoryd teams set-harness)", () => {
     expect(texts).toEqual(['Whose harness?', 'hello from the team harness']);
     // Another team's run: the environment's harness (the example agent and its summary).
     const mine = await waitFor(await create({ prompt: 'And mine?' }), ['SUCCEEDED', 'FAILED', 'ERROR']);
-    expect(mine.artifacts[0]).toMatchObject({ name: 'summary.md' });
+    expect(mine.artifacts[0]).toMatchObject({ artifact_type: 'FILE', data: { filename: 'summary.md' } });
 
     // A self-hosted worker of that team is not told what to execute: it runs its own HARNESS_COMMAND.
     await t.call(
@@ -446,7 +454,7 @@ describe("a team's own harness (factoryd teams set-harness)", () => {
     expect(JSON.parse(reset.stdout)).toEqual({ name: 'harness-team', harness_command: null });
     const after = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Back to default' }, team.key);
     const again = await waitFor(after.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], team.key);
-    expect(again.artifacts[0]).toMatchObject({ name: 'summary.md' });
+    expect(again.artifacts[0]).toMatchObject({ artifact_type: 'FILE', data: { filename: 'summary.md' } });
   });
 
   it('refuses a bad set-harness with a message, changing nothing', async () => {

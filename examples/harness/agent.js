@@ -11,7 +11,7 @@
 //   /fail MESSAGE      fail: the message on stderr, exit status 2
 // "use skill NAME" / "load skill NAME" in prose also loads a skill.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -55,7 +55,7 @@ async function next() {
   return inbox.shift();
 }
 
-const notes = { skills: [], answers: [], followups: [], payload: undefined };
+const notes = { skills: [], answers: [], followups: [], payload: undefined, handoff: [] };
 
 async function main() {
   const first = await next();
@@ -71,7 +71,9 @@ async function main() {
   if (first.base_prompt)
     say(`Following my instructions (${first.base_prompt.split('\n').length} lines of base prompt).`);
   for (const name of first.attachments ?? []) {
-    if (name.endsWith('.json')) readPayload(name);
+    // handoff/: what the run's previous execution left (docs/workers.md, "Handoff files")
+    if (name.startsWith('handoff/')) noteHandoff(name);
+    else if (name.endsWith('.json')) readPayload(name);
   }
   if (!continued) await work(first.prompt);
   if (first.base_prompt && !continued) await work(first.base_prompt, { directivesOnly: true });
@@ -90,6 +92,16 @@ async function main() {
     }
   }
   finish(first.prompt);
+}
+
+function noteHandoff(name) {
+  try {
+    const size = statSync(join(workspace, name)).size;
+    notes.handoff.push({ name, size });
+    say(`Found ${name} (${count(size, 'byte')}), left by the previous execution.`);
+  } catch (err) {
+    say(`Could not read ${name}: ${err.message}`);
+  }
 }
 
 function readPayload(name) {
@@ -180,15 +192,27 @@ function finish(prompt) {
   if (notes.skills.length) lines.push(`Skills loaded: ${notes.skills.join(', ')}`);
   for (const a of notes.answers) lines.push(`Asked "${a.question}", answered "${a.answer}"`);
   for (const f of notes.followups) lines.push(`Follow-up: ${f}`);
+  for (const h of notes.handoff) lines.push(`Handoff file: ${h.name} (${count(h.size, 'byte')})`);
   const text = `${lines.join('\n')}\n`;
   writeFileSync(join(workspace, 'summary.md'), text);
-  emit({ type: 'action', kind: 'artifact', input: { type: 'file', name: 'summary.md', content: text } });
+  // A FILE artifact (docs/workers.md, "Artifacts"), left as a handoff: a follow-up's next execution
+  // finds it as handoff/summary.md.
+  emit({
+    type: 'artifact',
+    artifact_type: 'FILE',
+    filepath: 'summary.md',
+    mime_type: 'text/markdown',
+    data: Buffer.from(text).toString('base64'),
+    handoff: true,
+  });
   // Says what this example did, which is record, not analyse: it is not a model.
   const recorded = [`the prompt's first line and word count (${words})`];
   if (notes.payload) recorded.push(`${count(notes.payload.facts.length, 'fact')} from ${notes.payload.file}`);
   if (notes.skills.length) recorded.push(`${count(notes.skills.length, 'skill')} loaded`);
   if (notes.answers.length) recorded.push(count(notes.answers.length, 'answer'));
   if (notes.followups.length) recorded.push(count(notes.followups.length, 'follow-up'));
+  if (notes.handoff.length)
+    recorded.push(`${count(notes.handoff.length, 'handoff file')} found (names and sizes)`);
   emit({
     type: 'result',
     status: 'succeeded',

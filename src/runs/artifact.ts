@@ -116,3 +116,38 @@ export function artifactItem(
     data: { ...data, artifact_uid: uid, ...extra },
   };
 }
+
+/** The folder of a continued run's workspace that holds what its previous execution left. */
+export const HANDOFF_FOLDER = 'handoff';
+/** At most this much handoff content goes to one execution (the assignment crosses HTTP). */
+export const MAX_HANDOFF_BYTES = 4 * 1024 * 1024;
+/** And at most this many files. */
+export const MAX_HANDOFF_FILES = 50;
+
+/**
+ * The workspace files a continued run receives from the handoff files its previous execution left:
+ * `handoff/<file name>` (the name only: a reported path could point anywhere), a later file of the
+ * same name replacing an earlier one, oldest first until the bounds are reached (the rest left out).
+ */
+export function handoffAttachments(
+  files: Array<{ filename: string; bytes: Buffer }>,
+  maxBytes = MAX_HANDOFF_BYTES,
+  maxFiles = MAX_HANDOFF_FILES,
+): Array<{ file_name: string; data: string }> {
+  const byName = new Map<string, Buffer>();
+  for (const f of files) {
+    const name = f.filename.split(/[\\/]/).pop() ?? '';
+    if (name === '' || name === '.' || name === '..') continue;
+    byName.delete(name); // the newer one takes the later place
+    byName.set(name, f.bytes);
+  }
+  const out: Array<{ file_name: string; data: string }> = [];
+  let total = 0;
+  for (const [name, bytes] of byName) {
+    if (out.length === maxFiles) break;
+    if (total + bytes.length > maxBytes) continue;
+    total += bytes.length;
+    out.push({ file_name: `${HANDOFF_FOLDER}/${name}`, data: bytes.toString('base64') });
+  }
+  return out;
+}

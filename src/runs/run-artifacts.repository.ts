@@ -29,6 +29,19 @@ function toArtifact(row: Record<string, unknown>): StoredArtifact {
   };
 }
 
+/** A handoff file with its content. */
+export interface HandoffFile {
+  filename: string;
+  bytes: Buffer;
+}
+
+/** $1 the run, $2 its team: the handoff files of its latest ended execution, oldest first. */
+const HANDOFF_OF_RUN = `FROM run_artifacts a JOIN runs r ON r.id = a.run_id
+  WHERE a.run_id = $1 AND r.team_id = $2 AND a.team_id = $2 AND a.handoff
+    AND a.execution = (SELECT max(b.execution) FROM run_artifacts b WHERE b.run_id = $1 AND b.handoff
+                         AND (b.execution < r.execution OR r.state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')))
+  ORDER BY a.created_at, a.id`;
+
 /**
  * A run's artifacts: each stored with its content (what a download returns) and listed on the run
  * (`runs.artifacts`, which the run's detail shows and `artifact_type` filters).
@@ -101,14 +114,33 @@ export class RunArtifacts {
    * else the one before (a running execution has not finished leaving files).
    */
   async handoff(teamId: string, runId: string): Promise<StoredArtifact[]> {
-    const rows = await this.db.query(
-      `SELECT ${COLUMNS} FROM run_artifacts a JOIN runs r ON r.id = a.run_id
-        WHERE a.run_id = $1 AND r.team_id = $2 AND a.handoff
-          AND a.execution = (SELECT max(b.execution) FROM run_artifacts b WHERE b.run_id = $1 AND b.handoff
-                               AND (b.execution < r.execution OR r.state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')))
-        ORDER BY a.created_at, a.id`,
+    const rows = await this.db.query(`SELECT ${COLUMNS} ${HANDOFF_OF_RUN}`, [runId, teamId]);
+    return rows.map(toArtifact);
+  }
+
+  /**
+   * The same files with their content, for the workspace of the run's next execution (a claimed
+   * run's current execution has not ended, so these are what an earlier one left).
+   */
+  async handoffFiles(teamId: string, runId: string): Promise<HandoffFile[]> {
+    const rows = await this.db.query<{ data: { filename?: string }; content: Buffer }>(
+      `SELECT a.data, a.content ${HANDOFF_OF_RUN}`,
       [runId, teamId],
     );
-    return rows.map(toArtifact);
+    return rows.map((r) => ({ filename: r.data.filename ?? '', bytes: r.content }));
+  }
+
+  /**
+   * The run a new run of a conversation continues (created with `conversation_id`): the conversation's
+   * newest earlier run of the same team, or undefined (a run that starts its own conversation).
+   */
+  async predecessor(teamId: string, runId: string): Promise<string | undefined> {
+    const rows = await this.db.query<{ id: string }>(
+      `SELECT p.id FROM runs me JOIN runs p ON p.conversation_id = me.conversation_id AND p.team_id = me.team_id
+        WHERE me.id = $1 AND me.team_id = $2 AND p.id <> me.id AND p.created_at <= me.created_at
+        ORDER BY p.created_at DESC, p.id DESC LIMIT 1`,
+      [runId, teamId],
+    );
+    return rows[0]?.id;
   }
 }

@@ -23,6 +23,7 @@ import {
 import { RunEventsRepository } from './run-events.repository.js';
 import { RunArtifacts } from '../runs/run-artifacts.repository.js';
 import { artifactReports } from './artifact-events.js';
+import { handoffAttachments } from '../runs/artifact.js';
 import { RunQueueRepository, type ClaimedRun, type HeldRun } from './run-queue.repository.js';
 import { SkillResolver } from './skill-resolver.js';
 import { WorkerRegistry, type ConnectedHost, type WorkerIdentity } from './worker-registry.js';
@@ -110,11 +111,7 @@ export class WorkerRunsService {
       base_prompt: basePrompt,
       agent_config: config,
       followups: run.followups ?? [],
-      // PostgreSQL's base64 wraps lines every 76 characters
-      attachments: (run.attachments ?? []).map((a) => ({
-        file_name: a.file_name,
-        data: a.data.replace(/\n/g, ''),
-      })),
+      attachments: await this.attachments(run),
       skills: run.skills ?? [],
       history: run.history ?? [],
       idle_timeout_minutes: idleMinutes(config, this.policy) || undefined,
@@ -122,6 +119,25 @@ export class WorkerRunsService {
       // A self-hosted machine runs its own HARNESS_COMMAND: the service never tells it what to execute.
       harness_command: (w.teamId === null && run.harness_command) || undefined,
     };
+  }
+
+  /**
+   * The run's attachments, and for a continued run the files left as handoff, under `handoff/` (they
+   * replace an attachment of the same name): from its previous execution (execution 2 on), or for a
+   * new run of a conversation from the conversation's previous run. Read with the run's own team: no
+   * other team's files.
+   */
+  private async attachments(run: ClaimedRun): Promise<Assignment['attachments']> {
+    // PostgreSQL's base64 wraps lines every 76 characters
+    const own = (run.attachments ?? []).map((a) => ({
+      file_name: a.file_name,
+      data: a.data.replace(/\n/g, ''),
+    }));
+    const from = run.execution > 1 ? run.id : await this.artifacts.predecessor(run.team_id, run.id);
+    if (!from) return own;
+    const handoff = handoffAttachments(await this.artifacts.handoffFiles(run.team_id, from));
+    const names = new Set(handoff.map((h) => h.file_name));
+    return [...own.filter((a) => !names.has(a.file_name)), ...handoff];
   }
 
   /**
