@@ -102,7 +102,11 @@ describe('a backend terminated under the process', () => {
     await alive();
   });
 
-  it('leaves it running when the cut lands as a new connection is handed out', async () => {
+  // The client cannot answer a password challenge while the event loop is held, so its backend never
+  // becomes idle: the case needs a server that trusts the connection (CI's second pass, DATABASE_URL).
+  const asksPassword = () => new URL(database.url).password !== '';
+  it('leaves it running when the cut lands as a new connection is handed out', async (ctx) => {
+    if (asksPassword()) ctx.skip('the server asks for a password (the embedded one): needs trust auth');
     // The backend's ReadyForQuery and its 57P01 arrive in one read: the pool hands the client out
     // (dropping its own listener) and the error is emitted before the borrower's code runs. The
     // event loop is held (synchronous psql) from the startup message until the backend is gone, so
@@ -119,14 +123,18 @@ describe('a backend terminated under the process', () => {
     fresh.connection.once('connect', () => {
       // pg has written its startup message by now (its own listener ran first).
       let ready = '';
-      while (!ready)
+      const deadline = Date.now() + 20_000;
+      while (!ready) {
+        if (Date.now() > deadline) throw new Error('the new connection never showed as idle');
         ready = sql(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()
                       AND application_name = 'factoryd' AND state = 'idle' AND backend_type = 'client backend'`);
+      }
       cut = sql(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
                   WHERE pid IN (${ready.split('\n').join(',')})`);
       while (
         sql(`SELECT count(*) FROM pg_stat_activity WHERE pid IN (${ready.split('\n').join(',')})`) !== '0'
-      );
+      )
+        if (Date.now() > deadline) throw new Error('the cut backend never went away');
     });
     const outcome = await checkout.then(
       async ({ client, release }) => {
