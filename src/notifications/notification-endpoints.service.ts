@@ -75,6 +75,20 @@ export function presentAttempt(a: AttemptRow) {
   };
 }
 
+export const MESSAGE_STATUSES = ['pending', 'delivered', 'failed'] as const;
+
+/** GET …/messages, parsed by the controller. */
+export interface MessageListQuery {
+  status?: (typeof MESSAGE_STATUSES)[number];
+  limit: number;
+}
+
+/** GET …/attempts, parsed by the controller. */
+export interface AttemptListQuery {
+  messageId?: string;
+  limit: number;
+}
+
 /**
  * The API's endpoint operations, all within the caller's team (another team's endpoint is a 404).
  * Secrets are `whsec_…`, sealed at rest with the team secrets' cipher (bound to the endpoint's id),
@@ -144,20 +158,14 @@ export class NotificationEndpoints {
     return { endpoint: presentEndpoint(row), secret };
   }
 
-  async messages(auth: AuthContext, id: string, q: { status?: string; limit?: string }) {
+  async messages(auth: AuthContext, id: string, q: MessageListQuery) {
     await this.find(auth, id);
-    if (q.status !== undefined && !['pending', 'delivered', 'failed'].includes(q.status))
-      throw invalidParam('status', 'status is one of pending, delivered, failed');
-    return { messages: (await this.repo.listMessages(id, limitOf(q.limit), q.status)).map(presentMessage) };
+    return { messages: (await this.repo.listMessages(id, q.limit, q.status)).map(presentMessage) };
   }
 
-  async attempts(auth: AuthContext, id: string, q: { message_id?: string; limit?: string }) {
+  async attempts(auth: AuthContext, id: string, q: AttemptListQuery) {
     await this.find(auth, id);
-    if (q.message_id !== undefined && !UUID_PATTERN.test(q.message_id))
-      throw invalidParam('message_id', 'message_id is a message id (a UUID) from the messages list');
-    return {
-      attempts: (await this.repo.listAttempts(id, limitOf(q.limit), q.message_id)).map(presentAttempt),
-    };
+    return { attempts: (await this.repo.listAttempts(id, q.limit, q.messageId)).map(presentAttempt) };
   }
 
   /** Sends a message again now, whatever became of it, with the whole retry schedule ahead. */
@@ -196,12 +204,4 @@ export class NotificationEndpoints {
     const problem = endpointUrlProblem(url, this.opts.allowPrivateUrls);
     if (problem) throw invalidParam('url', problem);
   }
-}
-
-function limitOf(raw: string | undefined): number {
-  if (raw === undefined) return 50;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < 1 || n > 200)
-    throw invalidParam('limit', 'limit is a whole number from 1 to 200');
-  return n;
 }

@@ -1,11 +1,18 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { ApiJsonBody, ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
+import type { FastifyRequest } from 'fastify';
+import { UUID_PATTERN } from '../common/ids.js';
+import { parseLimit } from '../common/pagination.js';
+import { invalidParam } from '../common/problem.js';
+import { QueryParams } from '../common/query-params.js';
 import {
+  MESSAGE_STATUSES,
   NotificationEndpoints,
+  type MessageListQuery,
   type EndpointCreateRequest,
   type EndpointUpdateRequest,
 } from './notification-endpoints.service.js';
@@ -129,12 +136,15 @@ export class NotificationsController {
     properties: { messages: { type: 'array', items: schemaRef('NotificationMessage') } },
   })
   @ApiProblems(400, 403, 404)
-  messages(
-    @Auth() auth: AuthContext,
-    @Param('id') id: string,
-    @Query() q: { status?: string; limit?: string },
-  ) {
-    return this.endpoints.messages(auth, id, q);
+  messages(@Auth() auth: AuthContext, @Param('id') id: string, @Req() req: FastifyRequest) {
+    const q = QueryParams.of(req);
+    const status = q.one('status');
+    if (status !== undefined && !(MESSAGE_STATUSES as readonly string[]).includes(status))
+      throw invalidParam('status', 'status is one of pending, delivered, failed');
+    return this.endpoints.messages(auth, id, {
+      status: status as MessageListQuery['status'],
+      limit: parseLimit(q.one('limit'), 50, 200),
+    });
   }
 
   @Get(':id/attempts')
@@ -153,12 +163,12 @@ export class NotificationsController {
     properties: { attempts: { type: 'array', items: schemaRef('NotificationAttempt') } },
   })
   @ApiProblems(400, 403, 404)
-  attempts(
-    @Auth() auth: AuthContext,
-    @Param('id') id: string,
-    @Query() q: { message_id?: string; limit?: string },
-  ) {
-    return this.endpoints.attempts(auth, id, q);
+  attempts(@Auth() auth: AuthContext, @Param('id') id: string, @Req() req: FastifyRequest) {
+    const q = QueryParams.of(req);
+    const messageId = q.one('message_id');
+    if (messageId !== undefined && !UUID_PATTERN.test(messageId))
+      throw invalidParam('message_id', 'message_id is a message id (a UUID) from the messages list');
+    return this.endpoints.attempts(auth, id, { messageId, limit: parseLimit(q.one('limit'), 50, 200) });
   }
 
   @Post(':id/messages/:messageId/resend')
