@@ -1,11 +1,17 @@
 import type { Notifications } from '../database/notifications.js';
 import { CHANNELS } from '../database/channels.js';
+import { Batcher } from '../common/batcher.js';
 import { Periodic, type Scheduler } from '../common/periodic.js';
 import type { SecretCipher } from '../secrets/secret-cipher.js';
 import type { SecretsService } from '../secrets/secrets.service.js';
-import { nextAttemptDelay } from './notification-policy.js';
+import { nextAttemptDelay, receiverFailing } from './notification-policy.js';
 import type { NotificationSender } from './notification-sender.js';
-import type { DueMessage, NotificationsRepository } from './notifications.repository.js';
+import type {
+  AttemptRecord,
+  DueMessage,
+  EndpointOutcome,
+  NotificationsRepository,
+} from './notifications.repository.js';
 import { messageBody } from './notification-endpoints.service.js';
 
 export interface DispatcherOptions {
@@ -15,17 +21,33 @@ export interface DispatcherOptions {
   now: () => Date;
   /** How often the outbox and the due messages are looked at (ms). */
   pollMs?: number;
-  /** Attempts in flight at once in this process. */
+  /** Messages claimed at once in this process (attempts in flight, or waiting for their endpoint's first). */
   concurrency?: number;
+  /** Messages of one endpoint claimed at once. */
+  perEndpoint?: number;
   scheduler?: Scheduler;
   onError: (err: unknown) => void;
   onDisabled?: (endpointId: string) => void;
 }
 
+/** Endpoint outcomes one statement records at most (a few hundred attempts). */
+const RECORD_BATCH = 32;
+
 /**
  * Sends notifications: fans committed outbox events out into messages (one per subscribed endpoint),
- * claims due messages (SKIP LOCKED and a lease: any number of replicas), POSTs each signed, logs the
- * attempt, and schedules the retry, gives up, or disables the endpoint (docs/notifications.md).
+ * claims due messages endpoint by endpoint (SKIP LOCKED and a lease: any number of replicas), POSTs
+ * each signed, and records the attempts, their retries, given-up messages and disabled endpoints
+ * (docs/notifications.md).
+ *
+ * What a failing receiver may cost the process is bounded. An endpoint's claimed messages go first
+ * one, then (if it was delivered, or refused as that one message's fault: a 400, 409, 413, 415 or
+ * 422) the others side by side; if the receiver failed it (no answer, a 5xx…), the others are held
+ * back unattempted and the endpoint is not tried again before that message's retry, and then with its
+ * oldest message alone. Attempts are recorded by a group commit (one statement for every endpoint
+ * whose attempts ended meanwhile, one statement at a time), never per attempt. At most `concurrency`
+ * messages are claimed at once, and no database connection is held while an answer is awaited, so a
+ * receiver that never answers holds a claim, not a connection. After failures the next look waits for
+ * the poll; after a delivery it comes at once.
  *
  * The outbox is polled (every `pollMs`) rather than announced: a NOTIFY per state change would
  * serialise the commits of runs and deliveries (DESIGN.md). Resends and re-enabled endpoints are
@@ -33,9 +55,13 @@ export interface DispatcherOptions {
  */
 export class NotificationDispatcher {
   private readonly periodic: Periodic;
+  private readonly records: Batcher<EndpointOutcome, boolean>;
   private running?: Promise<void>;
   private again = false;
   private unsubscribe?: () => void;
+  /** Messages claimed by this process and not recorded yet. */
+  private claimed = 0;
+  private readonly sending = new Set<Promise<void>>();
 
   constructor(
     private readonly repo: NotificationsRepository,
@@ -51,6 +77,13 @@ export class NotificationDispatcher {
       onError: opts.onError,
       scheduler: opts.scheduler,
     });
+    this.records = new Batcher(
+      async (outcomes) => {
+        const disabled = new Set(await this.repo.recordAttempts(outcomes, this.opts.disableAfter));
+        return outcomes.map((o) => ({ status: 'fulfilled', value: disabled.has(o.endpointId) }));
+      },
+      { concurrency: 1, maxItems: RECORD_BATCH },
+    );
   }
 
   start(notifications?: Notifications): this {
@@ -66,6 +99,12 @@ export class NotificationDispatcher {
     this.unsubscribe?.();
     await this.periodic.stop();
     await this.running;
+    await this.settled();
+  }
+
+  /** Resolves once every claimed message of this process has been attempted and recorded. */
+  async settled(): Promise<void> {
+    while (this.sending.size) await Promise.all(this.sending);
   }
 
   /** Looks now (coalesced with a look in progress). */
@@ -73,7 +112,10 @@ export class NotificationDispatcher {
     void this.pump().catch(this.opts.onError);
   }
 
-  /** Fans out and sends until nothing is due; one pass at a time in this process. */
+  /**
+   * Fans out and claims until nothing more is due or the claims are at `concurrency`; one pass at a
+   * time in this process. The attempts go on after it returns (see `settled`).
+   */
   pump(): Promise<void> {
     if (this.running) {
       this.again = true;
@@ -93,23 +135,59 @@ export class NotificationDispatcher {
   }
 
   private async passOnce(): Promise<void> {
+    while ((await this.repo.fanOut(this.opts.retryScheduleMs[0] ?? 0)) > 0);
     for (;;) {
-      while ((await this.repo.fanOut(this.opts.retryScheduleMs[0] ?? 0)) > 0);
+      const room = (this.opts.concurrency ?? 128) - this.claimed;
+      if (room <= 0) return;
       const now = this.opts.now();
-      // A lease outlives the attempt's time limit: a claim is retaken only after its process died.
+      // A lease outlives an endpoint's attempts (the first, then the others): a claim is retaken only
+      // after its process died.
       const lease = new Date(now.getTime() + 2 * this.opts.timeoutMs + 5_000);
-      const due = await this.repo.claimDue(now, lease, this.opts.concurrency ?? 64);
+      const due = await this.repo.claimDue(now, lease, room, this.opts.perEndpoint ?? 64);
       if (!due.length) return;
-      const sent = await Promise.all(due.map((m) => this.attempt(m)));
-      await this.repo.recordDelivered(
-        sent.filter((s) => s.outcome.succeeded),
-        now,
-      );
+      this.claimed += due.length;
+      for (const group of byEndpoint(due)) {
+        const sending: Promise<void> = this.send(group)
+          .catch(this.opts.onError)
+          .finally(() => this.sending.delete(sending));
+        this.sending.add(sending);
+      }
     }
   }
 
-  /** One attempt; a failure is recorded at once (with its retry), a success with its batch. */
-  private async attempt(m: DueMessage) {
+  /**
+   * One endpoint's claimed messages: the first alone, the others once the receiver showed it takes
+   * messages (it delivered the first, or refused that one message only); then recorded.
+   */
+  private async send(group: DueMessage[]): Promise<void> {
+    try {
+      const [first, ...rest] = group as [DueMessage, ...DueMessage[]];
+      const attempts = [await this.attempt(first)];
+      const { succeeded, statusCode } = attempts[0]!.outcome;
+      const failing = !succeeded && receiverFailing(statusCode);
+      if (!failing) attempts.push(...(await Promise.all(rest.map((m) => this.attempt(m)))));
+      const at = this.opts.now();
+      const taking = attempts.some((a) => a.outcome.succeeded || !receiverFailing(a.outcome.statusCode));
+      const delivered = attempts.some((a) => a.outcome.succeeded);
+      const disabled = await this.records.submit({
+        endpointId: first.endpoint_id,
+        attempts,
+        heldBack: failing ? rest : [],
+        failingSince: taking ? undefined : (first.failing_since ?? attempts[0]!.at),
+        // A failing endpoint is tried again when its message's retry is due; once that message is
+        // given up, the next one goes at the next look.
+        heldUntil: taking ? at : (attempts[0]!.retryAt ?? at),
+      });
+      if (disabled) this.opts.onDisabled?.(first.endpoint_id);
+      // The endpoint is free again and may have more; after a failure the next poll looks (a pause).
+      if (delivered) this.wake();
+    } finally {
+      this.claimed -= group.length;
+    }
+  }
+
+  /** One attempt; a failed one carries its retry (none once the schedule is spent). */
+  private async attempt(m: DueMessage): Promise<AttemptRecord> {
     const at = this.opts.now();
     const secret = m.secret
       ? this.cipher.decrypt(m.secret, m.endpoint_id)
@@ -123,12 +201,24 @@ export class NotificationDispatcher {
           error: 'the signing secret is gone',
           responseExcerpt: null,
         };
-    if (!outcome.succeeded) {
-      const delay = nextAttemptDelay(this.opts.retryScheduleMs, m.attempts);
-      const retryAt = delay === undefined ? undefined : new Date(this.opts.now().getTime() + delay);
-      const { disabled } = await this.repo.recordFailed(m, outcome, at, retryAt, this.opts.disableAfter);
-      if (disabled) this.opts.onDisabled?.(m.endpoint_id);
-    }
-    return { m, outcome };
+    if (outcome.succeeded) return { m, outcome, at };
+    const delay = nextAttemptDelay(this.opts.retryScheduleMs, m.attempts);
+    return {
+      m,
+      outcome,
+      at,
+      retryAt: delay === undefined ? undefined : new Date(this.opts.now().getTime() + delay),
+    };
   }
+}
+
+/** Claimed messages per endpoint, in claim order. */
+function byEndpoint(due: DueMessage[]): DueMessage[][] {
+  const groups = new Map<string, DueMessage[]>();
+  for (const m of due) {
+    const group = groups.get(m.endpoint_id);
+    if (group) group.push(m);
+    else groups.set(m.endpoint_id, [m]);
+  }
+  return [...groups.values()];
 }

@@ -40,6 +40,7 @@ export function presentEndpoint(e: EndpointRow) {
     enabled: e.enabled,
     ...(e.disabled_reason ? { disabled_reason: e.disabled_reason } : {}),
     consecutive_failures: e.consecutive_failures,
+    ...(e.failing_since ? { failing_since: e.failing_since.toISOString() } : {}),
     managed_by_factory: e.factory_id !== null,
     created_at: e.created_at.toISOString(),
     updated_at: e.updated_at.toISOString(),

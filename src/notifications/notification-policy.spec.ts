@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { endpointUrlProblem, isPrivateAddress } from '../common/outbound-url.js';
-import { nextAttemptDelay } from './notification-policy.js';
+import { nextAttemptDelay, receiverFailing } from './notification-policy.js';
 
 describe('endpoint URLs', () => {
   it('needs https unless private URLs are allowed', () => {
@@ -39,5 +39,13 @@ describe('the retry schedule', () => {
     expect(nextAttemptDelay(schedule, 1)).toBe(5_000);
     expect(nextAttemptDelay(schedule, 2)).toBe(300_000);
     expect(nextAttemptDelay(schedule, 3)).toBeUndefined();
+  });
+});
+
+describe('a failed attempt', () => {
+  it('fails the receiver unless its status refuses that one message only', () => {
+    for (const status of [null, 500, 502, 503, 408, 429, 401, 403, 404, 410])
+      expect(receiverFailing(status)).toBe(true);
+    for (const status of [400, 409, 413, 415, 422]) expect(receiverFailing(status)).toBe(false);
   });
 });

@@ -12,3 +12,20 @@ export const RESPONSE_EXCERPT_BYTES = 1024;
 export function nextAttemptDelay(schedule: readonly number[], attempts: number): number | undefined {
   return attempts < schedule.length ? schedule[attempts] : undefined;
 }
+
+/**
+ * Statuses that refuse one message, not the receiver: its content (400 Bad Request, 409 Conflict,
+ * 413 Content Too Large, 415 Unsupported Media Type, 422 Unprocessable Content). Any other failure —
+ * no answer at all (refused, reset, timed out), a 5xx, 408, 429, a 401/403/404 that every message
+ * would get — says the endpoint is not taking messages.
+ */
+const MESSAGE_REFUSALS = new Set([400, 409, 413, 415, 422]);
+
+/**
+ * Whether a failed attempt says the receiver as a whole is failing, so that its other messages wait
+ * (docs/notifications.md, "A failing endpoint"), rather than that it refused this one message, which
+ * then follows its own retries while the endpoint's other messages go on.
+ */
+export function receiverFailing(statusCode: number | null): boolean {
+  return statusCode === null || !MESSAGE_REFUSALS.has(statusCode);
+}

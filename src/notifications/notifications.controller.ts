@@ -17,6 +17,12 @@ import {
   type EndpointUpdateRequest,
 } from './notification-endpoints.service.js';
 
+/** `limit` of the messages list and the attempt log (parseLimit's 50 and 200 below). */
+const LOG_LIMIT = ApiQuery({
+  name: 'limit',
+  required: false,
+  schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+});
 const ENDPOINT_ID = ApiParam({
   name: 'id',
   description: 'The endpoint id',
@@ -125,11 +131,7 @@ export class NotificationsController {
   @ApiOperation({ summary: 'The endpoint’s messages, newest first' })
   @ENDPOINT_ID
   @ApiQuery({ name: 'status', required: false, enum: ['pending', 'delivered', 'failed'] })
-  @ApiQuery({
-    name: 'limit',
-    required: false,
-    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-  })
+  @LOG_LIMIT
   @ApiJsonOk({
     type: 'object',
     required: ['messages'],
@@ -152,11 +154,7 @@ export class NotificationsController {
   @ApiOperation({ summary: 'The attempt log: status, latency, response excerpt; newest first' })
   @ENDPOINT_ID
   @ApiQuery({ name: 'message_id', required: false, schema: { type: 'string', format: 'uuid' } })
-  @ApiQuery({
-    name: 'limit',
-    required: false,
-    schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-  })
+  @LOG_LIMIT
   @ApiJsonOk({
     type: 'object',
     required: ['attempts'],

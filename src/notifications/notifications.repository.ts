@@ -1,4 +1,5 @@
-import { Database, type Queryable } from '../database/database.js';
+import { Database } from '../database/database.js';
+import { StatementParams } from '../database/multi-row.js';
 import type { AttemptOutcome } from './notification-sender.js';
 
 export interface EndpointRow {
@@ -13,6 +14,8 @@ export interface EndpointRow {
   enabled: boolean;
   disabled_reason: string | null;
   consecutive_failures: number;
+  /** When the endpoint's current run of failed attempts began; null while it answers. */
+  failing_since: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -51,6 +54,29 @@ export interface DueMessage extends MessageRow {
   /** The endpoint's own sealed secret (API), or the team secret version its factory file pinned. */
   secret: Buffer | null;
   secret_version_id: string | null;
+  /** The endpoint's: set while its attempts fail. */
+  failing_since: Date | null;
+}
+
+/** One attempt of a claimed message, as it ended. */
+export interface AttemptRecord {
+  m: DueMessage;
+  outcome: AttemptOutcome;
+  at: Date;
+  /** When a failed message is due again; absent: delivered, or (failed) given up. */
+  retryAt?: Date;
+}
+
+/** What one endpoint's claimed messages came to, and the state the endpoint is left in. */
+export interface EndpointOutcome {
+  endpointId: string;
+  attempts: AttemptRecord[];
+  /** Claimed but not attempted: the endpoint failed first (no attempt, nothing logged). */
+  heldBack: DueMessage[];
+  /** Set while the endpoint's attempts fail: since when (undefined: it answered). */
+  failingSince?: Date;
+  /** No attempt to the endpoint before this. */
+  heldUntil: Date;
 }
 
 /** Fan-outs take turns across replicas, so a run's messages are created in its events' order. */
@@ -58,7 +84,7 @@ const FAN_OUT_LOCK = 7_146_110_017;
 const FAN_OUT_BATCH = 500;
 
 const ENDPOINT_COLUMNS = `id, team_id, factory_id, name, url, event_types, description, secret, enabled,
-  disabled_reason, consecutive_failures, created_at, updated_at`;
+  disabled_reason, consecutive_failures, failing_since, created_at, updated_at`;
 const MESSAGE_COLUMNS = `id, event_id, endpoint_id, type, run_id, payload, event_at, status, attempts,
   next_attempt_at, created_at, delivered_at`;
 
@@ -70,7 +96,10 @@ export class NotificationsRepository {
   constructor(private readonly db: Database) {}
 
   async insertEndpoint(
-    e: Omit<EndpointRow, 'created_at' | 'updated_at' | 'consecutive_failures' | 'disabled_reason'>,
+    e: Omit<
+      EndpointRow,
+      'created_at' | 'updated_at' | 'consecutive_failures' | 'disabled_reason' | 'failing_since'
+    >,
   ): Promise<EndpointRow | undefined> {
     const [row] = await this.db.query<EndpointRow>(
       `INSERT INTO notification_endpoints (id, team_id, factory_id, name, url, event_types, description, secret, enabled)
@@ -115,6 +144,8 @@ export class NotificationsRepository {
               enabled = coalesce($7, enabled),
               disabled_reason = CASE WHEN $7 IS NULL THEN disabled_reason ELSE NULL END,
               consecutive_failures = CASE WHEN $7 THEN 0 ELSE consecutive_failures END,
+              failing_since = CASE WHEN $7 THEN NULL ELSE failing_since END,
+              held_until = CASE WHEN $7 THEN NULL ELSE held_until END,
               secret = coalesce($8, secret), updated_at = now()
         WHERE id = $1 AND team_id = $2 RETURNING ${ENDPOINT_COLUMNS}`,
       [
@@ -158,11 +189,19 @@ export class NotificationsRepository {
     );
   }
 
-  /** A message goes out again now, with the whole retry schedule ahead of it (resend). */
+  /**
+   * A message goes out again now, with the whole retry schedule ahead of it (resend). A failing
+   * endpoint's retry is brought forward to now: its oldest pending message goes first, as always.
+   */
   async resend(endpointId: string, messageId: string, now: Date): Promise<MessageRow | undefined> {
     const [row] = await this.db.query<MessageRow>(
-      `UPDATE notification_messages SET status = 'pending', attempts = 0, next_attempt_at = $3, leased_until = NULL
-        WHERE id = $2 AND endpoint_id = $1 RETURNING ${MESSAGE_COLUMNS}`,
+      `WITH m AS (
+         UPDATE notification_messages SET status = 'pending', attempts = 0, next_attempt_at = $3, leased_until = NULL
+          WHERE id = $2 AND endpoint_id = $1 RETURNING ${MESSAGE_COLUMNS}),
+       e AS (
+         UPDATE notification_endpoints SET held_until = $3
+          WHERE id = $1 AND failing_since IS NOT NULL AND held_until > $3 AND EXISTS (SELECT 1 FROM m))
+       SELECT * FROM m`,
       [endpointId, messageId, now],
     );
     return row;
@@ -200,103 +239,137 @@ export class NotificationsRepository {
   }
 
   /**
-   * Claims up to `max` due messages of enabled endpoints for one attempt each: leased until
-   * `leaseUntil` (another replica's claim skips them; a lease that lapses, the process died, makes
-   * them due again). A message waits while an earlier message of the same run to the same endpoint is
-   * pending: in order per run.
+   * Claims due messages for one attempt each, endpoint by endpoint: up to `perEndpoint` of an endpoint
+   * that is not failing, only its oldest pending message (when due) of one that is; none of an
+   * endpoint that is held (a failing endpoint before its retry, or attempts in flight). The claimed
+   * messages are leased until `leaseUntil` and so are their endpoints (`held_until`): another claim,
+   * here or in another replica, takes nothing more of them until the attempts are recorded; a lease
+   * that lapses (the process died) makes them due again. The endpoint's row lock (SKIP LOCKED) is what
+   * keeps two claims off the same messages: a concurrent claim skips the endpoint, or re-reads it once
+   * this one committed and finds it held. At most `max` messages in all, endpoints in the order they
+   * were last released (round robin). A message waits while an earlier message of the same run to the
+   * same endpoint is pending: in order per run.
    */
-  claimDue(now: Date, leaseUntil: Date, max: number): Promise<DueMessage[]> {
+  claimDue(now: Date, leaseUntil: Date, max: number, perEndpoint: number): Promise<DueMessage[]> {
     return this.db.query<DueMessage>(
-      `WITH picked AS MATERIALIZED (
-         SELECT m.id FROM notification_messages m JOIN notification_endpoints e ON e.id = m.endpoint_id AND e.enabled
-          WHERE m.status = 'pending' AND m.next_attempt_at <= $1 AND (m.leased_until IS NULL OR m.leased_until < $1)
-            AND (m.run_id IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM notification_messages p
-                   WHERE p.endpoint_id = m.endpoint_id AND p.run_id = m.run_id AND p.status = 'pending' AND p.event_id < m.event_id))
-          ORDER BY m.next_attempt_at, m.event_id LIMIT $3 FOR UPDATE OF m SKIP LOCKED)
+      `WITH ready AS MATERIALIZED (
+         SELECT e.id, e.failing_since IS NOT NULL AS failing FROM notification_endpoints e
+          WHERE e.enabled AND (e.held_until IS NULL OR e.held_until <= $1)
+            AND EXISTS (SELECT 1 FROM notification_messages m
+                         WHERE m.endpoint_id = e.id AND m.status = 'pending' AND m.next_attempt_at <= $1)
+          ORDER BY e.held_until NULLS FIRST, e.id LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED),
+       picked AS MATERIALIZED (
+         SELECT m.id, r.id AS endpoint_id FROM ready r CROSS JOIN LATERAL (
+           (SELECT m.id FROM notification_messages m
+             WHERE NOT r.failing AND m.endpoint_id = r.id AND m.status = 'pending' AND m.next_attempt_at <= $1
+               AND (m.leased_until IS NULL OR m.leased_until < $1)
+               AND (m.run_id IS NULL OR NOT EXISTS (
+                     SELECT 1 FROM notification_messages p
+                      WHERE p.endpoint_id = m.endpoint_id AND p.run_id = m.run_id AND p.status = 'pending' AND p.event_id < m.event_id))
+             ORDER BY m.next_attempt_at, m.event_id LIMIT $4)
+           UNION ALL
+           -- A failing endpoint takes its queue in order: the oldest pending message goes first and alone.
+           (SELECT o.id FROM (
+              SELECT m.id, m.next_attempt_at, m.leased_until FROM notification_messages m
+               WHERE r.failing AND m.endpoint_id = r.id AND m.status = 'pending'
+               ORDER BY m.event_id LIMIT 1) o
+             WHERE o.next_attempt_at <= $1 AND (o.leased_until IS NULL OR o.leased_until < $1))) m
+          LIMIT $3),
+       held AS (
+         UPDATE notification_endpoints e SET held_until = $2 WHERE e.id IN (SELECT endpoint_id FROM picked))
        UPDATE notification_messages m SET leased_until = $2, attempts = m.attempts + 1
          FROM picked, notification_endpoints e
         WHERE m.id = picked.id AND e.id = m.endpoint_id
        RETURNING m.id, m.event_id, m.endpoint_id, m.type, m.run_id, m.payload, m.event_at, m.status, m.attempts,
-                 m.next_attempt_at, m.created_at, m.delivered_at, e.url, e.secret, e.secret_version_id`,
-      [now, leaseUntil, max],
+                 m.next_attempt_at, m.created_at, m.delivered_at, e.url, e.secret, e.secret_version_id, e.failing_since`,
+      [now, leaseUntil, max, perEndpoint],
     );
   }
 
   /**
-   * Records successful attempts (one statement for a whole batch): the attempt log, the messages
-   * delivered, and their endpoints' runs of failures ended.
+   * Records what became of claimed messages, one statement for any number of endpoints: the attempt
+   * log; each message delivered, due again at its `retry_at`, or (neither) failed for good; the
+   * messages held back (claimed, never attempted: their claim is undone, no attempt logged); and each
+   * endpoint: released (`held_until`), failing or not, its run of failed messages (a failed one counts
+   * towards disabling it after `disableAfter` in a row, a delivery ends the run). Returns the
+   * endpoints this disabled.
    */
-  async recordDelivered(done: Array<{ m: DueMessage; outcome: AttemptOutcome }>, at: Date): Promise<void> {
-    if (!done.length) return;
-    await this.db.execute(
-      `WITH a AS (
-         INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, response_excerpt)
-         SELECT t.m, t.e, $1, true, t.s, t.l, t.x FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::text[]) AS t(m, e, s, l, x)
+  async recordAttempts(outcomes: EndpointOutcome[], disableAfter: number): Promise<string[]> {
+    if (!outcomes.length) return [];
+    const p = new StatementParams();
+    const attempts = p.rows(
+      't',
+      {
+        message_id: 'uuid',
+        endpoint_id: 'uuid',
+        attempted_at: 'timestamptz',
+        succeeded: 'boolean',
+        status_code: 'int',
+        latency_ms: 'int',
+        error: 'text',
+        response_excerpt: 'text',
+        retry_at: 'timestamptz',
+      },
+      outcomes.flatMap((o) =>
+        o.attempts.map(({ m, outcome, at, retryAt }) => ({
+          message_id: m.id,
+          endpoint_id: o.endpointId,
+          attempted_at: at,
+          succeeded: outcome.succeeded,
+          status_code: outcome.statusCode,
+          latency_ms: outcome.latencyMs,
+          error: outcome.error,
+          response_excerpt: outcome.responseExcerpt,
+          retry_at: retryAt ?? null,
+        })),
+      ),
+    );
+    const endpoints = p.rows(
+      's',
+      {
+        endpoint_id: 'uuid',
+        delivered: 'boolean',
+        given_up: 'int',
+        failing_since: 'timestamptz',
+        held_until: 'timestamptz',
+      },
+      outcomes.map((o) => ({
+        endpoint_id: o.endpointId,
+        delivered: o.attempts.some((a) => a.outcome.succeeded),
+        given_up: o.attempts.filter((a) => !a.outcome.succeeded && !a.retryAt).length,
+        failing_since: o.failingSince ?? null,
+        held_until: o.heldUntil,
+      })),
+    );
+    const heldBack = p.add(outcomes.flatMap((o) => o.heldBack.map((m) => m.id)));
+    const limit = p.add(disableAfter);
+    const rows = await this.db.query<{ id: string; disabled: boolean }>(
+      `WITH t AS MATERIALIZED (SELECT * FROM ${attempts}),
+       logged AS (
+         INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, error, response_excerpt)
+         SELECT t.message_id, t.endpoint_id, t.attempted_at, t.succeeded, t.status_code, t.latency_ms, t.error, t.response_excerpt
+           FROM t
           -- A message whose endpoint was deleted during the attempt is gone: nothing to log.
-          WHERE EXISTS (SELECT 1 FROM notification_messages n WHERE n.id = t.m)),
-       d AS (
-         UPDATE notification_messages SET status = 'delivered', delivered_at = $1, leased_until = NULL, next_attempt_at = NULL
-          WHERE id = ANY($2::uuid[]))
-       UPDATE notification_endpoints SET consecutive_failures = 0
-        WHERE id = ANY($3::uuid[]) AND consecutive_failures <> 0`,
-      [
-        at,
-        done.map((d) => d.m.id),
-        done.map((d) => d.m.endpoint_id),
-        done.map((d) => d.outcome.statusCode),
-        done.map((d) => d.outcome.latencyMs),
-        done.map((d) => d.outcome.responseExcerpt),
-      ],
+          WHERE EXISTS (SELECT 1 FROM notification_messages n WHERE n.id = t.message_id)),
+       ended AS (
+         UPDATE notification_messages m SET
+                status = CASE WHEN t.succeeded THEN 'delivered' WHEN t.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
+                delivered_at = CASE WHEN t.succeeded THEN t.attempted_at ELSE m.delivered_at END,
+                next_attempt_at = CASE WHEN t.succeeded THEN NULL ELSE t.retry_at END, leased_until = NULL
+           FROM t WHERE m.id = t.message_id),
+       unclaimed AS (
+         UPDATE notification_messages SET attempts = attempts - 1, leased_until = NULL WHERE id = ANY(${heldBack}::uuid[])),
+       s AS (
+         SELECT s.*, CASE WHEN s.delivered THEN 0 ELSE e.consecutive_failures END + s.given_up AS run
+           FROM ${endpoints} JOIN notification_endpoints e ON e.id = s.endpoint_id)
+       UPDATE notification_endpoints e SET held_until = s.held_until, failing_since = s.failing_since,
+              consecutive_failures = s.run, enabled = e.enabled AND s.run < ${limit}::int,
+              disabled_reason = CASE WHEN s.run >= ${limit}::int
+                THEN ${limit}::int::text || ' messages in a row failed every attempt' ELSE e.disabled_reason END
+         FROM s WHERE e.id = s.endpoint_id
+       RETURNING e.id, s.given_up > 0 AND s.run >= ${limit}::int AND s.run - s.given_up < ${limit}::int AS disabled`,
+      p.values,
     );
-  }
-
-  /**
-   * Records a failed attempt and its consequence in one transaction: delivered; or due again at `retryAt`;
-   * or (no `retryAt`) failed for good, which counts towards disabling the endpoint after
-   * `disableAfter` failed messages in a row. Returns whether the endpoint was disabled by it.
-   */
-  async recordFailed(
-    m: DueMessage,
-    outcome: AttemptOutcome,
-    at: Date,
-    retryAt: Date | undefined,
-    disableAfter: number,
-  ): Promise<{ disabled: boolean }> {
-    return this.db.transaction(async (tx: Queryable) => {
-      await tx.execute(
-        `INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, error, response_excerpt)
-         SELECT $1, $2, $3, false, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM notification_messages WHERE id = $1)`,
-        [
-          m.id,
-          m.endpoint_id,
-          at,
-          outcome.statusCode,
-          outcome.latencyMs,
-          outcome.error,
-          outcome.responseExcerpt,
-        ],
-      );
-      if (retryAt) {
-        await tx.execute(
-          `UPDATE notification_messages SET next_attempt_at = $2, leased_until = NULL WHERE id = $1`,
-          [m.id, retryAt],
-        );
-        return { disabled: false };
-      }
-      await tx.execute(
-        `UPDATE notification_messages SET status = 'failed', leased_until = NULL, next_attempt_at = NULL WHERE id = $1`,
-        [m.id],
-      );
-      const [e] = await tx.query<{ enabled: boolean }>(
-        `UPDATE notification_endpoints SET consecutive_failures = consecutive_failures + 1,
-                enabled = enabled AND consecutive_failures + 1 < $2::int,
-                disabled_reason = CASE WHEN consecutive_failures + 1 >= $2::int
-                  THEN $2::int::text || ' messages in a row failed every attempt' ELSE disabled_reason END
-          WHERE id = $1 RETURNING enabled`,
-        [m.endpoint_id, disableAfter],
-      );
-      return { disabled: e ? !e.enabled : false };
-    });
+    return rows.filter((r) => r.disabled).map((r) => r.id);
   }
 }

@@ -272,7 +272,8 @@ export class DefinitionStore {
          ON CONFLICT (team_id, name) DO UPDATE SET url = EXCLUDED.url, event_types = EXCLUDED.event_types,
            description = EXCLUDED.description, secret_name = EXCLUDED.secret_name,
            secret_version_id = EXCLUDED.secret_version_id, enabled = EXCLUDED.enabled,
-           disabled_reason = NULL, consecutive_failures = 0, updated_at = EXCLUDED.updated_at
+           disabled_reason = NULL, consecutive_failures = 0, failing_since = NULL, held_until = NULL,
+           updated_at = EXCLUDED.updated_at
          WHERE notification_endpoints.factory_id = EXCLUDED.factory_id`,
         [
           factory.teamId,

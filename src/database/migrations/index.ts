@@ -18,6 +18,8 @@ import { DeliveryReplaySearch1763686300000 } from './1763686300000-delivery-repl
 import { SelfHostedQueue1763686400000 } from './1763686400000-self-hosted-queue.js';
 
 import { RunTransitionsStarted1763686500000 } from './1763686500000-run-transitions-started.js';
+import { NotificationEndpointPacing1763687000000 } from './1763687000000-notification-endpoint-pacing.js';
+import { RunCreatedOutboxPerStatement1763688500000 } from './1763688500000-run-created-outbox-per-statement.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -39,4 +41,6 @@ export const MIGRATIONS = [
   DeliveryReplaySearch1763686300000,
   SelfHostedQueue1763686400000,
   RunTransitionsStarted1763686500000,
+  NotificationEndpointPacing1763687000000,
+  RunCreatedOutboxPerStatement1763688500000,
 ];

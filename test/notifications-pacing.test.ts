@@ -1,0 +1,366 @@
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Scheduler } from '../src/common/periodic.js';
+import type { Database } from '../src/database/database.js';
+import { NotificationDispatcher } from '../src/notifications/notification-dispatcher.js';
+import { NotificationSender } from '../src/notifications/notification-sender.js';
+import { NotificationsRepository } from '../src/notifications/notifications.repository.js';
+import { SecretCipher } from '../src/secrets/secret-cipher.js';
+import { SecretsService } from '../src/secrets/secrets.service.js';
+import { eventually } from './support/eventually.js';
+import { NotificationReceiver } from './support/notification-receiver.js';
+import { startTestService, type TestService } from './support/service.js';
+
+// A dispatcher driven by hand: real PostgreSQL (the service's migrated database, its own dispatcher
+// stopped), real HTTP on loopback (a receiver, a closed port, a tarpit), its clock injected and its
+// passes run by the test (`pump`, then `settled`): no sleeps, no timers.
+let t: TestService;
+const closers: Array<() => Promise<void> | void> = [];
+beforeAll(async () => {
+  t = await startTestService({ NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true' });
+  await t.service.app.get(NotificationDispatcher).stop();
+});
+afterAll(async () => {
+  for (const close of closers) await close();
+  await t?.stop();
+});
+
+const SCHEDULE = [0, 5_000, 300_000];
+/** Nothing fires: the test runs each pass itself. */
+const never: Scheduler = { setTimeout: () => undefined, clearTimeout: () => undefined };
+
+/** The statements (and transactions) that write the attempt log, counted as the repository sends them. */
+function countingDatabase(db: Database) {
+  const writes: string[] = [];
+  const wrapped = new Proxy(db, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (prop === 'query' || prop === 'execute')
+        return (text: string, params?: unknown[]) => {
+          if (/INSERT INTO notification_attempts/.test(text)) writes.push(text);
+          return (value as (t: string, p?: unknown[]) => unknown).call(target, text, params);
+        };
+      if (prop === 'transaction')
+        return (work: (tx: unknown) => unknown) => {
+          // A transaction's own statements do not pass through here: count the transaction.
+          writes.push('transaction');
+          return (value as (w: unknown) => unknown).call(target, work);
+        };
+      return (value as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
+  return { db: wrapped, writes };
+}
+
+let clock: Date;
+let errors: unknown[];
+let disabled: string[];
+let counted: ReturnType<typeof countingDatabase>;
+beforeEach(async () => {
+  // Each test's endpoints alone: the earlier tests' are left disabled.
+  await t.service.db.execute(`UPDATE notification_endpoints SET enabled = false`);
+  errors = [];
+  disabled = [];
+  counted = countingDatabase(t.service.db);
+});
+
+function dispatcher(opts: { timeoutMs?: number; disableAfter?: number; schedule?: number[] } = {}) {
+  const timeoutMs = opts.timeoutMs ?? 2_000;
+  return new NotificationDispatcher(
+    new NotificationsRepository(counted.db),
+    new NotificationSender({ allowPrivate: true, timeoutMs }),
+    t.service.app.get(SecretCipher),
+    t.service.app.get(SecretsService),
+    {
+      retryScheduleMs: opts.schedule ?? SCHEDULE,
+      disableAfter: opts.disableAfter ?? 5,
+      timeoutMs,
+      now: () => clock,
+      scheduler: never,
+      onError: (err) => errors.push(err),
+      onDisabled: (id) => disabled.push(id),
+    },
+  );
+}
+
+/** One pass, and every attempt it started recorded. */
+async function pass(d: NotificationDispatcher) {
+  await d.pump();
+  await d.settled();
+}
+
+/** Events of the team into the outbox, fanned out by one pass at a time before they are due. */
+async function queue(d: NotificationDispatcher, teamId: string, events: Array<{ run?: string }>) {
+  for (const [n, e] of events.entries())
+    await t.service.db.execute(
+      `INSERT INTO notification_outbox (team_id, type, run_id, payload) VALUES ($1, 'run.queued', $2, $3)`,
+      [teamId, e.run ?? null, { n, run_id: e.run ?? null }],
+    );
+  clock = new Date(0);
+  await pass(d);
+  clock = new Date(Date.now() + 60_000);
+  counted.writes.length = 0;
+}
+
+async function subscribe(url: string, key?: string) {
+  const res = await t.call(
+    'POST',
+    '/api/v1/notifications/endpoints',
+    { name: `ep-${Math.random().toString(36).slice(2)}`, url },
+    key,
+  );
+  expect(res.status).toBe(201);
+  return res.body as { endpoint: { id: string }; secret: string };
+}
+
+const listen = async (server: net.Server | { start(): Promise<string> }) => {
+  if (server instanceof net.Server) {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  }
+  return server.start();
+};
+
+/** A URL nothing listens on: every connection is refused. */
+async function closedPort(): Promise<string> {
+  const server = net.createServer();
+  const url = await listen(server);
+  await new Promise((resolve) => server.close(resolve));
+  return url;
+}
+
+/** Accepts connections and never answers; counts them. */
+async function tarpit() {
+  const sockets = new Set<net.Socket>();
+  let connections = 0;
+  const server = net.createServer((s) => {
+    connections++;
+    sockets.add(s);
+    s.on('data', () => undefined);
+  });
+  const url = await listen(server);
+  closers.push(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  return { url, connections: () => connections };
+}
+
+async function receiver() {
+  const r = new NotificationReceiver();
+  const url = await r.start();
+  closers.push(() => r.stop());
+  return { r, url };
+}
+
+/** A run id whose messages a picky receiver refuses. */
+const BAD_RUN = '00000000-0000-4000-8000-00000000bad0';
+
+const messagesOf = (endpointId: string) =>
+  t.service.db.query<{ id: string; status: string; attempts: number; next_attempt_at: Date | null }>(
+    `SELECT id, status, attempts, next_attempt_at FROM notification_messages WHERE endpoint_id = $1 ORDER BY event_id`,
+    [endpointId],
+  );
+const attemptsOf = async (endpointId: string) =>
+  (
+    await t.service.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM notification_attempts WHERE endpoint_id = $1`,
+      [endpointId],
+    )
+  )[0]!.n;
+
+describe('a failing endpoint', () => {
+  it('is tried per the schedule with its oldest message alone, its other messages held back unattempted', async () => {
+    const d = dispatcher();
+    const team = await t.newTeam(`refused-${Date.now()}`);
+    const { endpoint } = await subscribe(await closedPort(), team.key);
+    await queue(
+      d,
+      team.team.id,
+      Array.from({ length: 20 }, () => ({})),
+    );
+    const start = clock.getTime();
+
+    await pass(d);
+    expect(await attemptsOf(endpoint.id)).toBe(1);
+    // Its failure, the 19 held back and the endpoint, in one statement.
+    expect(counted.writes).toHaveLength(1);
+    let messages = await messagesOf(endpoint.id);
+    expect(messages.map((m) => m.attempts)).toEqual([1, ...Array(19).fill(0)]);
+    expect(messages[0]!.next_attempt_at!.getTime()).toBe(start + 5_000);
+
+    // Passes before the retry is due attempt nothing (no spin).
+    for (let i = 0; i < 5; i++) await pass(d);
+    clock = new Date(start + 4_999);
+    await pass(d);
+    expect(await attemptsOf(endpoint.id)).toBe(1);
+
+    // At the retry: the same (oldest) message, once; then 5 min later, its last attempt: given up.
+    clock = new Date(start + 5_000);
+    await pass(d);
+    await pass(d);
+    expect(await attemptsOf(endpoint.id)).toBe(2);
+    clock = new Date(start + 305_000);
+    await pass(d);
+    messages = await messagesOf(endpoint.id);
+    expect(messages.map((m) => [m.status, m.attempts])).toEqual([
+      ['failed', 3],
+      ...Array(19).fill(['pending', 0]),
+    ]);
+    // Given up, the next message goes at the next pass, alone.
+    await pass(d);
+    expect(await attemptsOf(endpoint.id)).toBe(4);
+    expect((await messagesOf(endpoint.id)).map((m) => m.attempts).slice(0, 3)).toEqual([3, 1, 0]);
+    expect(counted.writes).toHaveLength(4);
+    expect(errors).toEqual([]);
+  });
+
+  it('records the failures of a pass in one statement', async () => {
+    const d = dispatcher();
+    const team = await t.newTeam(`flaky-${Date.now()}`);
+    const { r, url } = await receiver();
+    // The first answers; every later one fails.
+    r.behaviour = (n) => (n === 1 ? 204 : 500);
+    const { endpoint, secret } = await subscribe(url, team.key);
+    r.secret = secret;
+    await queue(
+      d,
+      team.team.id,
+      Array.from({ length: 11 }, () => ({})),
+    );
+    await pass(d);
+    const messages = await messagesOf(endpoint.id);
+    expect(messages.filter((m) => m.status === 'delivered')).toHaveLength(1);
+    expect(messages.filter((m) => m.status === 'pending' && m.attempts === 1)).toHaveLength(10);
+    expect(await attemptsOf(endpoint.id)).toBe(11);
+    expect(counted.writes).toHaveLength(1);
+  });
+
+  it('does not hold up another team: its endpoint gets every notification while one refuses and one never answers', async () => {
+    const d = dispatcher({ timeoutMs: 60_000 });
+    const slow = await t.newTeam(`tarpit-${Date.now()}`);
+    const other = await t.newTeam(`other-${Date.now()}`);
+    const pit = await tarpit();
+    const pitEndpoint = (await subscribe(pit.url, slow.key)).endpoint;
+    const refused = (await subscribe(await closedPort(), slow.key)).endpoint;
+    const { r, url } = await receiver();
+    const mine = await subscribe(url, other.key);
+    r.secret = mine.secret;
+    await queue(
+      d,
+      slow.team.id,
+      Array.from({ length: 30 }, () => ({})),
+    );
+    await t.service.db.execute(
+      `INSERT INTO notification_outbox (team_id, type, payload) SELECT $1, 'run.queued', '{}' FROM generate_series(1, 10)`,
+      [other.team.id],
+    );
+    // Passes, not waiting for the attempts they start: the tarpit's stays in flight throughout.
+    await d.pump();
+    await eventually(() => r.received.length === 10, 'the other team’s first ten');
+    await eventually(
+      async () => (await messagesOf(mine.endpoint.id)).every((m) => m.status === 'delivered'),
+      'recorded delivered',
+    );
+    await t.service.db.execute(
+      `INSERT INTO notification_outbox (team_id, type, payload) SELECT $1, 'run.queued', '{}' FROM generate_series(1, 10)`,
+      [other.team.id],
+    );
+    await d.pump();
+    await eventually(() => r.received.length === 20, 'the next ten, while the tarpit still holds its one');
+    expect(r.received.every((x) => x.verified)).toBe(true);
+    // One connection to the tarpit (its first message, never answered), one attempt at the refusing one.
+    expect(pit.connections()).toBe(1);
+    expect(await attemptsOf(pitEndpoint.id)).toBe(0);
+    expect(await attemptsOf(refused.id)).toBe(1);
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('a receiver that refuses one message', () => {
+  it('keeps taking the others: a 422 fails that message alone, the endpoint is not failing', async () => {
+    const d = dispatcher();
+    const team = await t.newTeam(`picky-${Date.now()}`);
+    const { r, url } = await receiver();
+    // Run "bad"'s messages are refused as unprocessable; everything else is taken.
+    r.behaviour = (_n, got) => (got.body.data.run_id === BAD_RUN ? 422 : 204);
+    const { endpoint, secret } = await subscribe(url, team.key);
+    r.secret = secret;
+    await queue(d, team.team.id, [{ run: BAD_RUN }, {}, {}, {}, {}]);
+    await pass(d);
+    const messages = await messagesOf(endpoint.id);
+    expect(messages.map((m) => [m.status, m.attempts])).toEqual([
+      ['pending', 1],
+      ...Array(4).fill(['delivered', 1]),
+    ]);
+    const [row] = await t.service.db.query<{ failing_since: Date | null }>(
+      `SELECT failing_since FROM notification_endpoints WHERE id = $1`,
+      [endpoint.id],
+    );
+    expect(row!.failing_since).toBeNull();
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('the documented semantics still hold', () => {
+  it('disables an endpoint after its run of given-up messages; the held-back ones stay pending, unattempted', async () => {
+    const d = dispatcher({ schedule: [0, 0], disableAfter: 2 });
+    const team = await t.newTeam(`disable-${Date.now()}`);
+    const { endpoint } = await subscribe(await closedPort(), team.key);
+    await queue(
+      d,
+      team.team.id,
+      Array.from({ length: 5 }, () => ({})),
+    );
+    for (let i = 0; i < 10; i++) await pass(d);
+    expect((await messagesOf(endpoint.id)).map((m) => [m.status, m.attempts])).toEqual([
+      ['failed', 2],
+      ['failed', 2],
+      ['pending', 0],
+      ['pending', 0],
+      ['pending', 0],
+    ]);
+    expect(disabled).toEqual([endpoint.id]);
+    const shown = (await t.call('GET', `/api/v1/notifications/endpoints/${endpoint.id}`, undefined, team.key))
+      .body;
+    expect(shown).toMatchObject({ enabled: false, consecutive_failures: 2 });
+    expect(Date.parse(shown.failing_since)).toBeLessThanOrEqual(clock.getTime());
+    expect(counted.writes).toHaveLength(4);
+  });
+
+  it('keeps a run’s messages in order through a failing spell, and lets them all go once it answers', async () => {
+    const d = dispatcher({ schedule: [0, 1_000] });
+    const team = await t.newTeam(`order-${Date.now()}`);
+    const { r, url } = await receiver();
+    r.behaviour = (n) => (n <= 1 ? 503 : 204);
+    const { endpoint, secret } = await subscribe(url, team.key);
+    r.secret = secret;
+    const runs = ['6f1c6d2e-0000-4000-8000-000000000001', '6f1c6d2e-0000-4000-8000-000000000002'];
+    await queue(d, team.team.id, [
+      { run: runs[0] },
+      { run: runs[1] },
+      { run: runs[0] },
+      { run: runs[1] },
+      { run: runs[0] },
+    ]);
+    const start = clock.getTime();
+    await pass(d);
+    // Refused: the run's first message alone; nothing more before its retry.
+    await pass(d);
+    expect(r.received.map((x) => x.body.data.n)).toEqual([0]);
+    clock = new Date(start + 1_000);
+    // Delivered at its retry, it lets the rest go (each delivery looks again at once).
+    await pass(d);
+    await eventually(
+      async () => (await messagesOf(endpoint.id)).every((m) => m.status === 'delivered'),
+      'all delivered',
+    );
+    expect(r.received.slice(0, 2).map((x) => x.body.data.n)).toEqual([0, 0]);
+    expect(r.ofRun(runs[0]!).map((x) => x.body.data.n)).toEqual([0, 0, 2, 4]);
+    expect(r.ofRun(runs[1]!).map((x) => x.body.data.n)).toEqual([1, 3]);
+    expect(r.received.every((x) => x.verified)).toBe(true);
+    expect(errors).toEqual([]);
+  });
+});
