@@ -6,18 +6,16 @@
 //
 //   npm run build && node bench/dashboard.bench.js        (embedded PostgreSQL in a temp folder)
 //   DATABASE_URL=postgres://… VISITS=20 node bench/dashboard.bench.js
-import { existsSync, chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { chromium } from 'playwright-core';
 import { AuthRepository } from '../dist/auth/auth.repository.js';
 import { AuthService } from '../dist/auth/auth.service.js';
 import { bootstrapDefaultTeam } from '../dist/auth/bootstrap.js';
 import { loadConfig } from '../dist/config/config.js';
-import { EmbeddedPostgres } from '../dist/database/embedded-postgres.js';
 import { startService } from '../dist/service.js';
+import { benchDatabase } from './ingress-kit.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const VISITS = Number(process.env.VISITS ?? 10);
@@ -28,24 +26,13 @@ if (!existsSync(CHROMIUM)) {
   process.exit(0);
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'factoryd-bench-'));
-chmodSync(dir, 0o755); // as root the embedded server runs as `postgres`
-let embedded;
-let adminUrl = process.env.DATABASE_URL;
-if (!adminUrl) {
-  embedded = new EmbeddedPostgres({ dir: join(dir, 'pg'), durable: false });
-  adminUrl = await embedded.start();
-}
-const dbName = `factoryd_bench_${process.pid}`;
-await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${dbName}`));
-const dbUrl = new URL(adminUrl);
-dbUrl.pathname = `/${dbName}`;
+const database = await benchDatabase({ durable: false });
 const service = await startService(
   loadConfig({
     PORT: '0',
     LOG_LEVEL: 'error',
-    DATA_DIR: dir,
-    DATABASE_URL: dbUrl.toString(),
+    DATA_DIR: join(database.dir, 'data'),
+    DATABASE_URL: database.url,
     WORKER_CONCURRENCY: '0',
   }),
 );
@@ -135,17 +122,5 @@ try {
 } finally {
   await browser.close();
   await service.stop();
-  await withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`));
-  await embedded?.stop();
-  rmSync(dir, { recursive: true, force: true });
-}
-
-async function withClient(url, work) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
+  await database.drop();
 }

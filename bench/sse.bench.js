@@ -1,27 +1,35 @@
 // bench/sse: the cost of live streams on one replica. Webhook ingress (bench/ingress's (b): token
-// webhook, 20 automations, 1 run per delivery) is measured with 0 open streams (the baseline) and
-// with 1,000 open team streams (GET /api/v1/agent/runs/events) held by a client process. During the
-// second run, a marker run is created in the watched team every 200 ms; the fan-out latency is from
-// its commit to the moment the last of the 1,000 streams received its QUEUED.
+// webhook, 20 automations, 1 run per delivery) is measured three times: with 0 open streams (the
+// baseline), with 1,000 idle team streams (GET /api/v1/agent/runs/events) held by a client process,
+// and with the same 1,000 streams busy: a marker run is created in the watched team every 200 ms, so
+// each stream receives ~5 events/s; then the busy streams alone, for the service's CPU time per event
+// delivered. The fan-out latency is from a marker's commit to the moment the
+// last of the 1,000 streams received its QUEUED. The machine may be shared: the three phases run in
+// rounds (BENCH_SSE_ROUNDS, default 3), each ratio is against its own round's baseline, and the
+// service's CPU time per request (this process) is printed too, as it depends less on the neighbours.
 // The streams watch a team of their own: the ingress's runs are read by the replica's one reader
 // (and fanned out by team) but reach no stream. Prints figures; never fails on a time.
 import { fork } from 'node:child_process';
 import http from 'node:http';
+import { loadavg } from 'node:os';
 import { clearInterval, setInterval } from 'node:timers';
 import { newUid } from '../dist/common/ids.js';
 import { AuthService } from '../dist/auth/auth.service.js';
+import { RunStreamsService } from '../dist/notifications/run-streams.service.js';
 import { RunsRepository } from '../dist/runs/runs.repository.js';
 import { benchDatabase, benchService, CONNECTIONS, DURATION, fmt, load } from './ingress-kit.js';
 
 const STREAMS = Number(process.env.BENCH_SSE_STREAMS ?? 1000);
 const MARKER_EVERY_MS = Number(process.env.BENCH_SSE_MARKER_MS ?? 200);
+const ROUNDS = Number(process.env.BENCH_SSE_ROUNDS ?? 3);
 
 if (process.env.BENCH_SSE_CLIENT) await clients(JSON.parse(process.env.BENCH_SSE_CLIENT));
 else await main();
 
 async function main() {
   const database = await benchDatabase();
-  const results = {};
+  const rounds = [];
+  const latencies = [];
   try {
     const { service, db, webhook } = await benchService(database.url, database.dir);
     const secret = newUid() + newUid();
@@ -34,30 +42,10 @@ async function main() {
     const watched = await auth.createTeam('watchers');
     const { key } = await auth.createApiKey({ teams: [watched], scopes: ['runs:read'], name: 'sse-bench' });
     const [principal] = await db.query(`SELECT id FROM principals LIMIT 1`);
-
-    results.without = await load(ingress);
-
-    const child = fork(new URL(import.meta.url).pathname, [], {
-      env: {
-        ...process.env,
-        BENCH_SSE_CLIENT: JSON.stringify({
-          url: `${service.url}/api/v1/agent/runs/events`,
-          key,
-          streams: STREAMS,
-        }),
-      },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    const fromChild = (type) =>
-      new Promise((resolve) => child.on('message', (m) => m.type === type && resolve(m)));
-    const ready = fromChild('ready');
-    await ready;
-
     const runs = service.app.get(RunsRepository);
-    const committed = new Map();
-    const running = load(ingress);
-    const markers = setInterval(async () => {
-      const id = await runs.create(
+    const streams = service.app.get(RunStreamsService);
+    const marker = () =>
+      runs.create(
         {
           teamId: watched.id,
           title: 'marker',
@@ -68,25 +56,55 @@ async function main() {
         },
         new Date(),
       );
-      committed.set(id, Date.now());
-    }, MARKER_EVERY_MS);
-    results.with = await running;
-    clearInterval(markers);
-    const received = fromChild('received');
-    child.send({ type: 'report', runs: [...committed.keys()] });
-    const { lastAt, open } = await received;
-    child.kill();
-    const latencies = Object.entries(lastAt)
-      .filter(([id]) => committed.has(id))
-      .map(([id, at]) => at - committed.get(id))
-      .sort((a, b) => a - b);
-    results.fanOut = {
-      n: latencies.length,
-      of: committed.size,
-      p50: pct(latencies, 0.5),
-      p99: pct(latencies, 0.99),
-      open,
-    };
+
+    // Warm-up (JIT, caches, pool) so that the first baseline is not the coldest phase.
+    await load({ ...ingress, seconds: Math.min(DURATION, 3) });
+    for (let round = 0; round < ROUNDS; round++) {
+      const r = {};
+      r.none = await measured(ingress);
+      const child = fork(new URL(import.meta.url).pathname, [], {
+        env: {
+          ...process.env,
+          BENCH_SSE_CLIENT: JSON.stringify({
+            url: `${service.url}/api/v1/agent/runs/events`,
+            key,
+            streams: STREAMS,
+          }),
+        },
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      const fromChild = (type) =>
+        new Promise((resolve) => child.on('message', (m) => m.type === type && resolve(m)));
+      await fromChild('ready');
+      r.idle = await measured(ingress);
+
+      const committed = new Map();
+      const markers = setInterval(async () => committed.set(await marker(), Date.now()), MARKER_EVERY_MS);
+      r.busy = await measured(ingress);
+      // The streams alone, without ingress: the service's CPU per event delivered to one stream.
+      const before = process.cpuUsage();
+      const from = committed.size;
+      await new Promise((resolve) => setTimeout(resolve, DURATION * 1000));
+      const used = process.cpuUsage(before);
+      r.perEventUs = (used.user + used.system) / ((committed.size - from) * STREAMS);
+      clearInterval(markers);
+      const received = fromChild('received');
+      child.send({ type: 'report', runs: [...committed.keys()] });
+      const { lastAt, open, clientUs } = await received;
+      r.clientUs = clientUs;
+      child.kill();
+      r.open = open;
+      r.markers = committed.size;
+      r.seenByAll = 0;
+      for (const [id, at] of Object.entries(lastAt))
+        if (committed.has(id)) {
+          latencies.push(at - committed.get(id));
+          r.seenByAll++;
+        }
+      rounds.push(r);
+      // The next round's baseline starts with every stream closed.
+      while (streams.openStreams) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     await service.stop();
   } catch (err) {
     console.error(err);
@@ -94,19 +112,56 @@ async function main() {
   } finally {
     await database.drop();
   }
-  if (!results.with) return;
+  if (!rounds.length) return;
+  const perSecond = (1000 / MARKER_EVERY_MS).toFixed(0);
   console.log(
-    `sse benchmark: ingress ${CONNECTIONS} connections, ${DURATION} s each, loopback; ${STREAMS} team streams`,
+    `sse benchmark: ingress ${CONNECTIONS} connections, ${DURATION} s per phase, ${rounds.length} rounds (none, idle, busy), loopback; ${STREAMS} team streams; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
   );
-  console.log(fmt('ingress, 0 streams (baseline)', results.without));
-  console.log(fmt(`ingress, ${STREAMS} open streams`, results.with));
+  const phases = [
+    ['none', 'ingress, 0 streams (baseline)'],
+    ['idle', `ingress, ${STREAMS} idle streams`],
+    ['busy', `ingress, ${STREAMS} busy streams (${perSecond} ev/s each)`],
+  ];
+  for (const [phase, label] of phases)
+    for (const [i, r] of rounds.entries())
+      console.log(
+        `${fmt(`${label} #${i + 1}`, r[phase])}   service CPU ${r[phase].cpuUs.toFixed(0)} µs/request, ${r[phase].cpuMs.toFixed(0)} ms/s`,
+      );
+  // Each ratio against the baseline of its own round; the median of the rounds.
+  const ratio = (phase, of) => median(rounds.map((r) => of(r[phase]) / of(r.none))).toFixed(2);
+  const rps = (r) => r.rps;
+  const cpu = (r) => r.cpuUs;
   console.log(
-    `ratio throughput with/without streams: ${(results.with.rps / results.without.rps).toFixed(2)}`,
+    `ratio throughput (median of rounds) idle/none: ${ratio('idle', rps)}   busy/none: ${ratio('busy', rps)}`,
   );
-  const f = results.fanOut;
   console.log(
-    `fan-out latency, commit -> received on all ${f.open} streams: p50 ${f.p50} ms   p99 ${f.p99} ms   (${f.n} of ${f.of} markers seen by every stream)`,
+    `ratio service CPU per request (median of rounds) idle/none: ${ratio('idle', cpu)}   busy/none: ${ratio('busy', cpu)}`,
   );
+  console.log(
+    `CPU per event delivered to one stream: service (streams alone, no ingress) ${rounds.map((r) => r.perEventUs.toFixed(1)).join(', ')} µs; the bench's client process (same cores) ${rounds.map((r) => r.clientUs.toFixed(1)).join(', ')} µs`,
+  );
+  latencies.sort((a, b) => a - b);
+  const seen = rounds.reduce((n, r) => n + r.seenByAll, 0);
+  const markers = rounds.reduce((n, r) => n + r.markers, 0);
+  console.log(
+    `fan-out latency, commit -> received on all ${STREAMS} streams: p50 ${pct(latencies, 0.5)} ms   p99 ${pct(latencies, 0.99)} ms   (${seen} of ${markers} markers seen by every stream; streams open at the end of each round: ${rounds.map((r) => r.open).join(', ')})`,
+  );
+}
+
+/** One load phase, with the service's CPU time (this process) per request and per second. */
+async function measured(target) {
+  const before = process.cpuUsage();
+  const r = await load(target);
+  const used = process.cpuUsage(before);
+  const us = used.user + used.system;
+  return { ...r, cpuUs: us / r.total, cpuMs: us / 1000 / r.seconds };
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 function pct(sorted, q) {
@@ -117,6 +172,8 @@ function pct(sorted, q) {
 async function clients({ url, key, streams }) {
   const seen = new Map(); // run id -> [streams that saw it, when the last did]
   let open = 0;
+  let events = 0;
+  let cpuFrom;
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   const one = () =>
     new Promise((resolve, reject) => {
@@ -141,6 +198,7 @@ async function clients({ url, key, streams }) {
               if (change.state !== 'QUEUED') continue;
               const s = seen.get(change.run_id) ?? [0, 0];
               s[0]++;
+              events++;
               s[1] = Date.now();
               seen.set(change.run_id, s);
             }
@@ -152,6 +210,7 @@ async function clients({ url, key, streams }) {
     });
   for (let i = 0; i < streams; i += 100)
     await Promise.all(Array.from({ length: Math.min(100, streams - i) }, one));
+  cpuFrom = process.cpuUsage();
   process.send({ type: 'ready' });
   process.on('message', (m) => {
     if (m.type !== 'report') return;
@@ -160,6 +219,7 @@ async function clients({ url, key, streams }) {
       const s = seen.get(id);
       if (s && s[0] === streams) lastAt[id] = s[1];
     }
-    process.send({ type: 'received', lastAt, open });
+    const cpu = process.cpuUsage(cpuFrom);
+    process.send({ type: 'received', lastAt, open, clientUs: (cpu.user + cpu.system) / events });
   });
 }

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Notifications } from '../src/database/notifications.js';
+import { RunActivityRepository, type StateChange } from '../src/notifications/run-activity.repository.js';
+import { RunFeed } from '../src/notifications/run-feed.js';
 import { eventually } from './support/eventually.js';
 import { openSse, type SseClient, type SseEvent } from './support/sse.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
@@ -10,7 +13,7 @@ import { runIn, startTestService, type TestService } from './support/service.js'
  */
 describe('run timeline and live streams', () => {
   let t: TestService;
-  let other: { key: string };
+  let other: { team: { id: string }; key: string };
   const streams: SseClient[] = [];
   const auth = (key: string) => ({ authorization: `Bearer ${key}` });
   const watch = async (path: string, headers: Record<string, string> = {}, key = t.adminKey) => {
@@ -182,6 +185,59 @@ describe('run timeline and live streams', () => {
     } finally {
       await replica.stop();
     }
+  });
+
+  it('the reader reads in full only the changes of teams someone watches', async () => {
+    const feed = t.service.app.get(RunFeed);
+    for (const s of streams.splice(0)) s.close();
+    await eventually(() => feed.size === 0, 'every earlier stream to close');
+    const watching = await t.newTeam('watching-team');
+    const open = await watch('/agent/runs/events', {}, watching.key);
+    const before = feed.changesRead;
+    const unwatched: string[] = [];
+    for (let i = 0; i < 5; i++)
+      unwatched.push(
+        await create({ prompt: `Nobody watches ${i}`, config: { worker_host: 'nobody-here' } }, other.key),
+      );
+    const runId = await create({ prompt: 'Watched', config: { worker_host: 'nobody-here' } }, watching.key);
+    await open.waitFor((es) => states(es, runId).includes('QUEUED'), 'QUEUED on the watching team’s stream');
+    // The other team's five QUEUED were passed over by id: one change read in full, the watched one.
+    expect(feed.changesRead - before).toBe(1);
+    expect(open.events.some((e) => unwatched.includes(e.data.run_id))).toBe(false);
+  });
+
+  it('a team whose first stream opens while the reader reads still gets the change read as an id only', async () => {
+    // The reader's first query is held once it has its rows: the other team's change is an id in it.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let queried!: () => void;
+    const inFlight = new Promise<void>((resolve) => (queried = resolve));
+    let first = true;
+    class HeldActivity extends RunActivityRepository {
+      override async changesAfter(after: number, teams: string[]) {
+        const rows = await super.changesAfter(after, teams);
+        if (first) {
+          first = false;
+          queried();
+          await held;
+        }
+        return rows;
+      }
+    }
+    const feed = new RunFeed(t.service.app.get(Notifications), new HeldActivity(t.service.db));
+    const watcher = await t.newTeam('first-watcher');
+    await feed.watch({ teamId: watcher.team.id, changes: () => undefined });
+    const runId = await create(
+      { prompt: 'Read as an id', config: { worker_host: 'nobody-here' } },
+      other.key,
+    );
+    const reading = feed.read();
+    await inFlight;
+    const theirs: StateChange[] = [];
+    await feed.watch({ teamId: other.team.id, changes: (cs) => theirs.push(...cs) });
+    release();
+    await reading;
+    expect(theirs.filter((c) => c.run_id === runId).map((c) => c.state)).toEqual(['QUEUED']);
   });
 
   it('streams end when the service stops, without holding up its stop', async () => {

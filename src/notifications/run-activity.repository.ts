@@ -26,6 +26,13 @@ export interface StateChange {
   };
 }
 
+/** A state change of a team nobody watched: its id is all the reader needs (to know it missed none). */
+export interface SkippedChange {
+  id: number;
+  team_id: string;
+  run_id: null;
+}
+
 /** A conversation event of a run (run_events), as the run's stream sends it. */
 export interface ConversationEvent {
   id: number;
@@ -45,11 +52,13 @@ export interface Followup {
   delivered_at: Date | null;
 }
 
-const CHANGE_SELECT = `SELECT t.id::float8 AS id, t.run_id, t.team_id, t.previous_state, t.state, t.execution, t.worker_id,
-       t.status_message, t.at,
+/** A state change's columns (`t` its run_transitions row, `r` its run, `p` the run's creator) but its id and team. */
+const CHANGE_COLUMNS = `t.run_id, t.previous_state, t.state, t.execution, t.worker_id, t.status_message, t.at,
        json_build_object('config_name', r.config_name, 'model_id', r.model_id, 'environment_id', r.environment_id,
                          'skill_spec', r.skill_spec, 'source', r.source, 'metadata', r.metadata,
-                         'created_at', r.created_at, 'creator_uid', p.uid) AS run
+                         'created_at', r.created_at, 'creator_uid', p.uid) AS run`;
+
+const CHANGE_SELECT = `SELECT t.id::float8 AS id, t.team_id, ${CHANGE_COLUMNS}
   FROM run_transitions t JOIN runs r ON r.id = t.run_id LEFT JOIN principals p ON p.id = r.creator_id`;
 
 const EVENT_COLUMNS = `e.id::float8 AS id, e.run_id, e.execution, e.type, e.role, e.kind, e.body, e.created_at`;
@@ -78,11 +87,25 @@ export class RunActivityRepository {
     );
   }
 
-  /** Every state change after `after` (a page): the process's one live reader. */
-  changesAfter(after: number): Promise<StateChange[]> {
-    return this.db.query<StateChange>(`${CHANGE_SELECT} WHERE t.id > $1 ORDER BY t.id LIMIT ${PAGE}`, [
-      after,
-    ]);
+  /**
+   * Every state change id after `after` (a page): the process's one live reader, which must see every
+   * id to know it missed none. Only the changes of `teams` (the teams someone watches) are read in
+   * full; another team's is its id and team alone (`run_id` null), so runs no stream could want cost
+   * the reader next to nothing.
+   */
+  changesAfter(after: number, teams: string[]): Promise<Array<StateChange | SkippedChange>> {
+    return this.db.query<StateChange | SkippedChange>(
+      `SELECT t.id::float8 AS id, t.team_id, c.*
+         FROM run_transitions t
+         LEFT JOIN LATERAL (
+           SELECT ${CHANGE_COLUMNS} FROM runs r LEFT JOIN principals p ON p.id = r.creator_id
+            WHERE t.team_id = ANY($2::uuid[]) AND r.id = t.run_id
+           -- Kept a subquery: the team test gates it per row (a one-time filter), so another
+           -- team's change never looks up its run; pulled up, it would filter after the lookup.
+           OFFSET 0) c ON true
+        WHERE t.id > $1 ORDER BY t.id LIMIT ${PAGE}`,
+      [after, teams],
+    );
   }
 
   /** The newest state change's id (0: none yet). */

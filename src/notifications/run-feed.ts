@@ -5,6 +5,7 @@ import {
   PAGE,
   RunActivityRepository,
   type ConversationEvent,
+  type SkippedChange,
   type StateChange,
 } from './run-activity.repository.js';
 
@@ -39,14 +40,18 @@ const HOLE_POLL_MS = 100;
 @Injectable()
 export class RunFeed implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('RunFeed');
-  private readonly watchers = new Set<FeedWatcher>();
+  /** The watchers by team, and the watchers of each watched run: a change reaches only its team's. */
+  private readonly teams = new Map<string, Set<FeedWatcher>>();
+  private watching = 0;
   /** Every change id up to this one has been read (or given up on). */
   private cursor?: number;
   /** Ids read above the cursor, and when each missing id was first noticed. */
   private readonly seen = new Set<number>();
   private readonly holes = new Map<number, number>();
-  /** Per watched run: its newest conversation event read, and how many watchers. */
-  private readonly runs = new Map<string, { after: number; watchers: number }>();
+  /** Per watched run: its newest conversation event read, and its watchers. */
+  private readonly runs = new Map<string, { after: number; watchers: Set<FeedWatcher> }>();
+  /** State changes read in full: another team's are not. */
+  private readInFull = 0;
   private reading?: Promise<void>;
   private again = false;
   private holeTimer?: NodeJS.Timeout;
@@ -68,7 +73,12 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
   }
 
   get size(): number {
-    return this.watchers.size;
+    return this.watching;
+  }
+
+  /** State changes read in full so far (metrics, tests). */
+  get changesRead(): number {
+    return this.readInFull;
   }
 
   /**
@@ -77,13 +87,16 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
    * replays from the database overlaps the live part (watchers drop what they already sent by id).
    */
   async watch(w: FeedWatcher, eventsAfter = 0): Promise<{ unwatch: () => void; from: number }> {
-    this.watchers.add(w);
+    this.watching++;
+    const team = this.teams.get(w.teamId);
+    if (team) team.add(w);
+    else this.teams.set(w.teamId, new Set([w]));
     if (w.runId) {
       const run = this.runs.get(w.runId);
       if (run) {
-        run.watchers++;
+        run.watchers.add(w);
         run.after = Math.min(run.after, eventsAfter);
-      } else this.runs.set(w.runId, { after: eventsAfter, watchers: 1 });
+      } else this.runs.set(w.runId, { after: eventsAfter, watchers: new Set([w]) });
     }
     if (this.cursor === undefined) {
       try {
@@ -99,10 +112,12 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
   }
 
   private unwatch(w: FeedWatcher): void {
-    if (!this.watchers.delete(w) || !w.runId) return;
-    const run = this.runs.get(w.runId);
-    if (run && --run.watchers === 0) this.runs.delete(w.runId);
-    if (!this.watchers.size) this.reset();
+    const team = this.teams.get(w.teamId);
+    if (!team?.delete(w)) return;
+    if (!team.size) this.teams.delete(w.teamId);
+    const run = w.runId ? this.runs.get(w.runId) : undefined;
+    if (run?.watchers.delete(w) && !run.watchers.size) this.runs.delete(w.runId!);
+    if (--this.watching === 0) this.reset();
   }
 
   /** Nobody watches: forget the cursor (the next watcher starts from the newest change). */
@@ -132,15 +147,25 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async readOnce(): Promise<void> {
-    if (!this.watchers.size || this.cursor === undefined) return;
+    if (!this.watching || this.cursor === undefined) return;
     // From the cursor (below any missing id), paging on: rows read before are skipped by `seen`.
     let after = this.cursor;
-    let page: StateChange[];
+    let page: Array<StateChange | SkippedChange>;
     do {
-      page = await this.activity.changesAfter(after);
-      const fresh = page.filter((c) => !this.seen.has(c.id));
-      for (const c of fresh) this.seen.add(c.id);
+      page = await this.activity.changesAfter(after, [...this.teams.keys()]);
+      const fresh: StateChange[] = [];
+      for (const c of page) {
+        if (this.seen.has(c.id)) continue;
+        if (c.run_id !== null) fresh.push(c);
+        // Its team's first watcher came during the read: not seen yet, read again in full.
+        else if (this.teams.has(c.team_id)) {
+          this.again = true;
+          continue;
+        }
+        this.seen.add(c.id);
+      }
       if (page.length) after = page[page.length - 1]!.id;
+      this.readInFull += fresh.length;
       if (fresh.length) this.fanOutChanges(fresh);
     } while (page.length === PAGE);
     this.advance(after);
@@ -181,26 +206,16 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
   }
 
   private fanOutChanges(changes: StateChange[]): void {
-    const byTeam = new Map<string, StateChange[]>();
-    for (const c of changes) {
-      const list = byTeam.get(c.team_id);
-      if (list) list.push(c);
-      else byTeam.set(c.team_id, [c]);
-    }
-    for (const w of this.watchers) {
-      const mine = byTeam.get(w.teamId);
-      if (!mine) continue;
-      const share = w.runId ? mine.filter((c) => c.run_id === w.runId) : mine;
-      if (share.length) this.tell(() => w.changes(share));
-    }
+    for (const [teamId, mine] of groupBy(changes, (c) => c.team_id))
+      for (const w of this.teams.get(teamId) ?? []) {
+        const share = w.runId ? mine.filter((c) => c.run_id === w.runId) : mine;
+        if (share.length) this.tell(() => w.changes(share));
+      }
   }
 
   private fanOutEvents(events: ConversationEvent[]): void {
-    for (const w of this.watchers) {
-      if (!w.runId || !w.events) continue;
-      const share = events.filter((e) => e.run_id === w.runId);
-      if (share.length) this.tell(() => w.events!(share));
-    }
+    for (const [runId, share] of groupBy(events, (e) => e.run_id))
+      for (const w of this.runs.get(runId)?.watchers ?? []) if (w.events) this.tell(() => w.events!(share));
   }
 
   /** A watcher's failure is its own. */
@@ -211,4 +226,15 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
       this.logger.warn(`a run stream failed: ${(err as Error).message}`);
     }
   }
+}
+
+/** `items` grouped by `key`, each group in the items' order (Map.groupBy needs Node 21). */
+function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const group = groups.get(key(item));
+    if (group) group.push(item);
+    else groups.set(key(item), [item]);
+  }
+  return groups;
 }

@@ -55,9 +55,11 @@ export function matchesRunStream(f: RunStreamFilter, c: StateChange): boolean {
   if (f.source !== undefined && r.source !== f.source) return false;
   if (f.environmentId !== undefined && r.environment_id !== f.environmentId) return false;
   if (f.skillSpec !== undefined && r.skill_spec !== f.skillSpec) return false;
-  const created = new Date(r.created_at).getTime();
-  if (f.createdAfter && !(created > Date.parse(f.createdAfter))) return false;
-  if (f.createdBefore && !(created < Date.parse(f.createdBefore))) return false;
+  if (f.createdAfter || f.createdBefore) {
+    const created = new Date(r.created_at).getTime();
+    if (f.createdAfter && !(created > Date.parse(f.createdAfter))) return false;
+    if (f.createdBefore && !(created < Date.parse(f.createdBefore))) return false;
+  }
   // Every factoryd run runs on a worker: REMOTE (docs/run-api.md).
   if (f.executionLocation === 'LOCAL') return false;
   const stamped = (key: string) =>

@@ -1,7 +1,14 @@
 import type { ServerResponse } from 'node:http';
-import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { UUID_PATTERN } from '../common/ids.js';
+import { Periodic } from '../common/periodic.js';
 import { invalidParam, NotFound } from '../common/problem.js';
 import { isTerminal } from '../runs/run-state.js';
 import {
@@ -12,7 +19,7 @@ import {
 } from './run-activity.repository.js';
 import { RunFeed } from './run-feed.js';
 import { matchesRunStream, type RunStreamFilter } from './run-stream-filter.js';
-import { SseStream } from './sse-stream.js';
+import { SseFrame, SseStream } from './sse-stream.js';
 
 /** A comment line this often keeps idle proxies from closing a stream. */
 export const HEARTBEAT_MS = 15_000;
@@ -66,6 +73,14 @@ function json(item: StateChange | ConversationEvent, present: (i: never) => unkn
   return text;
 }
 
+/** A team stream's event for a change (its id is the change's): framed once for every team stream. */
+const teamFrames = new WeakMap<StateChange, SseFrame>();
+function teamFrame(c: StateChange): SseFrame {
+  let frame = teamFrames.get(c);
+  if (!frame) teamFrames.set(c, (frame = SseFrame.event('run.state', String(c.id), json(c, presentChange))));
+  return frame;
+}
+
 /** `Last-Event-ID` of a run stream: `<state change id>-<conversation event id>`. */
 const RUN_EVENT_ID = /^(\d{1,15})-(\d{1,15})$/;
 const TEAM_EVENT_ID = /^\d{1,15}$/;
@@ -76,9 +91,18 @@ const TEAM_EVENT_ID = /^\d{1,15}$/;
  * client's Last-Event-ID, then sends what the feed hands it, dropping by id what it already sent.
  */
 @Injectable()
-export class RunStreamsService implements BeforeApplicationShutdown {
+export class RunStreamsService implements OnModuleInit, BeforeApplicationShutdown {
+  private readonly logger = new Logger('RunStreams');
   private readonly streams = new Set<SseStream>();
   private closing = false;
+  /** One timer for every stream's heartbeat, however many are open. */
+  private readonly heartbeats = new Periodic({
+    everyMs: HEARTBEAT_MS,
+    run: () => {
+      for (const s of this.streams) s.heartbeat();
+    },
+    onError: (err) => this.logger.warn(`a heartbeat failed: ${(err as Error).message}`),
+  });
 
   constructor(
     @Inject(RunActivityRepository) private readonly activity: RunActivityRepository,
@@ -90,10 +114,15 @@ export class RunStreamsService implements BeforeApplicationShutdown {
     return this.streams.size;
   }
 
+  onModuleInit(): void {
+    this.heartbeats.start();
+  }
+
   /** Streams end when the service stops, before HTTP closes (which would wait for them). */
-  beforeApplicationShutdown(): void {
+  async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     for (const s of [...this.streams]) s.end();
+    await this.heartbeats.stop();
   }
 
   async timeline(auth: AuthContext, runId: string): Promise<TimelineEntry[]> {
@@ -145,28 +174,31 @@ export class RunStreamsService implements BeforeApplicationShutdown {
   ): Promise<void> {
     let [sentChange, sentEvent] = after;
     const id = () => `${sentChange}-${sentEvent}`;
-    const sendChanges = (cs: StateChange[]) => {
+    // What has not been sent yet, framed into `out` (sent in one write).
+    const changeFrames = (cs: StateChange[], out: SseFrame[] = []) => {
       for (const c of cs)
         if (c.id > sentChange) {
           sentChange = c.id;
-          stream.send('run.state', id(), json(c, presentChange));
+          out.push(SseFrame.event('run.state', id(), json(c, presentChange)));
         }
+      return out;
     };
-    const sendEvents = (es: ConversationEvent[]) => {
+    const eventFrames = (es: ConversationEvent[], out: SseFrame[] = []) => {
       for (const e of es)
         if (e.id > sentEvent) {
           sentEvent = e.id;
-          stream.send('run.conversation', id(), json(e, presentEvent));
+          out.push(SseFrame.event('run.conversation', id(), json(e, presentEvent)));
         }
+      return out;
     };
     // Live news waits in `held` until the replay is out.
-    let held: Array<() => void> | undefined = [];
+    let held: Array<(out: SseFrame[]) => void> | undefined = [];
     const { unwatch } = await this.feed.watch(
       {
         teamId: auth.team.id,
         runId,
-        changes: (cs) => (held ? held.push(() => sendChanges(cs)) : sendChanges(cs)),
-        events: (es) => (held ? held.push(() => sendEvents(es)) : sendEvents(es)),
+        changes: (cs) => (held ? held.push((out) => changeFrames(cs, out)) : stream.send(changeFrames(cs))),
+        events: (es) => (held ? held.push((out) => eventFrames(es, out)) : stream.send(eventFrames(es))),
       },
       // Live from the run's newest event: the replay below covers everything up to it.
       Math.max(after[1], await this.activity.lastEventId(runId)),
@@ -174,25 +206,27 @@ export class RunStreamsService implements BeforeApplicationShutdown {
     // Opened (headers out) once the feed watches: no change after the client sees the stream is missed.
     const stream = this.open(res);
     stream.onEnd(unwatch);
+    const replay: SseFrame[] = [];
     try {
       const changes = await this.all((a) => this.activity.changesOfRun(runId, a), after[0]);
       const events = await this.all((a) => this.activity.eventsAfter(new Map([[runId, a]])), after[1]);
       // One timeline: merged by time, each kind in its own order.
       let i = 0;
       let j = 0;
-      while (stream.open && (i < changes.length || j < events.length)) {
+      while (i < changes.length || j < events.length) {
         const c = changes[i];
         const e = events[j];
         if (c && (!e || new Date(c.at).getTime() <= new Date(e.created_at).getTime()))
-          sendChanges([changes[i++]!]);
-        else sendEvents([events[j++]!]);
+          changeFrames([changes[i++]!], replay);
+        else eventFrames([events[j++]!], replay);
       }
     } catch (err) {
       stream.end();
       throw err;
     }
-    for (const send of held) send();
+    for (const add of held) add(replay);
     held = undefined;
+    stream.send(replay);
   }
 
   /** A team's runs: their state changes passing `filter`, after `after` when given, then live. */
@@ -206,12 +240,14 @@ export class RunStreamsService implements BeforeApplicationShutdown {
     let from = 0;
     const replayed = new Set<number>();
     const send = (cs: StateChange[], replay: boolean) => {
+      const frames: SseFrame[] = [];
       for (const c of cs) {
         if (replay) {
           if (c.id > from) replayed.add(c.id);
         } else if (replayed.delete(c.id)) continue;
-        if (matchesRunStream(filter, c)) stream.send('run.state', String(c.id), json(c, presentChange));
+        if (matchesRunStream(filter, c)) frames.push(teamFrame(c));
       }
+      stream.send(frames);
     };
     let held: StateChange[][] | undefined = [];
     const watching = await this.feed.watch({
@@ -234,7 +270,7 @@ export class RunStreamsService implements BeforeApplicationShutdown {
   }
 
   private open(res: ServerResponse): SseStream {
-    const stream = new SseStream(res, HEARTBEAT_MS);
+    const stream = new SseStream(res);
     this.streams.add(stream);
     stream.onEnd(() => this.streams.delete(stream));
     if (this.closing) stream.end();

@@ -133,6 +133,13 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
       timeoutMs: 30_000,
     });
     await eventually(() => visible(page, 'loaded skill'), 'the read_skill action in the conversation');
+    // The harness's summary.md (a FILE artifact), read through its signed link and shown as text.
+    const summary = page.locator('details.artifact').first();
+    await eventually(() => summary.getByText('Words in prompt:').isVisible(), 'the summary artifact as text');
+    expect(await summary.locator('summary').textContent()).toContain('summary.md');
+    expect(await summary.getByRole('link', { name: 'Download' }).getAttribute('href')).toMatch(
+      /\/agent\/artifacts\/[0-9a-f-]{36}\/download\?/,
+    );
     expect(await page.getByTestId('prompt').textContent()).toContain(
       `<img src=x onerror="window.__pwned = 'prompt'">`,
     );
@@ -168,15 +175,37 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
       prompt: 'Work a while\n/wait 30',
       title: 'Long one',
     });
+    // The live page follows the run's event stream (fetched with the key in a header, not a URL).
+    const feed = page.waitForResponse(
+      (r) => r.url().endsWith(`/api/v1/agent/runs/${long.body.run_id}/events`) && r.status() === 200,
+    );
     await page.goto(`${t.url}/ui/runs/${long.body.run_id}`);
+    const stream = await feed;
+    expect(stream.headers()['content-type']).toContain('text/event-stream');
+    expect(stream.request().headers().authorization).toBe(`Bearer ${managerKey}`);
     await eventually(
       () => page.locator('.pagehead .badge').getByText('INPROGRESS').isVisible(),
       'the run in progress',
     );
+    // Cancelled elsewhere (the API): with the stream open the page polls only every 30 s, so seeing
+    // CANCELLED within the wait (20 s) means the stream's event brought it.
+    await t.call('POST', `/api/v1/agent/runs/${long.body.run_id}/cancel`);
+    await eventually(() => page.locator('.pagehead .badge').getByText('CANCELLED').isVisible(), 'CANCELLED');
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+
+    // The page's own Cancel button, on another live run.
+    const other = await t.call('POST', '/api/v1/agent/runs', {
+      prompt: 'Work a while\n/wait 30',
+      title: 'Another',
+    });
+    await page.goto(`${t.url}/ui/runs/${other.body.run_id}`);
+    await eventually(
+      () => page.locator('.pagehead .badge').getByText('INPROGRESS').isVisible(),
+      'the other run in progress',
+    );
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await eventually(() => page.locator('.pagehead .badge').getByText('CANCELLED').isVisible(), 'CANCELLED');
-    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
   });
 
   it('creates a webhook and shows its secret once, with the ingress URL and a curl example', async () => {

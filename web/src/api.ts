@@ -1,7 +1,8 @@
 /**
- * Every call the dashboard makes to the API, and the one place that keeps data live (polling today;
- * a server-sent-events feed can replace `useLive` alone). The API key travels only in the
- * Authorization header, never in a URL, and is kept in sessionStorage (gone when the tab closes).
+ * Every call the dashboard makes to the API, and the one place that keeps data live: `useLive` loads
+ * (and polls, slowly), `useFeed` listens to the API's server-sent events and says when to load again.
+ * The API key travels only in the Authorization header, never in a URL, and is kept in
+ * sessionStorage (gone when the tab closes).
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 
@@ -65,6 +66,13 @@ export function can(scope: string): boolean {
   return current?.scopes.includes(scope) ?? false;
 }
 
+function authHeaders(accept: string, key = current?.key, team = current?.team): Record<string, string> {
+  const headers: Record<string, string> = { accept };
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (team && current && current.teams.length > 1) headers['x-team-uid'] = team.uid;
+  return headers;
+}
+
 async function send<T>(
   method: string,
   path: string,
@@ -72,9 +80,7 @@ async function send<T>(
   key = current?.key,
   team = current?.team,
 ): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (key) headers.authorization = `Bearer ${key}`;
-  if (team && current && current.teams.length > 1) headers['x-team-uid'] = team.uid;
+  const headers = authHeaders('application/json', key, team);
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
@@ -194,4 +200,78 @@ export function useAction<A extends unknown[], T>(act: (...args: A) => Promise<T
     }
   };
   return { run, pending, error, clear: () => setError(undefined) };
+}
+
+/** Events closer together than this cause one reload: a burst of changes is one refresh. */
+const FEED_COALESCE_MS = 150;
+/** After a dropped feed, the pause before reconnecting grows from the first to the last. */
+const FEED_RETRY_MS = [1000, 2000, 5000, 15000];
+
+/**
+ * Listens to the server-sent-events feed at `path` (an API path) and calls `onChange` when it sends
+ * an event (coalesced), and once on each reconnect (what happened meanwhile is reloaded, not
+ * replayed). Returns whether the feed is open: pages poll slowly while it is, as a safety net, and
+ * at their usual pace while it is not. Read with fetch rather than EventSource, which cannot send
+ * the Authorization header (the key must never be in a URL). `path` undefined: no feed.
+ */
+export function useFeed(path: string | undefined, onChange: () => void): boolean {
+  const [open, setOpen] = useState(false);
+  const changed = useRef(onChange);
+  changed.current = onChange;
+  useEffect(() => {
+    if (!path) return;
+    const abort = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const soon = () => {
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        changed.current();
+      }, FEED_COALESCE_MS);
+    };
+    const listen = async (attempt: number): Promise<void> => {
+      let received = false;
+      try {
+        const res = await fetch(`/api/v1${path}`, {
+          headers: authHeaders('text/event-stream'),
+          credentials: 'omit',
+          cache: 'no-store',
+          signal: abort.signal,
+        });
+        if (res.status === 401) return onSignedOut();
+        // Another 4xx will not change by asking again (the page polls instead); a 5xx may.
+        if (res.status >= 400 && res.status < 500) return;
+        if (!res.ok || !res.body) throw new Error(`the feed answered ${res.status}`);
+        setOpen(true);
+        if (attempt > 0) soon();
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffered = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffered += value;
+          const blocks = buffered.split('\n\n');
+          buffered = blocks.pop() ?? '';
+          // A block with a field other than comments (heartbeats are `: …` lines) is an event.
+          if (blocks.some((b) => b.split('\n').some((line) => line !== '' && !line.startsWith(':')))) {
+            received = true;
+            soon();
+          }
+        }
+      } catch {
+        // aborted (the page left) or dropped: reconnect below unless aborted
+      } finally {
+        setOpen(false);
+      }
+      if (abort.signal.aborted) return;
+      const pause = FEED_RETRY_MS[Math.min(received ? 0 : attempt, FEED_RETRY_MS.length - 1)]!;
+      await new Promise((r) => setTimeout(r, pause));
+      if (!abort.signal.aborted) await listen(received ? 1 : attempt + 1);
+    };
+    void listen(0);
+    return () => {
+      abort.abort();
+      clearTimeout(timer);
+    };
+  }, [path]);
+  return open;
 }

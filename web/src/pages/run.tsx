@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, can, useAction, useLive } from '../api';
+import { api, can, useAction, useFeed, useLive } from '../api';
 import { BASE, Link } from '../router';
 import { Badge, CopyField, Empty, ErrorBox, Json, Loading, Time } from '../ui';
 import type { RunItem } from './runs';
@@ -17,17 +17,23 @@ interface ConversationItem {
 }
 
 export function RunPage({ id }: { id: string }) {
-  const run = useLive(
-    () => api.get<RunItem & Record<string, any>>(`/agent/runs/${encodeURIComponent(id)}`),
-    [id],
-    2000,
-  );
+  const path = `/agent/runs/${encodeURIComponent(id)}`;
+  const [ended, setEnded] = useState(false);
+  // While the run is live its event stream says when to reload; polling is the net under it (and
+  // the pace when the stream cannot be opened). An ended run changes no more: no stream, no poll.
+  const feedOpen = useFeed(ended ? undefined : `${path}/events`, () => {
+    run.reload();
+    conversation.reload();
+  });
+  const every = ended ? 0 : feedOpen ? 30000 : 2000;
+  const run = useLive(() => api.get<RunItem & Record<string, any>>(path), [id], every);
   const live = run.data ? !TERMINAL.includes(run.data.state) : true;
+  if (!live !== ended) setEnded(!live);
+  // When the run ends, `every` turning 0 fetches the conversation one last time.
   const conversation = useLive(
-    () => api.get<{ messages: ConversationItem[] }>(`/agent/runs/${encodeURIComponent(id)}/conversation`),
-    // Polled while the run is live; when it ends, `everyMs` turning 0 fetches it one last time.
+    () => api.get<{ messages: ConversationItem[] }>(`${path}/conversation`),
     [id],
-    live ? 2000 : 0,
+    every,
   );
   const cancel = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/cancel`));
   if (run.error && !run.data)
@@ -134,16 +140,72 @@ export function RunPage({ id }: { id: string }) {
       {Array.isArray(r.artifacts) && r.artifacts.length > 0 && (
         <>
           <h2>Artifacts</h2>
-          {(r.artifacts as Array<Record<string, unknown>>).map((a, i) => (
-            <details key={i} class="artifact" open={i === 0}>
-              <summary>{String(a.name ?? a.artifact_type ?? `artifact ${i + 1}`)}</summary>
-              {typeof a.content === 'string' ? <pre class="text">{a.content}</pre> : <Json value={a} />}
-            </details>
+          {(r.artifacts as ArtifactEntry[]).map((a, i) => (
+            <ArtifactView key={a.data?.artifact_uid ?? i} entry={a} open={i === 0} />
           ))}
         </>
       )}
       {can('runs:write') && <FollowUp id={id} state={r.state} onSent={run.reload} />}
     </section>
+  );
+}
+
+interface ArtifactEntry {
+  artifact_type: string;
+  data?: Record<string, unknown> & { artifact_uid?: string };
+}
+
+/** Text this size or smaller is shown on the page; larger, or not text, is a download link. */
+const MAX_SHOWN_TEXT = 256 * 1024;
+
+/**
+ * One artifact: its content where a person can read it on the page (a plan's or a text file's text,
+ * a screenshot), else its download link; fetched when opened, through the API (a plan) or the
+ * artifact's signed link (a file or screenshot).
+ */
+function ArtifactView({ entry, open }: { entry: ArtifactEntry; open: boolean }) {
+  const [shown, setShown] = useState(open);
+  const d = entry.data ?? {};
+  const uid = d.artifact_uid;
+  const title = String(d.filepath ?? d.title ?? d.filename ?? d.url ?? entry.artifact_type);
+  const detail = useLive(async () => {
+    if (!shown || !uid) return undefined;
+    const a = await api.get<{ data: Record<string, unknown> }>(`/agent/artifacts/${encodeURIComponent(uid)}`);
+    const type = String(a.data.content_type ?? '');
+    const link = typeof a.data.download_url === 'string' ? a.data.download_url : undefined;
+    if (typeof a.data.content === 'string') return { text: a.data.content, link, type };
+    const size = Number(a.data.size_bytes ?? 0);
+    if (link && /^text\/|^application\/json/.test(type) && size <= MAX_SHOWN_TEXT) {
+      const res = await fetch(link, { credentials: 'omit', cache: 'no-store' });
+      if (res.ok) return { text: await res.text(), link, type };
+    }
+    return { link, type };
+  }, [uid, shown]);
+  const v = detail.data;
+  return (
+    <details
+      class="artifact"
+      open={open}
+      onToggle={(e) => setShown((e.currentTarget as HTMLDetailsElement).open)}
+    >
+      <summary>
+        {entry.artifact_type.toLowerCase().replace('_', ' ')}: {title}
+      </summary>
+      <ErrorBox error={detail.error} />
+      {uid && shown && !v && !detail.error && <Loading what="Loading the artifact" />}
+      {v?.text !== undefined && <pre class="text">{v.text}</pre>}
+      {v?.link && v.type.startsWith('image/') && <img class="artifact-image" src={v.link} alt={title} />}
+      {v?.link && (
+        <p>
+          <a href={v.link} download>
+            Download
+          </a>
+        </p>
+      )}
+      {(!uid || entry.artifact_type === 'PULL_REQUEST' || entry.artifact_type === 'EXTERNAL_REFERENCE') && (
+        <Json value={d} />
+      )}
+    </details>
   );
 }
 

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, can, query, useAction, useLive } from '../api';
+import { api, can, query, useAction, useFeed, useLive } from '../api';
 import { BASE, Link, navigate } from '../router';
 import { Badge, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
 
@@ -76,13 +76,16 @@ export function RunsPage() {
   const [creating, setCreating] = useState(false);
   const cursor = cursors[cursors.length - 1];
   const key = JSON.stringify(filters) + (cursor ?? '');
+  // The team's stream of run changes, with the page's filters, says when to reload the page; a
+  // filter the stream does not take (it answers 400) leaves the page polling at its usual pace.
+  const feedOpen = useFeed(`/agent/runs/events${apiQuery(filters)}`, () => runs.reload());
   const runs = useLive(
     () =>
       api.get<{ runs: RunItem[]; page_info: { has_next_page: boolean; next_cursor?: string } }>(
         `/agent/runs${apiQuery(filters, cursor)}`,
       ),
     [key],
-    3000,
+    feedOpen ? 30000 : 3000,
   );
   const apply = (next: Filters) => {
     setFilters(next);
