@@ -8,8 +8,6 @@
 //   npm run build && node bench/schedules.bench.js          (embedded PostgreSQL in a temp folder)
 //   DATABASE_URL=postgres://… node bench/schedules.bench.js  (a fresh database on that server)
 //   SCHEDULES=2000 node bench/schedules.bench.js             (smaller, quicker)
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -18,11 +16,11 @@ import { AuthService } from '../dist/auth/auth.service.js';
 import { bootstrapDefaultTeam } from '../dist/auth/bootstrap.js';
 import { Clock } from '../dist/common/clock.js';
 import { loadConfig } from '../dist/config/config.js';
-import { EmbeddedPostgres } from '../dist/database/embedded-postgres.js';
 import { StatementParams } from '../dist/database/multi-row.js';
 import { RunsRepository } from '../dist/runs/runs.repository.js';
 import { ScheduleFiring } from '../dist/schedules/schedule-firing.js';
 import { startService } from '../dist/service.js';
+import { benchDatabase } from './ingress-kit.js';
 
 const SCHEDULES = Number(process.env.SCHEDULES ?? 10_000);
 // The minute they are all due in; far from the real clock, so nothing fires before the storm.
@@ -33,33 +31,20 @@ const NEXT = new Date('2031-01-02T09:00:00Z');
 const log = (line) => process.stdout.write(`${line}\n`);
 
 // ---- database and two replicas ----------------------------------------------------------------
-const dir = mkdtempSync(join(tmpdir(), 'factoryd-bench-'));
-chmodSync(dir, 0o755); // as root the embedded server runs as `postgres`
-let embedded;
-let adminUrl;
-if (process.env.DATABASE_URL) {
-  adminUrl = process.env.DATABASE_URL;
-} else {
-  embedded = new EmbeddedPostgres({ dir: join(dir, 'pg'), durable: false });
-  adminUrl = await embedded.start();
-}
-const dbName = `factoryd_bench_${process.pid}`;
-await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${dbName}`));
-const dbUrl = new URL(adminUrl);
-dbUrl.pathname = `/${dbName}`;
+const database = await benchDatabase({ durable: false });
 const config = (n) =>
   loadConfig({
     PORT: '0',
     LOG_LEVEL: 'error',
-    DATA_DIR: join(dir, `data-${n}`),
-    DATABASE_URL: dbUrl.toString(),
+    DATA_DIR: join(database.dir, `data-${n}`),
+    DATABASE_URL: database.url,
     WORKER_CONCURRENCY: '0',
   });
 const replicas = [await startService(config(1)), await startService(config(2))];
 // Each replica's own scheduler runs on, by its clock, which stays before the storm: the storm is
 // fired by the explicit passes below, so that each replica's share can be counted.
 for (const r of replicas) r.app.get(Clock).now = () => BEFORE;
-const sql = new pg.Client({ connectionString: dbUrl.toString() });
+const sql = new pg.Client({ connectionString: database.url });
 await sql.connect();
 
 try {
@@ -128,17 +113,5 @@ try {
 } finally {
   await sql.end();
   for (const r of replicas) await r.stop();
-  await withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`));
-  await embedded?.stop();
-  rmSync(dir, { recursive: true, force: true });
-}
-
-async function withClient(url, work) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
+  await database.drop();
 }

@@ -223,6 +223,55 @@ describe('firing', () => {
     await t.call('DELETE', `/api/v1/agent/schedules/${s.id}`);
   });
 
+  it('runs as its agent_uid: the agent’s defaults under its config, the agent as executor; an unknown agent is 404', async () => {
+    setClock(t, '2030-02-03T08:00:00Z');
+    const agent = await t.call('POST', '/api/v1/agent/identities', {
+      name: 'nightly',
+      base_model: 'agent-model',
+    });
+    expect(agent.status).toBe(201);
+    const unknown = await create({
+      name: 'Nobody',
+      cron_schedule: '0 9 * * *',
+      prompt: 'x',
+      agent_uid: 'no-such-agent',
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.detail).toContain('agent no-such-agent does not exist in this team');
+    const s = (
+      await create({
+        name: 'As an agent',
+        cron_schedule: '0 9 * * *',
+        prompt: 'Nightly sweep',
+        agent_uid: agent.body.uid,
+        agent_config: { environment_id: 'env-nightly' },
+      })
+    ).body;
+    expect(s).toMatchObject({ agent_uid: agent.body.uid, environment: { name: 'env-nightly' } });
+    const moved = await t.call('PUT', `/api/v1/agent/schedules/${s.id}`, {
+      name: 'As an agent',
+      cron_schedule: '0 9 * * *',
+      enabled: true,
+      agent_uid: 'no-such-agent',
+    });
+    expect(moved.status).toBe(404);
+
+    await fire(t, '2030-02-03T09:00:00Z');
+    const [run] = await runsOf(s.id);
+    expect(run).toMatchObject({
+      agent_config: { model_id: 'agent-model', environment_id: 'env-nightly' },
+      executor: { type: 'service_account', uid: agent.body.uid, display_name: 'nightly' },
+    });
+
+    // The agent deleted since: that firing fails alone, with the reason on the schedule.
+    expect((await t.call('DELETE', `/api/v1/agent/identities/${agent.body.uid}`)).status).toBeLessThan(300);
+    await fire(t, '2030-02-04T09:00:00Z');
+    expect(await runsOf(s.id)).toHaveLength(1);
+    const after = (await t.call('GET', `/api/v1/agent/schedules/${s.id}`)).body;
+    expect(after.last_spawn_error).toContain(`agent ${agent.body.uid} does not exist in this team any more`);
+    await t.call('DELETE', `/api/v1/agent/schedules/${s.id}`);
+  });
+
   it('fires each firing exactly once when two replicas on one database race for it', async () => {
     const replica = await startTestService({}, { sameDatabaseAs: t });
     try {

@@ -1,5 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { AgentConfig } from './run.js';
+import type { AgentConfig, NewRun } from './run.js';
+
+/** The most metadata keys a run has (CONTRACT: 20); an agent's stamps are left out rather than pass it. */
+export const MAX_RUN_METADATA_KEYS = 20;
 
 /** A named agent's defaults, as a run created with `agent_identity_uid` takes them. */
 export interface NamedAgentDefaults {
@@ -44,4 +47,20 @@ export function withAgentDefaults(run: AgentConfig, agent: AgentConfig): AgentCo
     if (run.skill_spec === undefined) delete merged.skill_spec;
   }
   return merged;
+}
+
+/**
+ * What a run started as the named agent `agent` (`agent_identity_uid`, a schedule's `agent_uid`)
+ * carries besides its config (merged by withAgentDefaults): the agent's metadata stamps under the
+ * run's own (all of them or, past the key limit, none) and the agent as the run's executor.
+ */
+export function namedAgentMarks(
+  metadata: Record<string, string> | undefined,
+  agent: NamedAgentDefaults,
+): Pick<NewRun, 'metadata' | 'executor'> {
+  const all = agent.metadata ? { ...agent.metadata, ...metadata } : metadata;
+  return {
+    metadata: all && Object.keys(all).length <= MAX_RUN_METADATA_KEYS ? all : metadata,
+    executor: { type: 'service_account', uid: agent.uid, display_name: agent.name },
+  };
 }

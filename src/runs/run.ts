@@ -86,6 +86,12 @@ export interface NewAttachment {
   fileName: string;
   contentType: string;
   content: Buffer;
+  /**
+   * The delivery log entry whose payload `content` is (a webhook run's event-payload.json): where
+   * the entry is written by the same statement, the attachment is copied from it there instead of
+   * sending the bytes again for every run the delivery starts.
+   */
+  deliveryEntry?: string;
 }
 
 /** Everything needed to create a run; API, factory dispatch and webhook automations all build one. */
@@ -106,4 +112,6 @@ export interface NewRun {
   parentRunId?: string;
   mode?: string;
   attachments?: NewAttachment[];
+  /** Who executes it when not its creator: a named agent's service account (`executor` on the wire). */
+  executor?: { type: 'service_account'; uid: string; display_name: string };
 }

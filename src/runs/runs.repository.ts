@@ -34,6 +34,7 @@ const NEW_RUN_COLUMNS = {
   conversation_id: 'uuid',
   parent_run_id: 'uuid',
   mode: 'text',
+  executor: 'jsonb',
   authored: 'text',
   keep_key: 'uuid',
 } as const;
@@ -43,6 +44,7 @@ const ATTACHMENT_COLUMNS = {
   file_name: 'text',
   content_type: 'text',
   content: 'bytea',
+  payload_of: 'uuid',
 } as const;
 
 export function toRun(row: Record<string, unknown>): Run {
@@ -104,13 +106,16 @@ export class RunsRepository {
    * The CTEs (`new_runs`, `new_attachments`) that insert `runs` as part of a larger statement, their
    * parameters added to `params`. With `keep`, a run is inserted only if its key (one per run) is
    * among the `id`s the CTE `keep.cte` returns: a webhook delivery's runs when that same statement
-   * accepted the delivery. The caller signals `queued()` once it committed.
+   * accepted the delivery. With `keep.payloads` (a CTE of the statement's delivery entries: `id`,
+   * `payload` text), an attachment that is its delivery entry's payload is copied from there: the
+   * body travels once per delivery, not once more (in hex) per run. The caller signals `queued()`
+   * once it committed.
    */
   insertManyPart(
     params: StatementParams,
     runs: NewRun[],
     now: Date,
-    keep?: { keys: string[]; cte: string },
+    keep?: { keys: string[]; cte: string; payloads?: string },
   ): { ctes: string; ids: string[] } {
     const ids = runs.map(() => newUuid());
     const newRuns = params.rows(
@@ -133,6 +138,7 @@ export class RunsRepository {
         conversation_id: r.conversationId ?? ids[i],
         parent_run_id: r.parentRunId,
         mode: r.mode,
+        executor: r.executor,
         authored: r.authoredPrompt ?? r.prompt,
         keep_key: keep?.keys[i],
       })),
@@ -141,12 +147,16 @@ export class RunsRepository {
       'a',
       ATTACHMENT_COLUMNS,
       runs.flatMap((run, i) =>
-        (run.attachments ?? []).map((a) => ({
-          run_id: ids[i],
-          file_name: a.fileName,
-          content_type: a.contentType,
-          content: a.content,
-        })),
+        (run.attachments ?? []).map((a) =>
+          keep?.payloads && a.deliveryEntry
+            ? {
+                run_id: ids[i],
+                file_name: a.fileName,
+                content_type: a.contentType,
+                payload_of: a.deliveryEntry,
+              }
+            : { run_id: ids[i], file_name: a.fileName, content_type: a.contentType, content: a.content },
+        ),
       ),
     );
     const created = params.add(now);
@@ -154,16 +164,18 @@ export class RunsRepository {
     const ctes = `new_runs AS (
          INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
                            environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
-                           created_at, updated_at, search_text)
+                           executor, created_at, updated_at, search_text)
          SELECT id, team_id, title, prompt, 'QUEUED', source, creator_id, agent_config, config_name, model_id,
                 environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
-                ${created}::timestamptz, ${created}::timestamptz, title || ' ' || authored || ' ' || coalesce(skill_spec, '')
+                executor, ${created}::timestamptz, ${created}::timestamptz, title || ' ' || authored || ' ' || coalesce(skill_spec, '')
            FROM ${newRuns}
           ${keep ? `WHERE r.keep_key IN (SELECT id FROM ${keep.cte})` : ''}
          RETURNING id
        ), new_attachments AS (
          INSERT INTO run_attachments (run_id, file_name, content_type, content)
-         SELECT run_id, file_name, content_type, content FROM ${attachments}
+         SELECT a.run_id, a.file_name, a.content_type,
+                ${keep?.payloads ? `coalesce(a.content, (SELECT convert_to(p.payload, 'UTF8') FROM ${keep.payloads} p WHERE p.id = a.payload_of))` : 'a.content'}
+           FROM ${attachments}
           ${keep ? 'WHERE a.run_id IN (SELECT id FROM new_runs)' : ''}
        )`;
     return { ctes, ids };

@@ -12,7 +12,7 @@ import { isTerminal } from './run-state.js';
 import { titleFromPrompt, type AgentConfig, type NewAttachment, type NewRun, type Run } from './run.js';
 import { RunsRepository } from './runs.repository.js';
 import { RunsSignal } from './runs-signal.js';
-import { NamedAgents, withAgentDefaults } from './named-agents.js';
+import { NamedAgents, namedAgentMarks, withAgentDefaults } from './named-agents.js';
 
 export interface RunCreateRequest {
   prompt?: string;
@@ -33,7 +33,6 @@ export interface RunCreateRequest {
 }
 
 const MAX_METADATA_VALUE_BYTES = 256;
-const MAX_METADATA_KEYS = 20;
 const MAX_ATTACHMENT_BYTES = 1024 * 1024;
 
 @Injectable()
@@ -102,19 +101,14 @@ export class RunsService {
       source,
       creatorId,
       agentConfig: config,
-      metadata: stamped(req.metadata, agent?.metadata),
+      metadata: req.metadata,
       conversationId: req.conversation_id,
       parentRunId: req.parent_run_id,
       mode: req.mode,
       attachments: attachmentsOf(req),
+      ...(agent && namedAgentMarks(req.metadata, agent)),
     };
-    const executor = agent && { type: 'service_account', uid: agent.uid, display_name: agent.name };
-    const id = await this.db.transaction(async (tx) => {
-      const runId = await this.runs.insert(tx, run, this.clock.now());
-      if (executor)
-        await tx.execute(`UPDATE runs SET executor = $2 WHERE id = $1`, [runId, JSON.stringify(executor)]);
-      return runId;
-    });
+    const id = await this.runs.create(run, this.clock.now());
     return { run_id: id, task_id: id, state: 'QUEUED' };
   }
 
@@ -182,16 +176,6 @@ export class RunsService {
     });
     await this.signal.control(runId, 'cancel');
   }
-}
-
-/** The caller's metadata, with the stamps added where it has no such key and room for them. */
-function stamped(
-  given: Record<string, string> | undefined,
-  stamps: Record<string, string> | undefined,
-): Record<string, string> | undefined {
-  if (!stamps) return given;
-  const all = { ...stamps, ...given };
-  return Object.keys(all).length <= MAX_METADATA_KEYS ? all : given;
 }
 
 /** `owner/repo:name` → name; `owner/repo:path/to/name/SKILL.md` → name; `owner/repo:SKILL.md` → repo. */

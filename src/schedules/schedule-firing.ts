@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { isDatabaseUnreachable } from '../common/problem.js';
 import { StatementParams } from '../database/multi-row.js';
 import { parseCron } from '../definitions/cron.js';
+import { NamedAgents, namedAgentMarks, withAgentDefaults } from '../runs/named-agents.js';
 import type { AgentConfig, NewRun } from '../runs/run.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { skillName } from '../runs/runs.service.js';
@@ -25,6 +26,7 @@ export class ScheduleFiring {
     @Inject(SchedulesRepository) private readonly schedules: SchedulesRepository,
     @Inject(RunsRepository) private readonly runs: RunsRepository,
     @Inject(McpCredentials) private readonly credentials: McpCredentials,
+    @Inject(NamedAgents) private readonly namedAgents: NamedAgents,
   ) {}
 
   /** Fires what is due at `now`, batch after batch; the number of runs this replica started. */
@@ -43,11 +45,7 @@ export class ScheduleFiring {
         const due = await this.schedules.claimDue(tx, now, limit);
         if (!due.length) return { claimed: 0, fired: 0 };
         const params = new StatementParams();
-        const part = this.runs.insertManyPart(
-          params,
-          due.map((s) => this.runFor(s)),
-          now,
-        );
+        const part = this.runs.insertManyPart(params, await Promise.all(due.map((s) => this.runFor(s))), now);
         const fired = due.map((s, i) => ({
           id: s.id,
           next: nextAfter(s.cronSchedule, now),
@@ -76,7 +74,7 @@ export class ScheduleFiring {
         await tx.execute('SAVEPOINT fire');
         try {
           const params = new StatementParams();
-          const part = this.runs.insertManyPart(params, [this.runFor(s)], now);
+          const part = this.runs.insertManyPart(params, [await this.runFor(s)], now);
           await this.schedules.recordFired(
             tx,
             params,
@@ -99,10 +97,22 @@ export class ScheduleFiring {
     return { claimed, fired };
   }
 
-  /** The firing's run, its MCP credentials opened (the runs repository seals them again, for the run). */
-  private runFor(s: DueSchedule): NewRun {
+  /**
+   * The firing's run, its MCP credentials opened (the runs repository seals them again, for the run),
+   * run as the schedule's named agent when it has one. An agent deleted since fails the firing (and
+   * only it): the schedule records why, as for any run that cannot be created.
+   */
+  private async runFor(s: DueSchedule): Promise<NewRun> {
     const run = runOf(s);
-    return { ...run, agentConfig: this.credentials.open(run.agentConfig, sealIdOf(s.id)) };
+    const opened = { ...run, agentConfig: this.credentials.open(run.agentConfig, sealIdOf(s.id)) };
+    if (!s.agentUid) return opened;
+    const agent = await this.namedAgents.defaults(s.teamId, s.agentUid);
+    if (!agent) throw new Error(`agent ${s.agentUid} does not exist in this team any more`);
+    return {
+      ...opened,
+      agentConfig: withAgentDefaults(opened.agentConfig, agent.config),
+      ...namedAgentMarks(opened.metadata, agent),
+    };
   }
 }
 

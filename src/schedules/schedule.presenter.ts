@@ -21,6 +21,8 @@ export function presentSchedule(s: Schedule): Record<string, unknown> {
     last_spawn_error: s.lastSpawnError,
   };
   if (s.agentUid) item.agent_uid = s.agentUid;
+  // CloudEnvironmentConfig: an environment is a name here (GET /agent/environments gives the same).
+  if (s.agentConfig.environment_id) item.environment = { name: s.agentConfig.environment_id };
   if (s.metadata) item.metadata = s.metadata;
   if (s.mode) item.mode = s.mode;
   if (s.createdBy) item.created_by = profile(s.createdBy);

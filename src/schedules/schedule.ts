@@ -3,18 +3,10 @@ import type { AgentConfig } from '../runs/run.js';
 export const SCHEDULE_MODES = ['normal', 'plan', 'orchestrate'] as const;
 
 /** A schedule as stored (its agent config's MCP credentials sealed), with who made and changed it. */
-export interface Schedule {
+export interface Schedule extends ScheduleFields {
   id: string;
   teamId: string;
   teamUid: string;
-  name: string;
-  cronSchedule: string;
-  prompt: string;
-  agentConfig: AgentConfig;
-  metadata: Record<string, string> | null;
-  mode: string | null;
-  agentUid: string | null;
-  enabled: boolean;
   /** NULL while paused. */
   nextFireAt: Date | null;
   lastFiredAt: Date | null;

@@ -17,11 +17,9 @@ const FROM = `schedules s JOIN teams t ON t.id = s.team_id
 const profile = (uid: unknown, type: unknown, name: unknown): Profile | null =>
   uid ? { uid: uid as string, type: type as Profile['type'], displayName: name as string } : null;
 
-function toSchedule(r: Record<string, unknown>): Schedule {
+/** A schedule row's own fields: what the API and a factory's file set. */
+function fieldsOf(r: Record<string, unknown>): ScheduleFields {
   return {
-    id: r.id as string,
-    teamId: r.team_id as string,
-    teamUid: r.team_uid as string,
     name: r.name as string,
     cronSchedule: r.cron_schedule as string,
     prompt: r.prompt as string,
@@ -30,6 +28,15 @@ function toSchedule(r: Record<string, unknown>): Schedule {
     mode: r.mode as string | null,
     agentUid: r.agent_uid as string | null,
     enabled: r.enabled as boolean,
+  };
+}
+
+function toSchedule(r: Record<string, unknown>): Schedule {
+  return {
+    ...fieldsOf(r),
+    id: r.id as string,
+    teamId: r.team_id as string,
+    teamUid: r.team_uid as string,
     nextFireAt: r.next_fire_at as Date | null,
     lastFiredAt: r.last_fired_at as Date | null,
     lastRunId: r.last_run_id as string | null,
@@ -49,15 +56,9 @@ function toSchedule(r: Record<string, unknown>): Schedule {
 }
 
 /** A schedule due to fire, as the scheduler claims it. */
-export interface DueSchedule {
+export interface DueSchedule extends ScheduleFields {
   id: string;
   teamId: string;
-  name: string;
-  cronSchedule: string;
-  prompt: string;
-  agentConfig: AgentConfig;
-  metadata: Record<string, string> | null;
-  mode: string | null;
   creatorId: string | null;
   dueAt: Date;
   /** The owning automation's name, for a factory's schedule. */
@@ -199,16 +200,7 @@ export class SchedulesRepository {
       automationId: r.automation_id as string,
       triggerIndex: r.trigger_index as number,
       nextFireAt: r.next_fire_at as Date | null,
-      fields: {
-        name: r.name as string,
-        cronSchedule: r.cron_schedule as string,
-        prompt: r.prompt as string,
-        agentConfig: r.agent_config as AgentConfig,
-        metadata: r.metadata as Record<string, string> | null,
-        mode: r.mode as string | null,
-        agentUid: r.agent_uid as string | null,
-        enabled: r.enabled as boolean,
-      },
+      fields: fieldsOf(r),
     }));
   }
 
@@ -228,7 +220,7 @@ export class SchedulesRepository {
   async claimDue(tx: Queryable, now: Date, limit: number): Promise<DueSchedule[]> {
     const rows = await tx.query(
       `SELECT s.id, s.team_id, s.name, s.cron_schedule, s.prompt, s.agent_config, s.metadata, s.mode, s.creator_id,
-              s.next_fire_at, a.name AS automation
+              s.agent_uid, s.enabled, s.next_fire_at, a.name AS automation
          FROM schedules s LEFT JOIN automations a ON a.id = s.automation_id
         WHERE s.next_fire_at <= $1
         ORDER BY s.next_fire_at
@@ -237,14 +229,9 @@ export class SchedulesRepository {
       [now, limit],
     );
     return rows.map((r) => ({
+      ...fieldsOf(r),
       id: r.id as string,
       teamId: r.team_id as string,
-      name: r.name as string,
-      cronSchedule: r.cron_schedule as string,
-      prompt: r.prompt as string,
-      agentConfig: r.agent_config as AgentConfig,
-      metadata: r.metadata as Record<string, string> | null,
-      mode: r.mode as string | null,
       creatorId: r.creator_id as string | null,
       dueAt: r.next_fire_at as Date,
       automation: r.automation as string | null,

@@ -5,6 +5,7 @@ import { newUuid, UUID_PATTERN } from '../common/ids.js';
 import { Conflict, invalidParam, NotFound } from '../common/problem.js';
 import type { Queryable } from '../database/database.js';
 import { parseCron, type CronSchedule } from '../definitions/cron.js';
+import { NamedAgents } from '../runs/named-agents.js';
 import type { AgentConfig } from '../runs/run.js';
 import { McpCredentials } from '../secrets/mcp-credentials.js';
 import { sealIdOf, type Schedule, type ScheduleFields } from './schedule.js';
@@ -37,10 +38,12 @@ export class SchedulesService {
     @Inject(SchedulesRepository) private readonly schedules: SchedulesRepository,
     @Inject(McpCredentials) private readonly credentials: McpCredentials,
     @Inject(Clock) private readonly clock: Clock,
+    @Inject(NamedAgents) private readonly namedAgents: NamedAgents,
   ) {}
 
   async create(auth: AuthContext, req: ScheduleCreateRequest): Promise<Schedule> {
     const cron = cronOf(req.cron_schedule);
+    await this.checkAgent(auth, req.agent_uid);
     const fields: ScheduleFields = {
       name: req.name,
       cronSchedule: req.cron_schedule.trim(),
@@ -86,6 +89,7 @@ export class SchedulesService {
 
   async update(auth: AuthContext, id: string, req: ScheduleUpdateRequest): Promise<Schedule> {
     const cron = cronOf(req.cron_schedule);
+    await this.checkAgent(auth, req.agent_uid);
     return this.change(auth, id, (current) => ({
       fields: {
         name: req.name,
@@ -157,6 +161,12 @@ export class SchedulesService {
       `schedule ${s.id} is trigger ${s.factory.triggerIndex} of ${s.factory.automation} in factory ${s.factory.uid}: ` +
         'change it in that file (`enabled: false` pauses it; removing the trigger deletes it)',
     );
+  }
+
+  /** `agent_uid` names one of the team's agents, as a run's `agent_identity_uid` must (same 404). */
+  private async checkAgent(auth: AuthContext, uid: string | undefined): Promise<void> {
+    if (uid !== undefined && !(await this.namedAgents.defaults(auth.team.id, uid)))
+      throw new NotFound(`agent ${uid} does not exist in this team`);
   }
 
   private sealed(fields: ScheduleFields, id: string): ScheduleFields {
