@@ -2,7 +2,7 @@
 // set up as the reconciler would leave them, the load generator, and how a line of figures reads.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
@@ -15,6 +15,8 @@ import { startService } from '../dist/service.js';
 
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 export const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+/** Seconds of the same load before each measured run (not counted): JIT, caches and pools warm for every target alike. */
+export const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 
 /**
  * Drives one target with autocannon in a child process (bench/ingress-load.js) for DURATION seconds;
@@ -25,7 +27,12 @@ export function load(target) {
     const child = fork(new URL('./ingress-load.js', import.meta.url).pathname, [], {
       env: {
         ...process.env,
-        BENCH_TARGET: JSON.stringify({ connections: CONNECTIONS, seconds: DURATION, ...target }),
+        BENCH_TARGET: JSON.stringify({
+          connections: CONNECTIONS,
+          seconds: DURATION,
+          warmup: WARMUP,
+          ...target,
+        }),
       },
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     });
@@ -38,16 +45,16 @@ export function load(target) {
 }
 
 /**
- * A fresh database on DATABASE_URL's server, or on an embedded one (durable, like a real start) under
- * a temporary folder; `drop` removes both.
+ * A fresh database on DATABASE_URL's server, or on an embedded one under a temporary folder (durable,
+ * like a real start, unless `durable: false`: for benchmarks that time no commit); `drop` removes both.
  */
-export async function benchDatabase() {
+export async function benchDatabase({ durable = true } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'factoryd-bench-'));
   chmodSync(dir, 0o755); // as root the embedded server runs as `postgres`, which must reach it
   let embedded;
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
-    embedded = new EmbeddedPostgres({ dir: join(dir, 'pg'), durable: true });
+    embedded = new EmbeddedPostgres({ dir: join(dir, 'pg'), durable });
     adminUrl = await embedded.start();
   }
   const name = `factoryd_bench_${randomBytes(4).toString('hex')}`;
@@ -71,6 +78,43 @@ export async function benchDatabase() {
   };
 }
 
+/**
+ * CPU spent serving a load: this process's (the server under test runs in it) and that of the
+ * database's backends, read from /proc (a server on this machine, as in every benchmark here), per
+ * request. `query` runs SQL on the database under test. Where the throughput ratio comes from: a
+ * target that spends k× the floor's CPU per request cannot pass 1/k of its throughput on the same cores.
+ */
+export function cpuMeter(query) {
+  const ticks = (pid) => {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (1/100 s)
+    } catch {
+      return 0; // not on this machine, or gone
+    }
+  };
+  const backends = async () => {
+    const rows = await query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
+    return new Map(rows.map((r) => [r.pid, ticks(r.pid)]));
+  };
+  let before;
+  return {
+    async start() {
+      before = { node: process.cpuUsage(), pg: await backends() };
+    },
+    /** Microseconds of CPU per request (`requests` served since start, warm-up included): this process's and PostgreSQL's. */
+    async stop(requests) {
+      const node = process.cpuUsage(before.node);
+      let pgTicks = 0;
+      for (const [pid, t] of await backends()) pgTicks += t - (before.pg.get(pid) ?? 0);
+      return {
+        nodeUs: Math.round((node.user + node.system) / requests),
+        pgUs: Math.round((pgTicks * 10_000) / requests),
+      };
+    },
+  };
+}
+
 /** The floor: a bare Fastify route that inserts one row through `pg` (same PostgreSQL, same pool size). */
 export async function measureFloor(databaseUrl) {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 20 });
@@ -84,7 +128,10 @@ export async function measureFloor(databaseUrl) {
   });
   await floor.listen({ port: 0, host: '127.0.0.1' });
   try {
-    return await load({ url: `http://127.0.0.1:${floor.server.address().port}/floor`, headers: {} });
+    const cpu = cpuMeter(async (sql) => (await pool.query(sql)).rows);
+    await cpu.start();
+    const r = await load({ url: `http://127.0.0.1:${floor.server.address().port}/floor`, headers: {} });
+    return { ...r, cpu: await cpu.stop(r.total + r.warmupTotal) };
   } finally {
     await floor.close();
     await pool.end();
@@ -153,6 +200,7 @@ export async function benchService(databaseUrl, dir, env = {}) {
   return { service, db, webhook, teamId: team.id };
 }
 
-/** One line of figures. */
+/** One line of figures (with the CPU per request where it was measured). */
 export const fmt = (label, r) =>
-  `${label.padEnd(44)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${String(r.p50).padStart(3)} ms   p99 ${String(r.p99).padStart(3)} ms   (${r.total} requests, ${r.non2xx} not 2xx)`;
+  `${label.padEnd(44)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${String(r.p50).padStart(3)} ms   p99 ${String(r.p99).padStart(3)} ms   (${r.total} requests, ${r.non2xx} not 2xx)` +
+  (r.cpu ? `   CPU/request: server ${r.cpu.nodeUs} µs, PostgreSQL ${r.cpu.pgUs} µs` : '');

@@ -1,8 +1,7 @@
-import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { Logger as Pino, Level } from 'pino';
-import { pinoHttp, type Options } from 'pino-http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { pino, type Logger as Pino, type Level } from 'pino';
 import type { Config } from './config/config.js';
 
 /** `/webhooks/w/<uid>/<token>`: the URL itself is a credential and never reaches a log. */
@@ -17,46 +16,49 @@ const LOGGED_HEADERS = ['user-agent', 'content-type', 'content-length', 'x-team-
  * through an allowlist: no Authorization, cookies, signature headers or URL tokens ever reach the log.
  */
 export function installLogging(app: NestFastifyApplication, config: Config): void {
-  const requests = pinoHttp(requestLogOptions(config));
-  app.useLogger(new NestPinoLogger(requests.logger));
-  // At `silent` no hook: it would log nothing, yet cost every request its work (about a tenth of
-  // the ingress's time in Node).
+  const logger = pino({
+    level: config.logLevel,
+    redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[REDACTED]' },
+  });
+  app.useLogger(new NestPinoLogger(logger));
+  // At `silent` no hook: it would log nothing, yet cost every request its work.
   if (config.logLevel === 'silent') return;
-  app
-    .getHttpAdapter()
-    .getInstance()
-    .addHook('onRequest', (req, reply, done) => {
-      requests(req.raw, reply.raw);
-      done();
-    });
+  // The line is built when the request ends, and only when its level is on: a request logger made
+  // up front (pino-http's child logger, the serialised request) cost every request about 70 µs,
+  // logged or not.
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.addHook('onResponse', (req, reply, done) => {
+    logRequest(logger, req, reply);
+    done();
+  });
+  fastify.addHook('onRequestAbort', (req, done) => {
+    logRequest(logger, req);
+    done();
+  });
 }
 
-function requestLogOptions(config: Config): Options {
-  return {
-    level: config.logLevel,
-    genReqId: (req: IncomingMessage) => (req as IncomingMessage & { id: string }).id,
-    customLogLevel: (_req, res, err) =>
-      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
-    serializers: {
-      req: (req: {
-        id: string;
-        method: string;
-        url: string;
-        headers: Record<string, string>;
-        remoteAddress: string;
-      }) => ({
-        id: req.id,
-        method: req.method,
-        url: redactUrl(req.url),
-        remoteAddress: req.remoteAddress,
-        headers: Object.fromEntries(
-          LOGGED_HEADERS.filter((h) => req.headers?.[h]).map((h) => [h, req.headers[h]]),
-        ),
-      }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+/** The request's line: 5xx at error, 4xx at warn, the rest (and a caller gone before the answer) at info. */
+function logRequest(logger: Pino, req: FastifyRequest, reply?: FastifyReply): void {
+  const status = reply?.statusCode;
+  const level = status === undefined || status < 400 ? 'info' : status < 500 ? 'warn' : 'error';
+  if (!logger.isLevelEnabled(level)) return;
+  const line = {
+    req: {
+      id: req.id,
+      method: req.method,
+      url: redactUrl(req.url),
+      remoteAddress: req.raw.socket?.remoteAddress,
+      headers: Object.fromEntries(
+        LOGGED_HEADERS.filter((h) => req.headers[h]).map((h) => [h, req.headers[h]]),
+      ),
     },
-    redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[REDACTED]' },
+    res: reply && { statusCode: status },
+    responseTime: reply && Math.round(reply.elapsedTime),
   };
+  logger[level](
+    line,
+    !reply ? 'request aborted' : level === 'error' ? 'request errored' : 'request completed',
+  );
 }
 
 /**

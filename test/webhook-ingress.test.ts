@@ -250,4 +250,24 @@ describe('CONTRACT.md §2 processing order, row by row', () => {
       worker_host: 'box-1',
     });
   });
+  it('attaches the exact bytes received to every run the delivery starts (multi-byte text, escapes, a trailing newline)', async () => {
+    const hook = await createWebhook(t, factory);
+    for (const name of ['one', 'two'])
+      await createAutomation(t, factory, {
+        name: `${name}-${hook.uid}`,
+        webhookUid: hook.uid,
+        payload: { action: ['opened'] },
+      });
+    const body = Buffer.from(
+      '{"action":"opened","title":"é ✓ 😀","escaped":"\\u00e9 \\ud83d\\ude00 \\"q\\""}\n',
+    );
+    const res = await deliver(t.url, `/webhooks/w/${hook.uid}`, body, bearer(hook.secret));
+    expect(res.status).toBe(202);
+    const attached = await t.service.db.query<{ content: Buffer }>(
+      `SELECT a.content FROM runs r JOIN run_attachments a ON a.run_id = r.id WHERE r.metadata->>'webhook_uid' = $1`,
+      [hook.uid],
+    );
+    expect(attached).toHaveLength(2);
+    for (const a of attached) expect(Buffer.compare(a.content, body)).toBe(0);
+  });
 });

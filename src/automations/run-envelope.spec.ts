@@ -26,7 +26,13 @@ describe('webhookRun', () => {
 
   it('attaches the exact body, source WEBHOOK, metadata naming webhook, delivery and automation', () => {
     expect(run.attachments).toEqual([
-      { fileName: 'event-payload.json', contentType: 'application/json', content: delivery.body },
+      // The entry named, so the commit statement copies the stored payload instead of resending it.
+      {
+        fileName: 'event-payload.json',
+        contentType: 'application/json',
+        content: delivery.body,
+        deliveryEntry: delivery.entryId,
+      },
     ]);
     expect(run.source).toBe('WEBHOOK');
     expect(run.creatorId).toBeNull();

@@ -69,6 +69,13 @@ export function webhookRun(target: AutomationTarget, delivery: DeliveryRef): New
       automation_id: target.automationId,
       ...(target.factoryUid ? { factory_uid: target.factoryUid } : {}),
     },
-    attachments: [{ fileName: EVENT_PAYLOAD_FILE, contentType: 'application/json', content: delivery.body }],
+    attachments: [
+      {
+        fileName: EVENT_PAYLOAD_FILE,
+        contentType: 'application/json',
+        content: delivery.body,
+        deliveryEntry: delivery.entryId,
+      },
+    ],
   };
 }

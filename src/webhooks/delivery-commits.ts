@@ -29,7 +29,9 @@ export class DeliveryCommits {
     concurrency: 1,
     maxItems: 200,
     maxWeight: MAX_BATCH_BYTES,
-    weigh: (d) => (d.entry.sizeBytes ?? 0) * (1 + d.runs.length),
+    // The body travels once (its runs' attachments are copied from it in the statement); a run's own
+    // fields (prompt, config, metadata) add about a kilobyte each.
+    weigh: (d) => (d.entry.sizeBytes ?? 0) + 1024 * d.runs.length,
   });
 
   constructor(
@@ -58,7 +60,8 @@ export class DeliveryCommits {
         params,
         started.map((s) => s.run),
         this.clock.now(),
-        { keys: started.map((s) => s.entry), cte: 'accepted' },
+        // `e`: the entries' rows (recordPart), each Accepted one with its payload text.
+        { keys: started.map((s) => s.entry), cte: 'accepted', payloads: 'e' },
       );
       const rows = await this.db.query<{ id: string }>(
         `WITH ${log}, ${runs.ctes} SELECT id FROM accepted`,
