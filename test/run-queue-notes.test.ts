@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../src/database/database.js';
 import { liveSince } from '../src/workers/run-decisions.js';
 import { RunQueueRepository } from '../src/workers/run-queue.repository.js';
-import { WorkerRegistry } from '../src/workers/worker-registry.js';
+import { WorkersRepository } from '../src/workers/workers.repository.js';
 import { runPolicy, WorkerRunsService } from '../src/workers/worker-runs.service.js';
 import { loadConfig } from '../src/config/config.js';
 import { eventually } from './support/eventually.js';
@@ -47,7 +47,7 @@ describe('the notes for runs waiting for a self-hosted worker', () => {
 
     // The worker comes: the next pass clears the notes, in a transaction held open meanwhile.
     const box = { id: 'notes-box-1', host: 'box-n', teamId: team.id };
-    await new WorkerRegistry(db).register(box, new Date());
+    await new WorkersRepository(db).register(box, new Date());
     let endPass!: () => void;
     const passHeld = new Promise<void>((resolve) => (endPass = resolve));
     let cleared = -1;

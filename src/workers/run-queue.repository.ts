@@ -2,7 +2,7 @@ import type { Database, Queryable } from '../database/database.js';
 import { sqlStates, statesAllowing, type RunState } from '../runs/run-state.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { HELD_STATES } from './run-decisions.js';
-import type { WorkerIdentity } from './worker-registry.js';
+import type { WorkerIdentity } from './workers.repository.js';
 
 /** In statements' texts (sqlStates says why): a run is claimed from these, and held in HELD_STATES. */
 const CLAIMABLE_SQL = sqlStates(statesAllowing('claim'));

@@ -26,10 +26,10 @@ import { artifactReports } from './artifact-events.js';
 import { handoffAttachments } from '../runs/artifact.js';
 import { RunQueueRepository, type ClaimedRun, type HeldRun } from './run-queue.repository.js';
 import { SkillResolver } from './skill-resolver.js';
-import { WorkerRegistry, type ConnectedHost, type WorkerIdentity } from './worker-registry.js';
+import { WorkersRepository, type ConnectedHost, type WorkerIdentity } from './workers.repository.js';
 
 export type { RunPolicy } from './run-decisions.js';
-export type { WorkerIdentity } from './worker-registry.js';
+export type { WorkerIdentity } from './workers.repository.js';
 
 export const runPolicy = (config: Config): RunPolicy => ({
   leaseMs: config.workerLeaseSeconds * 1000,
@@ -50,7 +50,7 @@ const isArtifact = (e: HarnessEvent) => e.type === 'action' && e.kind === 'artif
 export class WorkerRunsService {
   private readonly queue: RunQueueRepository;
   private readonly events = new RunEventsRepository();
-  private readonly registry: WorkerRegistry;
+  private readonly registry: WorkersRepository;
   private readonly skills: SkillResolver;
   private readonly artifacts: RunArtifacts;
 
@@ -61,7 +61,7 @@ export class WorkerRunsService {
     private readonly now: () => Date = () => new Date(),
   ) {
     this.queue = new RunQueueRepository(db);
-    this.registry = new WorkerRegistry(db);
+    this.registry = new WorkersRepository(db);
     this.artifacts = new RunArtifacts(db);
     this.skills = new SkillResolver(this.queue);
   }

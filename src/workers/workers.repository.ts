@@ -19,10 +19,11 @@ export interface ConnectedHost {
 }
 
 /**
- * The worker registry (`workers`): who is connected, last seen when, with how many slots. A worker is
- * registered on connect and on every claim and heartbeat; the fair claim counts the live ones' slots.
+ * The worker registry, the `workers` table's one home: who is connected, last seen when, with how
+ * many slots. A worker is registered on connect and on every claim and heartbeat; the fair claim
+ * counts the live ones' slots.
  */
-export class WorkerRegistry {
+export class WorkersRepository {
   constructor(private readonly db: Database) {}
 
   async register(w: WorkerIdentity, now: Date): Promise<void> {
