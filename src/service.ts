@@ -10,6 +10,7 @@ import { openDatabase } from './database/data-source.js';
 import { startDatabaseServer, type DatabaseServer } from './database/database-server.js';
 import { Database } from './database/database.js';
 import { httpTimeouts } from './config/http-timeouts.js';
+import { HttpConnections } from './common/http-connections.js';
 import { parseJsonBody } from './common/json-body.js';
 import { applyBodyLimit, DEFAULT_BODY_LIMIT } from './common/route-config.js';
 import { installLogging } from './logging.js';
@@ -75,11 +76,13 @@ export async function startService(config: Config): Promise<RunningService> {
       .labels(req.method, req.routeOptions.url ?? 'unmatched', String(reply.statusCode))
       .observe(reply.elapsedTime / 1000);
   });
+  const connections = new HttpConnections(fastify.server);
   let report: (stage: string) => void = () => undefined;
   // NestJS stops the workers (beforeApplicationShutdown) before it closes HTTP: Fastify's close hooks
   // mark the end of both stages.
   fastify.addHook('preClose', (done) => {
     report('workers stopped');
+    connections.drain();
     done();
   });
   fastify.addHook('onClose', (_instance, done) => {
