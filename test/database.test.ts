@@ -94,6 +94,22 @@ describe('afterCommit', () => {
 });
 
 describe('queryLocked', () => {
+  it('pipelines its three statements instead of queueing them on a busy client (which pg deprecates)', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      expect(await db.queryLocked<{ v: number }>(424_243, `SELECT $1::int AS v`, [7])).toEqual([{ v: 7 }]);
+      // pg warns on the next tick after a query is queued behind another.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.map((w) => w.message)).toEqual([]);
+    // The connection left pipeline mode: a plain transaction on it behaves as before.
+    expect(await db.transaction((tx) => tx.query<{ n: number }>(`SELECT 1 AS n`))).toEqual([{ n: 1 }]);
+  });
+
   it('waits for the lock, then sees what its previous holder committed; a failure leaves the connection clean', async () => {
     const LOCK = 424_242;
     const holder = await db.pool.connect();

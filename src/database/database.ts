@@ -115,8 +115,11 @@ export class Database extends ClientQueries {
   /**
    * One statement in a transaction that first takes an advisory lock: the statement's snapshot is
    * taken once the lock is held, so it sees everything committed by the lock's previous holder. BEGIN
-   * and the lock, the statement and COMMIT are queued on the connection at once: no turn of the event
-   * loop between the round trips (a busy worker's loop made them cost more than the statement).
+   * and the lock, the statement and COMMIT go out pipelined, in one write: one round trip, and no turn
+   * of the event loop between them (a busy worker's loop made them cost more than the statement).
+   * PostgreSQL still runs them in order, and a failed statement's Sync ends its error, so COMMIT then
+   * rolls back. Pipeline mode is on for these three only: queued on a client that is not pipelining,
+   * pg would send each after the last one's answer, a queue it deprecates (pg 9 removes it).
    * `shared`: the lock is taken in shared mode — holders of it run side by side, and all wait for
    * (and exclude) one that takes it exclusively.
    */
@@ -127,15 +130,17 @@ export class Database extends ClientQueries {
     mode: 'exclusive' | 'shared' = 'exclusive',
   ): Promise<T[]> {
     const { client, release } = await this.checkout();
+    const pipelining = client as unknown as { pipeline: boolean };
     let failed: Error | undefined;
     try {
       const take = mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
+      pipelining.pipeline = true;
       const begin = client.query(`BEGIN; SELECT ${take}(${Math.trunc(lock)})`);
       const result = client.query(statement(sql, params));
       // After a failure COMMIT ends the transaction as a ROLLBACK: the connection goes back clean.
       const commit = client.query('COMMIT');
-      // Every queued statement settles before the connection goes back: released on the first
-      // failure, the later ones would still be running on a client someone else then holds.
+      // Every statement settles before the connection goes back (and leaves pipeline mode): released
+      // on the first failure, the later ones would still be running on a client someone else holds.
       const settled = await Promise.allSettled([begin, result, commit]);
       const refused = settled.find((s) => s.status === 'rejected');
       if (refused) throw refused.reason;
@@ -144,6 +149,7 @@ export class Database extends ClientQueries {
       failed = err as Error;
       throw err;
     } finally {
+      pipelining.pipeline = false;
       // A failed statement leaves the connection clean (COMMIT rolled back); a lost one is destroyed.
       release(isDatabaseUnreachable(failed) ? failed : undefined);
     }
