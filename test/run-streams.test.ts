@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Queryable } from '../src/database/database.js';
 import { Notifications } from '../src/database/notifications.js';
 import { RunActivityRepository, type StateChange } from '../src/notifications/run-activity.repository.js';
 import { RunFeed } from '../src/notifications/run-feed.js';
+import { WorkerRunsService } from '../src/workers/worker-runs.service.js';
 import { eventually } from './support/eventually.js';
 import { openSse, type SseClient, type SseEvent } from './support/sse.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
@@ -62,6 +64,47 @@ describe('run timeline and live streams', () => {
     expect(states(team.events, runId)).toEqual(['QUEUED', 'CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
     const claimed = team.events.find((e) => e.data.run_id === runId && e.data.state === 'CLAIMED')!;
     expect(claimed.data.worker_id).toEqual(expect.any(String));
+  });
+
+  it('a run’s end comes after the messages written with it, live and replayed', async () => {
+    // A short harness's whole report (its start, its messages, its end) is one statement, one instant.
+    const { team, key } = await t.newTeam('last-words');
+    const runId = await create({ prompt: 'Say your last words', config: { worker_host: 'box-lw' } }, key);
+    const live = await watch(`/agent/runs/${runId}/events`, {}, key);
+    await live.waitFor((es) => states(es).includes('QUEUED'), 'QUEUED');
+    const workerRuns = t.service.app.get(WorkerRunsService);
+    const box = { id: 'box-lw-1', host: 'box-lw', teamId: team.id };
+    await workerRuns.register(box);
+    const [claimed] = await workerRuns.claim(box, 1);
+    expect(claimed?.run_id).toBe(runId);
+    const said = ['first words', 'last words'].map((text) => ({
+      type: 'message' as const,
+      role: 'assistant',
+      text,
+    }));
+    await workerRuns.finish(box, runId, claimed!.execution, {
+      exitCode: 0,
+      signal: null,
+      lastLines: [],
+      events: said,
+      startedMsAgo: 0,
+    });
+    const told = (es: SseEvent[]) =>
+      es.map((e) => (e.event === 'run.state' ? e.data.state : e.data.body.text));
+    const expected = [
+      'QUEUED',
+      'CLAIMED',
+      'Say your last words',
+      'INPROGRESS',
+      'first words',
+      'last words',
+      'SUCCEEDED',
+    ];
+    await live.waitFor((es) => states(es).includes('SUCCEEDED'), 'SUCCEEDED');
+    expect(told(live.events)).toEqual(expected);
+    const replayed = await watch(`/agent/runs/${runId}/events`, {}, key);
+    await replayed.waitFor((es) => es.length >= expected.length, `${expected.length} events`);
+    expect(told(replayed.events)).toEqual(expected);
   });
 
   it('a reconnect with Last-Event-ID gets exactly what came after that id', async () => {
@@ -214,8 +257,8 @@ describe('run timeline and live streams', () => {
     const inFlight = new Promise<void>((resolve) => (queried = resolve));
     let first = true;
     class HeldActivity extends RunActivityRepository {
-      override async changesAfter(after: number, teams: string[]) {
-        const rows = await super.changesAfter(after, teams);
+      override async changesAfter(after: number, teams: string[], q?: Queryable) {
+        const rows = await super.changesAfter(after, teams, q);
         if (first) {
           first = false;
           queried();
@@ -226,7 +269,7 @@ describe('run timeline and live streams', () => {
     }
     const feed = new RunFeed(t.service.app.get(Notifications), new HeldActivity(t.service.db));
     const watcher = await t.newTeam('first-watcher');
-    await feed.watch({ teamId: watcher.team.id, changes: () => undefined });
+    await feed.watch({ teamId: watcher.team.id, news: () => undefined });
     const runId = await create(
       { prompt: 'Read as an id', config: { worker_host: 'nobody-here' } },
       other.key,
@@ -234,7 +277,7 @@ describe('run timeline and live streams', () => {
     const reading = feed.read();
     await inFlight;
     const theirs: StateChange[] = [];
-    await feed.watch({ teamId: other.team.id, changes: (cs) => theirs.push(...cs) });
+    await feed.watch({ teamId: other.team.id, news: (cs) => theirs.push(...cs) });
     release();
     await reading;
     expect(theirs.filter((c) => c.run_id === runId).map((c) => c.state)).toEqual(['QUEUED']);

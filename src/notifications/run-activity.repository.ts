@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Database } from '../database/database.js';
+import { Database, type Queryable } from '../database/database.js';
 import type { RunState } from '../runs/run-state.js';
 
 /** A state a run entered (run_transitions), with the run's fields the team streams filter on. */
@@ -71,9 +71,21 @@ export const PAGE = 500;
 export class RunActivityRepository {
   constructor(@Inject(Database) private readonly db: Database) {}
 
+  /**
+   * `read` in one snapshot (a read-only REPEATABLE READ transaction): state changes and conversation
+   * events read there are what was committed at one moment, so a run's news is never half a report
+   * (the messages of a statement without the state it also wrote, or the other way round).
+   */
+  inSnapshot<T>(read: (q: Queryable) => Promise<T>): Promise<T> {
+    return this.db.transaction(async (tx) => {
+      await tx.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+      return read(tx);
+    });
+  }
+
   /** The run's state changes after `after`, in order (a page). */
-  changesOfRun(runId: string, after: number): Promise<StateChange[]> {
-    return this.db.query<StateChange>(
+  changesOfRun(runId: string, after: number, q: Queryable = this.db): Promise<StateChange[]> {
+    return q.query<StateChange>(
       `${CHANGE_SELECT} WHERE t.run_id = $1 AND t.id > $2 ORDER BY t.id LIMIT ${PAGE}`,
       [runId, after],
     );
@@ -93,8 +105,12 @@ export class RunActivityRepository {
    * full; another team's is its id and team alone (`run_id` null), so runs no stream could want cost
    * the reader next to nothing.
    */
-  changesAfter(after: number, teams: string[]): Promise<Array<StateChange | SkippedChange>> {
-    return this.db.query<StateChange | SkippedChange>(
+  changesAfter(
+    after: number,
+    teams: string[],
+    q: Queryable = this.db,
+  ): Promise<Array<StateChange | SkippedChange>> {
+    return q.query<StateChange | SkippedChange>(
       `SELECT t.id::float8 AS id, t.team_id, c.*
          FROM run_transitions t
          LEFT JOIN LATERAL (
@@ -117,8 +133,8 @@ export class RunActivityRepository {
   }
 
   /** Conversation events of each run after its own cursor, in order per run (one statement for all runs). */
-  eventsAfter(cursors: Map<string, number>): Promise<ConversationEvent[]> {
-    return this.db.query<ConversationEvent>(
+  eventsAfter(cursors: Map<string, number>, q: Queryable = this.db): Promise<ConversationEvent[]> {
+    return q.query<ConversationEvent>(
       `SELECT ${EVENT_COLUMNS}
          FROM unnest($1::uuid[], $2::bigint[]) AS w(run_id, after)
          CROSS JOIN LATERAL (SELECT * FROM run_events e WHERE e.run_id = w.run_id AND e.id > w.after ORDER BY e.id LIMIT ${PAGE}) e

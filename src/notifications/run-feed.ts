@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { CHANNELS } from '../database/channels.js';
+import type { Queryable } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
 import {
   PAGE,
@@ -13,8 +14,12 @@ import {
 export interface FeedWatcher {
   teamId: string;
   runId?: string;
-  changes(changes: StateChange[]): void;
-  events?(events: ConversationEvent[]): void;
+  /**
+   * What is new: the team's state changes (a team watcher); or the run's state changes together with
+   * the conversation events read after them (a run watcher), so that every event written before a
+   * change comes with it — a run's end never arrives ahead of its last messages.
+   */
+  news(changes: StateChange[], events: ConversationEvent[]): void;
 }
 
 /**
@@ -30,7 +35,9 @@ const HOLE_POLL_MS = 100;
  * The process's one reader of what runs do, fanned out to every open stream: on each runChanged
  * notification it reads the state changes since its cursor (and, for the runs someone watches, their
  * new conversation events) with one query each, and hands each watcher its team's share in memory.
- * No stream queries the database for live news.
+ * No stream queries the database for live news. Both are read in one snapshot and a run's watchers get
+ * its changes and events together: a report written as one statement (messages and the run's end)
+ * arrives as one piece, never its end first.
  *
  * State-change ids come from one sequence and can commit out of order (two runs changing at once):
  * the cursor stays below an id not seen yet until it arrives or HOLE_WAIT_MS passes, and ids seen
@@ -148,38 +155,55 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
 
   private async readOnce(): Promise<void> {
     if (!this.watching || this.cursor === undefined) return;
-    // From the cursor (below any missing id), paging on: rows read before are skipped by `seen`.
-    let after = this.cursor;
-    let page: Array<StateChange | SkippedChange>;
-    do {
-      page = await this.activity.changesAfter(after, [...this.teams.keys()]);
-      const fresh: StateChange[] = [];
-      for (const c of page) {
-        if (this.seen.has(c.id)) continue;
-        if (c.run_id !== null) fresh.push(c);
-        // Its team's first watcher came during the read: not seen yet, read again in full.
-        else if (this.teams.has(c.team_id)) {
-          this.again = true;
-          continue;
-        }
-        this.seen.add(c.id);
-      }
-      if (page.length) after = page[page.length - 1]!.id;
-      this.readInFull += fresh.length;
-      if (fresh.length) this.fanOutChanges(fresh);
-    } while (page.length === PAGE);
-    this.advance(after);
-    if (this.runs.size) {
-      let events: ConversationEvent[];
-      do {
-        events = await this.activity.eventsAfter(new Map([...this.runs].map(([id, r]) => [id, r.after])));
-        for (const e of events) {
-          const run = this.runs.get(e.run_id);
-          if (run && e.id > run.after) run.after = e.id;
-        }
-        if (events.length) this.fanOutEvents(events);
-      } while (events.length >= PAGE);
+    // Changes of watched runs wait for their events; team watchers have theirs at once.
+    const ofRuns = new Map<string, StateChange[]>();
+    const events = new Map<string, ConversationEvent[]>();
+    try {
+      await this.activity.inSnapshot(async (q) => {
+        // From the cursor (below any missing id), paging on: rows read before are skipped by `seen`.
+        let after = this.cursor!;
+        let page: Array<StateChange | SkippedChange>;
+        do {
+          page = await this.activity.changesAfter(after, [...this.teams.keys()], q);
+          const fresh: StateChange[] = [];
+          for (const c of page) {
+            if (this.seen.has(c.id)) continue;
+            if (c.run_id !== null) fresh.push(c);
+            // Its team's first watcher came during the read: not seen yet, read again in full.
+            else if (this.teams.has(c.team_id)) {
+              this.again = true;
+              continue;
+            }
+            this.seen.add(c.id);
+          }
+          if (page.length) after = page[page.length - 1]!.id;
+          this.readInFull += fresh.length;
+          for (const [teamId, mine] of groupBy(fresh, (c) => c.team_id))
+            for (const w of this.teams.get(teamId) ?? []) if (!w.runId) this.tell(() => w.news(mine, []));
+          for (const c of fresh) if (this.runs.has(c.run_id)) push(ofRuns, c.run_id, c);
+        } while (page.length === PAGE);
+        this.advance(after);
+        if (this.runs.size) await this.readEvents(events, q);
+      });
+    } finally {
+      // Changes read are the cursor's past: they go out even when reading the events failed.
+      for (const runId of new Set([...ofRuns.keys(), ...events.keys()]))
+        for (const w of this.runs.get(runId)?.watchers ?? [])
+          this.tell(() => w.news(ofRuns.get(runId) ?? [], events.get(runId) ?? []));
     }
+  }
+
+  /** Every watched run's conversation events after its cursor, into `into` by run. */
+  private async readEvents(into: Map<string, ConversationEvent[]>, q: Queryable): Promise<void> {
+    let events: ConversationEvent[];
+    do {
+      events = await this.activity.eventsAfter(new Map([...this.runs].map(([id, r]) => [id, r.after])), q);
+      for (const e of events) {
+        const run = this.runs.get(e.run_id);
+        if (run && e.id > run.after) run.after = e.id;
+        push(into, e.run_id, e);
+      }
+    } while (events.length >= PAGE);
   }
 
   /** Moves the cursor over every id read, and over missing ones waited for long enough. */
@@ -205,19 +229,6 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  private fanOutChanges(changes: StateChange[]): void {
-    for (const [teamId, mine] of groupBy(changes, (c) => c.team_id))
-      for (const w of this.teams.get(teamId) ?? []) {
-        const share = w.runId ? mine.filter((c) => c.run_id === w.runId) : mine;
-        if (share.length) this.tell(() => w.changes(share));
-      }
-  }
-
-  private fanOutEvents(events: ConversationEvent[]): void {
-    for (const [runId, share] of groupBy(events, (e) => e.run_id))
-      for (const w of this.runs.get(runId)?.watchers ?? []) if (w.events) this.tell(() => w.events!(share));
-  }
-
   /** A watcher's failure is its own. */
   private tell(fn: () => void): void {
     try {
@@ -231,10 +242,12 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
 /** `items` grouped by `key`, each group in the items' order (Map.groupBy needs Node 21). */
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const group = groups.get(key(item));
-    if (group) group.push(item);
-    else groups.set(key(item), [item]);
-  }
+  for (const item of items) push(groups, key(item), item);
   return groups;
+}
+
+function push<T>(groups: Map<string, T[]>, key: string, item: T): void {
+  const group = groups.get(key);
+  if (group) group.push(item);
+  else groups.set(key, [item]);
 }

@@ -81,6 +81,35 @@ function teamFrame(c: StateChange): SseFrame {
   return frame;
 }
 
+/** Entering these opens a stretch of a run's life: events at the same instant happen in it. */
+const OPENING_STATES: ReadonlySet<string> = new Set(['QUEUED', 'CLAIMED', 'INPROGRESS']);
+
+/**
+ * A run's state changes and conversation events as one timeline, each kind in its own order, merged
+ * by time. At one instant one statement wrote both: a change into QUEUED, CLAIMED or INPROGRESS comes
+ * before the events (the claim's opening message follows CLAIMED), any other after them (a report's
+ * last messages come before the end they led to).
+ */
+function inRunOrder(
+  changes: StateChange[],
+  events: ConversationEvent[],
+): Array<StateChange | ConversationEvent> {
+  const out: Array<StateChange | ConversationEvent> = [];
+  let i = 0;
+  let j = 0;
+  while (i < changes.length || j < events.length) {
+    const c = changes[i];
+    const e = events[j];
+    const changeFirst =
+      c !== undefined &&
+      (e === undefined ||
+        +new Date(c.at) < +new Date(e.created_at) ||
+        (+new Date(c.at) === +new Date(e.created_at) && OPENING_STATES.has(c.state)));
+    out.push(changeFirst ? changes[i++]! : events[j++]!);
+  }
+  return out;
+}
+
 /** `Last-Event-ID` of a run stream: `<state change id>-<conversation event id>`. */
 const RUN_EVENT_ID = /^(\d{1,15})-(\d{1,15})$/;
 const TEAM_EVENT_ID = /^\d{1,15}$/;
@@ -174,31 +203,27 @@ export class RunStreamsService implements OnModuleInit, BeforeApplicationShutdow
   ): Promise<void> {
     let [sentChange, sentEvent] = after;
     const id = () => `${sentChange}-${sentEvent}`;
-    // What has not been sent yet, framed into `out` (sent in one write).
-    const changeFrames = (cs: StateChange[], out: SseFrame[] = []) => {
-      for (const c of cs)
-        if (c.id > sentChange) {
-          sentChange = c.id;
-          out.push(SseFrame.event('run.state', id(), json(c, presentChange)));
-        }
-      return out;
-    };
-    const eventFrames = (es: ConversationEvent[], out: SseFrame[] = []) => {
-      for (const e of es)
-        if (e.id > sentEvent) {
-          sentEvent = e.id;
-          out.push(SseFrame.event('run.conversation', id(), json(e, presentEvent)));
+    // What has not been sent yet, in the run's order, framed into `out` (sent in one write).
+    const frames = (cs: StateChange[], es: ConversationEvent[], out: SseFrame[] = []) => {
+      for (const item of inRunOrder(cs, es))
+        if ('state' in item) {
+          if (item.id > sentChange) {
+            sentChange = item.id;
+            out.push(SseFrame.event('run.state', id(), json(item, presentChange)));
+          }
+        } else if (item.id > sentEvent) {
+          sentEvent = item.id;
+          out.push(SseFrame.event('run.conversation', id(), json(item, presentEvent)));
         }
       return out;
     };
     // Live news waits in `held` until the replay is out.
-    let held: Array<(out: SseFrame[]) => void> | undefined = [];
+    let held: Array<[StateChange[], ConversationEvent[]]> | undefined = [];
     const { unwatch } = await this.feed.watch(
       {
         teamId: auth.team.id,
         runId,
-        changes: (cs) => (held ? held.push((out) => changeFrames(cs, out)) : stream.send(changeFrames(cs))),
-        events: (es) => (held ? held.push((out) => eventFrames(es, out)) : stream.send(eventFrames(es))),
+        news: (cs, es) => (held ? held.push([cs, es]) : stream.send(frames(cs, es))),
       },
       // Live from the run's newest event: the replay below covers everything up to it.
       Math.max(after[1], await this.activity.lastEventId(runId)),
@@ -208,23 +233,17 @@ export class RunStreamsService implements OnModuleInit, BeforeApplicationShutdow
     stream.onEnd(unwatch);
     const replay: SseFrame[] = [];
     try {
-      const changes = await this.all((a) => this.activity.changesOfRun(runId, a), after[0]);
-      const events = await this.all((a) => this.activity.eventsAfter(new Map([[runId, a]])), after[1]);
-      // One timeline: merged by time, each kind in its own order.
-      let i = 0;
-      let j = 0;
-      while (i < changes.length || j < events.length) {
-        const c = changes[i];
-        const e = events[j];
-        if (c && (!e || new Date(c.at).getTime() <= new Date(e.created_at).getTime()))
-          changeFrames([changes[i++]!], replay);
-        else eventFrames([events[j++]!], replay);
-      }
+      // In one snapshot, as the feed reads: no report split between the replay and the live part.
+      await this.activity.inSnapshot(async (q) => {
+        const changes = await this.all((a) => this.activity.changesOfRun(runId, a, q), after[0]);
+        const events = await this.all((a) => this.activity.eventsAfter(new Map([[runId, a]]), q), after[1]);
+        frames(changes, events, replay);
+      });
     } catch (err) {
       stream.end();
       throw err;
     }
-    for (const add of held) add(replay);
+    for (const [cs, es] of held) frames(cs, es, replay);
     held = undefined;
     stream.send(replay);
   }
@@ -252,7 +271,7 @@ export class RunStreamsService implements OnModuleInit, BeforeApplicationShutdow
     let held: StateChange[][] | undefined = [];
     const watching = await this.feed.watch({
       teamId: auth.team.id,
-      changes: (cs) => (held ? held.push(cs) : send(cs, false)),
+      news: (cs) => (held ? held.push(cs) : send(cs, false)),
     });
     from = watching.from;
     const stream = this.open(res);
