@@ -152,6 +152,10 @@ export class NotificationDispatcher {
           .finally(() => this.sending.delete(sending));
         this.sending.add(sending);
       }
+      // Fewer than asked for: all that is due now is claimed. Asking again at once would race the
+      // attempts just started (one that ended meanwhile frees its endpoint for its next message);
+      // what they free goes at the next look, as it would had they taken a moment longer.
+      if (due.length < room) return;
     }
   }
 
