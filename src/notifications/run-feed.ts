@@ -16,8 +16,8 @@ export interface FeedWatcher {
   runId?: string;
   /**
    * What is new: the team's state changes (a team watcher); or the run's state changes together with
-   * the conversation events read after them (a run watcher), so that every event written before a
-   * change comes with it — a run's end never arrives ahead of its last messages.
+   * its conversation events read in the same snapshot (a run watcher), so that the events written
+   * with a change come with it — a run's end never arrives ahead of its last messages.
    */
   news(changes: StateChange[], events: ConversationEvent[]): void;
 }
