@@ -1,6 +1,7 @@
 import type { Notifications } from '../database/notifications.js';
 import { CHANNELS } from '../database/channels.js';
 import { Batcher } from '../common/batcher.js';
+import { groupBy } from '../common/group-by.js';
 import { Periodic, type Scheduler } from '../common/periodic.js';
 import type { SecretCipher } from '../secrets/secret-cipher.js';
 import type { SecretsService } from '../secrets/secrets.service.js';
@@ -146,7 +147,8 @@ export class NotificationDispatcher {
       const due = await this.repo.claimDue(now, lease, room, this.opts.perEndpoint ?? 64);
       if (!due.length) return;
       this.claimed += due.length;
-      for (const group of byEndpoint(due)) {
+      // Per endpoint, in claim order.
+      for (const group of groupBy(due, (m) => m.endpoint_id).values()) {
         const sending: Promise<void> = this.send(group)
           .catch(this.opts.onError)
           .finally(() => this.sending.delete(sending));
@@ -214,15 +216,4 @@ export class NotificationDispatcher {
       retryAt: delay === undefined ? undefined : new Date(this.opts.now().getTime() + delay),
     };
   }
-}
-
-/** Claimed messages per endpoint, in claim order. */
-function byEndpoint(due: DueMessage[]): DueMessage[][] {
-  const groups = new Map<string, DueMessage[]>();
-  for (const m of due) {
-    const group = groups.get(m.endpoint_id);
-    if (group) group.push(m);
-    else groups.set(m.endpoint_id, [m]);
-  }
-  return [...groups.values()];
 }

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { addToGroup, groupBy } from '../common/group-by.js';
 import { CHANNELS } from '../database/channels.js';
 import type { Queryable } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
@@ -180,7 +181,7 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
           this.readInFull += fresh.length;
           for (const [teamId, mine] of groupBy(fresh, (c) => c.team_id))
             for (const w of this.teams.get(teamId) ?? []) if (!w.runId) this.tell(() => w.news(mine, []));
-          for (const c of fresh) if (this.runs.has(c.run_id)) push(ofRuns, c.run_id, c);
+          for (const c of fresh) if (this.runs.has(c.run_id)) addToGroup(ofRuns, c.run_id, c);
         } while (page.length === PAGE);
         this.advance(after);
         if (this.runs.size) await this.readEvents(events, q);
@@ -201,7 +202,7 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
       for (const e of events) {
         const run = this.runs.get(e.run_id);
         if (run && e.id > run.after) run.after = e.id;
-        push(into, e.run_id, e);
+        addToGroup(into, e.run_id, e);
       }
     } while (events.length >= PAGE);
   }
@@ -237,17 +238,4 @@ export class RunFeed implements OnModuleInit, OnApplicationShutdown {
       this.logger.warn(`a run stream failed: ${(err as Error).message}`);
     }
   }
-}
-
-/** `items` grouped by `key`, each group in the items' order (Map.groupBy needs Node 21). */
-function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) push(groups, key(item), item);
-  return groups;
-}
-
-function push<T>(groups: Map<string, T[]>, key: string, item: T): void {
-  const group = groups.get(key);
-  if (group) group.push(item);
-  else groups.set(key, [item]);
 }
