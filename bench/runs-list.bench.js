@@ -8,6 +8,7 @@
 //   DATABASE_URL=postgres://… node bench/runs-list.bench.js   (a fresh database on that server)
 //   RUNS_LIST_SIZES=1000000,10000000 node bench/runs-list.bench.js   (each size in turn, grown in place)
 //   RUNS_LIST_SIZES=200000 REQUESTS=100 node bench/runs-list.bench.js   (smaller, quicker)
+//   WARMUP=500 …   (more warm-up requests per case than the 30 by default; 500 changed nothing on 2026-11-25)
 //   RUNS_LIST_KEEP=1 DATABASE_URL=postgres://…/runs_list_10m RUNS_LIST_SIZES=10000000 node bench/runs-list.bench.js
 //     (the database DATABASE_URL names is created if missing and kept: a later run finds the runs
 //     already there and measures at once; a smaller table is grown, a larger one emptied and re-seeded)
@@ -19,6 +20,12 @@
 // notification endpoint per row). On 2 shared cores (load average 3-7) 1M seeded in 62 s (17 loading,
 // 44 indexing) and 10M in 18 min (4.3 loading, 14 indexing, over 6 of them the trigram GIN index of `q`):
 // seed 10M once with RUNS_LIST_KEEP=1 and measure as often as needed.
+//
+// After the cases, a second table splits each case's HTTP p50 (differences of p50s): the client's side
+// of HTTP and the loopback (HTTP minus the service's time from its `request` event to the response's
+// `finish`), the service's own work (that time minus its statements, timed around `Database.query`),
+// and its statement. On 2026-11-25 at 1M: 0.25-0.33 ms, 0.33-0.42 ms and 0.48-1.02 ms: the first two
+// together are more than the statement, so HTTP ≤ 2× SQL is met only where the statement is slow.
 //
 // Where the HTTP time goes beyond the SQL (node --cpu-prof of the service at 1M, 20 runs a page): the
 // request and its answer through Fastify and Nest, and the API key (served from the verified-key
@@ -53,7 +60,7 @@ if (!SIZES.every((n) => Number.isSafeInteger(n) && n > 0))
 /** The other team's runs are numbered from here, apart from the measured team's. */
 const OTHER_BASE = 100_000_000;
 const REQUESTS = Number(process.env.REQUESTS ?? 300);
-const WARMUP = 30;
+const WARMUP = Number(process.env.WARMUP ?? 30);
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 /** The measured team's key, for `get`. */
 let apiKey;
@@ -162,6 +169,7 @@ try {
       );
     }
 
+    const breakdown = [];
     log('');
     log(`${REQUESTS} sequential requests per case (after ${WARMUP} warm-up), keep-alive; times in ms`);
     log(
@@ -174,9 +182,12 @@ try {
       // HTTP, the SQL and the SQL unprepared in turn, so all three see the same moments of a shared machine.
       // An HTTP sample ends with the answer's last byte: the client's JSON.parse of it (0.1 ms for 20
       // runs) is the client's work, and is done once, after the timing.
+      const side = serviceSide();
       const [http, preparedSamples, unpreparedSamples] = await timeInTurn([
         async () => {
+          side.begin();
           const res = await get(url);
+          side.end();
           if (res.status !== 200) throw new Error(`${name}: HTTP ${res.status} ${res.body}`);
           body = res.body;
         },
@@ -185,6 +196,8 @@ try {
         () => sql.query({ name: `p-${name}`, text: statement.sql, values: statement.params }),
         () => sql.query(statement.sql, statement.params),
       ]);
+      side.stop();
+      breakdown.push([name, stats(http), side.stats()]);
       const rows = JSON.parse(body).runs.length;
       const unprepared = stats(unpreparedSamples);
       const h = stats(http);
@@ -197,6 +210,18 @@ try {
         const plan = await sql.query(`EXPLAIN (ANALYZE, BUFFERS) ${statement.sql}`, statement.params);
         log(plan.rows.map((r) => `    ${r['QUERY PLAN']}`).join('\n'));
       }
+    }
+    log('');
+    log(
+      'where the HTTP time goes, p50 in ms: the service from the request to its last byte, and its statement',
+    );
+    log(
+      `${'case'.padEnd(24)} ${'HTTP'.padStart(6)} ${'service'.padStart(8)} ${'its SQL'.padStart(8)}  ${'client+transport'.padStart(16)} ${'service own'.padStart(11)}`,
+    );
+    for (const [name, h, s] of breakdown) {
+      log(
+        `${`${name} @${size / 1e6}M`.padEnd(24)} ${h.p50.toFixed(2).padStart(6)} ${s.service.p50.toFixed(2).padStart(8)} ${s.sql.p50.toFixed(2).padStart(8)}  ${(h.p50 - s.service.p50).toFixed(2).padStart(16)} ${(s.service.p50 - s.sql.p50).toFixed(2).padStart(11)}`,
+      );
     }
     // Where the HTTP time goes: the framework alone (no auth, no database), and one round trip to the
     // database (what authenticating a key costs on top of the list query).
@@ -327,6 +352,47 @@ async function seed(teamId, creatorId, from, to) {
        ) s`,
     [teamId, creatorId, from, to],
   );
+}
+
+/**
+ * The service's side of the HTTP samples, one per request: from the server's `request` event to the
+ * response's `finish`, and the time spent in its statements (`Database.query`, which the list and the
+ * key look-up use). Timed only between `begin` and `end`, so the other samples' work is not counted.
+ */
+function serviceSide() {
+  const server = service.app.getHttpAdapter().getInstance().server;
+  const db = service.db;
+  const samples = { service: [], sql: [] };
+  let on = false;
+  let inStatements = 0;
+  const onRequest = (_req, res) => {
+    if (!on) return;
+    const start = performance.now();
+    res.once('finish', () => {
+      samples.service.push(performance.now() - start);
+      samples.sql.push(inStatements);
+    });
+  };
+  const query = Object.getPrototypeOf(db).query;
+  db.query = async function (...args) {
+    const start = performance.now();
+    try {
+      return await query.apply(this, args);
+    } finally {
+      if (on) inStatements += performance.now() - start;
+    }
+  };
+  server.prependListener('request', onRequest);
+  return {
+    begin: () => ((on = true), (inStatements = 0)),
+    end: () => (on = false),
+    stop: () => {
+      server.off('request', onRequest);
+      delete db.query; // back to Database.prototype.query
+    },
+    // The warm-up's samples are left out, as timeInTurn leaves them out.
+    stats: () => ({ service: stats(samples.service.slice(WARMUP)), sql: stats(samples.sql.slice(WARMUP)) }),
+  };
 }
 
 /**
