@@ -1,6 +1,7 @@
 // GET /api/v1/agent/runs over 1,000,000 runs of one team (plus a fifth as many of another team), timed
 // over HTTP and, as the baseline in the same run, the very SQL statement the service sends, sent the way
-// the service sends it (a named statement, prepared once per connection: src/database/database.ts),
+// the service sends it (an unfiltered page as a named statement, prepared once per connection; a
+// filtered one unnamed, planned for its values each time: src/database/database.ts, QueryOptions),
 // straight through `pg`. Prints p50/p95 for both and the HTTP/SQL ratio per case, and the same statement
 // unprepared for reference. Targets: p95 ≤ 15 ms, HTTP ≤ 2× SQL.
 //
@@ -166,6 +167,8 @@ try {
         ['metadata (rare)', 'metadata[repo]=service-7&metadata[ci]=true'],
         ['environment (rare)', 'environment_id=env-3&state=BLOCKED'],
         ['q (no match)', 'q=zzzz'],
+        ['automation (no match)', 'automation_id=none'],
+        ['created_after (none)', `created_after=2099-01-01T00:00:00Z`],
       );
     }
 
@@ -191,9 +194,12 @@ try {
           if (res.status !== 200) throw new Error(`${name}: HTTP ${res.status} ${res.body}`);
           body = res.body;
         },
-        // As the service sends it: prepared once on this connection and reused (PostgreSQL plans it
-        // afresh for its first five executions, then may keep a generic plan).
-        () => sql.query({ name: `p-${name}`, text: statement.sql, values: statement.params }),
+        // As the service sends it: unfiltered, prepared once on this connection and reused (PostgreSQL
+        // plans it afresh for its first five executions, then may keep a generic plan); filtered, unnamed.
+        () =>
+          statement.planEachTime
+            ? sql.query(statement.sql, statement.params)
+            : sql.query({ name: `p-${name}`, text: statement.sql, values: statement.params }),
         () => sql.query(statement.sql, statement.params),
       ]);
       side.stop();

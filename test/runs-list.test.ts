@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from './support/service.js';
 import { eventually } from './support/eventually.js';
+import { QueryParams } from '../src/common/query-params.js';
+import { openDatabase } from '../src/database/data-source.js';
+import { Database } from '../src/database/database.js';
+import { parseRunListQuery, RunListRepository } from '../src/runs/run-list.js';
 
 /** GET /agent/runs: every filter and sort of CONTRACT.md §1 on data that tells them apart; cursors. */
 let t: TestService;
@@ -343,6 +347,40 @@ describe('pagination', () => {
       expect(inserted, 'the writer really ran alongside').toBeGreaterThan(0);
       expect(new Set(seen).size, `no run repeated (${sort})`).toBe(seen.length);
       for (const id of initial) expect(seen, `run ${id} listed (${sort})`).toContain(id);
+    }
+  });
+});
+
+describe('plans', () => {
+  // A prepared statement may settle after five calls on PostgreSQL's generic plan, one plan for every
+  // value; for a filter value that matches nothing that plan walked every run of the team (`q` with
+  // no match: 20 s at 10M runs). A filtered page must therefore never be a prepared statement.
+  it('plans a filtered page for its values every time and prepares an unfiltered one', async () => {
+    // One connection, so the statements it prepared are the ones pg_prepared_statements lists.
+    const dataSource = await openDatabase(t.databaseUrl, 1);
+    try {
+      const db = Database.fromDataSource(dataSource);
+      const repo = new RunListRepository(db);
+      const [{ id: teamId }] = await db.query<{ id: string }>(
+        `SELECT team_id AS id FROM runs WHERE id = $1`,
+        [ids.r1],
+      );
+      const page = (query: string) => repo.page(teamId, parseRunListQuery(QueryParams.parse(query)));
+      const filtered = ['q=zzzz', 'metadata[repo]=nowhere', 'automation_id=none', 'state=FAILED'];
+      for (let i = 0; i < 7; i++) {
+        expect((await page('')).runs).toHaveLength(5);
+        for (const query of filtered)
+          expect((await page(query)).runs).toHaveLength(query === 'state=FAILED' ? 1 : 0);
+      }
+      const prepared = await db.query<{ statement: string; generic_plans: number; custom_plans: number }>(
+        `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%sort_key%'`,
+      );
+      // The unfiltered page, prepared once and called seven times: the check sees what was prepared.
+      expect(prepared).toHaveLength(1);
+      expect(prepared[0].statement).not.toMatch(/WHERE r\.team_id = \$1 AND/);
+      expect(Number(prepared[0].generic_plans) + Number(prepared[0].custom_plans)).toBe(7);
+    } finally {
+      await dataSource.destroy();
     }
   });
 });

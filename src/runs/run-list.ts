@@ -257,8 +257,17 @@ function cursorScope(sortBy: SortKey, order: string): string {
   return `runs:${sortBy}:${order}`;
 }
 
-/** The page's statement: WHERE, ORDER BY and LIMIT; selects `sort_key` for the next cursor. */
-export function buildRunListSql(teamId: string, query: RunListQuery): { sql: string; params: unknown[] } {
+/**
+ * The page's statement: WHERE, ORDER BY and LIMIT; selects `sort_key` for the next cursor.
+ * `planEachTime` when it filters: how many runs a filter's value matches decides the plan (walk the
+ * team's runs in order, or find the matches and sort them), so a filtered page is planned for its
+ * values every time (0.2-0.3 ms) rather than risk a generic plan that walks every run of the team for
+ * a value that matches none (QueryOptions). An unfiltered page has one good plan for every team.
+ */
+export function buildRunListSql(
+  teamId: string,
+  query: RunListQuery,
+): { sql: string; params: unknown[]; planEachTime: boolean } {
   const params: unknown[] = [teamId];
   const p: Param = (v) => {
     params.push(v);
@@ -268,6 +277,7 @@ export function buildRunListSql(teamId: string, query: RunListQuery): { sql: str
   for (const [name, value] of Object.entries(query.filters) as Array<[FilterName, unknown]>) {
     if (value !== undefined) where.push((RUN_FILTERS[name] as RunFilter<unknown>).where(value, p));
   }
+  const filtered = where.length > 1;
   const key = SORT_KEYS[query.sortBy];
   const dir = query.sortOrder === 'desc' ? 'DESC' : 'ASC';
   if (query.after) {
@@ -281,7 +291,7 @@ export function buildRunListSql(teamId: string, query: RunListQuery): { sql: str
     WHERE ${where.join(' AND ')}
     ORDER BY ${key} ${dir}, r.id ${dir}
     LIMIT ${query.limit + 1}`;
-  return { sql, params };
+  return { sql, params, planEachTime: filtered };
 }
 
 /** The run listing's reads: one statement per page. */
@@ -290,8 +300,12 @@ export class RunListRepository {
   constructor(@Inject(Database) private readonly db: Database) {}
 
   async page(teamId: string, query: RunListQuery): Promise<{ runs: Run[]; pageInfo: PageInfo }> {
-    const { sql, params } = buildRunListSql(teamId, query);
-    const rows = await this.db.query<Record<string, unknown> & { sort_key: string; id: string }>(sql, params);
+    const { sql, params, planEachTime } = buildRunListSql(teamId, query);
+    const rows = await this.db.query<Record<string, unknown> & { sort_key: string; id: string }>(
+      sql,
+      params,
+      { planEachTime },
+    );
     const { items, pageInfo } = pageOf(rows, query.limit, (last) => ({
       scope: cursorScope(query.sortBy, query.sortOrder),
       key: last.sort_key,
