@@ -46,6 +46,17 @@ interface RunFilter<T> {
 
 const filter = <T>(f: RunFilter<T>): RunFilter<T> => f;
 
+/**
+ * A metadata key the service stamps (automation_id, factory_uid, schedule_id) equal to the parameter.
+ * As containment, so the `runs_metadata` GIN index finds the runs: compared as `metadata->>key`, a
+ * value no run has walked all of a team's runs (4.2 s at 10M runs).
+ */
+const stamped = (param: string, key: string) =>
+  filter<string>({
+    parse: (q) => q.one(param),
+    where: (v, p) => `r.metadata @> ${p(JSON.stringify({ [key]: v }))}::jsonb`,
+  });
+
 /** A parameter compared for equality with one column. */
 const equals = (param: string, column: string) =>
   filter<string>({ parse: (q) => q.one(param), where: (v, p) => `${column} = ${p(v)}` });
@@ -153,10 +164,7 @@ export const RUN_FILTERS = {
     where: (v, p) => `r.artifacts @> ${p(JSON.stringify([{ artifact_type: v }]))}::jsonb`,
   }),
   // Stamped on the runs a schedule started (metadata schedule_id).
-  scheduleId: filter<string>({
-    parse: (q) => q.one('schedule_id'),
-    where: (v, p) => `r.metadata->>'schedule_id' = ${p(v)}`,
-  }),
+  scheduleId: stamped('schedule_id', 'schedule_id'),
   // The Oz clients' other filters (docs/run-api.md, "List runs").
   // Every run, descendants included, whose chain of parent_run_id reaches the ancestor.
   ancestorRunId: filter<string>({
@@ -172,8 +180,8 @@ export const RUN_FILTERS = {
       SELECT id FROM d)`,
   }),
   // Stamped on the runs an automation or a factory started (metadata automation_id, factory_uid).
-  automationId: equals('automation_id', `r.metadata->>'automation_id'`),
-  factoryUid: equals('factory_uid', `r.metadata->>'factory_uid'`),
+  automationId: stamped('automation_id', 'automation_id'),
+  factoryUid: stamped('factory_uid', 'factory_uid'),
   // Every factoryd run runs on a worker (REMOTE); none in a caller's own app (LOCAL).
   executionLocation: filter<'LOCAL' | 'REMOTE'>({
     parse: (q) => {
