@@ -20,6 +20,7 @@ import { SelfHostedQueue1763686400000 } from './1763686400000-self-hosted-queue.
 import { RunTransitionsStarted1763686500000 } from './1763686500000-run-transitions-started.js';
 import { NotificationEndpointPacing1763687000000 } from './1763687000000-notification-endpoint-pacing.js';
 import { RunCreatedOutboxPerStatement1763688500000 } from './1763688500000-run-created-outbox-per-statement.js';
+import { RunMetadataStatistics1763688600000 } from './1763688600000-run-metadata-statistics.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   RunTransitionsStarted1763686500000,
   NotificationEndpointPacing1763687000000,
   RunCreatedOutboxPerStatement1763688500000,
+  RunMetadataStatistics1763688600000,
 ];
