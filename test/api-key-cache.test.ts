@@ -11,18 +11,29 @@ beforeAll(async () => {
 });
 afterAll(() => t?.stop());
 
-/** The statements the service sends while `work` runs. */
+/**
+ * The statements the service sends while `work` runs: through `query`, and through `queryWithin`
+ * (a runs-list page: one round trip that bounds its time).
+ */
 async function statementsDuring(work: () => Promise<unknown>): Promise<string[]> {
   const seen: string[] = [];
-  const query = t.service.db.query.bind(t.service.db);
-  const spy = vi.spyOn(t.service.db, 'query').mockImplementation((sql, params) => {
-    seen.push(sql);
-    return query(sql, params);
-  });
+  const db = t.service.db;
+  const query = db.query.bind(db);
+  const queryWithin = db.queryWithin.bind(db);
+  const spies = [
+    vi.spyOn(db, 'query').mockImplementation((sql, params, options) => {
+      seen.push(sql);
+      return query(sql, params, options);
+    }),
+    vi.spyOn(db, 'queryWithin').mockImplementation((ms, sql, params, options) => {
+      seen.push(sql);
+      return queryWithin(ms, sql, params, options);
+    }),
+  ];
   try {
     await work();
   } finally {
-    spy.mockRestore();
+    for (const spy of spies) spy.mockRestore();
   }
   return seen;
 }
@@ -36,6 +47,7 @@ describe('API key cache', () => {
     });
     expect(statements.filter((s) => /FROM api_keys/.test(s))).toEqual([]);
     expect(statements.filter((s) => /FROM runs r/.test(s))).toHaveLength(5);
+    expect(statements).toHaveLength(5);
   });
 
   it('refuses a revoked key within API_KEY_CACHE_SECONDS', async () => {

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from './support/service.js';
 import { eventually } from './support/eventually.js';
@@ -351,7 +352,7 @@ describe('pagination', () => {
   });
 });
 
-describe('plans', () => {
+describe('plans and limits', () => {
   // A prepared statement may settle after five calls on PostgreSQL's generic plan, one plan for every
   // value; for a filter value that matches nothing that plan walked every run of the team (`q` with
   // no match: 20 s at 10M runs). A filtered page must therefore never be a prepared statement.
@@ -382,5 +383,33 @@ describe('plans', () => {
     } finally {
       await dataSource.destroy();
     }
+  });
+
+  it('stops a page that runs past its limit with a 503 and Retry-After, and serves the next one', async () => {
+    // A statement waiting for a lock runs as long as one walking millions of runs, and ends the same way.
+    const blocker = new pg.Client({ connectionString: t.databaseUrl });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE runs IN ACCESS EXCLUSIVE MODE');
+      // Unfiltered (a prepared statement) and filtered (planned for its values): both are bounded.
+      const stopped = await Promise.all(
+        ['', '?state=FAILED'].map((q) => t.call('GET', `/api/v1/agent/runs${q}`, undefined, key)),
+      );
+      for (const res of stopped) {
+        expect(res.status, JSON.stringify(res.body)).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('2');
+        expect(res.body).toMatchObject({ error: 'service_unavailable', retryable: true });
+        expect(res.body.detail).toMatch(/took longer than 2 s and was stopped/);
+      }
+      await blocker.query('ROLLBACK');
+    } finally {
+      await blocker.end();
+    }
+    // The connections went back clean: no statement_timeout left on them, no transaction open.
+    expect(names((await list('')).runs)).toEqual(['r1', 'r3', 'r2', 'r4', 'r5']);
+    expect(names((await list('state=FAILED')).runs)).toEqual(['r3']);
+    const [setting] = await t.service.db.query<{ statement_timeout: string }>(`SHOW statement_timeout`);
+    expect(setting.statement_timeout).toBe('0');
   });
 });

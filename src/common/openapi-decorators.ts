@@ -14,6 +14,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   404: 'No such resource in the caller’s team',
   409: 'Conflict with the resource’s state; `retryable` says whether to retry',
   500: 'Internal error; the body names only the trace id',
+  503: 'Not now: the database is out of reach, or the work took longer than its limit; retry after `Retry-After` seconds',
 };
 
 /** One error response as RFC 7807 problem+json (`Problem`). */

@@ -149,7 +149,7 @@ export class RunsController {
   @ApiOperation({ summary: 'List runs, newest update first, keyset-paginated' })
   @applyAll(LIST_QUERY)
   @ApiJsonOk('RunListResponse')
-  @ApiProblems(403)
+  @ApiProblems(403, 503)
   @RequireScope('runs:read')
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
     const { runs, pageInfo } = await this.runs.list(auth, parseRunListQuery(QueryParams.of(req)));
