@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryLog } from '../src/webhooks/delivery-log.js';
 import { DeliveryRetention } from '../src/webhooks/delivery-retention.js';
 import {
   createAutomation,
@@ -9,6 +10,7 @@ import {
   type FactoryFixture,
   updateWebhook,
 } from './support/definitions.js';
+import { statementsPreparedBy } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { rawRequest } from './support/raw-http.js';
 import { startTestService, type TestService } from './support/service.js';
@@ -109,6 +111,26 @@ describe('the delivery log API', () => {
     expect(byBody[0].prompt).toContain('untrusted data from an external sender');
     const byEnvelope = await search('untrusted data from an external sender');
     expect(byEnvelope.map((r: { run_id: string }) => r.run_id)).toEqual([api.run_id]);
+  });
+
+  it('plans a filtered page for its values every time and prepares an unfiltered one', async () => {
+    const hook = await createWebhook(t, factory);
+    const path = `/webhooks/w/${hook.uid}`;
+    for (let i = 0; i < 3; i++) await deliver(t.url, path, JSON.stringify({ i }), bearer(hook.secret));
+    const prepared = await statementsPreparedBy(t.databaseUrl, async (db) => {
+      const log = new DeliveryLog(db);
+      const webhookId = (await log.webhookIdOf(t.defaultTeam.id, hook.uid))!;
+      const filtered = [{ payloadContains: '{"i":9}' }, { status: 'rejected_auth' as const }];
+      for (let i = 0; i < 7; i++) {
+        expect((await log.list(webhookId, { limit: 20 })).entries).toHaveLength(3);
+        for (const f of filtered)
+          expect((await log.list(webhookId, { limit: 20, ...f })).entries).toEqual([]);
+      }
+    });
+    // The unfiltered page only: the check sees what was prepared.
+    expect(prepared.filter((s) => s.includes('FROM deliveries WHERE webhook_id'))).toEqual([
+      expect.stringMatching(/WHERE webhook_id = \$1 ORDER BY/),
+    ]);
   });
 
   it('is team-isolated and needs runs:read', async () => {

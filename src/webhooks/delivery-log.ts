@@ -155,11 +155,16 @@ export class DeliveryLog {
       where.push(
         `payload IS NOT NULL AND delivery_search_json(webhook_id, payload) @> jsonb_build_object($1::text, ${p(query.payloadContains)}::jsonb)`,
       );
+    // As a runs list (run-list.ts): how many entries a filter's value matches decides the plan, so a
+    // filtered page is planned for its values; a generic plan walked the webhook's every entry for a
+    // payload that none contains.
+    const planEachTime = where.length > 1;
     if (query.after)
       where.push(`(received_at, id) < (${p(new Date(isoKey(query.after)))}, ${p(query.after.id)})`);
     const rows = await this.db.query(
       `SELECT ${READ_COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY received_at DESC, id DESC LIMIT $2`,
       params,
+      { planEachTime },
     );
     const { items, pageInfo } = pageOf(rows.map(toEntry), query.limit, (last) => ({
       scope: deliveriesScope(query),

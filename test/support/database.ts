@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { openDatabase } from '../../src/database/data-source.js';
+import { Database } from '../../src/database/database.js';
 
 /** A fresh, empty database on the test server; drop() removes it. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
@@ -23,5 +25,25 @@ async function withClient<T>(url: string, work: (c: pg.Client) => Promise<T>): P
     return await work(client);
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * Runs `work` on a Database of one pooled connection and returns the statements that connection kept
+ * prepared (pg_prepared_statements is per connection: with one, it lists all of work's).
+ */
+export async function statementsPreparedBy(
+  url: string,
+  work: (db: Database) => Promise<unknown>,
+): Promise<string[]> {
+  const dataSource = await openDatabase(url, 1);
+  try {
+    const db = Database.fromDataSource(dataSource);
+    await work(db);
+    return (await db.query<{ statement: string }>(`SELECT statement FROM pg_prepared_statements`)).map(
+      (r) => r.statement,
+    );
+  } finally {
+    await dataSource.destroy();
   }
 }
