@@ -25,9 +25,9 @@ async function statementsDuring(work: () => Promise<unknown>): Promise<string[]>
       seen.push(sql);
       return query(sql, params, options);
     }),
-    vi.spyOn(db, 'queryWithin').mockImplementation((ms, sql, params, options) => {
+    vi.spyOn(db, 'queryWithin').mockImplementation((limit, sql, params, options) => {
       seen.push(sql);
-      return queryWithin(ms, sql, params, options);
+      return queryWithin(limit, sql, params, options);
     }),
   ];
   try {

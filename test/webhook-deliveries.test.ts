@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryLog } from '../src/webhooks/delivery-log.js';
 import { DeliveryRetention } from '../src/webhooks/delivery-retention.js';
@@ -131,6 +132,29 @@ describe('the delivery log API', () => {
     expect(prepared.filter((s) => s.includes('FROM deliveries WHERE webhook_id'))).toEqual([
       expect.stringMatching(/WHERE webhook_id = \$1 ORDER BY/),
     ]);
+  });
+
+  it('stops a page that runs past its limit with a 503 and Retry-After, and serves the next one', async () => {
+    const hook = await createWebhook(t, factory);
+    await deliver(t.url, `/webhooks/w/${hook.uid}`, '{"i":1}', bearer(hook.secret));
+    const page = () => t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries?status=rejected_auth`);
+    // A statement waiting for a lock runs as long as one walking a busy webhook's log, and ends the same way.
+    const blocker = new pg.Client({ connectionString: t.databaseUrl });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
+      const stopped = await page();
+      expect(stopped.status, JSON.stringify(stopped.body)).toBe(503);
+      expect(stopped.headers.get('retry-after')).toBe('2');
+      expect(stopped.body.detail).toMatch(/deliveries took longer than 2 s and was stopped/);
+      await blocker.query('ROLLBACK');
+    } finally {
+      await blocker.end();
+    }
+    const served = await page();
+    expect(served.status).toBe(200);
+    expect(served.body.deliveries).toEqual([]);
   });
 
   it('is team-isolated and needs runs:read', async () => {

@@ -68,6 +68,13 @@ export function forgedCursor() {
   );
 }
 
+/**
+ * How long the statement of one page of a listing may run before PostgreSQL stops it and the caller
+ * gets a 503 with Retry-After (Database.queryWithin). A page an index serves takes milliseconds; one
+ * whose filter no index serves walks everything the listing covers, seconds for a team's 10M runs.
+ */
+export const PAGE_TIME_LIMIT_MS = 2000;
+
 export interface PageInfo {
   has_next_page: boolean;
   next_cursor?: string;

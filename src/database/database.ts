@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
-import { isDatabaseUnreachable } from '../common/problem.js';
+import { isDatabaseUnreachable, ServiceUnavailable } from '../common/problem.js';
 
 /** What a repository needs to run SQL: the pool, or a transaction's client. */
 export interface Queryable {
@@ -43,6 +43,9 @@ export const paramRefs =
   (first: number) =>
   (n: number): string =>
     `$${first + n - 1}`;
+
+/** SQLSTATE query_canceled: a statement stopped by its statement_timeout. */
+const QUERY_CANCELED = '57014';
 
 /** Names of prepared statements by SQL text (bounded: texts built at run time must not grow it forever). */
 const statementNames = new Map<string, string>();
@@ -145,23 +148,28 @@ export class Database extends ClientQueries {
   }
 
   /**
-   * One statement that PostgreSQL stops once it has run `timeoutMs` (SQLSTATE 57014, waiting for a
-   * lock included): for a read whose cost the caller's input decides, so that no request holds a
-   * connection and a core for longer than that (a runs list sorted by a key no index keeps walked
-   * all 10M runs of a team: 4 s).
+   * One statement that PostgreSQL stops once it has run `limit.ms` (waiting for a lock included): for
+   * a read whose cost the caller's input decides, so that no request holds a connection and a core
+   * for longer than that (a runs list sorted by a key no index keeps walked all 10M runs of a team:
+   * 4 s). Stopped, it fails as a 503 with Retry-After whose detail is `limit.tooLong`.
    */
-  queryWithin<T = Record<string, any>>(
-    timeoutMs: number,
+  async queryWithin<T = Record<string, any>>(
+    limit: { ms: number; tooLong: string },
     sql: string,
     params: unknown[],
     options?: QueryOptions,
   ): Promise<T[]> {
-    return this.pipelined(
-      `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(timeoutMs)}`,
-      sql,
-      params,
-      options,
-    );
+    try {
+      return await this.pipelined<T>(
+        `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(limit.ms)}`,
+        sql,
+        params,
+        options,
+      );
+    } catch (err) {
+      if ((err as { code?: unknown }).code === QUERY_CANCELED) throw new ServiceUnavailable(limit.tooLong);
+      throw err;
+    }
   }
 
   /**

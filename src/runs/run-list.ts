@@ -1,12 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
   forgedCursor,
+  PAGE_TIME_LIMIT_MS,
   pageOf,
   parsePageRequest,
   type CursorPosition,
   type PageInfo,
 } from '../common/pagination.js';
-import { invalidParam, ServiceUnavailable } from '../common/problem.js';
+import { invalidParam } from '../common/problem.js';
 import { UUID_PATTERN } from '../common/ids.js';
 import type { QueryParams } from '../common/query-params.js';
 import { Database } from '../database/database.js';
@@ -303,15 +304,13 @@ export function buildRunListSql(
 }
 
 /**
- * How long one page's statement may run. A page is found in under 10 ms at 10M runs where an index
- * serves its filter and order; where none does (`executor`, `artifact_type`, `sort_by=agent`), it
- * walks the team's runs, seconds at 10M. Past this the statement is stopped and the caller gets a 503
- * telling it so: one team's list cannot hold a connection and a core for long (docs/run-api.md).
+ * What the caller is told when a page's statement ran past PAGE_TIME_LIMIT_MS. A page is found in
+ * under 10 ms at 10M runs where an index serves its filter and order; these walk the team's runs.
  */
-export const RUNS_LIST_TIMEOUT_MS = 2000;
-
-/** SQLSTATE query_canceled: here, the statement ran past RUNS_LIST_TIMEOUT_MS. */
-const QUERY_CANCELED = '57014';
+const PAGE_TOO_LONG =
+  `Finding this page of runs took longer than ${PAGE_TIME_LIMIT_MS / 1000} s and was stopped. ` +
+  'Retry later, or narrow the list (state, created_after, created_before): filtering by ' +
+  'executor or artifact_type, or sorting by agent, walks every run of the team.';
 
 /** The run listing's reads: one statement per page. */
 @Injectable()
@@ -320,21 +319,12 @@ export class RunListRepository {
 
   async page(teamId: string, query: RunListQuery): Promise<{ runs: Run[]; pageInfo: PageInfo }> {
     const { sql, params, planEachTime } = buildRunListSql(teamId, query);
-    const rows = await this.db
-      .queryWithin<Record<string, unknown> & { sort_key: string; id: string }>(
-        RUNS_LIST_TIMEOUT_MS,
-        sql,
-        params,
-        { planEachTime },
-      )
-      .catch((err: { code?: string }) => {
-        if (err?.code !== QUERY_CANCELED) throw err;
-        throw new ServiceUnavailable(
-          `Finding this page of runs took longer than ${RUNS_LIST_TIMEOUT_MS / 1000} s and was stopped. ` +
-            'Retry later, or narrow the list (state, created_after, created_before): filtering by ' +
-            'executor or artifact_type, or sorting by agent, walks every run of the team.',
-        );
-      });
+    const rows = await this.db.queryWithin<Record<string, unknown> & { sort_key: string; id: string }>(
+      { ms: PAGE_TIME_LIMIT_MS, tooLong: PAGE_TOO_LONG },
+      sql,
+      params,
+      { planEachTime },
+    );
     const { items, pageInfo } = pageOf(rows, query.limit, (last) => ({
       scope: cursorScope(query.sortBy, query.sortOrder),
       key: last.sort_key,

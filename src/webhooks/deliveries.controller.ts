@@ -27,7 +27,7 @@ export class DeliveriesController {
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'The deliveries a webhook received (its delivery log)' })
   @ApiJsonOk(pageOf('deliveries'))
-  @ApiProblems(403, 404)
+  @ApiProblems(403, 404, 503)
   @ApiQuery({ name: 'status', required: false, schema: { type: 'string', enum: [...DELIVERY_STATUSES] } })
   @ApiQuery({
     name: 'received_after',

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { isoKey, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
+import { isoKey, PAGE_TIME_LIMIT_MS, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
 import { Database, type Queryable } from '../database/database.js';
 import { StatementParams } from '../database/multi-row.js';
 
@@ -84,6 +84,14 @@ const ENTRY_COLUMNS = {
 } as const;
 
 /** The delivery log: what every sender's request came to, per webhook. */
+/**
+ * What the caller is told when a page of the log ran past PAGE_TIME_LIMIT_MS: a filter that no
+ * entry matches walks the webhook's whole log (`status` has no index; retention keeps 7 days).
+ */
+const PAGE_TOO_LONG =
+  `Finding this page of deliveries took longer than ${PAGE_TIME_LIMIT_MS / 1000} s and was stopped. ` +
+  'Retry later, or narrow it with received_after and received_before.';
+
 @Injectable()
 export class DeliveryLog {
   constructor(@Inject(Database) private readonly db: Database) {}
@@ -161,7 +169,8 @@ export class DeliveryLog {
     const planEachTime = where.length > 1;
     if (query.after)
       where.push(`(received_at, id) < (${p(new Date(isoKey(query.after)))}, ${p(query.after.id)})`);
-    const rows = await this.db.query(
+    const rows = await this.db.queryWithin(
+      { ms: PAGE_TIME_LIMIT_MS, tooLong: PAGE_TOO_LONG },
       `SELECT ${READ_COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY received_at DESC, id DESC LIMIT $2`,
       params,
       { planEachTime },
