@@ -1,7 +1,6 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from './support/service.js';
-import { statementsPreparedBy } from './support/database.js';
+import { statementsPreparedBy, whileLocked } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { QueryParams } from '../src/common/query-params.js';
 import { parseRunListQuery, RunListRepository } from '../src/runs/run-list.js';
@@ -377,25 +376,15 @@ describe('plans and limits', () => {
   });
 
   it('stops a page that runs past its limit with a 503 and Retry-After, and serves the next one', async () => {
-    // A statement waiting for a lock runs as long as one walking millions of runs, and ends the same way.
-    const blocker = new pg.Client({ connectionString: t.databaseUrl });
-    await blocker.connect();
-    try {
-      await blocker.query('BEGIN');
-      await blocker.query('LOCK TABLE runs IN ACCESS EXCLUSIVE MODE');
-      // Unfiltered (a prepared statement) and filtered (planned for its values): both are bounded.
-      const stopped = await Promise.all(
-        ['', '?state=FAILED'].map((q) => t.call('GET', `/api/v1/agent/runs${q}`, undefined, key)),
-      );
-      for (const res of stopped) {
-        expect(res.status, JSON.stringify(res.body)).toBe(503);
-        expect(res.headers.get('retry-after')).toBe('2');
-        expect(res.body).toMatchObject({ error: 'service_unavailable', retryable: true });
-        expect(res.body.detail).toMatch(/took longer than 2 s and was stopped/);
-      }
-      await blocker.query('ROLLBACK');
-    } finally {
-      await blocker.end();
+    // Unfiltered (a prepared statement) and filtered (planned for its values): both are bounded.
+    const stopped = await whileLocked(t.databaseUrl, 'runs', () =>
+      Promise.all(['', '?state=FAILED'].map((q) => t.call('GET', `/api/v1/agent/runs${q}`, undefined, key))),
+    );
+    for (const res of stopped) {
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('2');
+      expect(res.body).toMatchObject({ error: 'service_unavailable', retryable: true });
+      expect(res.body.detail).toMatch(/took longer than 2 s and was stopped/);
     }
     // The connections went back clean: no statement_timeout left on them, no transaction open.
     expect(names((await list('')).runs)).toEqual(['r1', 'r3', 'r2', 'r4', 'r5']);

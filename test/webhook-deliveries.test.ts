@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryLog } from '../src/webhooks/delivery-log.js';
 import { DeliveryRetention } from '../src/webhooks/delivery-retention.js';
@@ -11,7 +10,7 @@ import {
   type FactoryFixture,
   updateWebhook,
 } from './support/definitions.js';
-import { statementsPreparedBy } from './support/database.js';
+import { statementsPreparedBy, whileLocked } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { rawRequest } from './support/raw-http.js';
 import { startTestService, type TestService } from './support/service.js';
@@ -138,20 +137,10 @@ describe('the delivery log API', () => {
     const hook = await createWebhook(t, factory);
     await deliver(t.url, `/webhooks/w/${hook.uid}`, '{"i":1}', bearer(hook.secret));
     const page = () => t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries?status=rejected_auth`);
-    // A statement waiting for a lock runs as long as one walking a busy webhook's log, and ends the same way.
-    const blocker = new pg.Client({ connectionString: t.databaseUrl });
-    await blocker.connect();
-    try {
-      await blocker.query('BEGIN');
-      await blocker.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
-      const stopped = await page();
-      expect(stopped.status, JSON.stringify(stopped.body)).toBe(503);
-      expect(stopped.headers.get('retry-after')).toBe('2');
-      expect(stopped.body.detail).toMatch(/deliveries took longer than 2 s and was stopped/);
-      await blocker.query('ROLLBACK');
-    } finally {
-      await blocker.end();
-    }
+    const stopped = await whileLocked(t.databaseUrl, 'deliveries', page);
+    expect(stopped.status, JSON.stringify(stopped.body)).toBe(503);
+    expect(stopped.headers.get('retry-after')).toBe('2');
+    expect(stopped.body.detail).toMatch(/deliveries took longer than 2 s and was stopped/);
     const served = await page();
     expect(served.status).toBe(200);
     expect(served.body.deliveries).toEqual([]);

@@ -47,3 +47,19 @@ export async function statementsPreparedBy(
     await dataSource.destroy();
   }
 }
+
+/**
+ * Runs `work` while another connection holds `table` in ACCESS EXCLUSIVE mode: every statement that
+ * reads it waits meanwhile, as long as one that walks millions of rows would, and ends the same way.
+ */
+export async function whileLocked<T>(url: string, table: string, work: () => Promise<T>): Promise<T> {
+  return withClient(url, async (c) => {
+    await c.query('BEGIN');
+    try {
+      await c.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+      return await work();
+    } finally {
+      await c.query('ROLLBACK');
+    }
+  });
+}
