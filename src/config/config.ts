@@ -1,5 +1,4 @@
 import { delimiter, isAbsolute, resolve } from 'node:path';
-import { fromRoot } from '../common/paths.js';
 
 /**
  * The service's configuration, read once from the environment and validated at boot. A bad value
@@ -34,8 +33,11 @@ export interface Config {
   workerConcurrency: number;
   /** How long a claimed run stays owned without a heartbeat before it ends as ERROR. */
   workerLeaseSeconds: number;
-  /** The agent harness started per run (a shell command line); default: the shipped example. */
-  harnessCommand: string;
+  /**
+   * The agent harness started per run (a shell command line); undefined: the shipped example
+   * (harness-programs.ts: exampleHarnessCommand, resolved where workers start).
+   */
+  harnessCommand?: string;
   /** After `cancel` and SIGTERM, how long a harness's process group may linger before SIGKILL. */
   harnessKillGraceMs: number;
   /**
@@ -167,8 +169,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 2, 0, 256),
     workerLeaseSeconds: int(env, 'WORKER_LEASE_SECONDS', 30, 1, 3600),
-    harnessCommand:
-      str(env, 'HARNESS_COMMAND') ?? `"${process.execPath}" "${fromRoot('examples', 'harness', 'agent.js')}"`,
+    harnessCommand: str(env, 'HARNESS_COMMAND'),
     harnessKillGraceMs: int(env, 'HARNESS_KILL_GRACE_MS', 3000, 0, 600_000),
     idleMinuteMs: int(env, 'IDLE_TIMEOUT_MINUTE_MS', 60_000, 100, 60_000),
     harnessSandbox:

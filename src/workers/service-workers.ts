@@ -7,9 +7,11 @@ import { newUid } from '../common/ids.js';
 import { PACKAGE_ROOT } from '../common/paths.js';
 import { startPeriodic } from '../common/periodic.js';
 import { unsearchableAbove } from '../common/searchable.js';
+import { ROOT_STATE_DIR } from '../common/shared-runtime.js';
 import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { DirectBackend } from './direct-backend.js';
+import { exampleHarnessCommand } from './harness-programs.js';
 import type { ExecutionOptions } from './run-execution.js';
 import type { RunWakeups } from './run-wakeups.js';
 import { chooseSandbox, SandboxUnavailable, type SandboxChoice } from './sandbox.js';
@@ -26,7 +28,7 @@ const SAFETY_POLL_MS = 2000;
  * in the sandbox chosen for them (once: `harnessSandbox` is what the start logs).
  */
 export const executionOptions = (config: Config, workspaceRoot: string): ExecutionOptions => ({
-  harnessCommand: config.harnessCommand,
+  harnessCommand: config.harnessCommand ?? exampleHarnessCommand(),
   killGraceMs: config.harnessKillGraceMs,
   idleMinuteMs: config.idleMinuteMs,
   idleTimeoutMinutes: config.runIdleTimeoutMinutes,
@@ -56,7 +58,7 @@ export function harnessSandbox(config: Config, workspaceRoot: string): SandboxCh
 }
 
 /** Where workspaces go as root when the folders above DATA_DIR keep other users out. */
-export const ROOT_WORKSPACES_DIR = '/var/lib/factoryd/workspaces';
+export const ROOT_WORKSPACES_DIR = join(ROOT_STATE_DIR, 'workspaces');
 
 /**
  * Workspaces of this machine's workers: `$DATA_DIR/workspaces`. As root, harnesses run as other uids
