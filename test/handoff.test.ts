@@ -1,5 +1,5 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageProgramCommand } from '../src/workers/harness-programs.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 
 // A continued run's next execution receives, in its workspace under handoff/, the files its previous
@@ -8,7 +8,7 @@ let t: TestService;
 beforeAll(async () => {
   t = await startTestService({
     WORKER_CONCURRENCY: '1',
-    HARNESS_COMMAND: `"${process.execPath}" "${join(import.meta.dirname, 'fixtures', 'handoff-harness.mjs')}"`,
+    HARNESS_COMMAND: packageProgramCommand('test/fixtures', 'handoff-harness.mjs'),
   });
 });
 afterAll(async () => t?.stop());

@@ -229,24 +229,22 @@ function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[
   const mounts = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   const hidden: string[] = [];
   const inside = (path: string, dir: string) => (path + sep).startsWith(dir + sep);
+  // bwrap runs as the harness's user, and cannot bind what that user cannot reach (a checkout in a
+  // `mktemp -d`, as root): its programs then run from copies (harness-programs.ts).
+  const reachable = (path: string) =>
+    process.getuid?.() !== 0 || ((statSync(path).mode & 0o001) !== 0 && !unsearchableAbove(path));
   // An empty folder over `dir`, with the package and Node.js bound back where they lie inside it (a
   // checkout in /tmp, an install in a home folder).
   const cover = (dir: string) => {
     mounts.push('--tmpfs', dir);
     hidden.push(dir);
     for (const keep of [settings.packageRoot, dirname(dirname(process.execPath))])
-      if (inside(keep, dir)) mounts.push('--ro-bind', keep, keep);
+      if (inside(keep, dir) && reachable(keep)) mounts.push('--ro-bind', keep, keep);
   };
   cover('/tmp');
   const home = homedir();
   if (process.getuid?.() !== 0 && home !== '/' && existsSync(home)) cover(home);
-  // As root the harness runs as another uid, which cannot pass through a folder above the package
-  // that keeps others out (/root, a `mktemp -d`): an empty folder over it, the package bound back.
-  if (process.getuid?.() === 0)
-    for (const keep of [settings.packageRoot, dirname(dirname(process.execPath))]) {
-      const blocked = unsearchableAbove(keep);
-      if (blocked && !hidden.some((h) => inside(blocked, h))) cover(blocked);
-    }
+
   for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot]) {
     if (!existsSync(hide) || hidden.some((h) => inside(hide, h) && !inside(settings.packageRoot, h)))
       continue;

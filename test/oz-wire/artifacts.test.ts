@@ -1,5 +1,5 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageProgramCommand } from '../../src/workers/harness-programs.js';
 import { runIn, startTestService, type TestService } from '../support/service.js';
 import { python } from './support.js';
 
@@ -10,7 +10,7 @@ let t: TestService;
 beforeAll(async () => {
   t = await startTestService({
     WORKER_CONCURRENCY: '1',
-    HARNESS_COMMAND: `"${process.execPath}" "${join(import.meta.dirname, '..', 'fixtures', 'artifact-harness.mjs')}"`,
+    HARNESS_COMMAND: packageProgramCommand('test/fixtures', 'artifact-harness.mjs'),
   });
 });
 afterAll(async () => t?.stop());

@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../../src/common/paths.js';
+import { reachableCopy } from '../../src/common/shared-runtime.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { loadSecretsKey } from '../../src/secrets/secrets-key.js';
+import { packageProgramCommand } from '../../src/workers/harness-programs.js';
 import { CLI, runCli } from '../support/cli.js';
 import { createTestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
@@ -18,7 +20,8 @@ import { eventually } from '../support/eventually.js';
  * the default team (the victim) holds an attachment; a run of another team (the attacker) tries to
  * reach all of it and reports what it got. One case per sandbox mode that can run here.
  */
-const PROBE = `"${process.execPath}" "${fromRoot('test', 'security', 'probe-harness.mjs')}"`;
+// Copied where the harness's uid reaches it when the checkout keeps others out (harness-programs.ts).
+const PROBE = packageProgramCommand('test/security', 'probe-harness.mjs');
 const API_KEY_IN_ENV = 'fdk_worker_key_that_must_not_reach_a_harness';
 const FORBIDDEN = ['DATABASE_URL', 'SECRETS_KEY', 'DATA_DIR', 'HARNESS_COMMAND', 'FACTORYD_API_KEY'];
 const root = process.getuid?.() === 0;
@@ -261,9 +264,9 @@ describe('a harness cannot reach the service, its data or other runs', () => {
   it.skipIf(noBwrap !== undefined)(
     'runs the Claude Code wrapper in bwrap, with the variable the operator allowed',
     async () => {
-      const fixture = fromRoot('test', 'fixtures', 'claude-stream.jsonl');
+      const fixture = reachableCopy(fromRoot('test', 'fixtures', 'claude-stream.jsonl'), 'claude-stream');
       const s = await serve('bwrap', {
-        HARNESS_COMMAND: `"${process.execPath}" "${fromRoot('examples', 'harness', 'claude-code.js')}"`,
+        HARNESS_COMMAND: packageProgramCommand('examples/harness', 'claude-code.js'),
         HARNESS_ENV_ALLOW: 'CLAUDE_COMMAND',
         CLAUDE_COMMAND: `cat "${fixture}"; true`,
       });
