@@ -248,6 +248,9 @@ function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[
   for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot]) {
     if (!existsSync(hide) || hidden.some((h) => inside(hide, h) && !inside(settings.packageRoot, h)))
       continue;
+    // Out of the harness's reach already (below /root, a `mktemp -d`); bwrap, as that user, could
+    // not even make the mount point.
+    if (process.getuid?.() === 0 && unsearchableAbove(hide)) continue;
     mounts.push('--tmpfs', hide);
     hidden.push(hide);
   }
