@@ -23,7 +23,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { unsearchableAbove } from './searchable.js';
 
 /** As root, where factoryd keeps what other users (postgres, harness uids) must reach. */
@@ -79,11 +79,12 @@ export function reachableCopy(source: string, name: string): string {
   return copy;
 }
 
-/** A stamp of the tree's content as its files' paths, sizes, modes and modification times give it. */
+/** A stamp of the tree's content as its files' names, sizes, modes and modification times give it. */
 function stamp(source: string): string {
-  const hash = createHash('sha256').update(resolve(source));
+  // Not the source's own path: two checkouts of one version (a CI clone each run) share one copy.
+  const hash = createHash('sha256');
   everyEntry(source, (p, s) => {
-    hash.update(`${p}\0${s.size}\0${s.mode}\0${s.mtimeMs}\n`);
+    hash.update(`${relative(source, p)}\0${s.size}\0${s.mode}\0${s.mtimeMs}\n`);
     return true;
   });
   return hash.digest('hex').slice(0, 16);

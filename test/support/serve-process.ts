@@ -14,10 +14,16 @@ export interface ServeProcess {
   stop(): Promise<number | null>;
 }
 
-/** Starts `node dist/cli/main.js serve` with `env` and resolves once it says it is up. */
-export function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env },
+/**
+ * Starts `node dist/cli/main.js serve` with `env` and resolves once it says it is up; `checkout`:
+ * another checkout's binary, started in its folder (its DATA_DIR `./var`), on its embedded database.
+ */
+export function startServeProcess(env: Record<string, string>, checkout?: string): Promise<ServeProcess> {
+  const base = { ...process.env };
+  if (checkout) delete base.DATABASE_URL;
+  const child = spawn(process.execPath, [checkout ? `${checkout}/dist/cli/main.js` : CLI, 'serve'], {
+    cwd: checkout,
+    env: { ...base, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
