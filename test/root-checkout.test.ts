@@ -72,7 +72,12 @@ describe.skipIf(Boolean(notRoot))(
       const out = spawnSync(
         process.execPath,
         [join(checkout, 'node_modules/vitest/vitest.mjs'), 'run', 'test/handoff.test.ts'],
-        { cwd: checkout, env, encoding: 'utf8', timeout: 180_000 },
+        {
+          cwd: checkout,
+          env: { ...env, NO_COLOR: '1', FORCE_COLOR: '0' },
+          encoding: 'utf8',
+          timeout: 180_000,
+        },
       );
       const text = `${out.stdout}\n${out.stderr}`;
       expect(out.status, text).toBe(0);
