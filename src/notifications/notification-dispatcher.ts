@@ -51,7 +51,7 @@ const RECORD_BATCH = 32;
  * the poll; after a delivery it comes at once.
  *
  * The outbox is polled (every `pollMs`) rather than announced: a NOTIFY per state change would
- * serialise the commits of runs and deliveries (DESIGN.md). Resends and re-enabled endpoints are
+ * serialise the commits of runs and deliveries (a NOTIFY in a transaction takes a global lock at commit). Resends and re-enabled endpoints are
  * announced on CHANNELS.notificationsDue.
  */
 export class NotificationDispatcher {
