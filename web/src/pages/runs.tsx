@@ -54,9 +54,24 @@ function readFilters(): Filters {
   return f;
 }
 
-/** `metadata` typed as `key=value, key2=value2` becomes metadata[key]=value pairs (≤ 5, AND). */
-function apiQuery(f: Filters, cursor?: string): string {
-  const params: Record<string, string | string[] | undefined> = { limit: '25', cursor };
+/** A page of the run list with the page's filters. */
+const apiQuery = (f: Filters, cursor?: string) => query({ limit: '25', cursor, ...filterParams(f) });
+
+/**
+ * The team's stream of run changes with the page's filters, but for `q`, which the stream does not
+ * apply (it answers 400): without it the page reloads on changes to more runs than it shows, never fewer.
+ */
+function streamQuery(f: Filters): string {
+  const { q: _search, ...params } = filterParams(f);
+  return query(params);
+}
+
+/**
+ * The page's filters as the API's query parameters. `metadata` typed as `key=value, key2=value2`
+ * becomes metadata[key]=value pairs (≤ 5, AND).
+ */
+function filterParams(f: Filters): Record<string, string | string[] | undefined> {
+  const params: Record<string, string | string[] | undefined> = {};
   for (const [k, v] of Object.entries(f)) {
     if (k === 'metadata' && typeof v === 'string') {
       for (const pair of v.split(',')) {
@@ -67,7 +82,7 @@ function apiQuery(f: Filters, cursor?: string): string {
       params[k] = new Date(v).toISOString();
     } else params[k] = v;
   }
-  return query(params);
+  return params;
 }
 
 export function RunsPage() {
@@ -76,9 +91,8 @@ export function RunsPage() {
   const [creating, setCreating] = useState(false);
   const cursor = cursors[cursors.length - 1];
   const key = JSON.stringify(filters) + (cursor ?? '');
-  // The team's stream of run changes, with the page's filters, says when to reload the page; a
-  // filter the stream does not take (it answers 400) leaves the page polling at its usual pace.
-  const feedOpen = useFeed(`/agent/runs/events${apiQuery(filters)}`, () => runs.reload());
+  // The team's stream of run changes says when to reload the page; should it fail, the page polls.
+  const feedOpen = useFeed(`/agent/runs/events${streamQuery(filters)}`, () => runs.reload());
   const runs = useLive(
     () =>
       api.get<{ runs: RunItem[]; page_info: { has_next_page: boolean; next_cursor?: string } }>(

@@ -178,7 +178,7 @@ function CreateWebhook({
             name="name"
             autoFocus
             required
-            pattern="[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+            pattern="[A-Za-z0-9][A-Za-z0-9._\-]{0,63}"
             value={name}
             onInput={(e) => setName(e.currentTarget.value)}
           />
