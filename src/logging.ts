@@ -65,11 +65,21 @@ function logRequest(logger: Pino, req: FastifyRequest, reply?: FastifyReply): vo
  * NestJS's Logger (`new Logger('Reconciler').warn(…)`) written through pino: Nest passes the
  * logger's name last, which becomes `context`; an object first argument is merged into the line.
  */
+const NEST_START_UP = new Set([
+  'NestFactory',
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestApplication',
+]);
+
 class NestPinoLogger implements LoggerService {
   constructor(private readonly pino: Pino) {}
 
   log(message: unknown, ...rest: unknown[]) {
-    this.write('info', message, rest);
+    // Nest's start-up chatter (a line per module and per route: about 100) is for debugging only.
+    const context = rest[rest.length - 1];
+    this.write(typeof context === 'string' && NEST_START_UP.has(context) ? 'debug' : 'info', message, rest);
   }
   error(message: unknown, ...rest: unknown[]) {
     this.write('error', message, rest);
