@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { fromRoot } from '../../src/common/paths.js';
+// @ts-expect-error plain JS (npm start's prestart runs it before anything is built)
+import { buildIfStale } from '../../bin/build-if-stale.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { browserMissing } from '../dashboard/browser-check.js';
 
@@ -20,6 +20,9 @@ declare module 'vitest' {
  */
 export default async function setup(project: TestProject) {
   announce();
+  // Tests that spawn the `factoryd` binary run the built `dist/`. It is built here, once, before any
+  // test file starts: a file that rebuilt it itself would rewrite `dist/` under the processes another
+  // file is starting from it (half-written modules), and load both cores while others keep time.
   buildIfStale();
   if (process.env.DATABASE_URL) {
     project.provide('adminDatabaseUrl', process.env.DATABASE_URL);
@@ -36,34 +39,6 @@ export default async function setup(project: TestProject) {
 }
 
 /**
- * Tests that spawn the `factoryd` binary run the built `dist/`. It is built here, once, before any
- * test file starts: a file that rebuilt it itself would rewrite `dist/` under the processes another
- * file is starting from it (half-written modules), and load both cores while others keep time.
- */
-function buildIfStale(): void {
-  const main = fromRoot('dist', 'cli', 'main.js');
-  const built = existsSync(main) ? statSync(main).mtimeMs : 0;
-  const sources = [fromRoot('tsconfig.json'), fromRoot('tsconfig.build.json'), ...files(fromRoot('src'))];
-  if (sources.some((f) => statSync(f).mtimeMs > built))
-    execFileSync(
-      process.execPath,
-      [fromRoot('node_modules/typescript/bin/tsc'), '-p', fromRoot('tsconfig.build.json')],
-      {
-        stdio: 'inherit',
-      },
-    );
-  // The dashboard (dist/web), which the service serves and the browser tests drive.
-  const page = fromRoot('dist', 'web', 'index.html');
-  const pageBuilt = existsSync(page) ? statSync(page).mtimeMs : 0;
-  if (files(fromRoot('web')).some((f) => statSync(f).mtimeMs > pageBuilt))
-    execFileSync(
-      process.execPath,
-      [fromRoot('node_modules/vite/bin/vite.js'), 'build', '--config', fromRoot('web/vite.config.ts')],
-      { stdio: 'inherit' },
-    );
-}
-
-/**
  * What the run does and what it leaves out, first: the first files take a minute to report, and a
  * skipped test shows only as a count.
  */
@@ -77,10 +52,4 @@ function announce(): void {
     browserMissing() ? `The dashboard's browser tests are skipped: ${browserMissing()}.` : '',
   ].filter(Boolean);
   process.stdout.write(`${lines.join('\n')}\n\n`);
-}
-
-function files(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)],
-  );
 }

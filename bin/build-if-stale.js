@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+// Builds `dist/` (the service: tsc; the dashboard: vite) only where a source is newer than what was
+// built from it: `npm start` then costs no build on a restart, and the test setup builds once, before
+// any test file spawns the binary. Run as a script (`npm start`'s prestart), or imported (tests).
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const at = (...parts) => join(root, ...parts);
+
+/** Builds what is stale; says so on stderr when it builds. */
+export function buildIfStale() {
+  const service = [at('tsconfig.json'), at('tsconfig.build.json'), ...files(at('src'))];
+  if (stale(at('dist', 'cli', 'main.js'), service))
+    build('the service', 'typescript/bin/tsc', ['-p', at('tsconfig.build.json')]);
+  if (stale(at('dist', 'web', 'index.html'), files(at('web'))))
+    build('the dashboard', 'vite/bin/vite.js', ['build', '--config', at('web', 'vite.config.ts')]);
+}
+
+function stale(output, sources) {
+  const built = existsSync(output) ? statSync(output).mtimeMs : 0;
+  return sources.some((f) => statSync(f).mtimeMs > built);
+}
+
+function build(what, tool, args) {
+  process.stderr.write(`building ${what}…\n`);
+  execFileSync(process.execPath, [at('node_modules', tool), ...args], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    cwd: root,
+  });
+}
+
+function files(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)],
+  );
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) buildIfStale();
