@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
+import { packageProgramCommand } from '../../src/workers/harness-programs.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG, type Config } from '../../src/config/config.js';
 import { SealMcpCredentials1763684400000 } from '../../src/database/migrations/1763684400000-seal-mcp-credentials.js';
@@ -34,11 +34,10 @@ describe('MCP server credentials (docs/security.md, "MCP server credentials")', 
   };
 
   beforeAll(async () => {
-    const probe = fileURLToPath(new URL('./mcp-probe-harness.mjs', import.meta.url));
     t = await startTestService({
       SECRETS_KEY: randomBytes(32).toString('base64'),
       WORKER_CONCURRENCY: '1',
-      HARNESS_COMMAND: `"${process.execPath}" "${probe}"`,
+      HARNESS_COMMAND: packageProgramCommand('test/security', 'mcp-probe-harness.mjs'),
     });
     readerKey = await t.newKey([t.defaultTeam], ['runs:read']);
   });
