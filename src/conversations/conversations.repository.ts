@@ -54,6 +54,19 @@ export class ConversationsRepository {
     );
   }
 
+  /** The run's transcript lines after event `afterId`, in order, at most `limit` (keyset pages). */
+  async transcriptLines(
+    runId: string,
+    afterId: string,
+    limit: number,
+  ): Promise<Array<{ id: string; text: string }>> {
+    return this.db.query<{ id: string; text: string }>(
+      `SELECT id::text, body->>'text' AS text FROM run_events
+        WHERE run_id = $1 AND type = 'transcript' AND id > $2::bigint ORDER BY id LIMIT $3`,
+      [runId, afterId, limit],
+    );
+  }
+
   async skillLoads(teamId: string, since: Date | undefined): Promise<SkillLoad[]> {
     const rows = await this.db.query<{
       run_id: string;
