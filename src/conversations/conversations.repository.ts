@@ -61,8 +61,9 @@ export class ConversationsRepository {
     limit: number,
   ): Promise<Array<{ id: string; text: string }>> {
     return this.db.query<{ id: string; text: string }>(
-      `SELECT id::text, body->>'text' AS text FROM run_events
-        WHERE run_id = $1 AND type = 'transcript' AND id > $2::bigint ORDER BY id LIMIT $3`,
+      // Ordered by the column (a bigint), not by the text of the same name the select list makes.
+      `SELECT e.id::text AS id, e.body->>'text' AS text FROM run_events e
+        WHERE e.run_id = $1 AND e.type = 'transcript' AND e.id > $2::bigint ORDER BY e.id LIMIT $3`,
       [runId, afterId, limit],
     );
   }
