@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fromRoot } from '../src/common/paths.js';
+import { MAX_MODELS_PER_RUN, RunUsageRepository } from '../src/runs/run-usage.repository.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/eventually.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
@@ -224,6 +225,26 @@ describe('interrupt, usage and transcript through a scripted harness', () => {
       async () => (await python(t, 'GET', `/agent/runs/${runId}`)).body.request_usage?.total_tokens === 125,
       'the usage on the run',
     );
+  });
+});
+
+describe('run_token_usage', () => {
+  it(`keeps at most ${MAX_MODELS_PER_RUN} models per run; those keep counting, further ones are dropped`, async () => {
+    const runId = await start({ ...CLAUDE, worker_host: 'nobody-serves-this' }); // QUEUED: execution 0
+    const usage = new RunUsageRepository(t.service.db);
+    const report = (model_id: string) => ({ model_id, input_tokens: 1, output_tokens: 1 });
+    const many = Array.from({ length: MAX_MODELS_PER_RUN + 50 }, (_, i) =>
+      report(`m-${String(i).padStart(3, '0')}`),
+    );
+    await usage.add(t.service.db, runId, 0, many, new Date());
+    expect(await usage.forRun(runId)).toHaveLength(MAX_MODELS_PER_RUN);
+    await usage.add(t.service.db, runId, 0, [report('m-000'), report('another')], new Date());
+    const rows = await usage.forRun(runId);
+    expect(rows).toHaveLength(MAX_MODELS_PER_RUN);
+    expect(rows.find((r) => r.modelId === 'm-000')).toMatchObject({ inputTokens: 2, reports: 2 });
+    expect(rows.some((r) => r.modelId === 'another')).toBe(false);
+    // A report for another execution than the run's adds nothing.
+    expect(await usage.add(t.service.db, runId, 7, [report('m-001')], new Date())).toBe(0);
   });
 });
 

@@ -1,6 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Database, type Queryable } from '../database/database.js';
 
+/**
+ * Models one run may have sums for: a harness that reports a new model id with every line would
+ * otherwise grow the table (and every read of the run) without bound. Reports of further models are
+ * dropped; the models already summed keep counting.
+ */
+export const MAX_MODELS_PER_RUN = 100;
+
 /** Tokens one report of a harness says a model used (the harness protocol's `usage` event). */
 export interface UsageReport {
   model_id: string;
@@ -73,8 +80,10 @@ export class RunUsageRepository {
                                          cache_write_tokens, reports, last_execution, updated_at)
        SELECT r.id, u.model_id, u.i, u.o, u.cr, u.cw, u.n, $3, $4
          FROM runs r, unnest($5::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::int[])
-                AS u(model_id, i, o, cr, cw, n)
+                WITH ORDINALITY AS u(model_id, i, o, cr, cw, n, rank)
         WHERE r.id = $1 AND r.execution = $3 AND ($2::text IS NULL OR r.lease_owner = $2)
+          AND (EXISTS (SELECT 1 FROM run_token_usage k WHERE k.run_id = r.id AND k.model_id = u.model_id)
+               OR (SELECT count(*) FROM run_token_usage k WHERE k.run_id = r.id) + u.rank <= ${MAX_MODELS_PER_RUN})
        ON CONFLICT (run_id, model_id) DO UPDATE SET
          input_tokens = t.input_tokens + EXCLUDED.input_tokens,
          output_tokens = t.output_tokens + EXCLUDED.output_tokens,
