@@ -261,7 +261,7 @@ describe('GET /agent/models', () => {
           provider: 'ANTHROPIC',
           vision_supported: false,
           description: expect.stringMatching(
-            /^claude harness; listed by the operator \(HARNESS_MODELS\); the Claude Code is not installed/,
+            /^claude harness; listed by the operator \(HARNESS_MODELS\); Claude Code is not installed/,
           ),
           disable_reason: 'ADMIN_DISABLED',
         },

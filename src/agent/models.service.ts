@@ -57,7 +57,7 @@ export class ModelsService {
         description: `${harness} harness${found ? ` (${CLI[found.type]} ${found.version})` : ''}; ${source}${
           available
             ? ''
-            : `; the ${CLI[harness as Exclude<HarnessType, 'oz'>]} is not installed on any machine that runs this team's runs (factoryd harnesses install ${harness})`
+            : `; ${CLI[harness as Exclude<HarnessType, 'oz'>]} is not installed on any machine that runs this team's runs (factoryd harnesses install ${harness})`
         }`,
         ...(available ? {} : { disable_reason: 'ADMIN_DISABLED' as const }),
       });
