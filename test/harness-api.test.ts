@@ -199,6 +199,11 @@ describe('interrupt, usage and transcript through a scripted harness', () => {
 
   it('another team gets 404 on each new route of a run, like a run that does not exist', async () => {
     const runId = await start();
+    // Interrupting changes the run: a key that may only read is refused.
+    const reader = await t.newKey([t.defaultTeam], ['runs:read'], 'Reader');
+    const refused = await python(t, 'POST', `/agent/runs/${runId}/interrupt`, undefined, reader);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toBe('not_authorized');
     for (const [method, path] of [
       ['POST', `/agent/runs/${runId}/interrupt`],
       ['GET', `/agent/runs/${runId}/transcript`],
