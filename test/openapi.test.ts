@@ -105,11 +105,14 @@ describe('OpenAPI document', () => {
       if (!path.startsWith('/api/v1/agent')) continue;
       for (const [method, op] of Object.entries<any>(ops)) {
         const where = `${method.toUpperCase()} ${path}`;
-        // 200 JSON or a live stream (Server-Sent Events), or 201 JSON (a create), or 204 (a delete); a
-        // download is its file's own type.
-        const success = op.responses['200'] ?? op.responses['201'] ?? op.responses['204'];
-        expect(success, where).toBeDefined();
-        if (!op.responses['204'] && !path.endsWith('/download'))
+        // 200 JSON or a live stream (Server-Sent Events), or 201 JSON (a create), 202 JSON (accepted:
+        // an interrupt), or 204 (a delete); a download is its file's own type, and the transcript a
+        // 302 to its download.
+        const success =
+          op.responses['200'] ?? op.responses['201'] ?? op.responses['202'] ?? op.responses['204'];
+        if (path.endsWith('/transcript')) expect(op.responses['302'], where).toBeDefined();
+        else expect(success, where).toBeDefined();
+        if (success && !op.responses['204'] && !path.endsWith('/download'))
           expect(
             success.content?.['application/json']?.schema ?? success.content?.['text/event-stream']?.schema,
             where,

@@ -146,6 +146,25 @@ describe('service-hosted workers running the example harness', () => {
     expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('CANCELLED');
   });
 
+  it('interrupts the example harness: its work stops, the run waits BLOCKED, a follow-up resumes it to SUCCEEDED', async () => {
+    const sleep = uniqueSleep(300);
+    const id = await create({ prompt: `Long job\n${sleep.wait}\n/bundled-skill never-reached` });
+    await waitFor(id, ['INPROGRESS']);
+    await eventually(() => running(sleep.processArgs), 'the harness at work');
+    expect((await t.call('POST', `/api/v1/agent/runs/${id}/interrupt`)).status).toBe(202);
+    const blocked = await waitFor(id, ['BLOCKED']);
+    expect(blocked.status_message.message).toBe('interrupted; send a follow-up to continue');
+    await eventually(() => !running(sleep.processArgs), 'the work stopped');
+    await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: 'carry on' });
+    await waitFor(id, ['SUCCEEDED']);
+    const texts = (await conversation(id)).messages.map(
+      (m: { text?: string; kind?: string }) => m.text ?? m.kind,
+    );
+    expect(texts).toContain('Resuming with your follow-up: carry on');
+    // The rest of the interrupted turn was dropped.
+    expect(texts).not.toContain('read_skill');
+  });
+
   it('stops a harness that stays silent past idle_timeout_minutes: FAILED (idle_timeout), no process left', async () => {
     const sleep = uniqueSleep(301);
     const id = await create({ prompt: `Go quiet\n${sleep.wait}`, config: { idle_timeout_minutes: 1 } });

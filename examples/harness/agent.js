@@ -7,7 +7,7 @@
 //   /skill NAME        load a skill the team manages (factory-skills/*/skills/NAME/SKILL.md)
 //   /bundled-skill ID  load a bundled skill by id
 //   /ask QUESTION      ask for input: the run turns BLOCKED until a follow-up answers
-//   /wait SECONDS      work for a while (a child `sleep`; cancel stops it)
+//   /wait SECONDS      work for a while (a child `sleep`; cancel stops it, interrupt ends the turn)
 //   /fail MESSAGE      fail: the message on stderr, exit status 2
 // "use skill NAME" / "load skill NAME" in prose also loads a skill.
 import { spawn } from 'node:child_process';
@@ -23,6 +23,8 @@ const inbox = [];
 let wake;
 let ended = false;
 let child;
+/** An interrupt came: the turn at work stops, and the run waits (BLOCKED) for a follow-up. */
+let interrupted = false;
 createInterface({ input: process.stdin })
   .on('line', (line) => {
     let msg;
@@ -35,6 +37,11 @@ createInterface({ input: process.stdin })
       say('Cancelled; stopping.');
       child?.kill('SIGTERM');
       process.exit(130);
+    }
+    if (msg.type === 'interrupt') {
+      interrupted = true;
+      child?.kill('SIGTERM');
+      return;
     }
     inbox.push(msg);
     wake?.();
@@ -129,8 +136,9 @@ function describe(p) {
   return facts;
 }
 
-async function work(text, { directivesOnly = false } = {}) {
+async function work(text, { directivesOnly = false, nested = false } = {}) {
   for (const raw of text.split('\n')) {
+    if (interrupted) break;
     const line = raw.trim();
     const [cmd, ...rest] = line.split(/\s+/);
     const arg = rest.join(' ');
@@ -147,6 +155,20 @@ async function work(text, { directivesOnly = false } = {}) {
       for (const m of line.matchAll(/\b(?:use|load) skill ([A-Za-z0-9_-]+)/gi)) loadSkill(m[1]);
     }
   }
+  if (interrupted && !nested) await pause();
+}
+
+/** The turn was interrupted: say so, wait for a follow-up, and work on it. */
+async function pause() {
+  interrupted = false;
+  process.stderr.write('interrupted: the rest of this turn is dropped\n');
+  emit({ type: 'status', state: 'BLOCKED', message: 'interrupted; send a follow-up to continue' });
+  const msg = await next();
+  if (!msg) process.exit(1);
+  if (msg.type !== 'followup') return;
+  notes.followups.push(msg.message);
+  say(`Resuming with your follow-up: ${msg.message}`);
+  await work(msg.message);
 }
 
 function loadSkill(name) {
@@ -175,7 +197,7 @@ async function ask(question) {
   const answer = msg.type === 'followup' ? msg.message : JSON.stringify(msg);
   notes.answers.push({ question, answer });
   say(`Thanks, continuing with: ${answer}`);
-  await work(answer);
+  await work(answer, { nested: true });
 }
 
 function sleep(seconds) {

@@ -1,5 +1,8 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
+import { ConversationsModule } from '../conversations/conversations.module.js';
+import { HARNESS_DETECTION, NOTHING_DETECTED } from '../config/harness-detection.js';
+import { RunUsageRepository } from '../runs/run-usage.repository.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { AgentCatalogRepository } from './agent-catalog.repository.js';
@@ -9,15 +12,19 @@ import { AgentIdentitiesRepository } from './agent-identities.repository.js';
 import { AgentIdentitiesService } from './agent-identities.service.js';
 import { ArtifactsService } from './artifacts.service.js';
 import { IdentitiesController } from './identities.controller.js';
+import { ModelsService } from './models.service.js';
 import { RedirectsService } from './redirects.service.js';
+import { RunHarnessController } from './run-harness.controller.js';
+import { RunHarnessService } from './run-harness.service.js';
 
 /**
  * The Oz clients' agent surface beyond runs (layer 4, beside factories/ and workers/): named agents
- * (a factory's agents among them), skills, environments, artifacts, handoff files and redirects.
+ * (a factory's agents among them), skills, environments, artifacts, handoff files, redirects, models,
+ * and a run's transcript and harness usage.
  */
 @Module({
-  imports: [AuthModule, RunsModule, SecretsModule],
-  controllers: [IdentitiesController, AgentController],
+  imports: [AuthModule, RunsModule, SecretsModule, ConversationsModule],
+  controllers: [IdentitiesController, AgentController, RunHarnessController],
   providers: [
     AgentIdentitiesRepository,
     AgentIdentitiesService,
@@ -25,6 +32,11 @@ import { RedirectsService } from './redirects.service.js';
     AgentCatalogService,
     ArtifactsService,
     RedirectsService,
+    ModelsService,
+    RunHarnessService,
+    RunUsageRepository,
+    // CLI detection (which harnesses the team's machines have) replaces this where it is provided.
+    { provide: HARNESS_DETECTION, useValue: NOTHING_DETECTED },
   ],
 })
 export class AgentModule {}

@@ -49,6 +49,11 @@ export interface Config {
   harnessSandbox?: HarnessSandboxMode;
   /** Names of the service's variables a harness also gets (model credentials, say): HARNESS_ENV_ALLOW. */
   harnessEnvAllow: string[];
+  /**
+   * HARNESS_MODELS: the models the operator offers, each with the harness that runs it, in the
+   * operator's order (the first is the default); what `GET /agent/models` lists besides what CLIs report.
+   */
+  harnessModels: Array<{ harness: HarnessType; modelId: string }>;
   /** The unprivileged user bwrap sandboxes run as when the service runs as root. */
   harnessUser: { uid: number; gid: number };
   /** HARNESS_SANDBOX=user: each live harness runs as a uid of its own from this range. */
@@ -86,6 +91,10 @@ export interface Config {
 export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
 export type HarnessSandboxMode = (typeof HARNESS_SANDBOX_MODES)[number];
 
+/** The harness types of the Oz clients' `harness.type`. */
+export const HARNESS_TYPES = ['oz', 'claude', 'codex', 'gemini'] as const;
+export type HarnessType = (typeof HARNESS_TYPES)[number];
+
 /**
  * Variables a harness never gets, even when HARNESS_ENV_ALLOW names them: the service's own
  * configuration and credentials (every variable read here, a worker's API key, libpq's).
@@ -111,6 +120,7 @@ export const SERVICE_VARIABLES = [
   'IDLE_TIMEOUT_MINUTE_MS',
   'HARNESS_SANDBOX',
   'HARNESS_ENV_ALLOW',
+  'HARNESS_MODELS',
   'HARNESS_UID',
   'HARNESS_UIDS',
   'FACTORY_REPO_ROOTS',
@@ -177,6 +187,7 @@ export function loadConfig(env: Env = process.env): Config {
         ? undefined
         : oneOf(env, 'HARNESS_SANDBOX', HARNESS_SANDBOX_MODES, 'none'),
     harnessEnvAllow: harnessEnvAllow(env),
+    harnessModels: harnessModels(env),
     harnessUser: harnessUser(env),
     harnessUids: harnessUids(env),
     ...httpTimeouts(env),
@@ -225,6 +236,26 @@ function harnessEnvAllow(env: Env): string[] {
       );
   }
   return names;
+}
+
+/** `claude:claude-sonnet-4-5,codex:gpt-5-codex`: harness and model id pairs, comma-separated. */
+function harnessModels(env: Env): Config['harnessModels'] {
+  const out: Config['harnessModels'] = [];
+  for (const entry of (str(env, 'HARNESS_MODELS') ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    const at = entry.indexOf(':');
+    const harness = entry.slice(0, at) as HarnessType;
+    const modelId = entry.slice(at + 1);
+    if (at < 0 || !HARNESS_TYPES.includes(harness) || !/^[\x21-\x7e]{1,200}$/.test(modelId))
+      throw new ConfigError(
+        'HARNESS_MODELS',
+        `"${entry}" is not <harness>:<model id> (harness one of ${HARNESS_TYPES.join(', ')}; model id printable, no spaces or commas), e.g. claude:claude-sonnet-4-5`,
+      );
+    if (!out.some((m) => m.harness === harness && m.modelId === modelId)) out.push({ harness, modelId });
+  }
+  return out;
 }
 
 /** `first-last`: uids no account on the machine uses (default 1900000-1904095, 4096 harnesses at once). */

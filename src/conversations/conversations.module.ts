@@ -6,6 +6,6 @@ import { ConversationsService } from './conversations.service.js';
 @Module({
   controllers: [ConversationsController],
   providers: [ConversationsRepository, ConversationsService],
-  exports: [ConversationsService],
+  exports: [ConversationsService, ConversationsRepository],
 })
 export class ConversationsModule {}

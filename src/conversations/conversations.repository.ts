@@ -54,6 +54,20 @@ export class ConversationsRepository {
     );
   }
 
+  /** The run's transcript lines after event `afterId`, in order, at most `limit` (keyset pages). */
+  async transcriptLines(
+    runId: string,
+    afterId: string,
+    limit: number,
+  ): Promise<Array<{ id: string; text: string }>> {
+    return this.db.query<{ id: string; text: string }>(
+      // Ordered by the column (a bigint), not by the text of the same name the select list makes.
+      `SELECT e.id::text AS id, e.body->>'text' AS text FROM run_events e
+        WHERE e.run_id = $1 AND e.type = 'transcript' AND e.id > $2::bigint ORDER BY e.id LIMIT $3`,
+      [runId, afterId, limit],
+    );
+  }
+
   async skillLoads(teamId: string, since: Date | undefined): Promise<SkillLoad[]> {
     const rows = await this.db.query<{
       run_id: string;

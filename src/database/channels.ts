@@ -52,7 +52,7 @@ const jsonChannel = <T extends object>(
 
 export interface RunControl {
   run_id: string;
-  kind: 'followup' | 'cancel';
+  kind: 'followup' | 'cancel' | 'interrupt';
 }
 
 /**
@@ -64,10 +64,12 @@ export const CHANNELS = {
   definitionsApplied: idChannel('factoryd_definitions_applied'),
   /** Some run became QUEUED. */
   runsQueued: signalChannel('factoryd_runs_queued'),
-  /** A follow-up or cancel for one live run. */
+  /** A follow-up, interrupt or cancel for one live run. */
   runControl: jsonChannel<RunControl>(
     'factoryd_run_control',
-    (v) => typeof v.run_id === 'string' && (v.kind === 'followup' || v.kind === 'cancel'),
+    (v) =>
+      typeof v.run_id === 'string' &&
+      (v.kind === 'followup' || v.kind === 'cancel' || v.kind === 'interrupt'),
   ),
   /** Notification messages may be due now (a resend, an endpoint enabled): dispatchers look at once. */
   notificationsDue: signalChannel('factoryd_notifications_due'),

@@ -27,6 +27,10 @@ export interface RunItem {
   is_run_type_cancellable?: boolean;
   artifacts?: unknown[];
   agent_skill?: Record<string, unknown>;
+  request_usage?: {
+    model_token_usage: Array<{ model_id: string; total_tokens: number; usage_type: 'byok' }>;
+    total_tokens: number;
+  };
 }
 
 export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem {
@@ -64,6 +68,19 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
   if (run.statusMessage) item.status_message = run.statusMessage;
   if (run.artifacts) item.artifacts = run.artifacts;
   if (run.agentSkill) item.agent_skill = run.agentSkill;
+  if (run.modelTokenUsage) {
+    // Every model a factoryd run uses is called with the team's own provider credential (a team
+    // secret, or a self-hosted worker's environment): the Oz enum's `byok`.
+    const models = run.modelTokenUsage.map((m) => ({
+      ...m,
+      total_tokens: Number(m.total_tokens),
+      usage_type: 'byok' as const,
+    }));
+    item.request_usage = {
+      model_token_usage: models,
+      total_tokens: models.reduce((sum, m) => sum + m.total_tokens, 0),
+    };
+  }
   return item;
 }
 

@@ -80,6 +80,8 @@ export interface Run {
   updatedAt: Date;
   startedAt: Date | null;
   endedAt: Date | null;
+  /** Tokens per model its harness reported (run_token_usage); null: none reported. */
+  modelTokenUsage: Array<{ model_id: string; total_tokens: number }> | null;
 }
 
 export interface NewAttachment {

@@ -51,7 +51,7 @@ export class RunsSignal {
     }, wait).unref();
   }
 
-  async control(runId: string, kind: 'followup' | 'cancel'): Promise<void> {
+  async control(runId: string, kind: 'followup' | 'cancel' | 'interrupt'): Promise<void> {
     await this.notifications?.publish(CHANNELS.runControl, { run_id: runId, kind });
   }
 }

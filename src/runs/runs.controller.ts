@@ -10,7 +10,15 @@ import {
   Post,
   Req,
 } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBearerAuth,
+  ApiHeader,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiResponse,
+  ApiTags,
+} from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
@@ -181,6 +189,25 @@ export class RunsController {
   async followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
     const req = this.validate.body<{ message?: string; mode?: string }>('RunFollowupRequest', body ?? {});
     await this.runs.followup(auth, runId, req.message, req.mode);
+    return {};
+  }
+
+  /** 202: the worker stops the turn asynchronously (the harness answers BLOCKED), as the clients expect. */
+  @Post('runs/:runId/interrupt')
+  @HttpCode(202)
+  @ApiOperation({
+    summary: 'Stop the turn an INPROGRESS run is at; the run stays live (BLOCKED) and a follow-up resumes it',
+  })
+  @RUN_ID
+  @ApiResponse({
+    status: 202,
+    description: 'Accepted: the run’s worker stops the turn',
+    content: { 'application/json': { schema: { type: 'object', additionalProperties: false } } },
+  })
+  @ApiProblems(403, 404, 409)
+  @RequireScope('runs:write')
+  async interrupt(@Auth() auth: AuthContext, @Param('runId') runId: string) {
+    await this.runs.interrupt(auth, runId);
     return {};
   }
 

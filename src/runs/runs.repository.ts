@@ -7,12 +7,13 @@ import { nextState, statesAllowing } from './run-state.js';
 import { McpCredentials } from '../secrets/mcp-credentials.js';
 import { RunsSignal } from './runs-signal.js';
 import { SERVICE_WORKER_HOST, type NewRun, type Run } from './run.js';
+import { MODEL_TOKEN_USAGE_COLUMN } from './run-usage.repository.js';
 
 /** The columns every run read selects, creator joined; `r` is runs, `p` principals. */
 export const RUN_COLUMNS = `r.id, r.team_id, r.title, r.prompt, r.state, r.source, r.agent_config, r.worker_host,
   r.metadata, r.conversation_id, r.parent_run_id, r.mode, r.session_id, r.status_message, r.artifacts,
   r.agent_skill, r.execution_location, r.executor, r.created_at, r.updated_at, r.started_at, r.ended_at,
-  p.type AS creator_type, p.uid AS creator_uid, p.display_name AS creator_name`;
+  p.type AS creator_type, p.uid AS creator_uid, p.display_name AS creator_name, ${MODEL_TOKEN_USAGE_COLUMN}`;
 
 export const RUN_FROM = `runs r LEFT JOIN principals p ON p.id = r.creator_id`;
 
@@ -78,6 +79,7 @@ export function toRun(row: Record<string, unknown>): Run {
     updatedAt: row.updated_at as Date,
     startedAt: row.started_at as Date | null,
     endedAt: row.ended_at as Date | null,
+    modelTokenUsage: (row.model_token_usage as Run['modelTokenUsage']) ?? null,
   };
 }
 
@@ -292,6 +294,11 @@ export class RunsRepository {
       message,
       mode ?? null,
     ]);
+  }
+
+  /** Asks the worker of the run's current execution to stop its turn (handed over by its next control). */
+  async requestInterrupt(tx: Queryable, runId: string): Promise<void> {
+    await tx.execute(`UPDATE runs SET interrupt_execution = execution WHERE id = $1`, [runId]);
   }
 
   async lockForUpdate(tx: Queryable, teamId: string, runId: string): Promise<RunState | undefined> {

@@ -160,6 +160,34 @@ export class RunsService {
     await this.signal.control(runId, 'followup');
   }
 
+  /**
+   * Stops the turn a live run is at; the run stays live (its harness answers BLOCKED and waits for a
+   * follow-up). Only an INPROGRESS run has a turn to stop.
+   */
+  async interrupt(auth: AuthContext, runId: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const state = UUID_PATTERN.test(runId)
+        ? await this.runs.lockForUpdate(tx, auth.team.id, runId)
+        : undefined;
+      if (!state) throw new NotFound(`run ${runId} does not exist`);
+      if (isTerminal(state))
+        throw new InvalidRequest(
+          `run ${runId} has already ended (${state}); there is no turn to interrupt (send a follow-up to continue it)`,
+        );
+      if (state === 'PENDING' || state === 'CLAIMED')
+        throw new Conflict(`run ${runId} is starting (${state}); retry the interrupt in a moment`, true);
+      if (state === 'QUEUED')
+        throw new Conflict(
+          `run ${runId} has not started (QUEUED); there is no turn to interrupt (cancel it instead)`,
+          false,
+        );
+      if (state === 'BLOCKED')
+        throw new Conflict(`run ${runId} is not at work (BLOCKED): it waits for a follow-up`, false);
+      await this.runs.requestInterrupt(tx, runId);
+    });
+    await this.signal.control(runId, 'interrupt');
+  }
+
   async cancel(auth: AuthContext, runId: string): Promise<void> {
     await this.db.transaction(async (tx) => {
       const state = UUID_PATTERN.test(runId)

@@ -41,6 +41,8 @@ export interface Outcome {
 export interface Control {
   /** The run is no longer this worker's to run (cancelled, or lost its lease). */
   stop: boolean;
+  /** Stop the current turn (`{"type":"interrupt"}` on the harness's stdin); the run stays live. */
+  interrupt?: boolean;
   followups: string[];
 }
 

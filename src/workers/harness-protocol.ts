@@ -20,6 +20,8 @@ export type HarnessInput =
       history?: Array<{ role: string; text: string }>;
     }
   | { type: 'followup'; message: string }
+  /** Stop the current turn only; the harness answers BLOCKED and waits for a follow-up. */
+  | { type: 'interrupt' }
   | { type: 'cancel' };
 
 /** What a stdout line means to the worker. */
@@ -30,7 +32,24 @@ export type HarnessEvent =
   | { type: 'result'; status: 'succeeded' | 'failed'; message: string }
   /** A plan, pull request, file, screenshot or external reference the run leaves (runs/artifact.ts). */
   | { type: 'artifact'; artifact: WireArtifact }
-  | { type: 'transcript'; stream: 'stdout' | 'stderr'; text: string };
+  | { type: 'transcript'; stream: 'stdout' | 'stderr'; text: string }
+  /** Tokens one model call (or turn) used, as the provider reported them; the service sums them per run and model. */
+  | TokenUsage;
+
+export interface TokenUsage {
+  type: 'usage';
+  model_id: string;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
+}
+
+/** A count of one report: a whole number of tokens, far below what a bigint column sums safely. */
+const MAX_TOKENS = 2 ** 40;
+const isCount = (v: unknown): v is number =>
+  Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= MAX_TOKENS;
+const isOptionalCount = (v: unknown) => v === undefined || isCount(v);
 
 const MAX_TEXT = 64 * 1024;
 
@@ -75,6 +94,29 @@ export function parseHarnessLine(line: string): HarnessEvent {
         if (parseArtifactReport(source)) return { type: 'artifact', artifact: source as WireArtifact };
         break;
       }
+      case 'usage':
+        // A malformed report is kept as a transcript line (below), never summed.
+        if (
+          typeof e.model_id === 'string' &&
+          /^[\x21-\x7e]{1,200}$/.test(e.model_id) &&
+          isCount(e.input_tokens) &&
+          isCount(e.output_tokens) &&
+          isOptionalCount(e.cache_read_tokens) &&
+          isOptionalCount(e.cache_write_tokens)
+        )
+          return {
+            type: 'usage',
+            model_id: e.model_id,
+            input_tokens: e.input_tokens,
+            output_tokens: e.output_tokens,
+            ...(e.cache_read_tokens !== undefined
+              ? { cache_read_tokens: e.cache_read_tokens as number }
+              : {}),
+            ...(e.cache_write_tokens !== undefined
+              ? { cache_write_tokens: e.cache_write_tokens as number }
+              : {}),
+          };
+        break;
       case 'result':
         return {
           type: 'result',

@@ -141,6 +141,12 @@ export class RunExecution {
     this.touch();
   }
 
+  /** `interrupt` on stdin: the harness stops its current turn, reports BLOCKED and waits for a follow-up. */
+  interrupt(): void {
+    this.harness?.write(encodeInput({ type: 'interrupt' }));
+    this.touch();
+  }
+
   /** `cancel` on stdin, then SIGTERM to the process group, SIGKILL after the grace period. */
   async stop(reason: NonNullable<Outcome['stoppedBy']>): Promise<void> {
     if (this.stoppedBy) return;

@@ -38,6 +38,8 @@ export interface LeasedRun {
   lease_owner: string;
   execution: number;
   agent_config: Record<string, unknown> | null;
+  /** An interrupt asked for this execution and not yet handed to the worker (RunsRepository.requestInterrupt). */
+  interrupt_execution: number | null;
 }
 
 /** At most this many runs are taken from their workers per housekeeping pass. */
@@ -102,10 +104,15 @@ export class RunQueueRepository {
   /** A run's state and lease, locked for the rest of the transaction. */
   async lock(tx: Queryable, runId: string): Promise<LeasedRun | undefined> {
     const [run] = await tx.query<LeasedRun>(
-      `SELECT state, lease_owner, execution, agent_config FROM runs WHERE id = $1 FOR UPDATE`,
+      `SELECT state, lease_owner, execution, agent_config, interrupt_execution FROM runs WHERE id = $1 FOR UPDATE`,
       [runId],
     );
     return run;
+  }
+
+  /** The run's pending interrupt was handed to its worker. */
+  async interruptTaken(tx: Queryable, runId: string): Promise<void> {
+    await tx.execute(`UPDATE runs SET interrupt_execution = NULL WHERE id = $1`, [runId]);
   }
 
   /** Held runs whose lease lapsed before `now`, oldest lapse first, locked (the reaper's). */

@@ -52,13 +52,14 @@ export class WorkerPool {
     }).start();
   }
 
-  /** Follow-up or cancel for a run: acted on if this worker holds it. */
+  /** Follow-up, interrupt or cancel for a run: acted on if this worker holds it. */
   async control(runId: string): Promise<void> {
     const exec = this.active.get(runId);
     if (!exec) return;
     const c = await this.backend.control(runId);
-    if (c.stop) await exec.stop('cancel');
-    else for (const m of c.followups) exec.followup(m);
+    if (c.stop) return exec.stop('cancel');
+    if (c.interrupt) exec.interrupt();
+    for (const m of c.followups) exec.followup(m);
   }
 
   get activeRunIds(): string[] {

@@ -22,6 +22,7 @@ import {
 } from './run-decisions.js';
 import { RunEventsRepository } from './run-events.repository.js';
 import { RunArtifacts } from '../runs/run-artifacts.repository.js';
+import { RunUsageRepository } from '../runs/run-usage.repository.js';
 import { artifactReports } from './artifact-events.js';
 import { handoffAttachments } from '../runs/artifact.js';
 import { RunQueueRepository, type ClaimedRun, type HeldRun } from './run-queue.repository.js';
@@ -40,6 +41,7 @@ export const runPolicy = (config: Config): RunPolicy => ({
 });
 
 const isArtifact = (e: HarnessEvent) => e.type === 'action' && e.kind === 'artifact';
+const isUsage = (e: HarnessEvent): e is Extract<HarnessEvent, { type: 'usage' }> => e.type === 'usage';
 
 /**
  * Run execution as the workers drive it: claim, lease, events, control, end, and the reaper. The
@@ -53,6 +55,7 @@ export class WorkerRunsService {
   private readonly registry: WorkersRepository;
   private readonly skills: SkillResolver;
   private readonly artifacts: RunArtifacts;
+  private readonly usage: RunUsageRepository;
 
   constructor(
     private readonly db: Database,
@@ -63,6 +66,7 @@ export class WorkerRunsService {
     this.queue = new RunQueueRepository(db);
     this.registry = new WorkersRepository(db);
     this.artifacts = new RunArtifacts(db);
+    this.usage = new RunUsageRepository(db);
     this.skills = new SkillResolver(this.queue);
   }
 
@@ -158,6 +162,7 @@ export class WorkerRunsService {
         startedAt: startedAt(now, startedMsAgo),
       });
     }
+    events = await this.addUsage(w, runId, execution, events);
     if (!events.length) return;
     const inserted = await this.events.append(this.db, runId, execution, events, this.now(), w.id);
     if (!inserted) return;
@@ -173,18 +178,39 @@ export class WorkerRunsService {
       });
   }
 
-  /** Follow-ups not yet delivered (a BLOCKED run resumes), or `stop` when the run is no longer ours. */
+  /**
+   * Token usage goes to the run's sums (run_token_usage, while this worker holds the run), never to
+   * its conversation; returns the other events.
+   */
+  private async addUsage(
+    w: WorkerIdentity,
+    runId: string,
+    execution: number,
+    events: HarnessEvent[],
+  ): Promise<HarnessEvent[]> {
+    const usage = events.filter(isUsage);
+    if (!usage.length) return events;
+    if (await this.usage.add(this.db, runId, execution, usage, this.now(), w.id)) this.runs.changed();
+    return events.filter((e) => !isUsage(e));
+  }
+
+  /**
+   * Follow-ups not yet delivered (a BLOCKED run resumes), an interrupt asked for the execution the
+   * worker runs, or `stop` when the run is no longer ours.
+   */
   async control(w: WorkerIdentity, runId: string): Promise<Control> {
     return this.db.transaction(async (tx) => {
       const run = await this.queue.lock(tx, runId);
       if (!run || run.lease_owner !== w.id || !isHeld(run.state)) return { stop: true, followups: [] };
+      const interrupt = run.interrupt_execution === run.execution && run.state === 'INPROGRESS';
+      if (run.interrupt_execution !== null) await this.queue.interruptTaken(tx, runId);
       const followups = await this.events.deliverFollowups(tx, runId, run.execution, this.now());
       if (followups.length) tx.afterCommit(() => this.runs.changed());
       if (followups.length && run.state === 'BLOCKED') {
         await this.runs.transition(tx, runId, 'BLOCKED', 'resume', this.now());
         await this.runs.clearStatusMessage(tx, runId);
       }
-      return { stop: false, followups };
+      return { stop: false, followups, ...(interrupt ? { interrupt } : {}) };
     });
   }
 
@@ -195,7 +221,8 @@ export class WorkerRunsService {
 
   /** The harness ended: its exit decides SUCCEEDED or FAILED, unless the run moved on (cancelled, lost). */
   async finish(w: WorkerIdentity, runId: string, execution: number, outcome: Outcome): Promise<void> {
-    let events = outcome.events ?? [];
+    // Usage first, while this worker still holds the run.
+    let events = await this.addUsage(w, runId, execution, outcome.events ?? []);
     // Events that change the run besides the end (an artifact, BLOCKED) go through `record` first.
     if (events.some((e) => e.type === 'status' || e.type === 'artifact' || isArtifact(e))) {
       await this.record(w, runId, execution, events);

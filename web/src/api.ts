@@ -79,8 +79,14 @@ async function send<T>(
   body?: unknown,
   key = current?.key,
   team = current?.team,
+  /** The body as text (a transcript), not JSON; errors are problems all the same. */
+  asText = false,
 ): Promise<T> {
-  const headers = authHeaders('application/json', key, team);
+  const headers = authHeaders(
+    asText ? 'text/plain, application/problem+json' : 'application/json',
+    key,
+    team,
+  );
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
@@ -95,6 +101,7 @@ async function send<T>(
     throw new ApiProblem(0, 'Network error', 'The service did not answer. Is it running?');
   }
   const text = await res.text();
+  if (asText && res.ok) return text as T;
   let parsed: any;
   try {
     parsed = text ? JSON.parse(text) : undefined;
@@ -112,6 +119,8 @@ async function send<T>(
 
 export const api = {
   get: <T>(path: string) => send<T>('GET', path),
+  /** A text body (a run's transcript; a redirect to its signed link is followed). */
+  text: (path: string) => send<string>('GET', path, undefined, current?.key, current?.team, true),
   post: <T>(path: string, body?: unknown) => send<T>('POST', path, body),
   del: (path: string) => send<void>('DELETE', path),
   /** Sign-in: who a key is, before it becomes the session's. */

@@ -36,6 +36,7 @@ export function RunPage({ id }: { id: string }) {
     every,
   );
   const cancel = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/cancel`));
+  const interrupt = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/interrupt`));
   if (run.error && !run.data)
     return (
       <section>
@@ -71,8 +72,22 @@ export function RunPage({ id }: { id: string }) {
             Cancel run
           </button>
         )}
+        {can('runs:write') && r.state === 'INPROGRESS' && (
+          <button
+            type="button"
+            title="Stop the agent's current turn; the run waits for a follow-up"
+            disabled={interrupt.pending}
+            onClick={async () => {
+              await interrupt.run();
+              run.reload();
+            }}
+          >
+            Interrupt
+          </button>
+        )}
       </div>
       <ErrorBox error={cancel.error} title="Cancel failed" />
+      <ErrorBox error={interrupt.error} title="Interrupt failed" />
       <ErrorBox error={run.error} />
       {r.status_message && (
         <p class={`status ${r.state === 'SUCCEEDED' ? 'ok' : TERMINAL.includes(r.state) ? 'bad' : ''}`}>
@@ -145,8 +160,91 @@ export function RunPage({ id }: { id: string }) {
           ))}
         </>
       )}
+      <Usage path={path} usage={r.request_usage} every={every} />
+      <Transcript path={path} />
       {can('runs:write') && <FollowUp id={id} state={r.state} onSent={run.reload} />}
     </section>
+  );
+}
+
+interface RequestUsage {
+  model_token_usage: Array<{ model_id: string; total_tokens: number }>;
+  total_tokens: number;
+}
+
+type Counts = Record<string, number | null>;
+
+/**
+ * The tokens the run's harness reported per model (the run's `request_usage`); for Claude Code and
+ * Codex runs, split into the CLI's own categories (`…/harness-usage`).
+ */
+function Usage({ path, usage, every }: { path: string; usage?: RequestUsage; every: number }) {
+  const detail = useLive(
+    () =>
+      usage
+        ? api.get<{
+            available: boolean;
+            usage?: { snapshot: { payload: { attribution?: Array<{ model: string; usage: Counts }> } } };
+          }>(`${path}/harness-usage`)
+        : Promise.resolve(undefined),
+    [path, usage?.total_tokens],
+    every,
+  );
+  if (!usage) return null;
+  const split = detail.data?.available ? detail.data.usage?.snapshot.payload.attribution : undefined;
+  const categories = split ? [...new Set(split.flatMap((a) => Object.keys(a.usage)))] : [];
+  const n = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v.toLocaleString('en'));
+  return (
+    <>
+      <h2>Token usage</h2>
+      <div class="tablewrap">
+        <table class="list" aria-label="Token usage">
+          <thead>
+            <tr>
+              <th>Model</th>
+              {categories.map((c) => (
+                <th key={c}>{c.replace(/_/g, ' ')}</th>
+              ))}
+              <th>Total tokens</th>
+            </tr>
+          </thead>
+          <tbody>
+            {usage.model_token_usage.map((m) => (
+              <tr key={m.model_id}>
+                <td class="mono">{m.model_id}</td>
+                {categories.map((c) => (
+                  <td key={c}>{n(split?.find((a) => a.model === m.model_id)?.usage[c])}</td>
+                ))}
+                <td>{n(m.total_tokens)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <ErrorBox error={detail.error} />
+    </>
+  );
+}
+
+/** The harness's raw output (every line it printed that was no protocol event), fetched when opened. */
+function Transcript({ path }: { path: string }) {
+  const [open, setOpen] = useState(false);
+  // The API answers with a redirect to the transcript's signed link, which fetch follows.
+  const text = useLive(
+    () => (open ? api.text(`${path}/transcript`) : Promise.resolve(undefined)),
+    [path, open],
+  );
+  return (
+    <details class="transcript" onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>Raw transcript</summary>
+      <ErrorBox error={text.error} />
+      {open && text.data === undefined && !text.error && <Loading what="Loading the transcript" />}
+      {open && text.data !== undefined && (
+        <pre class="text" data-testid="transcript">
+          {text.data || '(nothing printed yet)'}
+        </pre>
+      )}
+    </details>
   );
 }
 

@@ -1,0 +1,81 @@
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { browserMissing, launchBrowser } from './browser.js';
+
+const missing = browserMissing();
+
+// The run page's Interrupt button, token usage and raw transcript, in real Chromium against the real
+// service running the scripted harness (test/fixtures/interrupt-harness.mjs).
+describe.skipIf(!!missing)(`the run page in Chromium${missing ? ` (skipped: ${missing})` : ''}`, () => {
+  let t: TestService;
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let page: Page;
+  const consoleErrors: string[] = [];
+
+  beforeAll(async () => {
+    t = await startTestService({
+      WORKER_CONCURRENCY: '1',
+      HARNESS_COMMAND: `"${process.execPath}" "${join(import.meta.dirname, '..', 'fixtures', 'interrupt-harness.mjs')}"`,
+    });
+    browser = await launchBrowser();
+    page = await browser.browser.newPage();
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.stop();
+  });
+
+  const badge = (state: string) => page.locator('.pagehead .badge').getByText(state).isVisible();
+
+  it('interrupts the turn, resumes it with a follow-up, and shows the usage and the raw transcript', async () => {
+    const created = await t.call('POST', '/api/v1/agent/runs', {
+      prompt: 'Work until interrupted',
+      config: { harness: { type: 'claude' } },
+    });
+    const runId = created.body.run_id;
+    await page.goto(`${t.url}/ui/runs/${runId}`);
+    await page.getByLabel('API key').fill(t.adminKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await eventually(() => badge('INPROGRESS'), 'the run in progress');
+
+    await page.getByRole('button', { name: 'Interrupt' }).click();
+    await eventually(() => badge('BLOCKED'), 'BLOCKED');
+    await eventually(
+      () => page.getByText('interrupted; send a follow-up to continue').isVisible(),
+      'the harness’s status message',
+    );
+    expect(await page.getByRole('button', { name: 'Interrupt' }).count()).toBe(0);
+
+    await page.getByLabel(/^Follow-up/).fill('go on');
+    await page.getByRole('button', { name: 'Send follow-up' }).click();
+    await eventually(() => badge('SUCCEEDED'), 'SUCCEEDED');
+
+    // Per model, in Claude Code's own categories, and the total.
+    const usage = page.getByRole('table', { name: 'Token usage' });
+    await eventually(
+      () => usage.getByRole('columnheader', { name: 'input tokens', exact: true }).isVisible(),
+      'the split',
+    );
+    const row = usage.getByRole('row').filter({ hasText: 'stub-model' });
+    expect(await row.getByRole('cell').allTextContents()).toEqual([
+      'stub-model',
+      '150',
+      '30',
+      '5',
+      '—',
+      '185',
+    ]);
+
+    await page.getByText('Raw transcript').click();
+    const transcript = page.getByTestId('transcript');
+    await eventually(() => transcript.getByText(/execution 1: interrupted/).isVisible(), 'the transcript');
+    const text = (await transcript.textContent())!;
+    expect(text.indexOf('execution 1: interrupted')).toBeLessThan(text.indexOf('execution 1: resumed'));
+    expect(consoleErrors).toEqual([]);
+  });
+});
