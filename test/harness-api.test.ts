@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fromRoot } from '../src/common/paths.js';
 import { MAX_MODELS_PER_RUN, RunUsageRepository } from '../src/runs/run-usage.repository.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { packageProgramCommand } from '../src/workers/harness-programs.js';
 import { eventually } from './support/eventually.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 import { python } from './oz-wire/support.js';
@@ -12,7 +13,7 @@ import { python } from './oz-wire/support.js';
 // The API real harnesses give meaning to (models, interrupt, transcript, token usage), driven end to
 // end: the real service, a service-hosted worker and a scripted harness speaking the protocol
 // (test/fixtures/interrupt-harness.mjs). Requests are shaped as the Oz clients send them.
-const HARNESS_COMMAND = `"${process.execPath}" "${join(import.meta.dirname, 'fixtures', 'interrupt-harness.mjs')}"`;
+const HARNESS_COMMAND = packageProgramCommand('test/fixtures', 'interrupt-harness.mjs');
 let t: TestService;
 let other: { key: string };
 beforeAll(async () => {

@@ -1,6 +1,6 @@
-import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageProgramCommand } from '../../src/workers/harness-programs.js';
 import { eventually } from '../support/eventually.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { browserMissing, launchBrowser } from './browser.js';
@@ -18,7 +18,7 @@ describe.skipIf(!!missing)(`the run page in Chromium${missing ? ` (skipped: ${mi
   beforeAll(async () => {
     t = await startTestService({
       WORKER_CONCURRENCY: '1',
-      HARNESS_COMMAND: `"${process.execPath}" "${join(import.meta.dirname, '..', 'fixtures', 'interrupt-harness.mjs')}"`,
+      HARNESS_COMMAND: packageProgramCommand('test/fixtures', 'interrupt-harness.mjs'),
     });
     browser = await launchBrowser();
     page = await browser.browser.newPage();
