@@ -195,6 +195,19 @@ describe.skipIf(unavailable)('the Docker backend (factoryd worker --backend dock
     });
   });
 
+  it('a missing image that no registry serves fails the run at once, naming the image', async () => {
+    const w = worker('dock-missing', await t.workerKey('dock-missing'), {
+      WORKER_DOCKER_IMAGE: 'factoryd-test-absent:never-built',
+    });
+    const id = await create('Hello', 'dock-missing');
+    const run = await ended(id);
+    expect(run.state, w.output()).toBe('FAILED');
+    expect(run.status_message.message).toMatch(
+      /the image factoryd-test-absent:never-built is not on this machine and could not be pulled: \S/,
+    );
+    expect(containersNamed(id)).toEqual([]);
+  });
+
   it('refuses to start when the Engine cannot be reached, in one line naming the setting', () => {
     const out = (() => {
       try {
