@@ -58,6 +58,64 @@ describe('loadConfig', () => {
     expect(c.secretsKey?.equals(Buffer.alloc(32, 7))).toBe(true);
   });
 
+  it('reads the worker backend and the Docker settings, with their defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      workerBackend: 'host',
+      docker: {
+        image: 'debian:bookworm-slim',
+        cpus: '2',
+        memory: '4g',
+        pids: 1024,
+        network: 'none',
+        keepFailedSeconds: 3600,
+        mounts: [],
+      },
+    });
+    expect(
+      loadConfig({
+        WORKER_BACKEND: 'docker',
+        WORKER_DOCKER_IMAGE: 'registry.example.com:5000/team/tools:3',
+        WORKER_DOCKER_CPUS: '0.5',
+        WORKER_DOCKER_MEMORY: '512M',
+        WORKER_DOCKER_PIDS: '64',
+        WORKER_DOCKER_NETWORK: 'bridge',
+        WORKER_DOCKER_KEEP_FAILED_SECONDS: '0',
+        WORKER_DOCKER_MOUNTS: '/opt/claude:/opt/tools',
+      }),
+    ).toMatchObject({
+      workerBackend: 'docker',
+      docker: {
+        image: 'registry.example.com:5000/team/tools:3',
+        cpus: '0.5',
+        memory: '512m',
+        pids: 64,
+        network: 'bridge',
+        keepFailedSeconds: 0,
+        mounts: ['/opt/claude', '/opt/tools'],
+      },
+    });
+  });
+
+  it('refuses bad Docker settings, naming the variable', () => {
+    const bad: Array<[Record<string, string>, RegExp]> = [
+      [{ WORKER_BACKEND: 'dockr' }, /^WORKER_BACKEND: must be one of host, docker, got "dockr"/],
+      [
+        { WORKER_DOCKER_IMAGE: '--privileged' },
+        /^WORKER_DOCKER_IMAGE: "--privileged" is not a Docker image reference/,
+      ],
+      [{ WORKER_DOCKER_CPUS: '0' }, /^WORKER_DOCKER_CPUS: must be a number of CPUs above 0/],
+      [{ WORKER_DOCKER_MEMORY: '1m' }, /^WORKER_DOCKER_MEMORY: must be a size of at least 6m/],
+      [{ WORKER_DOCKER_MEMORY: 'lots' }, /^WORKER_DOCKER_MEMORY: must be a size/],
+      [{ WORKER_DOCKER_NETWORK: 'host' }, /^WORKER_DOCKER_NETWORK: must be one of none, bridge/],
+      [
+        { WORKER_DOCKER_MOUNTS: '/opt/x:/var/run/docker.sock' },
+        /^WORKER_DOCKER_MOUNTS: \/var\/run\/docker\.sock would give/,
+      ],
+      [{ WORKER_DOCKER_MOUNTS: '/' }, /^WORKER_DOCKER_MOUNTS: \/ would give/],
+    ];
+    for (const [env, message] of bad) expect(() => loadConfig(env)).toThrow(message);
+  });
+
   it('reads the harness sandbox settings', () => {
     const c = loadConfig({
       HARNESS_SANDBOX: 'user',

@@ -1,4 +1,5 @@
 import { delimiter, isAbsolute, resolve } from 'node:path';
+import { imageProblem } from '../common/docker-image.js';
 
 /**
  * The service's configuration, read once from the environment and validated at boot. A bad value
@@ -58,6 +59,10 @@ export interface Config {
   harnessUser: { uid: number; gid: number };
   /** HARNESS_SANDBOX=user: each live harness runs as a uid of its own from this range. */
   harnessUids: { first: number; last: number };
+  /** WORKER_BACKEND: where a worker runs harnesses: `host` (the sandbox above) or `docker` (a container each). */
+  workerBackend: WorkerBackendName;
+  /** WORKER_DOCKER_*: the Docker backend's settings (docs/environments.md, "Docker backend"). */
+  docker: DockerSettings;
   /** The request line and headers must arrive within this (ms). */
   httpHeadersTimeoutMs: number;
   /** The whole request, headers and body, must arrive within this (ms); then 408 and the connection closes. */
@@ -86,6 +91,22 @@ export interface Config {
   notificationsDisableAfter: number;
   /** NOTIFICATIONS_TIMEOUT_MS: the time limit of one attempt (default 15000). */
   notificationsTimeoutMs: number;
+}
+
+export const WORKER_BACKENDS = ['host', 'docker'] as const;
+export type WorkerBackendName = (typeof WORKER_BACKENDS)[number];
+
+export interface DockerSettings {
+  /** For runs whose environment names no `docker_image`. */
+  image: string;
+  cpus: string;
+  memory: string;
+  pids: number;
+  /** For runs whose environment names no network mode. */
+  network: 'none' | 'bridge';
+  keepFailedSeconds: number;
+  /** More host paths every container gets read-only at the same path (an agent CLI installed elsewhere). */
+  mounts: string[];
 }
 
 export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
@@ -123,6 +144,14 @@ export const SERVICE_VARIABLES = [
   'HARNESS_MODELS',
   'HARNESS_UID',
   'HARNESS_UIDS',
+  'WORKER_BACKEND',
+  'WORKER_DOCKER_IMAGE',
+  'WORKER_DOCKER_CPUS',
+  'WORKER_DOCKER_MEMORY',
+  'WORKER_DOCKER_PIDS',
+  'WORKER_DOCKER_NETWORK',
+  'WORKER_DOCKER_KEEP_FAILED_SECONDS',
+  'WORKER_DOCKER_MOUNTS',
   'FACTORY_REPO_ROOTS',
   'GIT_TIMEOUT_SECONDS',
   'HTTP_HEADERS_TIMEOUT_MS',
@@ -190,6 +219,8 @@ export function loadConfig(env: Env = process.env): Config {
     harnessModels: harnessModels(env),
     harnessUser: harnessUser(env),
     harnessUids: harnessUids(env),
+    workerBackend: oneOf(env, 'WORKER_BACKEND', WORKER_BACKENDS, 'host'),
+    docker: dockerSettings(env),
     ...httpTimeouts(env),
     runIdleTimeoutMinutes: int(env, 'RUN_IDLE_TIMEOUT_MINUTES', 15, 0, 1440),
     runMaxDurationMinutes: int(env, 'RUN_MAX_DURATION_MINUTES', 240, 0, 10_080),
@@ -278,6 +309,43 @@ function harnessUser(env: Env): { uid: number; gid: number } {
   if (!m || uid < 1 || gid < 1 || uid > 2 ** 32 - 2 || gid > 2 ** 32 - 2)
     throw new ConfigError('HARNESS_UID', `must be a uid or uid:gid other than 0 (root), got "${v}"`);
   return { uid, gid };
+}
+
+function dockerSettings(env: Env): DockerSettings {
+  const image = str(env, 'WORKER_DOCKER_IMAGE') ?? 'debian:bookworm-slim';
+  const badImage = imageProblem(image);
+  if (badImage) throw new ConfigError('WORKER_DOCKER_IMAGE', badImage);
+  const cpus = str(env, 'WORKER_DOCKER_CPUS') ?? '2';
+  if (!/^\d{1,4}(\.\d{1,3})?$/.test(cpus) || Number(cpus) <= 0)
+    throw new ConfigError(
+      'WORKER_DOCKER_CPUS',
+      `must be a number of CPUs above 0 (e.g. 2 or 0.5), got "${cpus}"`,
+    );
+  const memory = (str(env, 'WORKER_DOCKER_MEMORY') ?? '4g').toLowerCase();
+  const unit = { b: 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30 }[memory.at(-1) ?? ''] ?? 1;
+  if (!/^\d{1,12}[bkmg]?$/.test(memory) || parseInt(memory, 10) * unit < 6 * 2 ** 20)
+    throw new ConfigError(
+      'WORKER_DOCKER_MEMORY',
+      `must be a size of at least 6m, with a unit b, k, m or g (e.g. 4g), got "${memory}"`,
+    );
+  const mounts = folders(env, 'WORKER_DOCKER_MOUNTS');
+  const refused = mounts.find(
+    (m) => m === '/' || /(^|\/)docker\.sock$/.test(m) || ['/run', '/var/run'].includes(m),
+  );
+  if (refused)
+    throw new ConfigError(
+      'WORKER_DOCKER_MOUNTS',
+      `${refused} would give containers the whole machine or the Docker socket; name the folders a harness needs`,
+    );
+  return {
+    image,
+    cpus,
+    memory,
+    pids: int(env, 'WORKER_DOCKER_PIDS', 1024, 16, 4_194_304),
+    network: oneOf(env, 'WORKER_DOCKER_NETWORK', ['none', 'bridge'] as const, 'none'),
+    keepFailedSeconds: int(env, 'WORKER_DOCKER_KEEP_FAILED_SECONDS', 3600, 0, 7 * 86400),
+    mounts,
+  };
 }
 
 function httpTimeouts(env: Env) {

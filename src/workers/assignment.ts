@@ -21,6 +21,11 @@ export interface Assignment {
   max_duration_minutes?: number;
   /** The team's own harness command (service-hosted workers only); else the worker's HARNESS_COMMAND. */
   harness_command?: string;
+  /**
+   * Where the run's environment (as resolved) asks it to run: the Docker backend's image and network
+   * mode; the host backend ignores both. Absent: the worker's own (WORKER_DOCKER_IMAGE, _NETWORK).
+   */
+  environment?: { docker_image?: string; network?: 'none' | 'bridge' };
 }
 
 /** What a harness ended with. */

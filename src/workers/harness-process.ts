@@ -3,10 +3,15 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
+import type { HarnessHandle, RunBackend } from './backends/backend.js';
+import { containerName, removeContainer, sweepContainers } from './backends/docker.js';
 import type { HarnessExit, HarnessSpec, LauncherReport, LauncherRequest } from './launcher.js';
+import type { HarnessSandbox } from './sandbox.js';
 
 interface Job {
   pid?: number;
+  /** The Docker backend: its container, which outlives a killed `docker run`. */
+  container?: { cli: string; name: string };
   onLine(stream: 'stdout' | 'stderr', line: string): void;
   done(exit: HarnessExit): void;
 }
@@ -34,6 +39,8 @@ class Launcher {
 
   start(request: HarnessSpec, job: Job): number {
     const id = this.nextId++;
+    if (request.sandbox.mode === 'docker')
+      job.container = { cli: request.sandbox.docker, name: containerName(request.cwd) };
     this.jobs.set(id, job);
     this.send({ t: 'spawn', id, ...request });
     return id;
@@ -52,7 +59,11 @@ class Launcher {
       execArgv: [],
       // None of the service's configuration or credentials: a harness that could read this
       // process's environment (/proc/<pid>/environ) finds nothing.
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      // DOCKER_HOST: the Engine the Docker backend was checked against at the start.
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
+      },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     child.on('message', (report: LauncherReport) => this.receive(report));
@@ -93,6 +104,7 @@ class Launcher {
         } catch {
           /* already gone */
         }
+      if (job.container) void removeContainer(job.container.cli, job.container.name);
       job.onLine('stderr', 'factoryd: the harness launcher died; the harness was killed');
       job.done({ code: null, signal: 'SIGKILL' });
     }
@@ -123,7 +135,7 @@ function launcherFor(): Launcher {
  * One harness process in its own process group (so a stop reaches every process it started, and the
  * launcher can end the group if the worker dies), its stdout and stderr split into lines.
  */
-export class HarnessProcess {
+export class HarnessProcess implements HarnessHandle {
   /** The leader exited, no process of its group is left, and its output was read (within the grace period). */
   readonly finished: Promise<HarnessExit>;
   private readonly id: number;
@@ -148,4 +160,14 @@ export class HarnessProcess {
     this.launcher.send({ t: 'stop', id: this.id });
     return this.finished;
   }
+}
+
+/** Harnesses on this machine, from the worker's launchers, in the host's sandbox or in containers. */
+export function localBackend(sandbox: HarnessSandbox): RunBackend {
+  return {
+    start: (spec, onLine) => new HarnessProcess(spec, onLine),
+    sweep: async () => {
+      if (sandbox.mode === 'docker') await sweepContainers(sandbox.docker);
+    },
+  };
 }

@@ -24,6 +24,17 @@ import {
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
+import {
+  containerName,
+  dockerRunArgs,
+  ensureImage,
+  imageProblem,
+  keepFailed,
+  removeContainer,
+  removeContainersSync,
+  signalContainer,
+  type ContainerPlacement,
+} from './backends/docker.js';
 import { harnessOwner, harnessSpawn, leaseUid, releaseUid, type HarnessSandbox } from './sandbox.js';
 
 /** A file of the workspace: its path inside it (checked by the worker) and its content. */
@@ -49,6 +60,8 @@ export interface HarnessSpec {
   graceMs: number;
   /** Written to the harness's stdin at once (its first input). */
   stdin: string;
+  /** The Docker backend: the image and network the run's environment asks for. */
+  placement?: ContainerPlacement;
 }
 
 export type LauncherRequest =
@@ -96,12 +109,39 @@ interface Job {
   killAt?: number;
   output: OutputLines;
   outputTimer?: NodeJS.Timeout;
+  /** The Docker backend: the harness's container (the leader is its `docker run`). */
+  container?: { cli: string; name: string; keepFailedSeconds: number; signalled?: 'SIGTERM' | 'SIGKILL' };
 }
 
 const jobs = new Map<number, Job>();
+/** Containers waiting for their image (ensureImage); a stop meanwhile takes the id out. */
+const awaitingImage = new Set<number>();
 const send = (report: LauncherReport) => process.send!(report);
 
-function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
+type SpawnRequest = Extract<LauncherRequest, { t: 'spawn' }>;
+
+/** A container's image is checked (and pulled once if missing) before the harness starts. */
+function start(req: SpawnRequest): void {
+  if (req.sandbox.mode !== 'docker') return startHarness(req);
+  const image = req.placement?.image ?? req.sandbox.image;
+  const refused = imageProblem(image);
+  if (refused) return notStarted(req.id, refused);
+  awaitingImage.add(req.id);
+  void ensureImage(req.sandbox.docker, image).then((problem) => {
+    // A stop while the image was checked took the id out: the harness never starts.
+    if (!awaitingImage.delete(req.id))
+      send({ t: 'done', id: req.id, code: null, signal: 'SIGTERM', lines: [] });
+    else if (problem) notStarted(req.id, problem);
+    else startHarness(req);
+  });
+}
+
+/** Docker's own status for "the container could not be run", with the reason. */
+function notStarted(id: number, why: string): void {
+  send({ t: 'done', id, code: 125, signal: null, lines: [[2, `factoryd: ${why}`]] });
+}
+
+function startHarness(req: SpawnRequest): void {
   const leased = req.sandbox.mode === 'user' ? leaseUid(req.sandbox.uids) : undefined;
   const owner = leased !== undefined ? { uid: leased, gid: leased } : harnessOwner(req.sandbox);
   try {
@@ -114,10 +154,17 @@ function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
     send({ t: 'done', id: req.id, code: 127, signal: null, lines: [[2, message]] });
     return;
   }
-  const { file, args, uid, gid } = harnessSpawn(req.sandbox, req.command, req.cwd, owner);
+  const { file, args, uid, gid } =
+    req.sandbox.mode === 'docker'
+      ? { file: req.sandbox.docker, args: dockerRunArgs(req.sandbox, req), uid: undefined, gid: undefined }
+      : harnessSpawn(req.sandbox, req.command, req.cwd, owner);
   const child = spawn(file, args, {
     cwd: req.cwd,
-    env: req.env,
+    // `docker run` passes the harness's variables on by name; DOCKER_HOST is for the CLI alone.
+    env:
+      req.sandbox.mode === 'docker' && process.env.DOCKER_HOST
+        ? { ...req.env, DOCKER_HOST: process.env.DOCKER_HOST }
+        : req.env,
     uid,
     gid,
     detached: true, // its own process group: a stop reaches every process the harness started
@@ -132,6 +179,14 @@ function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
     graceMs: req.graceMs,
     cwd: req.cwd,
     output: [],
+    container:
+      req.sandbox.mode === 'docker'
+        ? {
+            cli: req.sandbox.docker,
+            name: containerName(req.cwd),
+            keepFailedSeconds: req.sandbox.keepFailedSeconds,
+          }
+        : undefined,
   };
   jobs.set(req.id, job);
   child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
@@ -163,7 +218,11 @@ function finish(id: number, exit: HarnessExit): void {
   // Out of its name before the worker hears of the end: once the worker knows, it may remove its folder.
   const retired = retire(job.cwd);
   send({ t: 'done', id, ...exit, lines: job.output });
-  if (retired) keepAsSpare(retired, job.owner);
+  // A container's folder is never a spare: a container not gone yet still has it mounted.
+  if (retired && job.container) discard(retired);
+  else if (retired) keepAsSpare(retired, job.owner);
+  if (job.container)
+    endContainer(job.container, job.killAt === undefined && (exit.code !== 0 || exit.signal !== null));
   if (job.leased !== undefined) releaseUid(job.leased);
 }
 
@@ -318,6 +377,15 @@ function lines(id: number, job: Job, stream: Readable, s: 1 | 2): Promise<void> 
   });
 }
 
+/**
+ * A container whose harness failed on its own is kept for a while (WORKER_DOCKER_KEEP_FAILED_SECONDS);
+ * any other (succeeded, or stopped: cancel, timeout, shutdown) is removed now.
+ */
+function endContainer(c: NonNullable<Job['container']>, failed: boolean): void {
+  if (failed && c.keepFailedSeconds > 0) keepFailed(c.cli, c.name, c.keepFailedSeconds);
+  else void removeContainer(c.cli, c.name);
+}
+
 /** SIGTERM to the harness's group, SIGKILL once the grace period is over. */
 function stop(job: Job): void {
   job.killAt ??= Date.now() + job.graceMs;
@@ -344,6 +412,7 @@ function groupAlive(job: Job): boolean {
 
 function signal(job: Job, sig: NodeJS.Signals): void {
   if (!job.pgid) return;
+  if (job.container) return signalInContainer(job, job.container, sig);
   // In bwrap, SIGTERM goes to the harness's session (bwrap's init made it): bwrap itself ends at
   // SIGTERM, and its sandbox with it at once, which would leave the harness no grace. SIGKILL, or a
   // harness not started yet, goes to bwrap, and ends everything in its sandbox.
@@ -356,6 +425,27 @@ function signal(job: Job, sig: NodeJS.Signals): void {
         /* the group is gone */
       }
   }
+}
+
+/**
+ * The harness in a container: SIGTERM through Docker's init to the harness; SIGKILL removes the
+ * container (everything in it) and ends its `docker run`. Each is sent once.
+ */
+function signalInContainer(job: Job, c: NonNullable<Job['container']>, sig: NodeJS.Signals): void {
+  if (sig === 'SIGTERM') {
+    if (c.signalled) return;
+    c.signalled = 'SIGTERM';
+    return signalContainer(c.cli, c.name, 'SIGTERM');
+  }
+  if (c.signalled === 'SIGKILL') return;
+  c.signalled = 'SIGKILL';
+  void removeContainer(c.cli, c.name).then(() => {
+    try {
+      process.kill(-job.pgid!, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  });
 }
 
 /** The sandbox's init (bwrap's only child), whose pid is the harness's session and group. */
@@ -373,6 +463,7 @@ const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()
 if (process.send) {
   process.on('message', (req: LauncherRequest) => {
     if (req.t === 'spawn') return start(req);
+    if (req.t === 'stop' && awaitingImage.delete(req.id)) return;
     const job = jobs.get(req.id);
     if (!job) return;
     if (req.t === 'write') {
@@ -386,7 +477,14 @@ if (process.send) {
   });
   // The worker is gone (however it died): nothing of its runs may outlive it.
   process.on('disconnect', () => {
-    for (const job of jobs.values()) if (job.pgid) signal(job, 'SIGKILL');
+    const containers = [...jobs.values()].flatMap((j) => (j.container ? [j.container] : []));
+    for (const job of jobs.values()) if (job.pgid && !job.container) signal(job, 'SIGKILL');
+    // Waited for: a container outlives its `docker run`, and this process is about to exit.
+    if (containers.length)
+      removeContainersSync(
+        containers[0]!.cli,
+        containers.map((c) => c.name),
+      );
     process.exit(0);
   });
 }

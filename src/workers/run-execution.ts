@@ -1,7 +1,8 @@
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
 import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
-import { HarnessProcess } from './harness-process.js';
+import type { HarnessHandle, RunBackend } from './backends/backend.js';
+import { localBackend } from './harness-process.js';
 import type { WorkspaceFile } from './launcher.js';
 import { harnessEnvironment, type HarnessSandbox } from './sandbox.js';
 
@@ -14,6 +15,8 @@ export interface ExecutionOptions {
   idleMinuteMs: number;
   /** How harnesses are confined (sandbox.ts). */
   sandbox: HarnessSandbox;
+  /** Where harnesses run; default: this machine, in `sandbox` (localBackend). */
+  backend?: RunBackend;
   /** HARNESS_ENV_ALLOW: the service's variables a harness also gets. */
   envAllow: readonly string[];
   /**
@@ -30,7 +33,7 @@ const FLUSH_EVERY_MS = 50;
 
 /** One execution of one run: workspace, harness process, events out, follow-ups and cancel in. */
 export class RunExecution {
-  private harness?: HarnessProcess;
+  private harness?: HarnessHandle;
   private readonly lastLines: string[] = [];
   private pending: HarnessEvent[] = [];
   private reports: Promise<void> = Promise.resolve();
@@ -63,13 +66,14 @@ export class RunExecution {
     const a = this.assignment;
     try {
       if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
-      this.harness = new HarnessProcess(
+      this.harness = (this.opts.backend ?? localBackend(this.opts.sandbox)).start(
         {
           command: a.harness_command ?? this.opts.harnessCommand,
           cwd: this.workspace,
           files: this.workspaceFiles(),
           env: harnessEnvironment(this.env(), this.workspace, this.opts.envAllow),
           sandbox: this.opts.sandbox,
+          placement: { image: a.environment?.docker_image, network: a.environment?.network },
           graceMs: this.opts.killGraceMs,
           stdin: encodeInput({
             type: 'prompt',

@@ -25,6 +25,7 @@ import {
 import { homedir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { unsearchableAbove } from '../common/searchable.js';
+import { dockerCli, engineProblem, harnessPaths, type DockerSandbox } from './backends/docker.js';
 
 export type HarnessSandbox =
   | { mode: 'none' }
@@ -37,13 +38,16 @@ export type HarnessSandbox =
    * Inside bubblewrap (`bwrap`, an absolute path), as `uid`/`gid` when the service is root (else as the
    * service's user); `mounts`: what hides the service's folders, before the workspace is bound in.
    */
-  | { mode: 'bwrap'; bwrap: string; uid?: number; gid?: number; mounts: string[] };
+  | { mode: 'bwrap'; bwrap: string; uid?: number; gid?: number; mounts: string[] }
+  /** A container per harness (WORKER_BACKEND=docker: backends/docker.ts). */
+  | DockerSandbox;
 
 /**
  * Who owns a workspace and runs its harness when that is fixed: bwrap's user. Undefined for the
  * service's own user, and in `user` mode, where the launcher leases a uid per harness (leaseUid).
  */
 export function harnessOwner(s: HarnessSandbox): { uid: number; gid: number } | undefined {
+  if (s.mode === 'docker') return process.getuid?.() === 0 ? { uid: s.uid, gid: s.gid } : undefined;
   return s.mode === 'bwrap' && s.uid !== undefined ? { uid: s.uid, gid: s.gid! } : undefined;
 }
 
@@ -61,6 +65,7 @@ export function harnessSpawn(
   cwd: string,
   owner = harnessOwner(s),
 ): { file: string; args: string[]; uid?: number; gid?: number } {
+  if (s.mode === 'docker') throw new Error('a container starts by `docker run` (backends/docker.ts)');
   if (s.mode !== 'bwrap') return { file: '/bin/sh', args: ['-c', command], ...owner };
   return {
     file: s.bwrap,
@@ -115,6 +120,8 @@ export interface SandboxSettings {
   dataDir: string;
   /** The package's own folder (the examples harnesses run from): visible, read-only. */
   packageRoot: string;
+  /** WORKER_BACKEND=docker: the container settings (WORKER_DOCKER_*); the host's sandbox otherwise. */
+  docker?: Omit<DockerSandbox, 'mode' | 'docker' | 'uid' | 'gid' | 'readOnly'> & { mounts: string[] };
 }
 
 const chosen = new Map<string, SandboxChoice>();
@@ -126,7 +133,7 @@ const chosen = new Map<string, SandboxChoice>();
  * makes the workspace root reachable by the harnesses' user but not listable.
  */
 export function chooseSandbox(settings: SandboxSettings, workspaceRoot: string): SandboxChoice {
-  const key = `${settings.requested ?? ''}:${workspaceRoot}`;
+  const key = `${settings.docker ? 'docker' : (settings.requested ?? '')}:${workspaceRoot}`;
   let choice = chosen.get(key);
   if (!choice) chosen.set(key, (choice = choose(settings, workspaceRoot)));
   return choice;
@@ -139,6 +146,7 @@ function choose(settings: SandboxSettings, workspaceRoot: string): SandboxChoice
   const root = process.getuid?.() === 0;
   const user = root ? settings.harnessUser : undefined;
   prepareWorkspaceRoot(workspaceRoot, settings.dataDir, user);
+  if (settings.docker) return dockerChoice(settings, settings.docker, user);
   if (requested === 'none') return { sandbox: { mode: 'none' }, description: 'none (HARNESS_SANDBOX=none)' };
   const asUser = user
     ? `as uid ${user.uid}:${user.gid}`
@@ -164,6 +172,35 @@ function choose(settings: SandboxSettings, workspaceRoot: string): SandboxChoice
   return {
     sandbox: { mode: 'none' },
     description: `none: harnesses run as the service's own user, unconfined${fallback}`,
+  };
+}
+
+/**
+ * The Docker backend, once the Engine answered. Inside, the harness runs as HARNESS_UID when the
+ * service is root, else as the service's own uid (a member of the `docker` group).
+ */
+function dockerChoice(
+  settings: SandboxSettings,
+  { mounts, ...docker }: NonNullable<SandboxSettings['docker']>,
+  user: { uid: number; gid: number } | undefined,
+): SandboxChoice {
+  const cli = dockerCli();
+  const problem = engineProblem(cli);
+  if (problem) throw new SandboxUnavailable(problem);
+  const { uid, gid } = user ?? { uid: process.getuid!(), gid: process.getgid!() };
+  const sandbox: DockerSandbox = {
+    mode: 'docker',
+    docker: cli!,
+    uid,
+    gid,
+    readOnly: [...harnessPaths(settings.packageRoot), ...mounts],
+    ...docker,
+  };
+  return {
+    sandbox,
+    description:
+      `docker, image ${docker.image} unless the environment names one, as uid ${uid}:${gid}, ` +
+      `cpus ${docker.cpus}, memory ${docker.memory}, ${docker.pids} processes, network ${docker.network}`,
   };
 }
 

@@ -48,11 +48,16 @@ export function harnessSandbox(config: Config, workspaceRoot: string): SandboxCh
         harnessUids: config.harnessUids,
         dataDir: config.dataDir,
         packageRoot: PACKAGE_ROOT.replace(/\/$/, ''),
+        docker: config.workerBackend === 'docker' ? config.docker : undefined,
       },
       workspaceRoot,
     );
   } catch (err) {
-    if (err instanceof SandboxUnavailable) throw new ConfigError('HARNESS_SANDBOX', err.message);
+    if (err instanceof SandboxUnavailable)
+      throw new ConfigError(
+        config.workerBackend === 'docker' ? 'WORKER_BACKEND=docker' : 'HARNESS_SANDBOX',
+        err.message,
+      );
     throw err;
   }
 }

@@ -1,5 +1,6 @@
 import { Periodic } from '../common/periodic.js';
 import type { WorkerBackend } from './assignment.js';
+import { localBackend } from './harness-process.js';
 import { RunExecution, type ExecutionOptions } from './run-execution.js';
 import { openWorkerFolder, removeWorkerFolder } from './worker-folder.js';
 
@@ -41,6 +42,10 @@ export class WorkerPool {
     const folder = openWorkerFolder(this.opts.workspaceRoot, this.backend.workerId, this.backend.scope);
     this.executionOptions = { ...this.opts, workspaceRoot: folder.dir };
     if (folder.predecessors.length) void this.takeOver(folder.predecessors);
+    // Containers of workers that died with their launchers, and kept ones whose time is over.
+    void (this.opts.backend ?? localBackend(this.opts.sandbox))
+      .sweep()
+      .catch((err) => this.opts.onError?.(err));
     this.loopDone = this.loop();
     // Kept alive: a self-hosted worker's process has nothing else that holds it open between polls.
     this.heartbeats = new Periodic({

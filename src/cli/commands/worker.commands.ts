@@ -17,6 +17,7 @@ interface WorkerOptions {
   api?: string;
   apiKey?: string;
   concurrency?: string;
+  backend?: string;
 }
 
 /** `factoryd worker`: service-hosted slots on the database, or a self-hosted worker over HTTP(S). */
@@ -34,6 +35,10 @@ export function registerWorkerCommands(program: Command): void {
       'a worker key for this host: `factoryd api-keys create --team T --scopes workers --worker-host ID` (default: $FACTORYD_API_KEY)',
     )
     .option('--concurrency <n>', 'harnesses at a time (default: WORKER_CONCURRENCY)')
+    .option(
+      '--backend <name>',
+      'where harnesses run: host (the HARNESS_SANDBOX sandbox) or docker (a container per run; default: WORKER_BACKEND, else host)',
+    )
     .addHelpText(
       'after',
       '\nExamples:\n  DATABASE_URL=postgres://… npx factoryd worker --concurrency 8\n' +
@@ -43,7 +48,8 @@ export function registerWorkerCommands(program: Command): void {
 }
 
 async function runWorker(opts: WorkerOptions): Promise<void> {
-  const config = loadConfig();
+  // The option is the variable, checked (and refused with its message) as the variable is.
+  const config = loadConfig(opts.backend ? { ...process.env, WORKER_BACKEND: opts.backend } : process.env);
   // Loaded for this command only: other commands start without them (they bring in NestJS).
   const {
     executionOptions,
@@ -110,6 +116,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     await pool.stop();
     return;
   }
+  // Checked before the database starts: a backend that cannot run stops the start in one line.
+  harnessSandbox(config, serviceWorkspaceRoot(config));
   const [{ RunsRepository }, { Notifications }, { RunWakeups }, { WorkerRunsService, runPolicy }] =
     await Promise.all([
       import('../../runs/runs.repository.js'),
@@ -117,7 +125,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
       import('../../workers/run-wakeups.js'),
       import('../../workers/worker-runs.service.js'),
     ]);
-  await withDatabase(async (db, cfg) => {
+  await withDatabase(async (db, loaded) => {
+    const cfg = { ...loaded, workerBackend: config.workerBackend };
     const credentials = new McpCredentials(new SecretCipher(loadSecretsKey(cfg)));
     const service = new WorkerRunsService(db, new RunsRepository(db, credentials), runPolicy(cfg));
     const notifications = new Notifications(db);
