@@ -1,3 +1,4 @@
+import type { BuiltInHarness } from '../harnesses/harness-types.js';
 import type { HarnessEvent } from './harness-protocol.js';
 
 /** A claimed run, with everything a worker needs to start its harness (JSON-safe: it crosses HTTP). */
@@ -21,6 +22,19 @@ export interface Assignment {
   max_duration_minutes?: number;
   /** The team's own harness command (service-hosted workers only); else the worker's HARNESS_COMMAND. */
   harness_command?: string;
+  /**
+   * A built-in harness (docs/harnesses.md) instead of the harness command: the worker runs its own
+   * adapter around the CLI. `env`: the provider's key (a team secret's value, opened for this
+   * execution only); `secret_name` names it in messages; `worker_environment`: the worker's own
+   * environment supplies the key; `error`: why it cannot start (a missing secret), said at once.
+   */
+  harness?: {
+    type: BuiltInHarness;
+    env?: Record<string, string>;
+    secret_name?: string;
+    worker_environment?: boolean;
+    error?: string;
+  };
 }
 
 /** What a harness ended with. */

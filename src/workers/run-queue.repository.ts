@@ -2,7 +2,7 @@ import type { Database, Queryable } from '../database/database.js';
 import { sqlStates, statesAllowing, type RunState } from '../runs/run-state.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { HELD_STATES } from './run-decisions.js';
-import type { WorkerIdentity } from './workers.repository.js';
+import { harnessTypesOf, type WorkerIdentity } from './workers.repository.js';
 
 /** In statements' texts (sqlStates says why): a run is claimed from these, and held in HELD_STATES. */
 const CLAIMABLE_SQL = sqlStates(statesAllowing('claim'));
@@ -22,6 +22,8 @@ export interface ClaimedRun {
   skills: Array<{ factory: string; path: string; content: string }> | null;
   history: Array<{ role: string; text: string }> | null;
   harness_command: string | null;
+  /** The team's default harness type (teams set-harness --type); NULL: `oz`. */
+  team_harness: string | null;
 }
 
 /** A held run the service is taking from its worker (locked). */
@@ -71,7 +73,7 @@ export class RunQueueRepository {
       return this.db.queryLocked<ClaimedRun>(
         NOTES_LOCK,
         claimStatement(OWN_TEAM_PICK),
-        [...params, w.teamId],
+        [...params, w.teamId, harnessTypesOf(w)],
         'shared',
       );
     // Service-hosted claims take turns (across replicas: a lock in the database), so that each
@@ -82,6 +84,7 @@ export class RunQueueRepository {
       w.slots ?? 1,
       at.liveSince,
       at.teamMaxSlots ?? null,
+      harnessTypesOf(w),
     ]);
   }
 
@@ -210,12 +213,20 @@ const NOTES_LOCK = 7_146_110_002;
 const SERVICE_CLAIM_LOCK = 7_146_110_001;
 
 /**
- * A self-hosted worker's pick: the oldest QUEUED runs of its host in its team ($7). Parameters of
- * every pick: $1 host, $2 max; the claim's own are $3–$6 (claimStatement).
+ * A run's harness type in SQL (harness-types.ts, chooseHarness): its config's, else its team's
+ * default (`team`), else `oz`. A worker claims only runs whose harness it has.
+ */
+const runHarness = (run: string, team: string) =>
+  `coalesce(${run}.agent_config->'harness'->>'type', ${team}, 'oz')`;
+
+/**
+ * A self-hosted worker's pick: the oldest QUEUED runs of its host in its team ($7) whose harness it
+ * has ($8). Parameters of every pick: $1 host, $2 max; the claim's own are $3–$6 (claimStatement).
  */
 const OWN_TEAM_PICK = `
-  SELECT id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = $1 AND team_id = $7
-   ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+  SELECT r.id FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = $7
+     AND ${runHarness('r', '(SELECT t.harness_type FROM teams t WHERE t.id = $7)')} = ANY($8::text[])
+   ORDER BY r.created_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
 
 /**
  * The service-hosted pick: fair shares of the slots. Each team with queued runs (found by skipping
@@ -240,7 +251,7 @@ const FAIR_PICK = `
      SELECT $7::int + coalesce(sum(w.slots), 0)::int AS total FROM workers w
       WHERE w.team_id IS NULL AND w.worker_host = $1 AND w.id <> $5 AND w.last_seen_at > $8),
    shares AS MATERIALIZED (
-     SELECT q.team_id, held.n AS held,
+     SELECT q.team_id, held.n AS held, t.harness_type,
             coalesce(t.max_slots, $9::int, CASE WHEN EXISTS (SELECT 1 FROM teams o WHERE o.id <> q.team_id)
                                                 THEN greatest(s.total - 1, 1) END) AS cap
        FROM queued_teams q JOIN teams t ON t.id = q.team_id CROSS JOIN slots s
@@ -251,6 +262,7 @@ const FAIR_PICK = `
        FROM shares sh CROSS JOIN LATERAL (
          SELECT r.id, r.created_at, row_number() OVER (ORDER BY r.created_at) AS n
            FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = sh.team_id
+            AND ${runHarness('r', 'sh.harness_type')} = ANY($10::text[])
           ORDER BY r.created_at LIMIT greatest(least($2::int, sh.cap - sh.held), 0)) c)
   SELECT id FROM runs
    WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, created_at LIMIT $2)) AND state IN (${CLAIMABLE_SQL})
@@ -290,6 +302,6 @@ function claimStatement(pick: string): string {
            WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
          (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
             FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history,
-         (SELECT t.harness_command FROM teams t WHERE t.id = c.team_id) AS harness_command
-       FROM c`;
+         t.harness_command, t.harness_type AS team_harness
+       FROM c JOIN teams t ON t.id = c.team_id`;
 }

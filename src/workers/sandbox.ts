@@ -114,6 +114,11 @@ export interface SandboxSettings {
   dataDir: string;
   /** The package's own folder (the examples harnesses run from): visible, read-only. */
   packageRoot: string;
+  /**
+   * Folders a harness needs that may lie inside a hidden one (the agent CLIs' install folder under
+   * DATA_DIR): bound back, read-only, where they exist.
+   */
+  visible?: string[];
 }
 
 const chosen = new Map<string, SandboxChoice>();
@@ -125,7 +130,7 @@ const chosen = new Map<string, SandboxChoice>();
  * makes the workspace root reachable by the harnesses' user but not listable.
  */
 export function chooseSandbox(settings: SandboxSettings, workspaceRoot: string): SandboxChoice {
-  const key = `${settings.requested ?? ''}:${workspaceRoot}`;
+  const key = `${settings.requested ?? ''}:${workspaceRoot}:${(settings.visible ?? []).join(':')}`;
   let choice = chosen.get(key);
   if (!choice) chosen.set(key, (choice = choose(settings, workspaceRoot)));
   return choice;
@@ -245,6 +250,8 @@ function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[
     mounts.push('--tmpfs', hide);
     hidden.push(hide);
   }
+  for (const keep of settings.visible ?? [])
+    if (existsSync(keep) && hidden.some((h) => inside(keep, h))) mounts.push('--ro-bind', keep, keep);
   return mounts;
 }
 
