@@ -4,7 +4,7 @@ import { fromRoot } from '../common/paths.js';
 import { parseHarnessLine } from '../workers/harness-protocol.js';
 import { GeminiStream } from './gemini-stream.js';
 
-/** A `gemini --output-format stream-json` stream recorded from the real CLI against test/support/model-stubs/gemini.ts. */
+/** A `gemini --output-format stream-json` stream recorded from the real CLI (0.61.0) against a Gemini API stub. */
 const recorded = (name: string) =>
   readFileSync(fromRoot('test/fixtures', name), 'utf8')
     .trim()
@@ -12,9 +12,13 @@ const recorded = (name: string) =>
     .map((l) => JSON.parse(l));
 
 describe('Gemini CLI stream-json translation', () => {
-  it('turns a recorded turn into messages, a skill load, tool actions with results, a file, usage and a result', () => {
+  it('turns a recorded turn into messages, a skill read, tool calls and results, a file, usage and the end', () => {
     const stream = new GeminiStream();
     const out = recorded('gemini-stream.jsonl').flatMap((e) => stream.translate(e));
+    const shell = 'run_shell_command__run_shell_command_1795748839962_0';
+    const write = 'write_file__write_file_1795748840604_0';
+    const read = 'read_file__read_file_1795748840732_0';
+    const answer = 'Labelled the issue area/api and left notes/triage.md.';
     expect(out).toEqual([
       { type: 'session', id: '02250a97-54d7-4edf-9b93-e28939a87751' },
       { type: 'message', role: 'assistant', text: 'Reading the skill first.' },
@@ -28,37 +32,37 @@ describe('Gemini CLI stream-json translation', () => {
         kind: 'tool_call',
         input: {
           tool: 'run_shell_command',
-          id: 'run_shell_command__run_shell_command_1795748839962_0',
+          id: shell,
           input: {
             command: 'cat factory-skills/acme/skills/triage/SKILL.md',
             description: 'Read the triage skill',
           },
-          result: { status: 'success', output: '# Triage skill' },
         },
       },
+      { type: 'action', kind: 'tool_result', input: { id: shell, output: '# Triage skill' } },
       {
         type: 'action',
         kind: 'tool_call',
         input: {
           tool: 'write_file',
-          id: 'write_file__write_file_1795748840604_0',
+          id: write,
           input: { file_path: 'notes/triage.md', content: '# Triage\narea/api\n' },
-          result: { status: 'success', output: '' },
         },
       },
-      { type: 'file_written', path: 'notes/triage.md' },
+      { type: 'action', kind: 'tool_result', input: { id: write, output: '' } },
+      { type: 'wrote', path: 'notes/triage.md' },
       {
         type: 'action',
         kind: 'tool_call',
-        input: {
-          tool: 'read_file',
-          id: 'read_file__read_file_1795748840732_0',
-          input: { file_path: 'missing.txt' },
-          result: { status: 'error', error: 'File not found: /tmp/cgx/grws/missing.txt' },
-        },
+        input: { tool: 'read_file', id: read, input: { file_path: 'missing.txt' } },
+      },
+      {
+        type: 'action',
+        kind: 'tool_result',
+        input: { id: read, output: 'File not found: /tmp/cgx/grws/missing.txt', is_error: true },
       },
       // Two deltas, one message.
-      { type: 'message', role: 'assistant', text: 'Labelled the issue area/api and left notes/triage.md.' },
+      { type: 'message', role: 'assistant', text: answer },
       {
         type: 'usage',
         model_id: 'gemini-2.5-flash',
@@ -66,48 +70,39 @@ describe('Gemini CLI stream-json translation', () => {
         output_tokens: 100,
         cache_read_tokens: 1000,
       },
-      {
-        type: 'result',
-        status: 'succeeded',
-        message: 'Labelled the issue area/api and left notes/triage.md.',
-      },
+      { type: 'turn_end', ok: true, message: answer },
     ]);
-    for (const e of out.filter((e) => !['session', 'file_written', 'usage'].includes(e.type)))
+    for (const e of out.filter((e) => !['session', 'wrote', 'turn_end', 'usage'].includes(e.type)))
       expect(parseHarnessLine(JSON.stringify(e)).type).toBe(e.type);
   });
 
   it('ends a turn the provider refused with what to fix, and reports no usage it did not have', () => {
-    const out = recorded('gemini-stream-401.jsonl').flatMap((e) => new GeminiStream().translate(e));
+    const stream = new GeminiStream({ secretName: 'gemini-key' });
+    const out = recorded('gemini-stream-401.jsonl').flatMap((e) => stream.translate(e));
     expect(out.filter((e) => e.type === 'usage')).toEqual([]);
-    const end = out.at(-1) as { type: string; status: string; message: string };
-    expect(end).toMatchObject({ type: 'result', status: 'failed' });
-    expect(end.message).toMatch(
-      /^Gemini rejected the API key: check the team secret that provides GEMINI_API_KEY .*401/,
+    expect(out.at(-1)).toMatchObject({ type: 'turn_end', ok: false });
+    expect((out.at(-1) as { message: string }).message).toMatch(
+      /^the model provider refused the API key: check the team secret "gemini-key" holds a valid Gemini API key \(Gemini CLI: \[API Error: .*401/,
     );
   });
 
-  it('reports an activated skill by name and a daily quota as a quota', () => {
+  it('reports an activated skill by name, and a spent daily quota as a quota', () => {
     const stream = new GeminiStream();
-    stream.translate({
-      type: 'tool_use',
-      tool_name: 'activate_skill',
-      tool_id: 't1',
-      parameters: { name: 'triage' },
-    });
     expect(
-      stream.translate({ type: 'tool_result', tool_id: 't1', status: 'success', output: 'ok' })[0],
-    ).toEqual({
-      type: 'action',
-      kind: 'read_skill',
-      input: { skill_name: 'triage' },
-    });
-    const end = new GeminiStream().translate({
+      stream.translate({
+        type: 'tool_use',
+        tool_name: 'activate_skill',
+        tool_id: 't1',
+        parameters: { name: 'triage' },
+      })[0],
+    ).toEqual({ type: 'action', kind: 'read_skill', input: { skill_name: 'triage' } });
+    const end = stream.translate({
       type: 'result',
       status: 'error',
       error: { type: 'TerminalQuotaError', message: 'You have exhausted your daily quota on this model.' },
     });
     expect((end.at(-1) as { message: string }).message).toMatch(
-      /^Gemini refused the request for rate limit or quota/,
+      /^the model provider is rate-limiting this key or its quota is spent/,
     );
   });
 });

@@ -1,39 +1,45 @@
-import { clip, skillPathIn, type TranslatedEvent } from './adapter-events.js';
-import { explainProviderFailure, GEMINI } from './provider-errors.js';
+/**
+ * `gemini --output-format stream-json` lines → factoryd's harness events (and the adapter runner's
+ * own: session, files written, the turn's end). Pure: one parsed line in, events out; kept per CLI
+ * process (one turn, reset at its `init`): assistant text arrives in deltas and is reported as one
+ * message when the model turns to a tool or ends.
+ */
+import type { AdapterEvent } from './adapter-runner.js';
+import { clipped, explainProviderFailure, GEMINI, skillPathIn } from './stream-common.js';
 
 /** Gemini CLI tools that write the file named by their `file_path` argument. */
 const WRITING_TOOLS = new Set(['write_file', 'replace']);
 
-/**
- * `gemini -p … --output-format stream-json` events → factoryd harness events. Pure: one parsed line
- * in, events out. Kept per CLI process (one turn): assistant text arrives in deltas and is reported
- * as one message when the model turns to a tool or ends; a tool's call and its result arrive apart
- * and are reported as one action.
- */
+export interface GeminiStreamContext {
+  /** The team secret the key came from, named in an authentication failure. */
+  secretName?: string;
+}
+
 export class GeminiStream {
   private text = '';
   private lastMessage = '';
   private lastError = '';
-  private readonly calls = new Map<string, { tool: string; input: Record<string, unknown> }>();
+  /** Files the turn's tool calls write, by call id, known once the call succeeded. */
+  private readonly writes = new Map<string, string>();
 
-  translate(event: any): TranslatedEvent[] {
+  constructor(private readonly ctx: GeminiStreamContext = {}) {}
+
+  translate(event: any): AdapterEvent[] {
     if (!event || typeof event !== 'object') return [];
     switch (event.type) {
       case 'init':
+        this.text = this.lastMessage = this.lastError = '';
+        this.writes.clear();
         return typeof event.session_id === 'string' ? [{ type: 'session', id: event.session_id }] : [];
       case 'message':
-        if (event.role === 'assistant' && typeof event.content === 'string') {
+        if (event.role === 'assistant' && typeof event.content === 'string')
           // Deltas join into one message; a whole message (delta false) replaces what came before.
           this.text = event.delta === false ? event.content : this.text + event.content;
-        }
         return [];
-      case 'tool_use': {
-        const input = isObject(event.parameters) ? event.parameters : {};
-        this.calls.set(String(event.tool_id), { tool: String(event.tool_name), input });
-        return this.flush();
-      }
+      case 'tool_use':
+        return [...this.flush(), ...this.call(event)];
       case 'tool_result':
-        return [...this.flush(), ...this.toolResult(event)];
+        return [...this.flush(), ...this.result(event)];
       case 'error':
         if (typeof event.message === 'string') this.lastError = event.message;
         return [];
@@ -44,7 +50,7 @@ export class GeminiStream {
     }
   }
 
-  private flush(): TranslatedEvent[] {
+  private flush(): AdapterEvent[] {
     const text = this.text.trim();
     this.text = '';
     if (!text) return [];
@@ -52,62 +58,67 @@ export class GeminiStream {
     return [{ type: 'message', role: 'assistant', text }];
   }
 
-  private toolResult(event: any): TranslatedEvent[] {
+  private call(event: any): AdapterEvent[] {
+    const tool = String(event.tool_name ?? 'unknown');
+    const input = isObject(event.parameters) ? event.parameters : {};
     const id = String(event.tool_id);
-    const call = this.calls.get(id) ?? { tool: 'unknown', input: {} };
-    this.calls.delete(id);
-    const ok = event.status === 'success';
-    const out: TranslatedEvent[] = [];
-    const skill = skillOf(call.tool, call.input);
-    if (skill) out.push({ type: 'action', kind: 'read_skill', input: skill });
-    out.push({
-      type: 'action',
-      kind: 'tool_call',
-      input: {
-        tool: call.tool,
-        id,
-        input: call.input,
-        result: ok
-          ? { status: 'success', output: clip(String(event.output ?? '')) }
-          : { status: 'error', error: String(event.error?.message ?? 'tool error') },
-      },
-    });
-    if (ok && WRITING_TOOLS.has(call.tool) && typeof call.input.file_path === 'string')
-      out.push({ type: 'file_written', path: call.input.file_path });
-    return out;
+    if (WRITING_TOOLS.has(tool) && typeof input.file_path === 'string') this.writes.set(id, input.file_path);
+    const skill = skillOf(tool, input);
+    return [
+      ...(skill ? [{ type: 'action', kind: 'read_skill', input: skill }] : []),
+      { type: 'action', kind: 'tool_call', input: { tool, id, input } },
+    ];
   }
 
-  private end(event: any): TranslatedEvent {
+  private result(event: any): AdapterEvent[] {
+    const id = String(event.tool_id);
+    const ok = event.status === 'success';
+    const path = this.writes.get(id);
+    this.writes.delete(id);
+    return [
+      {
+        type: 'action',
+        kind: 'tool_result',
+        input: ok
+          ? { id, output: clipped(String(event.output ?? '')) }
+          : { id, output: String(event.error?.message ?? event.output ?? 'tool error'), is_error: true },
+      },
+      ...(ok && path ? [{ type: 'wrote', path }] : []),
+    ];
+  }
+
+  private end(event: any): AdapterEvent {
     if (event.status === 'success')
-      return { type: 'result', status: 'succeeded', message: this.lastMessage || 'done' };
-    const said = String(event.error?.message ?? this.lastError ?? '');
-    return { type: 'result', status: 'failed', message: explainProviderFailure(GEMINI, said) };
+      return { type: 'turn_end', ok: true, message: this.lastMessage || 'done' };
+    const said = String(event.error?.message ?? this.lastError);
+    return {
+      type: 'turn_end',
+      ok: false,
+      message: explainProviderFailure(GEMINI, 'Gemini CLI', said, this.ctx.secretName),
+    };
   }
 }
 
 /** The skill a tool call loads: the activate_skill tool, or reading a SKILL.md file. */
 function skillOf(tool: string, input: Record<string, unknown>): Record<string, unknown> | undefined {
   if (tool === 'activate_skill' && typeof input.name === 'string') return { skill_name: input.name };
-  const path =
-    tool === 'read_file' && typeof input.file_path === 'string'
-      ? skillPathIn(input.file_path)
-      : tool === 'run_shell_command' && typeof input.command === 'string'
-        ? skillPathIn(input.command)
-        : undefined;
+  const read =
+    tool === 'read_file' ? input.file_path : tool === 'run_shell_command' ? input.command : undefined;
+  const path = typeof read === 'string' ? skillPathIn(read) : undefined;
   return path ? { skill_path: path } : undefined;
 }
 
-/** One usage event per model the turn used, as Gemini CLI counted them. */
-function usage(stats: any): TranslatedEvent[] {
+/** One usage event per model the turn used, as Gemini CLI counted the provider's reports. */
+function usage(stats: any): AdapterEvent[] {
   const models = isObject(stats?.models) ? stats.models : {};
-  return Object.entries(models)
-    .filter(([, m]: [string, any]) => num(m?.input_tokens) + num(m?.output_tokens) > 0)
-    .map(([model, m]: [string, any]) => ({
+  return Object.entries(models as Record<string, any>)
+    .filter(([, m]) => num(m?.input_tokens) + num(m?.output_tokens) > 0)
+    .map(([model, m]) => ({
       type: 'usage',
       model_id: model,
       input_tokens: num(m.input_tokens),
       output_tokens: num(m.output_tokens),
-      cache_read_tokens: num(m.cached),
+      ...(num(m.cached) ? { cache_read_tokens: num(m.cached) } : {}),
     }));
 }
 
