@@ -34,8 +34,7 @@ export class GeminiStub {
         sendError(res, 404, 'NOT_FOUND', `no route ${req.path}`);
         return;
       }
-      const schema =
-        req.body?.generationConfig?.responseJsonSchema ?? req.body?.generationConfig?.responseSchema;
+      const schema = structuredOutputSchema(req);
       if (method === 'generateContent' && schema) {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
@@ -62,9 +61,7 @@ export class GeminiStub {
   /** The conversational requests (those a script turn answers), in order. */
   get modelRequests(): RecordedRequest[] {
     return this.requests.filter(
-      (r) =>
-        /:(generateContent|streamGenerateContent)$/.test(r.path) &&
-        !r.body?.generationConfig?.responseJsonSchema,
+      (r) => /:(generateContent|streamGenerateContent)$/.test(r.path) && !structuredOutputSchema(r),
     );
   }
 
