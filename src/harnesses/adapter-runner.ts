@@ -198,7 +198,11 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
                     `${adapter.title} exited with code ${code}${stderr.length ? `: ${stderr.join(' / ')}` : ''}`),
             });
         ok = outcome.ok;
-        emit({ type: 'result', status: outcome.ok ? 'succeeded' : 'failed', message: outcome.message });
+        emit({
+          type: 'result',
+          status: outcome.ok ? 'succeeded' : 'failed',
+          message: outcome.ok ? outcome.message : `${adapter.title}: ${outcome.message}`,
+        });
         done();
       });
     });

@@ -21,6 +21,19 @@ export type AnthropicReply =
   /** The stream starts, then the connection is cut mid-message. */
   | { drop: true };
 
+/** A scripted step: a reply, one made from the request (its body), or one given once `after` resolves. */
+export type ScriptStep =
+  | AnthropicReply
+  | ((body: any) => AnthropicReply)
+  | { after: Promise<unknown>; then: AnthropicReply | ((body: any) => AnthropicReply) };
+
+/** The working directory Claude Code names in its system prompt (the run's workspace). */
+export function workingDirectory(body: any): string {
+  const m = /Primary working directory: (\S+)/.exec(JSON.stringify(body?.system ?? ''));
+  if (!m) throw new Error('the request names no working directory');
+  return m[1]!.replace(/\\n$/, '');
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;
@@ -34,7 +47,7 @@ export interface AnthropicStub {
   /** The requests that asked the model for a turn of the conversation (stream: true, with tools). */
   modelRequests(): RecordedRequest[];
   /** Replies for the next model requests, in order. Once used up, the model answers `fallback`. */
-  script(...replies: AnthropicReply[]): void;
+  script(...steps: ScriptStep[]): void;
   close(): Promise<void>;
 }
 
@@ -42,7 +55,7 @@ export async function startAnthropicStub(
   fallback: AnthropicReply = { text: 'Done.' },
 ): Promise<AnthropicStub> {
   const requests: RecordedRequest[] = [];
-  let queue: AnthropicReply[] = [];
+  let queue: ScriptStep[] = [];
   let ids = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -63,8 +76,19 @@ export async function startAnthropicStub(
         res.end(JSON.stringify(path.endsWith('/count_tokens') ? { input_tokens: 10 } : { type: 'error' }));
         return;
       }
-      const reply = (isTurn(body) ? queue.shift() : undefined) ?? (isTurn(body) ? fallback : { text: 'ok' });
-      answer(res, reply, body?.model ?? 'claude-stub', `msg_stub_${++ids}`, body?.stream !== false);
+      const step: ScriptStep = isTurn(body) ? (queue.shift() ?? fallback) : { text: 'ok' };
+      const id = `msg_stub_${++ids}`;
+      const reply = (r: AnthropicReply | ((b: any) => AnthropicReply)) =>
+        answer(
+          res,
+          typeof r === 'function' ? r(body) : r,
+          body?.model ?? 'claude-stub',
+          id,
+          body?.stream !== false,
+        );
+      if (typeof step === 'object' && 'after' in step)
+        void step.after.then(() => !res.destroyed && reply(step.then));
+      else reply(step);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
