@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { BUILT_IN_HARNESSES, HARNESSES, type BuiltInHarness } from './harness-types.js';
 
 export interface InstalledCli {
@@ -66,7 +66,14 @@ export async function detectClis(env: NodeJS.ProcessEnv, installDir: string): Pr
           execFile(
             path,
             ['--version'],
-            { timeout: 15_000, env: { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '/tmp' } },
+            // An npm-installed CLI (Codex, Gemini CLI) starts with `#!/usr/bin/env node`: this Node first.
+            {
+              timeout: 15_000,
+              env: {
+                PATH: [dirname(process.execPath), env.PATH || '/usr/bin:/bin'].join(delimiter),
+                HOME: env.HOME ?? '/tmp',
+              },
+            },
             (err, stdout) => {
               const version = stdout.trim().split('\n')[0]?.trim();
               if (err && !version)

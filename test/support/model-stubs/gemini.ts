@@ -1,9 +1,9 @@
 import type http from 'node:http';
 import {
-  RecordingServer,
-  turnOf,
+  ScriptedServer,
   type RecordedRequest,
   type ScriptedTurn,
+  type ScriptStep,
   type StubUsage,
 } from './recording-server.js';
 
@@ -18,61 +18,52 @@ export type GeminiTurn = ScriptedTurn<GeminiCall>;
 /**
  * The Gemini API on loopback, as Gemini CLI calls it: `POST /v1beta/models/{model}:generateContent`
  * (JSON) and `:streamGenerateContent?alt=sse` (server-sent `data:` chunks of a
- * GenerateContentResponse, `usageMetadata` on the last). Turn n of the script answers the n-th
- * conversational request; a request for structured JSON output (the CLI's model router and other
- * classifiers send `responseJsonSchema`) is answered from its schema without using a turn. Every
- * request is recorded. Errors are Google's JSON error bodies.
+ * GenerateContentResponse, `usageMetadata` on the last). Scripted per test (`script`): each
+ * conversational request takes the next turn; a request for structured JSON output (the CLI's model
+ * router and other classifiers send `responseJsonSchema`) is answered from its schema without using
+ * one. Every request is recorded. Errors are Google's JSON error bodies.
  */
-export class GeminiStub {
-  private readonly server: RecordingServer;
-  private answered = 0;
-
-  constructor(script: GeminiTurn[] | ((req: RecordedRequest, n: number) => GeminiTurn | undefined)) {
-    this.server = new RecordingServer((req, res) => {
-      const method = /:(generateContent|streamGenerateContent)$/.exec(req.path)?.[1];
-      if (req.method !== 'POST' || !method) {
-        sendError(res, 404, 'NOT_FOUND', `no route ${req.path}`);
-        return;
-      }
-      const schema = structuredOutputSchema(req);
-      if (method === 'generateContent' && schema) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify(
-            chunk([{ text: JSON.stringify(sampleOf(schema)) }], 'STOP', { input: 50, output: 10 }),
-          ),
-        );
-        return;
-      }
-      const n = this.answered++;
-      const turn = turnOf(script, req, n);
-      if (!turn) {
-        sendError(res, 500, 'INTERNAL', `stub has no answer for request ${n + 1}`);
-        return;
-      }
-      answer(turn, method === 'streamGenerateContent', res);
-    });
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
-  }
-
+export interface GeminiStub {
+  /** GOOGLE_GEMINI_BASE_URL: `http://127.0.0.1:PORT`. */
+  url: string;
+  requests: RecordedRequest[];
   /** The conversational requests (those a script turn answers), in order. */
-  get modelRequests(): RecordedRequest[] {
-    return this.requests.filter(
-      (r) => /:(generateContent|streamGenerateContent)$/.test(r.path) && !structuredOutputSchema(r),
-    );
-  }
+  modelRequests(): RecordedRequest[];
+  script(...steps: ScriptStep<GeminiTurn>[]): void;
+  close(): Promise<void>;
+}
 
-  /** Starts the server; answers the base URL (`GOOGLE_GEMINI_BASE_URL`). */
-  start(): Promise<string> {
-    return this.server.start();
-  }
+const METHOD = /:(generateContent|streamGenerateContent)$/;
 
-  stop(): Promise<void> {
-    return this.server.stop();
-  }
+export async function startGeminiStub(fallback: GeminiTurn = { text: 'Done.' }): Promise<GeminiStub> {
+  const isModelCall = (r: RecordedRequest) =>
+    r.method === 'POST' && METHOD.test(r.path) && !structuredOutputSchema(r);
+  const server = new ScriptedServer<GeminiTurn>((req, res, next) => {
+    const method = METHOD.exec(req.path)?.[1];
+    if (req.method !== 'POST' || !method) {
+      sendError(res, 404, 'NOT_FOUND', `no route ${req.path}`);
+      return;
+    }
+    const schema = structuredOutputSchema(req);
+    if (schema) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify(
+          chunk([{ text: JSON.stringify(sampleOf(schema)) }], 'STOP', { input: 50, output: 10 }),
+        ),
+      );
+      return;
+    }
+    void next().then((turn) => !res.destroyed && answer(turn, method === 'streamGenerateContent', res));
+  }, fallback);
+  await server.start();
+  return {
+    url: server.origin,
+    requests: server.requests,
+    modelRequests: () => server.requests.filter(isModelCall),
+    script: (...steps) => server.script(...steps),
+    close: () => server.close(),
+  };
 }
 
 /** The schema of a request for structured JSON output (the CLI's router and classifiers), if it is one. */

@@ -1,9 +1,9 @@
 import type http from 'node:http';
 import {
-  RecordingServer,
-  turnOf,
+  ScriptedServer,
   type RecordedRequest,
   type ScriptedTurn,
+  type ScriptStep,
   type StubUsage,
 } from './recording-server.js';
 
@@ -20,54 +20,42 @@ export type OpenAITurn = ScriptedTurn<OpenAICall>;
  * The OpenAI Responses API (`POST /v1/responses`, `stream: true`) on loopback, as Codex reads it:
  * server-sent events `response.created`, `response.output_item.added`, `response.output_text.delta`,
  * `response.output_item.done` (messages, `function_call`, `custom_tool_call`) and
- * `response.completed` with the usage. Request n is answered by turn n of the script; every request
- * is recorded. Errors are the API's JSON error bodies with its status codes.
+ * `response.completed` with the usage. Scripted per test (`script`): each model request takes the
+ * next turn; every request (headers and body) is recorded. Errors are the API's JSON error bodies
+ * with its status codes.
  */
-export class OpenAIResponsesStub {
-  private readonly server: RecordingServer;
-  private answered = 0;
-
-  constructor(script: OpenAITurn[] | ((req: RecordedRequest, n: number) => OpenAITurn | undefined)) {
-    this.server = new RecordingServer((req, res) => {
-      if (req.method !== 'POST' || !req.path.endsWith('/responses')) {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({ error: { message: `no route ${req.path}`, type: 'invalid_request_error' } }),
-        );
-        return;
-      }
-      const n = this.answered++;
-      const turn = turnOf(script, req, n);
-      if (!turn) {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            error: { message: `stub has no answer for request ${n + 1}`, type: 'server_error' },
-          }),
-        );
-        return;
-      }
-      answer(turn, n + 1, res);
-    });
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
-  }
-
+export interface OpenAIResponsesStub {
+  /** The base URL a client puts before `/responses` (`http://127.0.0.1:PORT/v1`). */
+  url: string;
+  requests: RecordedRequest[];
   /** The model calls (`POST …/responses`) received so far. */
-  get modelRequests(): RecordedRequest[] {
-    return this.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/responses'));
-  }
+  modelRequests(): RecordedRequest[];
+  script(...steps: ScriptStep<OpenAITurn>[]): void;
+  close(): Promise<void>;
+}
 
-  /** Starts the server; answers the base URL a client puts before `/responses` (`…/v1`). */
-  async start(): Promise<string> {
-    return `${await this.server.start()}/v1`;
-  }
-
-  stop(): Promise<void> {
-    return this.server.stop();
-  }
+export async function startOpenAIResponsesStub(
+  fallback: OpenAITurn = { text: 'Done.' },
+): Promise<OpenAIResponsesStub> {
+  let answered = 0;
+  const isModelCall = (r: RecordedRequest) => r.method === 'POST' && r.path.endsWith('/responses');
+  const server = new ScriptedServer<OpenAITurn>((req, res, next) => {
+    if (!isModelCall(req)) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `no route ${req.path}`, type: 'invalid_request_error' } }));
+      return;
+    }
+    const n = ++answered;
+    void next().then((turn) => !res.destroyed && answer(turn, n, res));
+  }, fallback);
+  await server.start();
+  return {
+    url: `${server.origin}/v1`,
+    requests: server.requests,
+    modelRequests: () => server.requests.filter(isModelCall),
+    script: (...steps) => server.script(...steps),
+    close: () => server.close(),
+  };
 }
 
 const ERRORS: Record<number, { message: string; type: string; code: string | null }> = {
