@@ -96,8 +96,8 @@ function answer(turn: GeminiTurn, stream: boolean, res: http.ServerResponse): vo
   const send = (body: unknown) => res.write(`data: ${JSON.stringify(body)}\r\n\r\n`);
   if ('hang' in turn) return void send(chunk([{ text: 'Working' }]));
   if ('drop' in turn) {
-    send(chunk([{ text: 'Partial answ' }]));
-    res.destroy(); // ends without a finishReason
+    // Part of an answer, then the connection ends without a finishReason.
+    res.write(`data: ${JSON.stringify(chunk([{ text: 'Partial answ' }]))}\r\n\r\n`, () => res.destroy());
     return;
   }
   // Text first (split, as a stream arrives in pieces), then the calls with the finish and usage.

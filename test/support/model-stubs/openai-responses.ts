@@ -90,14 +90,15 @@ function answer(turn: OpenAITurn, n: number, res: http.ServerResponse): void {
   send({ type: 'response.created', response: { id: responseId, status: 'in_progress', output: [] } });
   if ('hang' in turn) return; // the connection stays open until the client goes or the stub stops
   if ('drop' in turn) {
-    send({
+    // Part of an answer, then the connection ends without response.completed.
+    const delta = {
       type: 'response.output_text.delta',
       output_index: 0,
       content_index: 0,
       item_id: 'msg_drop',
       delta: 'Wor',
-    });
-    res.destroy(); // the stream ends without response.completed
+    };
+    res.write(`event: ${delta.type}\ndata: ${JSON.stringify(delta)}\n\n`, () => res.destroy());
     return;
   }
   const items: Array<Record<string, unknown>> = [];
