@@ -183,16 +183,22 @@ export class RunQueueRepository {
        UPDATE runs r SET status_message = NULL FROM served s WHERE r.id = s.id`,
       [liveSince],
     );
-    const harnesses = await this.noteMissingHarnessesIn(tx, liveSince);
-    return { noted: noted + harnesses.noted, cleared: cleared + harnesses.cleared };
+    return { noted, cleared };
   }
 
   /**
    * QUEUED runs of a built-in harness (claude, codex, gemini) that no live worker of their host has
    * say which harness they wait for; the note goes once such a worker is there (or the claim clears
-   * it). Part of noteUnservedHostsIn's transaction, under its lock. Reads the queued runs through the
-   * queue's partial indexes (state = 'QUEUED'), a few per millisecond.
+   * it). Under NOTES_LOCK, as noteUnservedHostsIn and for its reason (a claim must not skip the rows
+   * whose note is being cleared). Reads the queued runs through the queue's partial indexes.
    */
+  async noteMissingHarnesses(liveSince: Date): Promise<{ noted: number; cleared: number }> {
+    return this.db.transaction(async (tx) => {
+      await tx.execute(`SELECT pg_advisory_xact_lock(${NOTES_LOCK})`);
+      return this.noteMissingHarnessesIn(tx, liveSince);
+    });
+  }
+
   private async noteMissingHarnessesIn(
     tx: Queryable,
     liveSince: Date,
