@@ -1,7 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DefinitionStore } from '../src/reconciler/definition-store.js';
+import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
+import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
+import { deliver } from './support/definitions.js';
+import { automation, baseFactory, TestRepo } from './support/git-repo.js';
 import { artifactText } from './support/artifacts.js';
 import { eventually } from './support/eventually.js';
 import { testCli, TEST_HARNESSES_DIR } from './support/harness-clis.js';
@@ -16,6 +21,7 @@ const OTHER_KEY = `sk-ant-other-${Math.random().toString(36).slice(2)}`;
 
 let t: TestService;
 let stub: AnthropicStub;
+let repo: TestRepo | undefined;
 const ended = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
 
 describe.skipIf(!cli.path)(
@@ -26,7 +32,11 @@ describe.skipIf(!cli.path)(
       // The operator's base URL, passed to Claude Code harnesses only; the CLI from the tests' cache.
       process.env.ANTHROPIC_BASE_URL = stub.url;
       process.env.HARNESSES_DIR = TEST_HARNESSES_DIR;
-      t = await startTestService({ WORKER_CONCURRENCY: '2', HARNESS_KILL_GRACE_MS: '1000' });
+      t = await startTestService({
+        WORKER_CONCURRENCY: '2',
+        HARNESS_KILL_GRACE_MS: '1000',
+        FACTORY_POLL_SECONDS: '3600',
+      });
       const secrets = t.service.app.get(SecretsService);
       await secrets.set(t.defaultTeam.id, 'anthropic-key', KEY);
       await secrets.set(t.defaultTeam.id, 'other-key', OTHER_KEY);
@@ -34,6 +44,7 @@ describe.skipIf(!cli.path)(
     afterAll(async () => {
       await t?.stop();
       await stub?.close();
+      repo?.remove();
     });
 
     const create = async (prompt: string, harness: Record<string, unknown> = {}) => {
@@ -177,6 +188,57 @@ describe.skipIf(!cli.path)(
       const run = await runIn(t, id, ended);
       expect(run.state).toBe('FAILED');
       expect(run.status_message.message).toMatch(/team secret "no-such-secret".*does not exist/);
+    });
+
+    it('a webhook delivery whose automation runs a Claude Code agent ends SUCCEEDED, answering the payload', async () => {
+      await t.service.app.get(ReconcileScheduler).firstPoll;
+      await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'hook-token');
+      repo = new TestRepo();
+      const f = await t.service.app
+        .get(DefinitionStore)
+        .register({ teamId: t.defaultTeam.id, name: 'claude-factory', repoUrl: repo.dir, branch: 'main' });
+      const reconciler = t.service.app.get(Reconciler);
+      repo.commit({
+        ...baseFactory(),
+        'agents/fixer/agent.md':
+          '---\ndescription: Fixes bugs\noverrides:\n  harness: claude\n  auth:\n    managedSecret: anthropic-key\n---\nYou fix bugs.\n',
+      });
+      expect((await reconciler.request(f!.id)).errors).toEqual([]);
+      const hook = (await t.call('GET', `/api/v1/factory/${f!.uid}/webhooks`)).body.webhooks[0].uid as string;
+      repo.commit({ 'automations/fix/automation.md': automation(hook) });
+      expect((await reconciler.request(f!.id)).errors).toEqual([]);
+      // The model reads the payload the run came with, then answers from what it read.
+      stub.script(
+        (body) => ({
+          tool: { name: 'Read', input: { file_path: join(workingDirectory(body), 'event-payload.json') } },
+        }),
+        (body) => {
+          const read = JSON.stringify(body.messages.at(-1));
+          const title = /crash-on-start-\d+/.exec(read)?.[0] ?? 'nothing';
+          return { text: `Triaged issue ${title}.` };
+        },
+      );
+      const title = `crash-on-start-${Date.now()}`;
+      const sent = await deliver(
+        t.url,
+        `/webhooks/w/${hook}`,
+        JSON.stringify({ action: 'opened', issue: { title } }),
+        {
+          authorization: 'Bearer hook-token',
+        },
+      );
+      expect(sent.status).toBe(202);
+      const runId = await eventually(async () => {
+        const runs = (await t.call('GET', '/api/v1/agent/runs?source=WEBHOOK')).body.runs;
+        return runs[0]?.run_id as string | undefined;
+      }, 'the run of the delivery');
+      const run = await runIn(t, runId, ended);
+      expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+      expect(run.agent_config.harness).toMatchObject({ type: 'claude', auth_secret_name: 'anthropic-key' });
+      expect(run.status_message.message).toBe(`Triaged issue ${title}.`);
+      const conv = await conversation(runId);
+      expect(conv.find((m) => m.kind === 'tool_call')?.input.tool).toBe('Read');
+      expect(conv.some((m) => m.role === 'assistant' && m.text === `Triaged issue ${title}.`)).toBe(true);
     });
 
     it('the key reaches the provider as x-api-key and nowhere else', async () => {

@@ -186,6 +186,50 @@ export class RunQueueRepository {
     return { noted, cleared };
   }
 
+  /**
+   * QUEUED runs of a built-in harness (claude, codex, gemini) that no live worker of their host has
+   * say which harness they wait for; the note goes once such a worker is there (or the claim clears
+   * it). Under NOTES_LOCK, as noteUnservedHostsIn and for its reason (a claim must not skip the rows
+   * whose note is being cleared). Reads the queued runs through the queue's partial indexes.
+   */
+  async noteMissingHarnesses(liveSince: Date): Promise<{ noted: number; cleared: number }> {
+    return this.db.transaction(async (tx) => {
+      await tx.execute(`SELECT pg_advisory_xact_lock(${NOTES_LOCK})`);
+      return this.noteMissingHarnessesIn(tx, liveSince);
+    });
+  }
+
+  private async noteMissingHarnessesIn(
+    tx: Queryable,
+    liveSince: Date,
+  ): Promise<{ noted: number; cleared: number }> {
+    const harness = runHarness('r', 't.harness_type');
+    const servedBy = `EXISTS (SELECT 1 FROM workers w WHERE w.last_seen_at > $1 AND w.worker_host = r.worker_host
+                       AND (w.team_id IS NULL OR w.team_id = r.team_id)
+                       AND coalesce(w.harnesses, '[{"type":"oz"}]') @> jsonb_build_array(jsonb_build_object('type', ${harness})))`;
+    const noted = await tx.execute(
+      `WITH waiting AS MATERIALIZED (
+         SELECT r.id, ${harness} AS harness FROM runs r JOIN teams t ON t.id = r.team_id
+          WHERE r.state = 'QUEUED' AND r.status_message IS NULL AND ${harness} <> 'oz' AND NOT ${servedBy}
+            FOR UPDATE OF r SKIP LOCKED)
+       UPDATE runs r SET status_message = jsonb_build_object('message',
+              'Waiting for a worker with the ' || w.harness || ' harness: no connected worker has its CLI ' ||
+              '(install it where the workers run: factoryd harnesses install ' || w.harness || ')')
+         FROM waiting w WHERE r.id = w.id`,
+      [liveSince],
+    );
+    const cleared = await tx.execute(
+      `WITH served AS MATERIALIZED (
+         SELECT r.id FROM runs r JOIN teams t ON t.id = r.team_id
+          WHERE r.state = 'QUEUED' AND r.status_message->>'message' LIKE 'Waiting for a worker with the % harness%'
+            AND ${servedBy}
+            FOR UPDATE OF r SKIP LOCKED)
+       UPDATE runs r SET status_message = NULL FROM served s WHERE r.id = s.id`,
+      [liveSince],
+    );
+    return { noted, cleared };
+  }
+
   /** The team's live skills at this path or with this name, with their factory (SkillResolver picks one). */
   skillCandidates(teamId: string, path: string, name: string) {
     return this.db.query<{ content: string; repo_url: string; fname: string; path: string }>(

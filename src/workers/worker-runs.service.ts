@@ -326,6 +326,7 @@ export class WorkerRunsService {
   async markUnservedHosts(): Promise<void> {
     const now = this.now();
     await this.queue.noteUnservedHosts(liveSince(now, this.policy));
+    await this.queue.noteMissingHarnesses(liveSince(now, this.policy));
     await this.registry.forget(forgottenBefore(now, this.policy));
   }
 }
