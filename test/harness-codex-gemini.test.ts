@@ -219,11 +219,14 @@ for (const c of CLIS) {
           // Codex retries a failed request or a cut stream (5 times): the provider keeps failing.
           stub.script(...Array<Turn>(12).fill(turn));
           const started = Date.now();
-          const id = await create(`failure-${JSON.stringify(turn)}`);
+          const marker = `failure-marker-${Object.entries(turn)[0]!.join('-')}`;
+          const id = await create(`${marker}: answer`);
           const run = await runIn(t, id, ended, undefined, WITHIN);
           expect(run.state).toBe('FAILED');
           expect(run.status_message.message).toMatch(message);
           expect(Date.now() - started).toBeLessThan(40_000);
+          // A refused key is not retried (Codex would try five times more): the turn stopped at the first.
+          if ('error' in turn && turn.error === 401) expect(requestsOf(marker).length).toBeLessThanOrEqual(2);
         },
       );
 
