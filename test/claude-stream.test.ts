@@ -1,9 +1,13 @@
-import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
 import { translateClaude } from '../src/harnesses/claude-stream.js';
 import { parseHarnessLine } from '../src/workers/harness-protocol.js';
+import { eventually } from './support/eventually.js';
 
 const fixture = fromRoot('test/fixtures/claude-stream.jsonl');
 const events = readFileSync(fixture, 'utf8')
@@ -162,3 +166,57 @@ describe('Claude Code stream-json translator', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(events.length);
   });
 });
+
+describe('the adapter runner', () => {
+  it('interrupt stops the turn’s whole process group, reports BLOCKED, and a follow-up resumes the session', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'factoryd-adapter-'));
+    const log = join(dir, 'args.log');
+    const sleep = `300.${process.pid}${Date.now() % 1000}`;
+    const adapter = spawn(process.execPath, [fromRoot('dist/harnesses/claude.harness.js')], {
+      cwd: dir,
+      env: {
+        ...process.env,
+        FACTORYD_HARNESS_CLI: fromRoot('test/fixtures/fake-claude-slow'),
+        FACTORYD_WORKSPACE: dir,
+        FAKE_CLAUDE_LOG: log,
+        FAKE_CLAUDE_SLEEP: sleep,
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const out: any[] = [];
+    createInterface({ input: adapter.stdout! }).on('line', (l) => out.push(JSON.parse(l)));
+    const exited = new Promise<number | null>((r) => adapter.on('exit', (code) => r(code)));
+    adapter.stdin!.write(
+      `${JSON.stringify({ type: 'prompt', run_id: 'r', prompt: 'Go', followups: [], attachments: [] })}\n`,
+    );
+    await eventually(() => sleeping(sleep).length === 1, 'the turn running, with its child');
+    adapter.stdin!.write('{"type":"interrupt"}\n');
+    await eventually(() => out.some((e) => e.type === 'status'), 'BLOCKED reported', { timeoutMs: 5000 });
+    expect(out.find((e) => e.type === 'status')).toEqual({
+      type: 'status',
+      state: 'BLOCKED',
+      message: 'interrupted; send a follow-up to continue',
+    });
+    expect(sleeping(sleep)).toEqual([]); // the CLI's child went with its group
+    expect(out.some((e) => e.type === 'result')).toBe(false); // the run is not over
+    adapter.stdin!.write(`${JSON.stringify({ type: 'followup', message: 'Go on' })}\n`);
+    expect(await exited).toBe(0);
+    const calls = readFileSync(log, 'utf8').trim().split('\n');
+    expect(calls).toHaveLength(2);
+    expect(calls[1]).toMatch(/^-p Go on .*--resume sess-1/);
+    expect(out.at(-1)).toEqual({ type: 'result', status: 'succeeded', message: 'resumed' });
+  });
+});
+
+/** Processes running `sleep <duration>` (a duration no other process shares). */
+function sleeping(duration: string): string[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8') === `sleep\0${duration}\0`;
+      } catch {
+        return false;
+      }
+    });
+}

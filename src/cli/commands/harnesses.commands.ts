@@ -13,6 +13,10 @@ export function registerHarnessesCommands(program: Command): void {
     .command('harnesses')
     .description(
       'The agent CLIs (Claude Code, Codex, Gemini CLI) that built-in harnesses run (docs/harnesses.md).',
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  npx factoryd harnesses list\n  npx factoryd harnesses install claude',
     );
   harnesses
     .command('list')
@@ -20,6 +24,7 @@ export function registerHarnessesCommands(program: Command): void {
       'The CLIs found here (CLAUDE_COMMAND/CODEX_COMMAND/GEMINI_COMMAND, the install folder, PATH) and their versions.',
     )
     .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  npx factoryd harnesses list --json')
     .action(async (opts: { json?: boolean }) => {
       const clis = await detectClis(process.env, harnessesDir(process.env, dataDirOf()));
       print(opts, { harnesses_dir: harnessesDir(process.env, dataDirOf()), clis }, () => describeClis(clis));

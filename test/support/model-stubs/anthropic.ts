@@ -39,6 +39,8 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: any;
+  /** When it arrived (Date.now()). */
+  at: number;
 }
 
 export interface AnthropicStub {
@@ -58,6 +60,7 @@ export async function startAnthropicStub(
   let queue: ScriptStep[] = [];
   let ids = 0;
   const server: Server = createServer((req, res) => {
+    const at = Date.now();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -69,7 +72,7 @@ export async function startAnthropicStub(
         /* recorded as text */
       }
       const path = (req.url ?? '').split('?')[0]!;
-      requests.push({ method: req.method ?? '', path, headers: req.headers, body });
+      requests.push({ method: req.method ?? '', path, headers: req.headers, body, at });
       if (req.method !== 'POST' || path !== '/v1/messages') {
         // count_tokens and anything else the CLI may ask: a small valid answer.
         res.writeHead(path.endsWith('/count_tokens') ? 200 : 404, { 'content-type': 'application/json' });
