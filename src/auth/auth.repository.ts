@@ -86,11 +86,23 @@ export class AuthRepository {
   }
 
   async listTeams(): Promise<
-    Array<TeamRef & { created_at: Date; harness_command: string | null; max_slots: number | null }>
+    Array<
+      TeamRef & {
+        created_at: Date;
+        harness_command: string | null;
+        harness_type: string | null;
+        max_slots: number | null;
+      }
+    >
   > {
     return this.db.query(
-      `SELECT id, uid, name, created_at, harness_command, max_slots FROM teams ORDER BY name`,
+      `SELECT id, uid, name, created_at, harness_command, harness_type, max_slots FROM teams ORDER BY name`,
     );
+  }
+
+  /** The team's default harness type (docs/harnesses.md); null: `oz`, its harness command. */
+  async setHarnessType(teamId: string, type: string | null): Promise<void> {
+    await this.db.execute(`UPDATE teams SET harness_type = $2 WHERE id = $1`, [teamId, type]);
   }
 
   /** The team's harness for the service-hosted workers; null: the environment's HARNESS_COMMAND. */

@@ -10,6 +10,7 @@ import { registerSkillsCommands } from './commands/skills.commands.js';
 import { registerWebhooksCommands } from './commands/webhooks.commands.js';
 import { registerNotificationsCommands } from './commands/notifications.commands.js';
 import { registerWorkerCommands } from './commands/worker.commands.js';
+import { registerHarnessesCommands } from './commands/harnesses.commands.js';
 
 /** Each module's commands, in the order `factoryd --help` lists them. */
 const COMMANDS: Array<(program: Command) => void> = [
@@ -20,6 +21,7 @@ const COMMANDS: Array<(program: Command) => void> = [
   registerSecretsCommands,
   registerWebhooksCommands,
   registerWorkerCommands,
+  registerHarnessesCommands,
   registerSkillsCommands,
   registerNotificationsCommands,
 ];

@@ -9,6 +9,8 @@ export interface ResolvedAgentConfig {
   worker_host?: string;
   idle_timeout_minutes?: number;
   mcp_servers?: Record<string, unknown>;
+  /** The run's `harness` (the wire shape): type, reasoning level and the credential's source. */
+  harness?: Record<string, unknown>;
 }
 
 /**
@@ -34,6 +36,15 @@ export function resolveAgentConfig(
   if (workerHost !== undefined) config.worker_host = workerHost;
   const idle = pick('idleTimeoutMinutes');
   if (idle !== undefined) config.idle_timeout_minutes = idle;
+  const harness: Record<string, unknown> = {};
+  const type = pick('harness');
+  if (type !== undefined) harness.type = type;
+  const reasoning = pick('reasoningLevel');
+  if (reasoning !== undefined) harness.reasoning_level = reasoning;
+  const auth = pick('auth');
+  if (auth && 'managedSecret' in auth) harness.auth_secret_name = auth.managedSecret;
+  if (auth && 'workerEnvironment' in auth) harness.worker_environment = true;
+  if (Object.keys(harness).length) config.harness = harness;
   const mcp = Object.assign({}, ...layers.map((l) => l.mcpServers ?? {})) as Record<string, unknown>;
   if (Object.keys(mcp).length) config.mcp_servers = mcp;
   return config;

@@ -28,6 +28,11 @@ export interface AgentOverrides {
   workerHost?: string;
   mcpServers?: Record<string, unknown>;
   idleTimeoutMinutes?: number;
+  /** The agent CLI that runs it (docs/harnesses.md). */
+  harness?: 'oz' | 'claude' | 'codex' | 'gemini';
+  reasoningLevel?: string;
+  /** The harness's provider key: a team secret, or a self-hosted worker's own environment. */
+  auth?: { managedSecret: string } | { workerEnvironment: true };
 }
 
 export type AgentType = 'FOREMAN' | 'CUSTOM';

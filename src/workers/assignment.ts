@@ -1,3 +1,4 @@
+import type { BuiltInHarness } from '../harnesses/harness-types.js';
 import type { HarnessEvent } from './harness-protocol.js';
 
 /** A claimed run, with everything a worker needs to start its harness (JSON-safe: it crosses HTTP). */
@@ -26,6 +27,19 @@ export interface Assignment {
    * mode; the host backend ignores both. Absent: the worker's own (WORKER_DOCKER_IMAGE, _NETWORK).
    */
   environment?: { docker_image?: string; network?: 'none' | 'bridge' };
+  /**
+   * A built-in harness (docs/harnesses.md) instead of the harness command: the worker runs its own
+   * adapter around the CLI. `env`: the provider's key (a team secret's value, opened for this
+   * execution only); `secret_name` names it in messages; `worker_environment`: the worker's own
+   * environment supplies the key; `error`: why it cannot start (a missing secret), said at once.
+   */
+  harness?: {
+    type: BuiltInHarness;
+    env?: Record<string, string>;
+    secret_name?: string;
+    worker_environment?: boolean;
+    error?: string;
+  };
 }
 
 /** What a harness ended with. */

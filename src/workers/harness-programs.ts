@@ -12,8 +12,11 @@ import { reachableCopy } from '../common/shared-runtime.js';
 export function packageProgramCommand(folder: string, file: string): string {
   const node = reachableCopy(process.execPath, 'node');
   const dir = reachableCopy(fromRoot(folder), folder.replaceAll('/', '-'));
-  return `"${node}" "${join(dir, file)}"`;
+  return `${quoted(node)} ${quoted(join(dir, file))}`;
 }
 
 /** HARNESS_COMMAND's default: the shipped example harness. */
 export const exampleHarnessCommand = () => packageProgramCommand('examples/harness', 'agent.js');
+
+/** Shell-quoted, for a command line. */
+const quoted = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;

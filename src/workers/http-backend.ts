@@ -1,5 +1,6 @@
 import type { Assignment, Control, Outcome, WorkerBackend } from './assignment.js';
 import type { HarnessEvent } from './harness-protocol.js';
+import type { WorkerHarness } from './workers.repository.js';
 
 const LONG_POLL_SECONDS = 20;
 /** How long a report (start, events, end) is retried while the API is unreachable. */
@@ -17,6 +18,8 @@ export class HttpBackend implements WorkerBackend {
     private readonly apiKey: string,
     readonly workerId: string,
     private readonly workerHost: string,
+    /** The harnesses this machine can run: the service hands it only runs of these. */
+    private readonly harnesses: WorkerHarness[] = [{ type: 'oz' }],
   ) {}
 
   get scope(): string {
@@ -32,7 +35,7 @@ export class HttpBackend implements WorkerBackend {
   ): Promise<{ worker_host: string; team: { name: string } }> {
     for (;;) {
       try {
-        return await this.post('/agent/workers/connect', {});
+        return await this.post('/agent/workers/connect', { harnesses: this.harnesses });
       } catch (err) {
         if (err instanceof RefusedError || this.abort.signal.aborted) throw err;
         onUnreachable(err);
@@ -45,6 +48,7 @@ export class HttpBackend implements WorkerBackend {
     const res = await this.post<{ runs: Assignment[] }>('/agent/workers/claim', {
       max,
       wait_seconds: LONG_POLL_SECONDS,
+      harnesses: this.harnesses,
     });
     return res.runs;
   }
@@ -67,7 +71,7 @@ export class HttpBackend implements WorkerBackend {
     return this.post<Control>(`/agent/workers/runs/${runId}/control`, {});
   }
   async heartbeat(runIds: string[]): Promise<void> {
-    await this.post('/agent/workers/heartbeat', { run_ids: runIds });
+    await this.post('/agent/workers/heartbeat', { run_ids: runIds, harnesses: this.harnesses });
   }
   async finish(runId: string, execution: number, outcome: Outcome): Promise<void> {
     await this.report(`/agent/workers/runs/${runId}/finish`, { execution, outcome });

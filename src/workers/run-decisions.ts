@@ -69,10 +69,15 @@ export function idleMinutes(config: Record<string, unknown>, policy: RunPolicy):
     : policy.idleTimeoutMinutes;
 }
 
-/** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
+/**
+ * How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with the
+ * reason its failed result gave (a built-in harness says what to do), else with its last lines.
+ */
 export function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
   if (outcome.exitCode === 0)
     return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
+  if (outcome.result?.status === 'failed' && outcome.result.message)
+    return ['fail', { message: outcome.result.message, error_code: 'agent_failed' }];
   const tail = outcome.lastLines.slice(-LAST_LINES_IN_MESSAGE).join('\n');
   const how =
     outcome.exitCode === null ? `was killed by ${outcome.signal}` : `exited with status ${outcome.exitCode}`;

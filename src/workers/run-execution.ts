@@ -1,8 +1,10 @@
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { HARNESSES, type BuiltInHarness } from '../harnesses/harness-types.js';
 import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
 import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
 import type { HarnessHandle, RunBackend } from './backends/backend.js';
 import { localBackend } from './harness-process.js';
+import { packageProgramCommand } from './harness-programs.js';
 import type { WorkspaceFile } from './launcher.js';
 import { harnessEnvironment, type HarnessSandbox } from './sandbox.js';
 
@@ -25,6 +27,8 @@ export interface ExecutionOptions {
    */
   idleTimeoutMinutes: number;
   maxDurationMinutes: number;
+  /** The agent CLIs this worker has (installed-clis.ts): a built-in harness runs only where its CLI is. */
+  clis: Partial<Record<BuiltInHarness, string>>;
 }
 
 const LAST_LINES = 20;
@@ -68,10 +72,14 @@ export class RunExecution {
       if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
       this.harness = (this.opts.backend ?? localBackend(this.opts.sandbox)).start(
         {
-          command: a.harness_command ?? this.opts.harnessCommand,
+          command: this.command(),
           cwd: this.workspace,
           files: this.workspaceFiles(),
-          env: harnessEnvironment(this.env(), this.workspace, this.opts.envAllow),
+          env: harnessEnvironment(
+            { ...this.env(), ...this.harnessEnv() },
+            this.workspace,
+            this.opts.envAllow,
+          ),
           sandbox: this.opts.sandbox,
           placement: { image: a.environment?.docker_image, network: a.environment?.network },
           graceMs: this.opts.killGraceMs,
@@ -183,6 +191,41 @@ export class RunExecution {
     if (!path.startsWith(this.workspace + sep))
       throw new Error(`attachment name escapes the workspace: ${name}`);
     return relative(this.workspace, path);
+  }
+
+  /**
+   * The harness command line: a built-in harness's adapter (dist/harnesses/<type>.harness.js, run by
+   * this worker's own Node, from where the harness's uid reaches it: harness-programs.ts), else the team's command, else HARNESS_COMMAND. A built-in harness that
+   * cannot run (its secret missing) throws: the run ends at once with the reason.
+   */
+  private command(): string {
+    const h = this.assignment.harness;
+    if (!h) return this.assignment.harness_command ?? this.opts.harnessCommand;
+    if (h.error) throw new Error(h.error);
+    if (!this.opts.clis[h.type])
+      throw new Error(
+        `this worker has no ${HARNESSES[h.type].title} CLI (factoryd harnesses install ${h.type})`,
+      );
+    return packageProgramCommand('dist/harnesses', `${h.type}.harness.js`);
+  }
+
+  /**
+   * A built-in harness's variables: its CLI, the provider key (from the assignment, or this worker's
+   * own environment with `worker_environment`) and the operator's base URL for that provider only.
+   */
+  private harnessEnv(): Record<string, string> {
+    const h = this.assignment.harness;
+    if (!h) return {};
+    const info = HARNESSES[h.type];
+    const own = (name: string) => (process.env[name] ? { [name]: process.env[name] } : {});
+    return {
+      FACTORYD_HARNESS_TYPE: h.type,
+      FACTORYD_HARNESS_CLI: this.opts.clis[h.type] ?? '',
+      ...(h.secret_name ? { FACTORYD_HARNESS_SECRET: h.secret_name } : {}),
+      ...own(info.baseUrlVariable),
+      ...(h.worker_environment ? own(info.keyVariable) : {}),
+      ...h.env,
+    };
   }
 
   private env(): Record<string, string> {

@@ -2,7 +2,7 @@ import type { Database, Queryable } from '../database/database.js';
 import { sqlStates, statesAllowing, type RunState } from '../runs/run-state.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { HELD_STATES } from './run-decisions.js';
-import type { WorkerIdentity } from './workers.repository.js';
+import { harnessTypesOf, type WorkerIdentity } from './workers.repository.js';
 
 /** In statements' texts (sqlStates says why): a run is claimed from these, and held in HELD_STATES. */
 const CLAIMABLE_SQL = sqlStates(statesAllowing('claim'));
@@ -22,6 +22,8 @@ export interface ClaimedRun {
   skills: Array<{ factory: string; path: string; content: string }> | null;
   history: Array<{ role: string; text: string }> | null;
   harness_command: string | null;
+  /** The team's default harness type (teams set-harness --type); NULL: `oz`. */
+  team_harness: string | null;
 }
 
 /** A held run the service is taking from its worker (locked). */
@@ -73,7 +75,7 @@ export class RunQueueRepository {
       return this.db.queryLocked<ClaimedRun>(
         NOTES_LOCK,
         claimStatement(OWN_TEAM_PICK),
-        [...params, w.teamId],
+        [...params, w.teamId, harnessTypesOf(w)],
         'shared',
       );
     // Service-hosted claims take turns (across replicas: a lock in the database), so that each
@@ -84,6 +86,7 @@ export class RunQueueRepository {
       w.slots ?? 1,
       at.liveSince,
       at.teamMaxSlots ?? null,
+      harnessTypesOf(w),
     ]);
   }
 
@@ -190,6 +193,50 @@ export class RunQueueRepository {
     return { noted, cleared };
   }
 
+  /**
+   * QUEUED runs of a built-in harness (claude, codex, gemini) that no live worker of their host has
+   * say which harness they wait for; the note goes once such a worker is there (or the claim clears
+   * it). Under NOTES_LOCK, as noteUnservedHostsIn and for its reason (a claim must not skip the rows
+   * whose note is being cleared). Reads the queued runs through the queue's partial indexes.
+   */
+  async noteMissingHarnesses(liveSince: Date): Promise<{ noted: number; cleared: number }> {
+    return this.db.transaction(async (tx) => {
+      await tx.execute(`SELECT pg_advisory_xact_lock(${NOTES_LOCK})`);
+      return this.noteMissingHarnessesIn(tx, liveSince);
+    });
+  }
+
+  private async noteMissingHarnessesIn(
+    tx: Queryable,
+    liveSince: Date,
+  ): Promise<{ noted: number; cleared: number }> {
+    const harness = runHarness('r', 't.harness_type');
+    const servedBy = `EXISTS (SELECT 1 FROM workers w WHERE w.last_seen_at > $1 AND w.worker_host = r.worker_host
+                       AND (w.team_id IS NULL OR w.team_id = r.team_id)
+                       AND coalesce(w.harnesses, '[{"type":"oz"}]') @> jsonb_build_array(jsonb_build_object('type', ${harness})))`;
+    const noted = await tx.execute(
+      `WITH waiting AS MATERIALIZED (
+         SELECT r.id, ${harness} AS harness FROM runs r JOIN teams t ON t.id = r.team_id
+          WHERE r.state = 'QUEUED' AND r.status_message IS NULL AND ${harness} <> 'oz' AND NOT ${servedBy}
+            FOR UPDATE OF r SKIP LOCKED)
+       UPDATE runs r SET status_message = jsonb_build_object('message',
+              'Waiting for a worker with the ' || w.harness || ' harness: no connected worker has its CLI ' ||
+              '(install it where the workers run: factoryd harnesses install ' || w.harness || ')')
+         FROM waiting w WHERE r.id = w.id`,
+      [liveSince],
+    );
+    const cleared = await tx.execute(
+      `WITH served AS MATERIALIZED (
+         SELECT r.id FROM runs r JOIN teams t ON t.id = r.team_id
+          WHERE r.state = 'QUEUED' AND r.status_message->>'message' LIKE 'Waiting for a worker with the % harness%'
+            AND ${servedBy}
+            FOR UPDATE OF r SKIP LOCKED)
+       UPDATE runs r SET status_message = NULL FROM served s WHERE r.id = s.id`,
+      [liveSince],
+    );
+    return { noted, cleared };
+  }
+
   /** The team's live skills at this path or with this name, with their factory (SkillResolver picks one). */
   skillCandidates(teamId: string, path: string, name: string) {
     return this.db.query<{ content: string; repo_url: string; fname: string; path: string }>(
@@ -217,12 +264,20 @@ const NOTES_LOCK = 7_146_110_002;
 const SERVICE_CLAIM_LOCK = 7_146_110_001;
 
 /**
- * A self-hosted worker's pick: the oldest QUEUED runs of its host in its team ($7). Parameters of
- * every pick: $1 host, $2 max; the claim's own are $3–$6 (claimStatement).
+ * A run's harness type in SQL (harness-types.ts, chooseHarness): its config's, else its team's
+ * default (`team`), else `oz`. A worker claims only runs whose harness it has.
+ */
+const runHarness = (run: string, team: string) =>
+  `coalesce(${run}.agent_config->'harness'->>'type', ${team}, 'oz')`;
+
+/**
+ * A self-hosted worker's pick: the oldest QUEUED runs of its host in its team ($7) whose harness it
+ * has ($8). Parameters of every pick: $1 host, $2 max; the claim's own are $3–$6 (claimStatement).
  */
 const OWN_TEAM_PICK = `
-  SELECT id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = $1 AND team_id = $7
-   ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+  SELECT r.id FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = $7
+     AND ${runHarness('r', '(SELECT t.harness_type FROM teams t WHERE t.id = $7)')} = ANY($8::text[])
+   ORDER BY r.created_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
 
 /**
  * The service-hosted pick: fair shares of the slots. Each team with queued runs (found by skipping
@@ -247,7 +302,7 @@ const FAIR_PICK = `
      SELECT $7::int + coalesce(sum(w.slots), 0)::int AS total FROM workers w
       WHERE w.team_id IS NULL AND w.worker_host = $1 AND w.id <> $5 AND w.last_seen_at > $8),
    shares AS MATERIALIZED (
-     SELECT q.team_id, held.n AS held,
+     SELECT q.team_id, held.n AS held, t.harness_type,
             coalesce(t.max_slots, $9::int, CASE WHEN EXISTS (SELECT 1 FROM teams o WHERE o.id <> q.team_id)
                                                 THEN greatest(s.total - 1, 1) END) AS cap
        FROM queued_teams q JOIN teams t ON t.id = q.team_id CROSS JOIN slots s
@@ -258,6 +313,7 @@ const FAIR_PICK = `
        FROM shares sh CROSS JOIN LATERAL (
          SELECT r.id, r.created_at, row_number() OVER (ORDER BY r.created_at) AS n
            FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = sh.team_id
+            AND ${runHarness('r', 'sh.harness_type')} = ANY($10::text[])
           ORDER BY r.created_at LIMIT greatest(least($2::int, sh.cap - sh.held), 0)) c)
   SELECT id FROM runs
    WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, created_at LIMIT $2)) AND state IN (${CLAIMABLE_SQL})
@@ -297,6 +353,6 @@ function claimStatement(pick: string): string {
            WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
          (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
             FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history,
-         (SELECT t.harness_command FROM teams t WHERE t.id = c.team_id) AS harness_command
-       FROM c`;
+         t.harness_command, t.harness_type AS team_harness
+       FROM c JOIN teams t ON t.id = c.team_id`;
 }

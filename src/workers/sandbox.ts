@@ -122,6 +122,11 @@ export interface SandboxSettings {
   packageRoot: string;
   /** WORKER_BACKEND=docker: the container settings (WORKER_DOCKER_*); the host's sandbox otherwise. */
   docker?: Omit<DockerSandbox, 'mode' | 'docker' | 'uid' | 'gid' | 'readOnly'> & { mounts: string[] };
+  /**
+   * Folders a harness needs that may lie inside a hidden one (the agent CLIs' install folder under
+   * DATA_DIR): bound back, read-only, where they exist.
+   */
+  visible?: string[];
 }
 
 const chosen = new Map<string, SandboxChoice>();
@@ -133,7 +138,7 @@ const chosen = new Map<string, SandboxChoice>();
  * makes the workspace root reachable by the harnesses' user but not listable.
  */
 export function chooseSandbox(settings: SandboxSettings, workspaceRoot: string): SandboxChoice {
-  const key = `${settings.docker ? 'docker' : (settings.requested ?? '')}:${workspaceRoot}`;
+  const key = `${settings.docker ? 'docker' : (settings.requested ?? '')}:${workspaceRoot}:${(settings.visible ?? []).join(':')}`;
   let choice = chosen.get(key);
   if (!choice) chosen.set(key, (choice = choose(settings, workspaceRoot)));
   return choice;
@@ -291,6 +296,8 @@ function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[
     mounts.push('--tmpfs', hide);
     hidden.push(hide);
   }
+  for (const keep of settings.visible ?? [])
+    if (existsSync(keep) && hidden.some((h) => inside(keep, h))) mounts.push('--ro-bind', keep, keep);
   return mounts;
 }
 

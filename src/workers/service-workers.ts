@@ -17,6 +17,8 @@ import type { RunWakeups } from './run-wakeups.js';
 import { chooseSandbox, SandboxUnavailable, type SandboxChoice } from './sandbox.js';
 import { WorkerPool } from './worker-pool.js';
 import type { WorkerRunsService } from './worker-runs.service.js';
+import type { WorkerHarness } from './workers.repository.js';
+import { describeClis, detectClis, harnessesDir, type InstalledCli } from '../harnesses/installed-clis.js';
 
 /** Heartbeat: a third of the lease, so two can be missed before the run is lost. */
 export const heartbeatMs = (config: Config) =>
@@ -24,10 +26,44 @@ export const heartbeatMs = (config: Config) =>
 const SAFETY_POLL_MS = 2000;
 
 /**
- * How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`,
- * in the sandbox chosen for them (once: `harnessSandbox` is what the start logs).
+ * The agent CLIs this machine has (one detection per process, at its first use): the worker runs
+ * and advertises only those that answered `--version`.
  */
-export const executionOptions = (config: Config, workspaceRoot: string): ExecutionOptions => ({
+export interface HarnessCatalog {
+  clis: InstalledCli[];
+  /** For the worker registry and the claim: `oz` and each usable CLI's type and version. */
+  harnesses: WorkerHarness[];
+  /** For the start banner. */
+  description: string;
+}
+
+let catalog: Promise<HarnessCatalog> | undefined;
+
+export function harnessCatalog(config: Config): Promise<HarnessCatalog> {
+  catalog ??= detectClis(process.env, harnessesDir(process.env, config.dataDir)).then((clis) => ({
+    clis,
+    harnesses: [
+      { type: 'oz' },
+      ...clis
+        .filter((c) => !c.problem)
+        .map((c) => ({ type: c.type, ...(c.version ? { version: c.version } : {}) })),
+    ],
+    description: describeClis(clis),
+  }));
+  return catalog;
+}
+
+/**
+ * How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`,
+ * in the sandbox chosen for them (once: `harnessSandbox` is what the start logs), with the CLIs
+ * `harnesses` found.
+ */
+export const executionOptions = (
+  config: Config,
+  workspaceRoot: string,
+  harnesses: HarnessCatalog,
+): ExecutionOptions => ({
+  clis: Object.fromEntries(harnesses.clis.filter((c) => !c.problem).map((c) => [c.type, c.path])),
   harnessCommand: config.harnessCommand ?? exampleHarnessCommand(),
   killGraceMs: config.harnessKillGraceMs,
   idleMinuteMs: config.idleMinuteMs,
@@ -49,6 +85,7 @@ export function harnessSandbox(config: Config, workspaceRoot: string): SandboxCh
         dataDir: config.dataDir,
         packageRoot: PACKAGE_ROOT.replace(/\/$/, ''),
         docker: config.workerBackend === 'docker' ? config.docker : undefined,
+        visible: [harnessesDir(process.env, config.dataDir)],
       },
       workspaceRoot,
     );
@@ -115,6 +152,7 @@ export function startServiceHostedPool(
   service: WorkerRunsService,
   wakeups: RunWakeups,
   config: Config,
+  harnesses: HarnessCatalog,
   onError: (e: unknown) => void,
   concurrency = config.workerConcurrency,
 ): WorkerPool {
@@ -123,9 +161,10 @@ export function startServiceHostedPool(
     host: SERVICE_WORKER_HOST,
     teamId: null,
     slots: concurrency,
+    harnesses: harnesses.harnesses,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
-    ...executionOptions(config, serviceWorkspaceRoot(config)),
+    ...executionOptions(config, serviceWorkspaceRoot(config), harnesses),
     concurrency,
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,

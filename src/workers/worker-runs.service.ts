@@ -28,6 +28,8 @@ import { handoffAttachments } from '../runs/artifact.js';
 import { RunQueueRepository, type ClaimedRun, type HeldRun } from './run-queue.repository.js';
 import { SkillResolver } from './skill-resolver.js';
 import { WorkersRepository, type ConnectedHost, type WorkerIdentity } from './workers.repository.js';
+import { chooseHarness, HARNESSES } from '../harnesses/harness-types.js';
+import type { SecretsService } from '../secrets/secrets.service.js';
 
 export type { RunPolicy } from './run-decisions.js';
 export type { WorkerIdentity } from './workers.repository.js';
@@ -62,6 +64,8 @@ export class WorkerRunsService {
     private readonly runs: RunsRepository,
     private readonly policy: RunPolicy,
     private readonly now: () => Date = () => new Date(),
+    /** Team secrets: a built-in harness's provider key (none given: a named secret is "unreadable"). */
+    private readonly secrets?: SecretsService,
   ) {
     this.queue = new RunQueueRepository(db);
     this.registry = new WorkersRepository(db);
@@ -122,7 +126,45 @@ export class WorkerRunsService {
       max_duration_minutes: this.policy.maxDurationMinutes || undefined,
       // A self-hosted machine runs its own HARNESS_COMMAND: the service never tells it what to execute.
       harness_command: (w.teamId === null && run.harness_command) || undefined,
+      ...(await this.builtInHarness(run, config)),
     };
+  }
+
+  /**
+   * A run of a built-in harness (claude, codex, gemini): its type and its provider key, the named team
+   * secret's current value, opened here for this execution only (the assignment goes to the worker
+   * that claimed the run and is stored nowhere). A secret that is missing or cannot be opened is said
+   * by name, never its value, and the worker ends the run at once.
+   */
+  private async builtInHarness(
+    run: ClaimedRun,
+    config: Record<string, unknown>,
+  ): Promise<Pick<Assignment, 'harness'>> {
+    const choice = chooseHarness(config, run.team_harness);
+    if (choice.type === 'oz') return {};
+    const info = HARNESSES[choice.type];
+    if (choice.workerEnvironment) return { harness: { type: choice.type, worker_environment: true } };
+    const name = choice.secretName;
+    if (!name)
+      return {
+        harness: {
+          type: choice.type,
+          error:
+            `no provider key for ${info.title}: name a team secret holding it in the run's harness.auth_secret_name` +
+            `${info.authSecretField ? ` (or harness_auth_secrets.${info.authSecretField})` : ''}, or in the agent's auth.managedSecret ` +
+            `(\`factoryd secrets set NAME\` stores one); auth.workerEnvironment lets a self-hosted worker supply its own ${info.keyVariable}`,
+        },
+      };
+    const secret = await this.secrets?.current(run.team_id, name).catch(() => undefined);
+    if (!secret?.value)
+      return {
+        harness: {
+          type: choice.type,
+          secret_name: name,
+          error: `the team secret "${name}" (the provider key for ${info.title}) does not exist or cannot be read: store it with \`factoryd secrets set ${name}\``,
+        },
+      };
+    return { harness: { type: choice.type, secret_name: name, env: { [info.keyVariable]: secret.value } } };
   }
 
   /**
@@ -311,6 +353,7 @@ export class WorkerRunsService {
   async markUnservedHosts(): Promise<void> {
     const now = this.now();
     await this.queue.noteUnservedHosts(liveSince(now, this.policy));
+    await this.queue.noteMissingHarnesses(liveSince(now, this.policy));
     await this.registry.forget(forgottenBefore(now, this.policy));
   }
 }

@@ -14,6 +14,7 @@ import type { Outcome } from './assignment.js';
 import { parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
 import { RunWakeups } from './run-wakeups.js';
 import { WorkerRunsService, type WorkerIdentity } from './worker-runs.service.js';
+import type { WorkerHarness } from './workers.repository.js';
 
 const MAX_CLAIM = 16;
 const MAX_WAIT_SECONDS = 25;
@@ -26,6 +27,7 @@ const MAX_LAST_LINES = 20;
 interface WorkerBody {
   worker_id: string;
   worker_host?: string;
+  harnesses?: WorkerHarness[];
 }
 type ClaimBody = WorkerBody & { max?: number; wait_seconds?: number };
 type HeartbeatBody = WorkerBody & { run_ids?: string[] };
@@ -227,7 +229,12 @@ function identity(auth: AuthContext, body: WorkerBody): WorkerIdentity {
         `\`${workerKeyCommand(auth.team.name, other ?? 'ID')}\`.`,
     );
   }
-  return { id: ownerId(auth, host, body.worker_id), host, teamId: auth.team.id };
+  return {
+    id: ownerId(auth, host, body.worker_id),
+    host,
+    teamId: auth.team.id,
+    ...(body.harnesses ? { harnesses: body.harnesses } : {}),
+  };
 }
 
 const ownerId = (auth: AuthContext, host: string, workerId: string) => `${auth.team.uid}/${host}/${workerId}`;

@@ -12,8 +12,11 @@ import { Database } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { RunsRepository } from '../runs/runs.repository.js';
+import { SecretsModule } from '../secrets/secrets.module.js';
+import { SecretsService } from '../secrets/secrets.service.js';
 import { RunWakeups } from './run-wakeups.js';
 import {
+  harnessCatalog,
   harnessSandbox,
   serviceWorkspaceRoot,
   startHousekeeping,
@@ -47,7 +50,16 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       const workspaces = serviceWorkspaceRoot(this.config);
       const sandbox = harnessSandbox(this.config, workspaces);
       this.log.log(`harness sandbox: ${sandbox.description}; workspaces under ${workspaces}`);
-      this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError);
+      const harnesses = await harnessCatalog(this.config);
+      for (const line of harnesses.description.split('\n')) this.log.log(line);
+      this.pool = startServiceHostedPool(
+        this.db,
+        this.service,
+        this.wakeups,
+        this.config,
+        harnesses,
+        onError,
+      );
     }
   }
 
@@ -60,14 +72,19 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
 }
 
 @Module({
-  imports: [RunsModule],
+  imports: [RunsModule, SecretsModule],
   controllers: [WorkersController],
   providers: [
     {
       provide: WorkerRunsService,
-      inject: [Database, RunsRepository, CONFIG, Clock],
-      useFactory: (db: Database, runs: RunsRepository, config: Config, clock: Clock) =>
-        new WorkerRunsService(db, runs, runPolicy(config), () => clock.now()),
+      inject: [Database, RunsRepository, CONFIG, Clock, SecretsService],
+      useFactory: (
+        db: Database,
+        runs: RunsRepository,
+        config: Config,
+        clock: Clock,
+        secrets: SecretsService,
+      ) => new WorkerRunsService(db, runs, runPolicy(config), () => clock.now(), secrets),
     },
     {
       provide: RunWakeups,

@@ -8,7 +8,21 @@ export interface WorkerIdentity {
   teamId: string | null;
   /** A service-hosted worker's slots: counted in the total that teams share (the registry). */
   slots?: number;
+  /**
+   * The harnesses it can run: `oz` (its harness command) and the built-in ones whose CLI it has, with
+   * their versions. Undefined (an older worker): `oz` only.
+   */
+  harnesses?: WorkerHarness[];
 }
+
+export interface WorkerHarness {
+  type: string;
+  version?: string;
+}
+
+/** The harness types a worker runs (the claim takes only runs of these). */
+export const harnessTypesOf = (w: WorkerIdentity): string[] =>
+  w.harnesses?.length ? [...new Set(['oz', ...w.harnesses.map((h) => h.type)])] : ['oz'];
 
 /** A worker host of a team, as the connected-workers list shows it. */
 export interface ConnectedHost {
@@ -16,6 +30,8 @@ export interface ConnectedHost {
   connection_count: number;
   connected_at: string;
   last_seen_at: string;
+  /** The harnesses its workers can run, with their CLIs' versions. */
+  harnesses: WorkerHarness[];
 }
 
 /**
@@ -28,10 +44,18 @@ export class WorkersRepository {
 
   async register(w: WorkerIdentity, now: Date): Promise<void> {
     await this.db.execute(
-      `INSERT INTO workers (id, worker_host, team_id, self_hosted, connected_at, last_seen_at, slots)
-       VALUES ($1, $2, $3, $4, $5, $5, $6)
-       ON CONFLICT (id) DO UPDATE SET last_seen_at = $5, slots = $6`,
-      [w.id, w.host, w.teamId, w.teamId !== null, now, w.slots ?? 0],
+      `INSERT INTO workers (id, worker_host, team_id, self_hosted, connected_at, last_seen_at, slots, harnesses)
+       VALUES ($1, $2, $3, $4, $5, $5, $6, $7)
+       ON CONFLICT (id) DO UPDATE SET last_seen_at = $5, slots = $6, harnesses = coalesce($7, workers.harnesses)`,
+      [
+        w.id,
+        w.host,
+        w.teamId,
+        w.teamId !== null,
+        now,
+        w.slots ?? 0,
+        w.harnesses ? JSON.stringify(w.harnesses) : null,
+      ],
     );
   }
 
@@ -51,8 +75,11 @@ export class WorkersRepository {
       n: string;
       connected_at: Date;
       last_seen_at: Date;
+      harnesses: WorkerHarness[] | null;
     }>(
-      `SELECT worker_host, count(*) AS n, min(connected_at) AS connected_at, max(last_seen_at) AS last_seen_at
+      `SELECT worker_host, count(*) AS n, min(connected_at) AS connected_at, max(last_seen_at) AS last_seen_at,
+              (SELECT jsonb_agg(DISTINCT h) FROM workers w2, jsonb_array_elements(coalesce(w2.harnesses, '[{"type":"oz"}]')) h
+                WHERE w2.team_id = $1 AND w2.worker_host = workers.worker_host AND w2.last_seen_at > $2) AS harnesses
          FROM workers WHERE team_id = $1 AND self_hosted AND last_seen_at > $2
         GROUP BY worker_host ORDER BY worker_host`,
       [teamId, liveSince],
@@ -62,6 +89,7 @@ export class WorkersRepository {
       connection_count: Number(r.n),
       connected_at: r.connected_at.toISOString(),
       last_seen_at: r.last_seen_at.toISOString(),
+      harnesses: r.harnesses ?? [{ type: 'oz' }],
     }));
   }
 }

@@ -264,11 +264,10 @@ describe('a harness cannot reach the service, its data or other runs', () => {
   it.skipIf(noBwrap !== undefined)(
     'runs the Claude Code wrapper in bwrap, with the variable the operator allowed',
     async () => {
-      const fixture = reachableCopy(fromRoot('test', 'fixtures', 'claude-stream.jsonl'), 'claude-stream');
       const s = await serve('bwrap', {
         HARNESS_COMMAND: packageProgramCommand('examples/harness', 'claude-code.js'),
         HARNESS_ENV_ALLOW: 'CLAUDE_COMMAND',
-        CLAUDE_COMMAND: `cat "${fixture}"; true`,
+        CLAUDE_COMMAND: join(reachableCopy(fromRoot('test', 'fixtures'), 'test-fixtures'), 'fake-claude'),
       });
       const run = await call(s.api, adminKey, 'POST', '/agent/runs', { prompt: 'Triage' });
       const ended = await eventually(async () => {

@@ -131,8 +131,14 @@ export async function startTestService(
   return t;
 }
 
-/** The run (as GET /agent/runs/{id} shows it) once it is in one of `states`. */
-export function runIn(on: TestService, runId: string, states: string[], key?: string): Promise<any> {
+/** The run (as GET /agent/runs/{id} shows it) once it is in one of `states` (within `timeoutMs`, default 20 s). */
+export function runIn(
+  on: TestService,
+  runId: string,
+  states: string[],
+  key?: string,
+  opts: { timeoutMs?: number } = {},
+): Promise<any> {
   return eventually(
     async () => {
       const run = (await on.call('GET', `/api/v1/agent/runs/${runId}`, undefined, key)).body;
@@ -140,5 +146,6 @@ export function runIn(on: TestService, runId: string, states: string[], key?: st
       throw new Error(`run ${runId} is ${run.state}: ${JSON.stringify(run.status_message)}`);
     },
     `run ${runId} ${states.join('|')}`,
+    opts,
   );
 }

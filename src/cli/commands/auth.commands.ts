@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { HARNESS_TYPES, isHarnessType } from '../../harnesses/harness-types.js';
 import { parseScopes } from '../../auth/api-key.js';
 import { AuthRepository } from '../../auth/auth.repository.js';
 import { AuthService } from '../../auth/auth.service.js';
@@ -41,6 +42,7 @@ export function registerAuthCommands(program: Command): void {
           name: t.name,
           created_at: t.created_at.toISOString(),
           harness_command: t.harness_command,
+          harness_type: t.harness_type ?? 'oz',
           max_slots: t.max_slots,
         }));
         print(opts, { teams: data }, () =>
@@ -50,7 +52,7 @@ export function registerAuthCommands(program: Command): void {
               t.name,
               t.uid,
               t.created_at,
-              t.harness_command ?? '(HARNESS_COMMAND)',
+              t.harness_type !== 'oz' ? t.harness_type : (t.harness_command ?? '(HARNESS_COMMAND)'),
               t.max_slots === null ? '(TEAM_MAX_SLOTS)' : String(t.max_slots),
             ]),
           ),
@@ -63,19 +65,37 @@ export function registerAuthCommands(program: Command): void {
       "Set the agent harness the service-hosted workers start for this team's runs (a shell command line, " +
         'like HARNESS_COMMAND, which it overrides). Self-hosted workers keep their own HARNESS_COMMAND.',
     )
-    .option('--default', "go back to the environment's HARNESS_COMMAND")
+    .option('--default', "go back to the environment's HARNESS_COMMAND (and to harness type oz)")
+    .option(
+      '--type <type>',
+      `the team's default harness for runs that name none: ${HARNESS_TYPES.join(', ')} (docs/harnesses.md)`,
+    )
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
       '\nExamples:\n  npx factoryd teams set-harness platform -- node /opt/agents/claude-code.js --model sonnet\n' +
+        '  npx factoryd teams set-harness platform --type claude\n' +
         '  npx factoryd teams set-harness platform --default',
     )
-    .action((name: string, words: string[], opts: { default?: boolean; json?: boolean }) =>
+    .action((name: string, words: string[], opts: { default?: boolean; type?: string; json?: boolean }) =>
       withDatabase(async (db) => {
-        const command = harnessCommand(words, opts.default);
+        if (opts.type !== undefined && !isHarnessType(opts.type))
+          throw new Error(`--type must be one of ${HARNESS_TYPES.join(', ')}, got "${opts.type}"`);
         const { repo } = authOf(db);
         const team = await repo.findTeam(name);
         if (!team) throw new Error(`no team ${name}; see \`factoryd teams list\``);
+        if (opts.type !== undefined && !words.length && !opts.default) {
+          await repo.setHarnessType(team.id, opts.type === 'oz' ? null : opts.type);
+          print(
+            opts,
+            { name: team.name, harness_type: opts.type },
+            () => `Team ${team.name}'s runs that name no harness run on: ${opts.type}`,
+          );
+          return;
+        }
+        const command = harnessCommand(words, opts.default);
+        if (opts.default || opts.type !== undefined)
+          await repo.setHarnessType(team.id, opts.type && opts.type !== 'oz' ? opts.type : null);
         await repo.setHarnessCommand(team.id, command);
         print(opts, { name: team.name, harness_command: command }, () =>
           command === null

@@ -51,6 +51,11 @@ async function serve(): Promise<void> {
       : 'database: DATABASE_URL',
     'The CLI in another terminal, in this folder, finds this service by itself: npx factoryd --help',
   ];
+  if (config.workerConcurrency > 0) {
+    // Detected once at the workers' start (memoized): the real agents this machine can run.
+    const { harnessCatalog } = await import('../../workers/service-workers.js');
+    lines.push('', ...(await harnessCatalog(config)).description.split('\n'));
+  }
   if (factory.lines.length) lines.push('', ...factory.lines);
   // Last, where the eye lands when the banner ends.
   if (adminKey || factory.secrets.length)

@@ -10,6 +10,8 @@ import { withDatabase } from '../context.js';
 import { McpCredentials } from '../../secrets/mcp-credentials.js';
 import { SecretCipher } from '../../secrets/secret-cipher.js';
 import { loadSecretsKey } from '../../secrets/secrets-key.js';
+import { SecretsRepository } from '../../secrets/secrets.repository.js';
+import { SecretsService } from '../../secrets/secrets.service.js';
 import { serviceRootOf } from '../local-service.js';
 
 interface WorkerOptions {
@@ -53,6 +55,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   // Loaded for this command only: other commands start without them (they bring in NestJS).
   const {
     executionOptions,
+    harnessCatalog,
     harnessSandbox,
     heartbeatMs,
     serviceWorkspaceRoot,
@@ -81,7 +84,11 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     process.stderr.write(
       `factoryd worker: harness sandbox: ${harnessSandbox(config, workspaceRoot).description}\n`,
     );
-    const backend = new HttpBackend(api, apiKey, workerId, opts.workerHost);
+    const harnesses = await harnessCatalog(config);
+    process.stderr.write(
+      `factoryd worker: ${harnesses.description.replaceAll('\n', '\nfactoryd worker: ')}\n`,
+    );
+    const backend = new HttpBackend(api, apiKey, workerId, opts.workerHost, harnesses.harnesses);
     let said = false;
     const served = await backend
       .connect((err) => {
@@ -101,7 +108,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
         );
       });
     const pool = new WorkerPool(backend, {
-      ...executionOptions(config, workspaceRoot),
+      ...executionOptions(config, workspaceRoot, harnesses),
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
       heartbeatMs: Math.min(1000, heartbeatMs(config)),
@@ -128,7 +135,15 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   await withDatabase(async (db, loaded) => {
     const cfg = { ...loaded, workerBackend: config.workerBackend };
     const credentials = new McpCredentials(new SecretCipher(loadSecretsKey(cfg)));
-    const service = new WorkerRunsService(db, new RunsRepository(db, credentials), runPolicy(cfg));
+    const cipher = new SecretCipher(loadSecretsKey(cfg));
+    const secrets = new SecretsService(new SecretsRepository(db), cipher, db);
+    const service = new WorkerRunsService(
+      db,
+      new RunsRepository(db, credentials),
+      runPolicy(cfg),
+      undefined,
+      secrets,
+    );
     const notifications = new Notifications(db);
     const wakeups = new RunWakeups(notifications);
     wakeups.start();
@@ -137,7 +152,11 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     const workspaces = serviceWorkspaceRoot(cfg);
     const sandbox = harnessSandbox(cfg, workspaces).description;
     process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}; workspaces under ${workspaces}\n`);
-    const pool = startServiceHostedPool(db, service, wakeups, cfg, log, concurrency);
+    const harnesses = await harnessCatalog(cfg);
+    process.stderr.write(
+      `factoryd worker: ${harnesses.description.replaceAll('\n', '\nfactoryd worker: ')}\n`,
+    );
+    const pool = startServiceHostedPool(db, service, wakeups, cfg, harnesses, log, concurrency);
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
     await untilSignal();
     await pool.stop();

@@ -22,6 +22,7 @@ import { NotificationEndpointPacing1763687000000 } from './1763687000000-notific
 import { RunCreatedOutboxPerStatement1763688500000 } from './1763688500000-run-created-outbox-per-statement.js';
 import { RunMetadataStatistics1763688600000 } from './1763688600000-run-metadata-statistics.js';
 import { HarnessUsage1763688700000 } from './1763688700000-harness-usage.js';
+import { HarnessTypes1763689000000 } from './1763689000000-harness-types.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   RunCreatedOutboxPerStatement1763688500000,
   RunMetadataStatistics1763688600000,
   HarnessUsage1763688700000,
+  HarnessTypes1763689000000,
 ];
