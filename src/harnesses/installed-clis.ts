@@ -96,7 +96,7 @@ export function describeClis(clis: InstalledCli[]): string {
     ...clis.filter((c) => c.problem).map((c) => `${c.type} unusable: ${c.problem}`),
     ...(missing.length
       ? [
-          `to enable ${missing.join(', ')}: \`factoryd harnesses install ${missing[0]}\` (or put it on PATH, or set ${missing.map((t) => HARNESSES[t].commandVariable).join('/')}); docs/harnesses.md`,
+          `to enable ${missing.join(', ')}: \`factoryd harnesses install ${missing[0]}\` (or put it on PATH, or set ${missing.map((t) => HARNESSES[t].commandVariable).join('/')}), then store the provider key as a team secret (README, "Run a real agent")`,
         ]
       : []),
   ].join('\n');
