@@ -8,6 +8,8 @@ import type { HarnessExit, HarnessSpec, LauncherReport, LauncherRequest } from '
 interface Job {
   pid?: number;
   onLine(stream: 'stdout' | 'stderr', line: string): void;
+  /** After a report's lines: resolves when more output may come (undefined: at once). */
+  caughtUp?(): Promise<void> | undefined;
   done(exit: HarnessExit): void;
 }
 
@@ -73,6 +75,13 @@ class Launcher {
       return;
     }
     for (const [s, line] of report.lines) job.onLine(s === 1 ? 'stdout' : 'stderr', line);
+    if (report.t === 'output') {
+      // The launcher reads no more of this harness's output than one report ahead of this ack.
+      const ack = () => this.jobs.get(report.id) === job && this.child?.send({ t: 'ack', id: report.id });
+      const waiting = job.caughtUp?.();
+      if (waiting) void waiting.then(ack);
+      else ack();
+    }
     if (report.t === 'done') {
       this.jobs.delete(report.id);
       if (!this.jobs.size) this.child?.channel?.unref();
@@ -133,10 +142,14 @@ export class HarnessProcess {
    * Starts `command` in the workspace `cwd`, which the launcher makes afresh with `files` (and removes
    * once the harness is done: the worker's event loop does no file system work per run).
    */
-  constructor(spec: HarnessSpec, onLine: (stream: 'stdout' | 'stderr', line: string) => void) {
+  constructor(
+    spec: HarnessSpec,
+    onLine: (stream: 'stdout' | 'stderr', line: string) => void,
+    caughtUp?: () => Promise<void> | undefined,
+  ) {
     let done!: (exit: HarnessExit) => void;
     this.finished = new Promise((resolve) => (done = resolve));
-    this.id = this.launcher.start(spec, { onLine, done });
+    this.id = this.launcher.start(spec, { onLine, caughtUp, done });
   }
 
   write(line: string): void {

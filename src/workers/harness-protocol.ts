@@ -113,6 +113,13 @@ function tryParse(line: string): unknown {
   }
 }
 
+/**
+ * What an event costs against its run's transcript budget: the UTF-8 bytes of its JSON as the worker
+ * reports it (an artifact with its content). The worker and the service count alike; the service
+ * counts what it receives itself.
+ */
+export const eventBytes = (event: HarnessEvent): number => Buffer.byteLength(JSON.stringify(event));
+
 export function encodeInput(input: HarnessInput): string {
   return `${JSON.stringify(input)}\n`;
 }

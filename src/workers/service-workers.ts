@@ -25,7 +25,20 @@ const SAFETY_POLL_MS = 2000;
  * How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`,
  * in the sandbox chosen for them (once: `harnessSandbox` is what the start logs).
  */
-export const executionOptions = (config: Config, workspaceRoot: string): ExecutionOptions => ({
+/**
+ * A report the service did not take, as a log line: the run, which report, and the error's own
+ * message (cut short), never what the harness printed.
+ */
+export function reportFailure(runId: string, report: 'events' | 'end', err: unknown): string {
+  const why = (err instanceof Error ? err.message : String(err)).slice(0, 300);
+  return `run ${runId}: the ${report === 'end' ? 'end' : 'events'} report failed: ${why}`;
+}
+
+export const executionOptions = (
+  config: Config,
+  workspaceRoot: string,
+  onReportFailed?: ExecutionOptions['onReportFailed'],
+): ExecutionOptions => ({
   harnessCommand: config.harnessCommand,
   killGraceMs: config.harnessKillGraceMs,
   idleMinuteMs: config.idleMinuteMs,
@@ -34,6 +47,8 @@ export const executionOptions = (config: Config, workspaceRoot: string): Executi
   workspaceRoot,
   sandbox: harnessSandbox(config, workspaceRoot).sandbox,
   envAllow: config.harnessEnvAllow,
+  transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
+  onReportFailed,
 });
 
 /** The sandbox of harnesses with workspaces under `workspaceRoot` (probed on the first call). */
@@ -110,6 +125,7 @@ export function startServiceHostedPool(
   config: Config,
   onError: (e: unknown) => void,
   concurrency = config.workerConcurrency,
+  onReportFailed?: ExecutionOptions['onReportFailed'],
 ): WorkerPool {
   const worker = {
     id: `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`,
@@ -118,7 +134,7 @@ export function startServiceHostedPool(
     slots: concurrency,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
-    ...executionOptions(config, serviceWorkspaceRoot(config)),
+    ...executionOptions(config, serviceWorkspaceRoot(config), onReportFailed),
     concurrency,
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,

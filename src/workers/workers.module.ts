@@ -15,6 +15,7 @@ import { RunsRepository } from '../runs/runs.repository.js';
 import { RunWakeups } from './run-wakeups.js';
 import {
   harnessSandbox,
+  reportFailure,
   serviceWorkspaceRoot,
   startHousekeeping,
   startServiceHostedPool,
@@ -47,7 +48,15 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       const workspaces = serviceWorkspaceRoot(this.config);
       const sandbox = harnessSandbox(this.config, workspaces);
       this.log.log(`harness sandbox: ${sandbox.description}; workspaces under ${workspaces}`);
-      this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError);
+      this.pool = startServiceHostedPool(
+        this.db,
+        this.service,
+        this.wakeups,
+        this.config,
+        onError,
+        this.config.workerConcurrency,
+        (runId, report, err) => this.log.error(reportFailure(runId, report, err)),
+      );
     }
   }
 

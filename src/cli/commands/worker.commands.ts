@@ -49,6 +49,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     executionOptions,
     harnessSandbox,
     heartbeatMs,
+    reportFailure,
     serviceWorkspaceRoot,
     startHousekeeping,
     startServiceHostedPool,
@@ -63,6 +64,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     }
     process.stderr.write(`factoryd worker: ${err instanceof Error ? err.message : String(err)}\n`);
   };
+  const reportFailed = (runId: string, report: 'events' | 'end', err: unknown) =>
+    process.stderr.write(`factoryd worker: error: ${reportFailure(runId, report, err)}\n`);
   if (opts.workerHost) {
     const apiKey = opts.apiKey ?? process.env.FACTORYD_API_KEY;
     if (!opts.api || !apiKey)
@@ -95,7 +98,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
         );
       });
     const pool = new WorkerPool(backend, {
-      ...executionOptions(config, workspaceRoot),
+      ...executionOptions(config, workspaceRoot, reportFailed),
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
       heartbeatMs: Math.min(1000, heartbeatMs(config)),
@@ -128,7 +131,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     const workspaces = serviceWorkspaceRoot(cfg);
     const sandbox = harnessSandbox(cfg, workspaces).description;
     process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}; workspaces under ${workspaces}\n`);
-    const pool = startServiceHostedPool(db, service, wakeups, cfg, log, concurrency);
+    const pool = startServiceHostedPool(db, service, wakeups, cfg, log, concurrency, reportFailed);
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
     await untilSignal();
     await pool.stop();
