@@ -60,3 +60,50 @@ export function findInputProblem(
   }
   return undefined;
 }
+
+/** NUL and lone surrogates, each replaced by U+FFFD (LONE_SURROGATE's, global). */
+// eslint-disable-next-line no-control-regex -- NUL is what it is for
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * `text` as PostgreSQL can store it: each NUL and each unpaired surrogate replaced by U+FFFD (the
+ * replacement character, what a UTF-8 decoder puts for bytes that are no text). For what a harness
+ * prints, which is stored as it comes, where a caller's input is refused (unstorableText).
+ */
+export function storableText(text: string): string {
+  return unstorableText(text) === undefined ? text : text.replace(UNSTORABLE, '\ufffd');
+}
+
+/** What stands for a part of a harness's JSON nested deeper than `maxDepth`. */
+export const TOO_DEEP = '[nested too deep: not stored]';
+
+/**
+ * A parsed JSON value as PostgreSQL can store it and the service can serve it: every string and key
+ * through storableText, and what lies deeper than `maxDepth` replaced by TOO_DEEP. Walked without
+ * recursion (a harness may print `[[[[…` a megabyte deep). Returns a copy (objects without a
+ * prototype, so that a `__proto__` key stays a key).
+ */
+export function storableValue(value: unknown, maxDepth = MAX_JSON_DEPTH): unknown {
+  const root: { v: unknown } = { v: value };
+  const pending: Array<{ holder: Record<string, unknown>; key: string; depth: number }> = [
+    { holder: root as Record<string, unknown>, key: 'v', depth: 0 },
+  ];
+  for (let item = pending.pop(); item; item = pending.pop()) {
+    const { holder, key, depth } = item;
+    const v = holder[key];
+    if (typeof v === 'string') {
+      holder[key] = storableText(v);
+      continue;
+    }
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= maxDepth) {
+      holder[key] = TOO_DEEP;
+      continue;
+    }
+    const copy: Record<string, unknown> = Array.isArray(v) ? ([...v] as never) : Object.create(null);
+    if (!Array.isArray(v)) for (const [k, child] of Object.entries(v)) copy[storableText(k)] = child;
+    holder[key] = copy;
+    for (const k of Object.keys(copy)) pending.push({ holder: copy, key: k, depth: depth + 1 });
+  }
+  return root.v;
+}

@@ -78,6 +78,12 @@ export interface Config {
    * its own (`teams set-slots`). Unset: all slots but one while other teams exist (see docs/workers.md).
    */
   teamMaxSlots?: number;
+  /**
+   * What one run's harness output may store in its conversation and transcript, over all its
+   * executions (RUN_TRANSCRIPT_MAX_BYTES, RUN_TRANSCRIPT_MAX_EVENTS); later output is dropped, with a note.
+   */
+  runTranscriptMaxBytes: number;
+  runTranscriptMaxEvents: number;
   /** How long a verified API key is trusted before the database is asked again (0: every request). */
   apiKeyCacheSeconds: number;
   /**
@@ -160,6 +166,8 @@ export const SERVICE_VARIABLES = [
   'RUN_IDLE_TIMEOUT_MINUTES',
   'RUN_MAX_DURATION_MINUTES',
   'TEAM_MAX_SLOTS',
+  'RUN_TRANSCRIPT_MAX_BYTES',
+  'RUN_TRANSCRIPT_MAX_EVENTS',
   'API_KEY_CACHE_SECONDS',
   'NOTIFICATIONS_ALLOW_PRIVATE_URLS',
   'NOTIFICATIONS_RETRY_SCHEDULE_MS',
@@ -226,6 +234,8 @@ export function loadConfig(env: Env = process.env): Config {
     runMaxDurationMinutes: int(env, 'RUN_MAX_DURATION_MINUTES', 240, 0, 10_080),
     teamMaxSlots:
       str(env, 'TEAM_MAX_SLOTS') === undefined ? undefined : int(env, 'TEAM_MAX_SLOTS', 0, 1, 10_000),
+    runTranscriptMaxBytes: int(env, 'RUN_TRANSCRIPT_MAX_BYTES', 16 * 1024 * 1024, 65_536, 1024 ** 3),
+    runTranscriptMaxEvents: int(env, 'RUN_TRANSCRIPT_MAX_EVENTS', 20_000, 100, 10_000_000),
     apiKeyCacheSeconds: int(env, 'API_KEY_CACHE_SECONDS', 10, 0, 60),
     notificationsAllowPrivateUrls:
       oneOf(env, 'NOTIFICATIONS_ALLOW_PRIVATE_URLS', ['true', 'false'], 'false') === 'true',

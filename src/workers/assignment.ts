@@ -1,6 +1,15 @@
 import type { BuiltInHarness } from '../harnesses/harness-types.js';
 import type { HarnessEvent } from './harness-protocol.js';
 
+/**
+ * What one run's harness output may store (RUN_TRANSCRIPT_MAX_BYTES, RUN_TRANSCRIPT_MAX_EVENTS): bytes
+ * as eventBytes counts them, and events, over all its executions.
+ */
+export interface TranscriptBudget {
+  bytes: number;
+  events: number;
+}
+
 /** A claimed run, with everything a worker needs to start its harness (JSON-safe: it crosses HTTP). */
 export interface Assignment {
   run_id: string;
@@ -20,6 +29,11 @@ export interface Assignment {
   idle_timeout_minutes?: number;
   /** The service's limit on one execution (RUN_MAX_DURATION_MINUTES); the worker stops the harness after it. */
   max_duration_minutes?: number;
+  /**
+   * The run's transcript budget: the worker stops sending output past it (the service enforces it
+   * whatever a worker sends).
+   */
+  transcript_budget?: TranscriptBudget;
   /** The team's own harness command (service-hosted workers only); else the worker's HARNESS_COMMAND. */
   harness_command?: string;
   /**

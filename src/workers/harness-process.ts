@@ -13,6 +13,8 @@ interface Job {
   /** The Docker backend: its container, which outlives a killed `docker run`. */
   container?: { cli: string; name: string };
   onLine(stream: 'stdout' | 'stderr', line: string): void;
+  /** After a report's lines: resolves when more output may come (undefined: at once). */
+  caughtUp?(): Promise<void> | undefined;
   done(exit: HarnessExit): void;
 }
 
@@ -84,6 +86,13 @@ class Launcher {
       return;
     }
     for (const [s, line] of report.lines) job.onLine(s === 1 ? 'stdout' : 'stderr', line);
+    if (report.t === 'output') {
+      // The launcher reads no more of this harness's output than one report ahead of this ack.
+      const ack = () => this.jobs.get(report.id) === job && this.child?.send({ t: 'ack', id: report.id });
+      const waiting = job.caughtUp?.();
+      if (waiting) void waiting.then(ack);
+      else ack();
+    }
     if (report.t === 'done') {
       this.jobs.delete(report.id);
       if (!this.jobs.size) this.child?.channel?.unref();
@@ -145,10 +154,14 @@ export class HarnessProcess implements HarnessHandle {
    * Starts `command` in the workspace `cwd`, which the launcher makes afresh with `files` (and removes
    * once the harness is done: the worker's event loop does no file system work per run).
    */
-  constructor(spec: HarnessSpec, onLine: (stream: 'stdout' | 'stderr', line: string) => void) {
+  constructor(
+    spec: HarnessSpec,
+    onLine: (stream: 'stdout' | 'stderr', line: string) => void,
+    caughtUp?: () => Promise<void> | undefined,
+  ) {
     let done!: (exit: HarnessExit) => void;
     this.finished = new Promise((resolve) => (done = resolve));
-    this.id = this.launcher.start(spec, { onLine, done });
+    this.id = this.launcher.start(spec, { onLine, caughtUp, done });
   }
 
   write(line: string): void {
@@ -165,7 +178,7 @@ export class HarnessProcess implements HarnessHandle {
 /** Harnesses on this machine, from the worker's launchers, in the host's sandbox or in containers. */
 export function localBackend(sandbox: HarnessSandbox): RunBackend {
   return {
-    start: (spec, onLine) => new HarnessProcess(spec, onLine),
+    start: (spec, onLine, caughtUp) => new HarnessProcess(spec, onLine, caughtUp),
     sweep: async () => {
       if (sandbox.mode === 'docker') await sweepContainers(sandbox.docker);
     },

@@ -1,3 +1,4 @@
+import { storableText, storableValue } from '../common/storable.js';
 import { parseArtifactReport, type ArtifactReport } from '../runs/artifact.js';
 
 /**
@@ -52,11 +53,25 @@ const isCount = (v: unknown): v is number =>
 const isOptionalCount = (v: unknown) => v === undefined || isCount(v);
 
 const MAX_TEXT = 64 * 1024;
+/** A harness's JSON (an action's input, an artifact) is kept this deep; deeper parts are replaced (storableValue). */
+const MAX_HARNESS_JSON_DEPTH = 64;
 
-/** A stdout line: a protocol event when it is one, otherwise a transcript line. */
+/**
+ * A harness's text as it is stored: at most MAX_TEXT characters, NUL and lone surrogates replaced
+ * (storableText; after the cut, which may split a surrogate pair).
+ */
+export const harnessText = (text: string): string => storableText(text.slice(0, MAX_TEXT));
+
+const harnessJson = (value: Record<string, unknown>) =>
+  storableValue(value, MAX_HARNESS_JSON_DEPTH) as Record<string, unknown>;
+
+/**
+ * A stdout line: a protocol event when it is one, otherwise a transcript line. Every string in it is
+ * storable (harnessText, harnessJson): one NUL in a harness's output must not make its reports fail.
+ */
 export function parseHarnessLine(line: string): HarnessEvent {
   const raw = line.trim().startsWith('{') ? tryParse(line) : undefined;
-  const text = (v: unknown) => (typeof v === 'string' ? v.slice(0, MAX_TEXT) : '');
+  const text = (v: unknown) => (typeof v === 'string' ? harnessText(v) : '');
   if (raw && typeof raw === 'object' && !Array.isArray(raw)) {
     const e = raw as Record<string, unknown>;
     switch (e.type) {
@@ -64,7 +79,7 @@ export function parseHarnessLine(line: string): HarnessEvent {
         if (typeof e.text === 'string')
           return {
             type: 'message',
-            role: typeof e.role === 'string' ? e.role : 'assistant',
+            role: typeof e.role === 'string' ? harnessText(e.role) : 'assistant',
             text: text(e.text),
           };
         break;
@@ -75,7 +90,7 @@ export function parseHarnessLine(line: string): HarnessEvent {
             kind: e.kind,
             input:
               e.input && typeof e.input === 'object' && !Array.isArray(e.input)
-                ? (e.input as Record<string, unknown>)
+                ? harnessJson(e.input as Record<string, unknown>)
                 : {},
           };
         break;
@@ -89,8 +104,9 @@ export function parseHarnessLine(line: string): HarnessEvent {
         break;
       case 'artifact': {
         // A worker's report carries the event as parsed here ({type, artifact}); a harness writes it flat.
-        const source =
-          e.artifact && typeof e.artifact === 'object' ? (e.artifact as Record<string, unknown>) : e;
+        const source = harnessJson(
+          e.artifact && typeof e.artifact === 'object' ? (e.artifact as Record<string, unknown>) : e,
+        );
         if (parseArtifactReport(source)) return { type: 'artifact', artifact: source as WireArtifact };
         break;
       }
@@ -125,7 +141,7 @@ export function parseHarnessLine(line: string): HarnessEvent {
         };
     }
   }
-  return { type: 'transcript', stream: 'stdout', text: line.slice(0, MAX_TEXT) };
+  return { type: 'transcript', stream: 'stdout', text: harnessText(line) };
 }
 
 /** An artifact as the harness wrote it (checked by parseArtifactReport; content in base64 `data`). */
@@ -138,6 +154,13 @@ function tryParse(line: string): unknown {
     return undefined;
   }
 }
+
+/**
+ * What an event costs against its run's transcript budget: the UTF-8 bytes of its JSON as the worker
+ * reports it (an artifact with its content). The worker and the service count alike; the service
+ * counts what it receives itself.
+ */
+export const eventBytes = (event: HarnessEvent): number => Buffer.byteLength(JSON.stringify(event));
 
 export function encodeInput(input: HarnessInput): string {
   return `${JSON.stringify(input)}\n`;

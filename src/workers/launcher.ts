@@ -67,6 +67,8 @@ export interface HarnessSpec {
 export type LauncherRequest =
   | ({ t: 'spawn'; id: number } & HarnessSpec)
   | { t: 'write'; id: number; data: string }
+  /** The worker took the last `output` report: more may be read and sent. */
+  | { t: 'ack'; id: number }
   | { t: 'stop'; id: number };
 
 /** Complete lines from stdout (1) or stderr (2), in the order they were read. */
@@ -92,6 +94,17 @@ export type LauncherReport =
  * lines with its end) share one message.
  */
 const OUTPUT_EVERY_MS = 2;
+/**
+ * Back-pressure: one `output` report at a time is on its way to the worker (until its `ack`), and
+ * while it is, the harness's pipes are no longer read once this much output waits here. The harness
+ * then blocks on its writes; what it prints costs this process and the worker bounded memory.
+ */
+const OUTPUT_HIGH_BYTES = 256 * 1024;
+/**
+ * A line longer than this (characters) is cut into lines of this length: an artifact's line (1 MiB
+ * of content in base64) fits; a harness that never prints a newline does not hold more than this.
+ */
+const MAX_LINE = 2 * 1024 * 1024;
 
 interface Job {
   child: ChildProcess;
@@ -108,9 +121,15 @@ interface Job {
   /** When the group is stopped: SIGTERM now, SIGKILL from this time on. */
   killAt?: number;
   output: OutputLines;
+  /** Characters in `output`. */
+  outputSize: number;
   outputTimer?: NodeJS.Timeout;
   /** The Docker backend: the harness's container (the leader is its `docker run`). */
   container?: { cli: string; name: string; keepFailedSeconds: number; signalled?: 'SIGTERM' | 'SIGKILL' };
+  /** An `output` report is on its way: the next waits for its `ack`. */
+  awaitingAck: boolean;
+  /** The harness's stdout and stderr, paused while too much output waits. */
+  pipes: Readable[];
 }
 
 const jobs = new Map<number, Job>();
@@ -187,6 +206,9 @@ function startHarness(req: SpawnRequest): void {
             keepFailedSeconds: req.sandbox.keepFailedSeconds,
           }
         : undefined,
+    outputSize: 0,
+    awaitingAck: false,
+    pipes: [child.stdout!, child.stderr!],
   };
   jobs.set(req.id, job);
   child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
@@ -347,17 +369,32 @@ function fromSpare(cwd: string): boolean {
   }
 }
 
+/** Sends the output read so far, unless a report is still on its way (its `ack` sends the rest). */
+function sendOutput(id: number, job: Job): void {
+  if (job.awaitingAck || !jobs.has(id) || !job.output.length) return;
+  send({ t: 'output', id, lines: job.output });
+  job.output = [];
+  job.outputSize = 0;
+  job.awaitingAck = true;
+}
+
+/** The worker took the last report: the rest goes, and the pipes are read again. */
+function acknowledged(id: number, job: Job): void {
+  job.awaitingAck = false;
+  sendOutput(id, job);
+  for (const pipe of job.pipes) pipe.resume();
+}
+
 /** Splits a stream into lines (UTF-8 safe) for the job's output; resolves at its end. */
 function lines(id: number, job: Job, stream: Readable, s: 1 | 2): Promise<void> {
   stream.setEncoding('utf8');
   let partial = '';
   const add = (line: string) => {
     job.output.push([s, line]);
+    job.outputSize += line.length;
     job.outputTimer ??= setTimeout(() => {
       job.outputTimer = undefined;
-      if (!jobs.has(id) || !job.output.length) return;
-      send({ t: 'output', id, lines: job.output });
-      job.output = [];
+      sendOutput(id, job);
     }, OUTPUT_EVERY_MS);
   };
   return new Promise((resolve) => {
@@ -365,6 +402,8 @@ function lines(id: number, job: Job, stream: Readable, s: 1 | 2): Promise<void> 
       const parts = (partial + chunk).split('\n');
       partial = parts.pop()!;
       for (const line of parts) add(line.replace(/\r$/, ''));
+      for (; partial.length > MAX_LINE; partial = partial.slice(MAX_LINE)) add(partial.slice(0, MAX_LINE));
+      if (job.awaitingAck && job.outputSize >= OUTPUT_HIGH_BYTES) for (const pipe of job.pipes) pipe.pause();
     });
     const end = () => {
       if (partial) add(partial);
@@ -468,6 +507,8 @@ if (process.send) {
     if (!job) return;
     if (req.t === 'write') {
       if (job.child.stdin?.writable) job.child.stdin.write(req.data);
+    } else if (req.t === 'ack') {
+      acknowledged(req.id, job);
     } else {
       job.child.stdin?.end();
       stop(job);

@@ -9,6 +9,7 @@ const policy: RunPolicy = {
   idleTimeoutMinutes: 15,
   maxDurationMinutes: 60,
   minuteMs: 60_000,
+  transcriptBudget: { bytes: 1 << 20, events: 1000 },
 };
 const now = new Date('2026-01-01T12:00:00Z');
 const exited = (exitCode: number | null, more: Partial<Outcome> = {}): Outcome => ({

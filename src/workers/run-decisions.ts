@@ -1,5 +1,5 @@
 import type { RunEvent, RunState } from '../runs/run-state.js';
-import type { Outcome } from './assignment.js';
+import type { Outcome, TranscriptBudget } from './assignment.js';
 
 /**
  * What the service decides about runs its workers hold, as pure functions of the run, the worker's
@@ -18,6 +18,8 @@ export interface RunPolicy {
   minuteMs: number;
   /** Service-hosted slots one team may hold (unless it has its own); undefined: all but one when other teams exist. */
   teamMaxSlots?: number;
+  /** What one run's harness output may store (RUN_TRANSCRIPT_MAX_BYTES, RUN_TRANSCRIPT_MAX_EVENTS). */
+  transcriptBudget: TranscriptBudget;
 }
 
 export type StatusMessage = { message: string; error_code?: string; retryable?: boolean };
@@ -41,6 +43,15 @@ const FORGET_WORKERS_AFTER_MS = 3600_000;
 /** The worker measured `msAgo`; a negative or absurd figure (a broken worker) counts as now. */
 export function startedAt(now: Date, msAgo: number): Date {
   return new Date(now.getTime() - (msAgo >= 0 && msAgo < DAY_MS ? msAgo : 0));
+}
+
+/** The one note in a run's conversation where its output passed the transcript budget. */
+export function transcriptNote(budget: TranscriptBudget): string {
+  return (
+    `factoryd: the output of this run passed its transcript budget (${budget.bytes} bytes or ` +
+    `${budget.events} events: RUN_TRANSCRIPT_MAX_BYTES, RUN_TRANSCRIPT_MAX_EVENTS); what its harness ` +
+    `printed after this point was not stored. The run went on; its result still ends it.`
+  );
 }
 
 /** A lease taken or renewed `now` lasts until this. */

@@ -1,7 +1,13 @@
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { HARNESSES, type BuiltInHarness } from '../harnesses/harness-types.js';
-import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
-import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
+import type { Assignment, Outcome, TranscriptBudget, WorkerBackend } from './assignment.js';
+import {
+  encodeInput,
+  eventBytes,
+  harnessText,
+  parseHarnessLine,
+  type HarnessEvent,
+} from './harness-protocol.js';
 import type { HarnessHandle, RunBackend } from './backends/backend.js';
 import { localBackend } from './harness-process.js';
 import { packageProgramCommand } from './harness-programs.js';
@@ -29,11 +35,25 @@ export interface ExecutionOptions {
   maxDurationMinutes: number;
   /** The agent CLIs this worker has (installed-clis.ts): a built-in harness runs only where its CLI is. */
   clis: Partial<Record<BuiltInHarness, string>>;
+  /** This worker's own transcript budget, for an assignment that carries none (as the limits above). */
+  transcriptBudget: TranscriptBudget;
+  /** A report (events, end) the service did not take: logged by the caller (never its content). */
+  onReportFailed?: (runId: string, report: 'events' | 'end', err: unknown) => void;
 }
 
 const LAST_LINES = 20;
 /** Events are sent in batches at most this old; the start goes with the first batch or alone after this. */
 const FLUSH_EVERY_MS = 50;
+/**
+ * Output not yet sent (queued or in a report on its way) past which the harness's output waits: the
+ * launcher reads no more of its pipes until the reports caught up, so the harness blocks on write
+ * and the worker's memory stays bounded whatever it prints.
+ */
+const MAX_UNSENT_BYTES = 1024 * 1024;
+/** A report's events at most: the worker API's limit (schemas/api/worker-events-request.schema.json). */
+const REPORT_MAX_EVENTS = 1000;
+/** A batch this large goes at once: far under a report's body limit (16 MiB), even with an artifact more. */
+const REPORT_MAX_BYTES = 4 * 1024 * 1024;
 
 /** One execution of one run: workspace, harness process, events out, follow-ups and cancel in. */
 export class RunExecution {
@@ -49,6 +69,13 @@ export class RunExecution {
   private readonly workspace: string;
   private spawnedAt = 0;
   private startReported = false;
+  /** Output kept for the service so far (eventBytes, events) against the run's transcript budget. */
+  private readonly budget: TranscriptBudget;
+  private keptBytes = 0;
+  private keptEvents = 0;
+  /** Bytes of the events in `pending`, and of those in reports not yet answered. */
+  private pendingBytes = 0;
+  private unsentBytes = 0;
 
   constructor(
     readonly assignment: Assignment,
@@ -56,6 +83,7 @@ export class RunExecution {
     private readonly opts: ExecutionOptions,
   ) {
     this.workspace = join(opts.workspaceRoot, `${assignment.run_id}-${assignment.execution}`);
+    this.budget = assignment.transcript_budget ?? opts.transcriptBudget;
   }
 
   get runId(): string {
@@ -94,6 +122,7 @@ export class RunExecution {
           }),
         },
         (s, l) => this.onLine(s, l),
+        () => this.caughtUp(),
       );
       this.spawnedAt = performance.now();
       const maxMinutes = a.max_duration_minutes ?? this.opts.maxDurationMinutes;
@@ -110,8 +139,10 @@ export class RunExecution {
       this.clearTimers();
       const events = this.takePending();
       const start = this.takeStart();
-      this.report(() =>
-        this.backend.finish(a.run_id, a.execution, {
+      // Should the end with its last events fail, it is said and sent again without them: a run is
+      // not lost (its lease left to lapse) for what its harness printed last.
+      this.report('end', 0, async () => {
+        const outcome: Outcome = {
           stoppedBy: this.stoppedBy,
           exitCode: exit.code,
           signal: exit.signal,
@@ -119,10 +150,15 @@ export class RunExecution {
           result: this.result,
           events,
           startedMsAgo: start?.(),
-        }),
-      );
+        };
+        await this.backend.finish(a.run_id, a.execution, outcome).catch((err: unknown) => {
+          if (!events.length) throw err;
+          this.opts.onReportFailed?.(this.runId, 'end', err);
+          return this.backend.finish(a.run_id, a.execution, { ...outcome, events: [] });
+        });
+      });
     } catch (err) {
-      this.report(() =>
+      this.report('end', 0, () =>
         this.backend.finish(a.run_id, a.execution, {
           stoppedBy: this.stoppedBy,
           exitCode: 127,
@@ -243,7 +279,9 @@ export class RunExecution {
   private onLine(stream: 'stdout' | 'stderr', line: string): void {
     this.touch();
     let event: HarnessEvent =
-      stream === 'stdout' ? parseHarnessLine(line) : { type: 'transcript', stream: 'stderr', text: line };
+      stream === 'stdout'
+        ? parseHarnessLine(line)
+        : { type: 'transcript', stream: 'stderr', text: harnessText(line) };
     if (event.type === 'transcript') {
       this.lastLines.push(event.text);
       if (this.lastLines.length > LAST_LINES) this.lastLines.shift();
@@ -255,11 +293,41 @@ export class RunExecution {
         input: { ...event.input, skill_path: this.workspaceRelative(event.input.skill_path) },
       };
     }
+    if (!this.withinBudget(event)) return;
     this.pending.push(event);
-    // A status change (BLOCKED) is reported at once; other events are batched briefly (a result is
-    // usually followed by the exit, and goes with the end).
-    if (event.type === 'status') void this.flush();
+    // A status change (BLOCKED) is reported at once, and so is a full batch (a report holds at most
+    // REPORT_MAX_EVENTS, and stays well under its body limit); other events are batched briefly (a
+    // result is usually followed by the exit, and goes with the end).
+    if (
+      event.type === 'status' ||
+      this.pending.length >= REPORT_MAX_EVENTS ||
+      this.pendingBytes >= REPORT_MAX_BYTES
+    )
+      void this.flush();
     else this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
+  }
+
+  /**
+   * Whether the event goes to the service: while the run's output is within its transcript budget,
+   * up to the first event that does not fit (the service notes the truncation when it drops one);
+   * after that only a BLOCKED status, which changes the run's state. The service counts for itself.
+   */
+  private withinBudget(event: HarnessEvent): boolean {
+    const over = this.keptBytes > this.budget.bytes || this.keptEvents > this.budget.events;
+    if (over && event.type !== 'status') return false;
+    const bytes = eventBytes(event);
+    this.keptBytes += bytes;
+    this.keptEvents += 1;
+    this.pendingBytes += bytes;
+    return true;
+  }
+
+  /**
+   * Resolves when the launcher may read more of the harness's output: at once, or once the reports
+   * under way were answered when MAX_UNSENT_BYTES of output wait (back-pressure on the harness).
+   */
+  private caughtUp(): Promise<void> | undefined {
+    return this.pendingBytes + this.unsentBytes > MAX_UNSENT_BYTES ? this.flush() : undefined;
   }
 
   private workspaceRelative(path: string): string {
@@ -268,9 +336,15 @@ export class RunExecution {
     return rel.startsWith('..') ? path : rel;
   }
 
-  /** Queues a report behind the earlier ones (reports keep their order; a failed one is skipped). */
-  private report(send: () => Promise<void>): Promise<void> {
-    this.reports = this.reports.then(send).catch(() => undefined);
+  /**
+   * Queues a report behind the earlier ones (reports keep their order). A failed one is skipped, and
+   * said (onReportFailed): the run goes on, and its end is still reported.
+   */
+  private report(what: 'events' | 'end', bytes: number, send: () => Promise<void>): Promise<void> {
+    this.reports = this.reports
+      .then(send)
+      .catch((err: unknown) => this.opts.onReportFailed?.(this.runId, what, err))
+      .finally(() => (this.unsentBytes -= bytes));
     return this.reports;
   }
 
@@ -281,7 +355,12 @@ export class RunExecution {
     const batch = this.takePending();
     const start = this.takeStart();
     if (!batch.length && !start) return this.reports;
-    return this.report(() => this.backend.record(this.runId, this.assignment.execution, batch, start?.()));
+    const bytes = this.pendingBytes;
+    this.pendingBytes = 0;
+    this.unsentBytes += bytes;
+    return this.report('events', bytes, () =>
+      this.backend.record(this.runId, this.assignment.execution, batch, start?.()),
+    );
   }
 
   private takePending(): HarnessEvent[] {

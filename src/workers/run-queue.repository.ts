@@ -81,7 +81,7 @@ export class RunQueueRepository {
     // Service-hosted claims take turns (across replicas: a lock in the database), so that each
     // counts what the claims before it took: concurrent claims would each see a team under its
     // cap and together take it over.
-    return this.db.queryLocked<ClaimedRun>(SERVICE_CLAIM_LOCK, claimStatement(FAIR_PICK), [
+    return this.db.queryLocked<ClaimedRun>(SERVICE_CLAIM_LOCK, claimStatement(FAIR_PICK, SERVED_TURNS), [
       ...params,
       w.slots ?? 1,
       at.liveSince,
@@ -288,8 +288,12 @@ const OWN_TEAM_PICK = `
  * counts as held until its worker's report lands, so that cap held free slots empty. The slots are those of every live service-hosted worker in the registry (other replicas'
  * and this worker's own $7; seen after $8). Runs are taken in turns: a team's n-th oldest queued run
  * has turn `held + n`, so the team holding least goes first and a burst is shared out round-robin;
- * ties go to the oldest run. The best turns are locked by id (`= ANY(ARRAY(…))`): joined to `runs`
- * instead, the planner guessed many candidates and read the whole table to match them.
+ * among equal turns the team served least recently goes first (`team_slot_turns`, which the claim
+ * statement keeps: SERVED_TURNS), never-served teams before all, and only then the oldest run. Not
+ * the oldest run alone: two teams whose runs hang, each holding a slot, got every freed slot back
+ * (their queues are older) and a third team waited for minutes (issue #32). The best turns are
+ * locked by id (`= ANY(ARRAY(…))`): joined to `runs` instead, the planner guessed many candidates
+ * and read the whole table to match them.
  */
 const FAIR_PICK = `
   WITH RECURSIVE queued_teams(team_id) AS (
@@ -302,28 +306,40 @@ const FAIR_PICK = `
      SELECT $7::int + coalesce(sum(w.slots), 0)::int AS total FROM workers w
       WHERE w.team_id IS NULL AND w.worker_host = $1 AND w.id <> $5 AND w.last_seen_at > $8),
    shares AS MATERIALIZED (
-     SELECT q.team_id, held.n AS held, t.harness_type,
+     SELECT q.team_id, held.n AS held, t.harness_type, coalesce(st.served, 0) AS served,
             coalesce(t.max_slots, $9::int, CASE WHEN EXISTS (SELECT 1 FROM teams o WHERE o.id <> q.team_id)
                                                 THEN greatest(s.total - 1, 1) END) AS cap
        FROM queued_teams q JOIN teams t ON t.id = q.team_id CROSS JOIN slots s
+       LEFT JOIN team_slot_turns st ON st.team_id = q.team_id
        CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM runs h
                             WHERE h.state IN (${HELD_SQL}) AND h.worker_host = $1 AND h.team_id = q.team_id) held),
    candidates AS MATERIALIZED (
-     SELECT c.id, sh.held + c.n AS turn, c.created_at
+     SELECT c.id, sh.held + c.n AS turn, sh.served, c.created_at
        FROM shares sh CROSS JOIN LATERAL (
          SELECT r.id, r.created_at, row_number() OVER (ORDER BY r.created_at) AS n
            FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = sh.team_id
             AND ${runHarness('r', 'sh.harness_type')} = ANY($10::text[])
           ORDER BY r.created_at LIMIT greatest(least($2::int, sh.cap - sh.held), 0)) c)
   SELECT id FROM runs
-   WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, created_at LIMIT $2)) AND state IN (${CLAIMABLE_SQL})
+   WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, served, created_at LIMIT $2)) AND state IN (${CLAIMABLE_SQL})
      FOR UPDATE SKIP LOCKED`;
+
+/**
+ * With the fair pick: the teams this claim served, with one new number from `team_slot_turn` (a
+ * sequence, so that "least recently" needs no clock; teams served by the same claim tie). Claims of
+ * service-hosted workers take turns (SERVICE_CLAIM_LOCK), so no two write a team's row at once.
+ */
+const SERVED_TURNS = `,
+       served AS (
+         INSERT INTO team_slot_turns (team_id, served)
+         SELECT DISTINCT c.team_id, (SELECT nextval('team_slot_turn')) FROM c
+         ON CONFLICT (team_id) DO UPDATE SET served = excluded.served)`;
 
 /**
  * The claim around a pick (the ids of the runs to claim, locked): $3 the claimed state, $4 now, $5 the
  * lease owner, $6 the lease's end.
  */
-function claimStatement(pick: string): string {
+function claimStatement(pick: string, more = ''): string {
   // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
   // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
   // Its rows are locked in a claimable state, so the update finds them by id (the primary key).
@@ -343,7 +359,7 @@ function claimStatement(pick: string): string {
            FROM (SELECT c.id AS run_id, c.team_id, c.execution, c.prompt AS text, 0 AS k, $4::timestamptz AS at FROM c WHERE c.execution = 1
                  UNION ALL
                  SELECT f.run_id, c.team_id, c.execution, f.message, 1, f.created_at FROM f JOIN c ON c.id = f.run_id) m
-          ORDER BY m.run_id, m.k, m.at)
+          ORDER BY m.run_id, m.k, m.at)${more}
        SELECT c.*,
          (SELECT json_agg(f.message ORDER BY f.created_at) FROM f WHERE f.run_id = c.id) AS followups,
          (SELECT json_agg(json_build_object('file_name', a.file_name, 'data', encode(a.content, 'base64')) ORDER BY a.file_name)

@@ -54,6 +54,15 @@ export function harnessCatalog(config: Config): Promise<HarnessCatalog> {
 }
 
 /**
+ * A report the service did not take, as a log line: the run, which report, and the error's own
+ * message (cut short), never what the harness printed.
+ */
+export function reportFailure(runId: string, report: 'events' | 'end', err: unknown): string {
+  const why = (err instanceof Error ? err.message : String(err)).slice(0, 300);
+  return `run ${runId}: the ${report === 'end' ? 'end' : 'events'} report failed: ${why}`;
+}
+
+/**
  * How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`,
  * in the sandbox chosen for them (once: `harnessSandbox` is what the start logs), with the CLIs
  * `harnesses` found.
@@ -62,6 +71,7 @@ export const executionOptions = (
   config: Config,
   workspaceRoot: string,
   harnesses: HarnessCatalog,
+  onReportFailed?: ExecutionOptions['onReportFailed'],
 ): ExecutionOptions => ({
   clis: Object.fromEntries(harnesses.clis.filter((c) => !c.problem).map((c) => [c.type, c.path])),
   harnessCommand: config.harnessCommand ?? exampleHarnessCommand(),
@@ -72,6 +82,8 @@ export const executionOptions = (
   workspaceRoot,
   sandbox: harnessSandbox(config, workspaceRoot).sandbox,
   envAllow: config.harnessEnvAllow,
+  transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
+  onReportFailed,
 });
 
 /** The sandbox of harnesses with workspaces under `workspaceRoot` (probed on the first call). */
@@ -155,6 +167,7 @@ export function startServiceHostedPool(
   harnesses: HarnessCatalog,
   onError: (e: unknown) => void,
   concurrency = config.workerConcurrency,
+  onReportFailed?: ExecutionOptions['onReportFailed'],
 ): WorkerPool {
   const worker = {
     id: `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`,
@@ -164,7 +177,7 @@ export function startServiceHostedPool(
     harnesses: harnesses.harnesses,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
-    ...executionOptions(config, serviceWorkspaceRoot(config), harnesses),
+    ...executionOptions(config, serviceWorkspaceRoot(config), harnesses, onReportFailed),
     concurrency,
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,

@@ -40,6 +40,7 @@ export const runPolicy = (config: Config): RunPolicy => ({
   maxDurationMinutes: config.runMaxDurationMinutes,
   minuteMs: config.idleMinuteMs,
   teamMaxSlots: config.teamMaxSlots,
+  transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
 });
 
 const isArtifact = (e: HarnessEvent) => e.type === 'action' && e.kind === 'artifact';
@@ -124,6 +125,7 @@ export class WorkerRunsService {
       history: run.history ?? [],
       idle_timeout_minutes: idleMinutes(config, this.policy) || undefined,
       max_duration_minutes: this.policy.maxDurationMinutes || undefined,
+      transcript_budget: this.policy.transcriptBudget,
       // A self-hosted machine runs its own HARNESS_COMMAND: the service never tells it what to execute.
       harness_command: (w.teamId === null && run.harness_command) || undefined,
       ...(await this.builtInHarness(run, config)),
@@ -189,6 +191,8 @@ export class WorkerRunsService {
   /**
    * A worker's report of events; with `startedMsAgo` (its first report), the run turns INPROGRESS
    * first, `started_at` being when the harness started by the worker's own measure (no clock skew).
+   * The events are stored as far as the run's transcript budget goes (RunEventsRepository.appendOutput),
+   * artifacts among them only if they were; a BLOCKED status changes the run's state in any case.
    */
   async record(
     w: WorkerIdentity,
@@ -206,12 +210,21 @@ export class WorkerRunsService {
     }
     events = await this.addUsage(w, runId, execution, events);
     if (!events.length) return;
-    const inserted = await this.events.append(this.db, runId, execution, events, this.now(), w.id);
-    if (!inserted) return;
+    const { held, kept } = await this.events.appendOutput(
+      this.db,
+      runId,
+      execution,
+      events,
+      this.now(),
+      w.id,
+      this.policy.transcriptBudget,
+    );
+    if (!held) return;
     this.runs.changed();
-    const artifacts = events.filter(isArtifact).map((e) => (e as { input: Record<string, unknown> }).input);
+    const stored = events.slice(0, kept);
+    const artifacts = stored.filter(isArtifact).map((e) => (e as { input: Record<string, unknown> }).input);
     if (artifacts.length) await this.runs.addArtifacts(this.db, runId, artifacts);
-    await this.artifacts.record(this.db, runId, execution, artifactReports(events), this.now());
+    await this.artifacts.record(this.db, runId, execution, artifactReports(stored), this.now());
     const blocked = events.find((e) => e.type === 'status');
     if (blocked)
       await this.runs.transition(this.db, runId, 'INPROGRESS', 'block', this.now(), {
@@ -281,7 +294,16 @@ export class WorkerRunsService {
         leaseOwner: w.id,
         startedAt: outcome.startedMsAgo !== undefined ? startedAt(now, outcome.startedMsAgo) : undefined,
         with: last.length
-          ? (first) => this.events.appendPart(runId, execution, last, now, w.id, first)
+          ? (first) =>
+              this.events.appendOutputPart(
+                runId,
+                execution,
+                last,
+                now,
+                w.id,
+                this.policy.transcriptBudget,
+                first,
+              )
           : undefined,
       });
       if (ended) return;

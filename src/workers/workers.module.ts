@@ -18,6 +18,7 @@ import { RunWakeups } from './run-wakeups.js';
 import {
   harnessCatalog,
   harnessSandbox,
+  reportFailure,
   serviceWorkspaceRoot,
   startHousekeeping,
   startServiceHostedPool,
@@ -59,6 +60,8 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
         this.config,
         harnesses,
         onError,
+        this.config.workerConcurrency,
+        (runId, report, err) => this.log.error(reportFailure(runId, report, err)),
       );
     }
   }

@@ -130,6 +130,69 @@ describe('the service-hosted claim, by itself (no worker running)', () => {
   });
 });
 
+describe('turns by recent use: flooding teams and a quiet team on 2 service-hosted slots (issue #32)', () => {
+  // Each flooding team keeps a queue of runs that hang (here: runs the test ends one at a time, as
+  // their limits would). Ties used to go to the oldest queued run, so a freed slot went back to a
+  // flood and the quiet team waited until the floods were cancelled.
+  for (const floods of [2, 3])
+    it(`with ${floods} flooding teams, every flood gets turns and the quiet team's run takes the next freed slot`, async () => {
+      const s = await startTestService();
+      try {
+        const service = s.service.app.get(WorkerRunsService);
+        const me: WorkerIdentity = { id: 'replica-1', host: 'warp', teamId: null, slots: 2 };
+        const teamOf = new Map<string, string>();
+        const queue = async (team: { team: { name: string }; key: string }, n: number) => {
+          for (let i = 0; i < n; i++) {
+            const res = await s.call('POST', '/api/v1/agent/runs', { prompt: `run ${i}` }, team.key);
+            teamOf.set(res.body.run_id, team.team.name);
+          }
+        };
+        const flooding = [];
+        for (let i = 0; i < floods; i++) flooding.push(await s.newTeam(`flood-${i}`));
+        for (const f of flooding) await queue(f, 8); // the first flood's runs are the oldest
+        const quiet = await s.newTeam('quiet');
+
+        // What the slots hold, oldest claim first; a claim's order is the order of this list.
+        const held: Array<{ run_id: string; execution: number }> = [];
+        const claims: string[] = [];
+        // As a worker does: it claims as many runs as it has free slots.
+        const claim = async (max: number) => {
+          const got = await service.claim(me, max);
+          held.push(...got);
+          claims.push(...got.map((a) => teamOf.get(a.run_id)!));
+          return got;
+        };
+        /** The oldest held run ends (as a hanging run's limit would end it), freeing its slot. */
+        const endOldest = async () => {
+          const a = held.shift()!;
+          await service.finish(me, a.run_id, a.execution, {
+            exitCode: 0,
+            signal: null,
+            lastLines: [],
+            startedMsAgo: 0,
+          });
+        };
+
+        expect(await claim(2)).toHaveLength(2);
+        expect(new Set(claims).size).toBe(2); // one slot each: the cap is every slot but one
+        for (let i = 0; i < 2 * floods; i++) {
+          await endOldest();
+          expect(await claim(1)).toHaveLength(1);
+        }
+        // Every flood had turns, not only the one whose queue is oldest.
+        expect(new Set(claims)).toEqual(new Set(flooding.map((f) => f.team.name)));
+
+        await queue(quiet, 1);
+        const before = claims.length;
+        await endOldest();
+        expect(await claim(1)).toHaveLength(1);
+        expect(claims.slice(before)).toEqual(['quiet']);
+      } finally {
+        await s.stop();
+      }
+    });
+});
+
 describe('the duration limit on a self-hosted worker', () => {
   it('is sent with the run, and the service ends an over-duration run whose worker does not stop it', async () => {
     const key = await t.workerKey('box-old');

@@ -58,6 +58,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     harnessCatalog,
     harnessSandbox,
     heartbeatMs,
+    reportFailure,
     serviceWorkspaceRoot,
     startHousekeeping,
     startServiceHostedPool,
@@ -72,6 +73,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     }
     process.stderr.write(`factoryd worker: ${err instanceof Error ? err.message : String(err)}\n`);
   };
+  const reportFailed = (runId: string, report: 'events' | 'end', err: unknown) =>
+    process.stderr.write(`factoryd worker: error: ${reportFailure(runId, report, err)}\n`);
   if (opts.workerHost) {
     const apiKey = opts.apiKey ?? process.env.FACTORYD_API_KEY;
     if (!opts.api || !apiKey)
@@ -108,7 +111,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
         );
       });
     const pool = new WorkerPool(backend, {
-      ...executionOptions(config, workspaceRoot, harnesses),
+      ...executionOptions(config, workspaceRoot, harnesses, reportFailed),
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
       heartbeatMs: Math.min(1000, heartbeatMs(config)),
@@ -156,7 +159,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     process.stderr.write(
       `factoryd worker: ${harnesses.description.replaceAll('\n', '\nfactoryd worker: ')}\n`,
     );
-    const pool = startServiceHostedPool(db, service, wakeups, cfg, harnesses, log, concurrency);
+    const pool = startServiceHostedPool(db, service, wakeups, cfg, harnesses, log, concurrency, reportFailed);
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
     await untilSignal();
     await pool.stop();

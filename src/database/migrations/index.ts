@@ -23,6 +23,7 @@ import { RunCreatedOutboxPerStatement1763688500000 } from './1763688500000-run-c
 import { RunMetadataStatistics1763688600000 } from './1763688600000-run-metadata-statistics.js';
 import { HarnessUsage1763688700000 } from './1763688700000-harness-usage.js';
 import { HarnessTypes1763689000000 } from './1763689000000-harness-types.js';
+import { RunOutputBounds1763689100000 } from './1763689100000-run-output-bounds.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   RunMetadataStatistics1763688600000,
   HarnessUsage1763688700000,
   HarnessTypes1763689000000,
+  RunOutputBounds1763689100000,
 ];

@@ -22,7 +22,15 @@ export interface HarnessHandle {
  * per run and attach to its pod instead.
  */
 export interface RunBackend {
-  start(spec: HarnessSpec, onLine: (stream: 'stdout' | 'stderr', line: string) => void): HarnessHandle;
+  /**
+   * `caughtUp`: back-pressure — while it returns a promise, the backend reads no more of the
+   * harness's output than it holds already (the worker's reports are behind).
+   */
+  start(
+    spec: HarnessSpec,
+    onLine: (stream: 'stdout' | 'stderr', line: string) => void,
+    caughtUp?: () => Promise<void> | undefined,
+  ): HarnessHandle;
   /** What dead predecessors left behind (orphaned containers, expired kept ones); never throws. */
   sweep(): Promise<void>;
 }
