@@ -17,7 +17,7 @@ import {
   type FactoryRecord,
   isSourceFailure,
 } from './definition-store.js';
-import { GitStopped } from './git-runner.js';
+import { GitStopped } from '../git/git-runner.js';
 import { GitSource, type ListedBlob } from './git-source.js';
 import { isEmpty, planChanges, summarize, type AppliedState, type Plan, type PlanSummary } from './plan.js';
 import { RepositoryPolicy, RepositoryRefused } from './repository-policy.js';

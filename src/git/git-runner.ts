@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { CONFIG, SERVICE_VARIABLES, type Config } from '../config/config.js';
-import { ALLOWED_TRANSPORTS } from './repository-policy.js';
+import { ALLOWED_TRANSPORTS } from './repository-url.js';
 
 /** After SIGTERM, how long a git call's process group may take to end before SIGKILL. */
 const KILL_GRACE_MS = 1000;
