@@ -27,6 +27,8 @@ export interface RunItem {
   is_run_type_cancellable?: boolean;
   artifacts?: unknown[];
   agent_skill?: Record<string, unknown>;
+  /** factoryd's own: the environment the run used, as resolved (image, repositories at their commits, setup commands). */
+  environment?: Record<string, unknown>;
 }
 
 export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem {
@@ -64,6 +66,7 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
   if (run.statusMessage) item.status_message = run.statusMessage;
   if (run.artifacts) item.artifacts = run.artifacts;
   if (run.agentSkill) item.agent_skill = run.agentSkill;
+  if (run.environment) item.environment = run.environment;
   return item;
 }
 

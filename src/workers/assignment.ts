@@ -1,3 +1,4 @@
+import type { ResolvedEnvironment } from '../environments/resolved-environment.js';
 import type { HarnessEvent } from './harness-protocol.js';
 
 /** A claimed run, with everything a worker needs to start its harness (JSON-safe: it crosses HTTP). */
@@ -21,6 +22,12 @@ export interface Assignment {
   max_duration_minutes?: number;
   /** The team's own harness command (service-hosted workers only); else the worker's HARNESS_COMMAND. */
   harness_command?: string;
+  /** The run's environment (docs/environments.md): the worker prepares the workspace from it. */
+  environment?: ResolvedEnvironment;
+  /** The values of the team secrets the environment names, by secret name: for this worker only, never recorded. */
+  environment_secrets?: Record<string, string>;
+  /** Why the environment cannot be prepared (a secret it names is gone): the run fails before anything starts. */
+  environment_problem?: string;
 }
 
 /** What a harness ended with. */
@@ -35,6 +42,10 @@ export interface Outcome {
   events?: HarnessEvent[];
   /** Set when the start was not yet reported: how long ago the harness started. */
   startedMsAgo?: number;
+  /** The environment could not be prepared (a clone, a setup command): the agent never started. */
+  environmentFailure?: string;
+  /** The commit checked out for each of the environment's repositories, in its order. */
+  commits?: string[];
 }
 
 /** What the worker learns when it asks about a run it holds. */

@@ -3,11 +3,17 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
-import type { HarnessExit, HarnessSpec, LauncherReport, LauncherRequest } from './launcher.js';
+import type { HarnessExit, HarnessSpec, LauncherReport, LauncherRequest, SetupExit } from './launcher.js';
+
+/** A line of the harness's stdout or stderr, or of a setup command's output. */
+export type OutputStream = 'stdout' | 'stderr' | 'setup';
+const STREAMS = { 1: 'stdout', 2: 'stderr', 3: 'setup' } as const;
 
 interface Job {
   pid?: number;
-  onLine(stream: 'stdout' | 'stderr', line: string): void;
+  onLine(stream: OutputStream, line: string): void;
+  /** A setup command succeeded. */
+  onSetup?(exit: SetupExit): void;
   done(exit: HarnessExit): void;
 }
 
@@ -72,11 +78,12 @@ class Launcher {
       job.pid = report.pid;
       return;
     }
-    for (const [s, line] of report.lines) job.onLine(s === 1 ? 'stdout' : 'stderr', line);
+    for (const [s, line] of report.lines) job.onLine(STREAMS[s], line);
+    if (report.t === 'setup') job.onSetup?.(report.exit);
     if (report.t === 'done') {
       this.jobs.delete(report.id);
       if (!this.jobs.size) this.child?.channel?.unref();
-      job.done({ code: report.code, signal: report.signal });
+      job.done({ code: report.code, signal: report.signal, setupFailed: report.setupFailed });
     }
   }
 
@@ -133,10 +140,14 @@ export class HarnessProcess {
    * Starts `command` in the workspace `cwd`, which the launcher makes afresh with `files` (and removes
    * once the harness is done: the worker's event loop does no file system work per run).
    */
-  constructor(spec: HarnessSpec, onLine: (stream: 'stdout' | 'stderr', line: string) => void) {
+  constructor(
+    spec: HarnessSpec,
+    onLine: (stream: OutputStream, line: string) => void,
+    onSetup?: (exit: SetupExit) => void,
+  ) {
     let done!: (exit: HarnessExit) => void;
     this.finished = new Promise((resolve) => (done = resolve));
-    this.id = this.launcher.start(spec, { onLine, done });
+    this.id = this.launcher.start(spec, { onLine, onSetup, done });
   }
 
   write(line: string): void {

@@ -71,6 +71,8 @@ export function idleMinutes(config: Record<string, unknown>, policy: RunPolicy):
 
 /** How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with its last lines. */
 export function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
+  if (outcome.environmentFailure)
+    return ['fail', { message: outcome.environmentFailure, error_code: 'environment_setup_failed' }];
   if (outcome.exitCode === 0)
     return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
   const tail = outcome.lastLines.slice(-LAST_LINES_IN_MESSAGE).join('\n');

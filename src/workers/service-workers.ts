@@ -11,6 +11,8 @@ import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { DirectBackend } from './direct-backend.js';
 import type { ExecutionOptions } from './run-execution.js';
+import { RepositoryCache } from '../environments/repository-cache.js';
+import { GitRunner } from '../git/git-runner.js';
 import type { RunWakeups } from './run-wakeups.js';
 import { chooseSandbox, SandboxUnavailable, type SandboxChoice } from './sandbox.js';
 import { WorkerPool } from './worker-pool.js';
@@ -26,6 +28,7 @@ const SAFETY_POLL_MS = 2000;
  * in the sandbox chosen for them (once: `harnessSandbox` is what the start logs).
  */
 export const executionOptions = (config: Config, workspaceRoot: string): ExecutionOptions => ({
+  repositories: repositoryCache(config, workspaceRoot),
   harnessCommand: config.harnessCommand,
   killGraceMs: config.harnessKillGraceMs,
   idleMinuteMs: config.idleMinuteMs,
@@ -35,6 +38,20 @@ export const executionOptions = (config: Config, workspaceRoot: string): Executi
   sandbox: harnessSandbox(config, workspaceRoot).sandbox,
   envAllow: config.harnessEnvAllow,
 });
+
+const caches = new Map<string, RepositoryCache>();
+
+/**
+ * The machine's repository cache for workspaces under `workspaceRoot`: beside them (the same file
+ * system, so a clone moves into its workspace by a rename), hidden from harnesses like them.
+ */
+function repositoryCache(config: Config, workspaceRoot: string): RepositoryCache {
+  const root = join(workspaceRoot, '.repository-cache');
+  let cache = caches.get(root);
+  if (!cache)
+    caches.set(root, (cache = new RepositoryCache(root, new GitRunner(config), config.factoryRepoRoots)));
+  return cache;
+}
 
 /** The sandbox of harnesses with workspaces under `workspaceRoot` (probed on the first call). */
 export function harnessSandbox(config: Config, workspaceRoot: string): SandboxChoice {

@@ -12,6 +12,9 @@ import { Database } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { RunsRepository } from '../runs/runs.repository.js';
+import { EnvironmentResolver } from '../environments/environment-resolver.js';
+import { SecretsModule } from '../secrets/secrets.module.js';
+import { SecretsService } from '../secrets/secrets.service.js';
 import { RunWakeups } from './run-wakeups.js';
 import {
   harnessSandbox,
@@ -60,14 +63,26 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
 }
 
 @Module({
-  imports: [RunsModule],
+  imports: [RunsModule, SecretsModule],
   controllers: [WorkersController],
   providers: [
     {
       provide: WorkerRunsService,
-      inject: [Database, RunsRepository, CONFIG, Clock],
-      useFactory: (db: Database, runs: RunsRepository, config: Config, clock: Clock) =>
-        new WorkerRunsService(db, runs, runPolicy(config), () => clock.now()),
+      inject: [Database, RunsRepository, CONFIG, Clock, SecretsService],
+      useFactory: (
+        db: Database,
+        runs: RunsRepository,
+        config: Config,
+        clock: Clock,
+        secrets: SecretsService,
+      ) =>
+        new WorkerRunsService(
+          db,
+          runs,
+          runPolicy(config),
+          () => clock.now(),
+          new EnvironmentResolver(db, secrets),
+        ),
     },
     {
       provide: RunWakeups,

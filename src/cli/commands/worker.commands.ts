@@ -10,6 +10,9 @@ import { withDatabase } from '../context.js';
 import { McpCredentials } from '../../secrets/mcp-credentials.js';
 import { SecretCipher } from '../../secrets/secret-cipher.js';
 import { loadSecretsKey } from '../../secrets/secrets-key.js';
+import { SecretsRepository } from '../../secrets/secrets.repository.js';
+import { SecretsService } from '../../secrets/secrets.service.js';
+import { EnvironmentResolver } from '../../environments/environment-resolver.js';
 import { serviceRootOf } from '../local-service.js';
 
 interface WorkerOptions {
@@ -118,8 +121,16 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
       import('../../workers/worker-runs.service.js'),
     ]);
   await withDatabase(async (db, cfg) => {
-    const credentials = new McpCredentials(new SecretCipher(loadSecretsKey(cfg)));
-    const service = new WorkerRunsService(db, new RunsRepository(db, credentials), runPolicy(cfg));
+    const cipher = new SecretCipher(loadSecretsKey(cfg));
+    const credentials = new McpCredentials(cipher);
+    const secrets = new SecretsService(new SecretsRepository(db), cipher, db);
+    const service = new WorkerRunsService(
+      db,
+      new RunsRepository(db, credentials),
+      runPolicy(cfg),
+      undefined,
+      new EnvironmentResolver(db, secrets),
+    );
     const notifications = new Notifications(db);
     const wakeups = new RunWakeups(notifications);
     wakeups.start();
