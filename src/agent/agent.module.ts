@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
+import { EnvironmentsModule } from '../environments/environments.module.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { AgentCatalogRepository } from './agent-catalog.repository.js';
@@ -16,7 +17,7 @@ import { RedirectsService } from './redirects.service.js';
  * (a factory's agents among them), skills, environments, artifacts, handoff files and redirects.
  */
 @Module({
-  imports: [AuthModule, RunsModule, SecretsModule],
+  imports: [AuthModule, RunsModule, SecretsModule, EnvironmentsModule],
   controllers: [IdentitiesController, AgentController],
   providers: [
     AgentIdentitiesRepository,
