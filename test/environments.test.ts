@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG, type Config } from '../src/config/config.js';
 import { Database } from '../src/database/database.js';
+import { ManagedFactories } from '../src/management/managed-factories.js';
 import { DefinitionStore } from '../src/reconciler/definition-store.js';
 import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../src/reconciler/reconciler.js';
@@ -271,5 +272,73 @@ describe('two teams on one worker', () => {
     for (const path of [teamA, cache]) expect(typeof look.found.probe[path]).toBe('string'); // an error: not reachable
     const seen = Object.values(look.found.probe).flatMap((v) => (Array.isArray(v) ? v : []));
     expect(seen.filter((p: string) => p.includes('.repository-cache') || p.endsWith('.pack'))).toEqual([]);
+  });
+});
+
+describe('environments over the API', () => {
+  it('creates, reads, replaces and deletes the file of a managed factory; a repository-backed one answers 409', async () => {
+    const { factory } = await t.service.app.get(ManagedFactories).create({
+      team: t.defaultTeam,
+      name: 'managed-envs',
+      branch: 'main',
+      author: { name: 'Setup', email: 'setup@example.com' },
+    });
+    const created = await t.call('POST', '/api/v1/agent/environments', {
+      name: 'api-env',
+      factory_uid: factory.uid,
+      docker_image: 'debian:bookworm',
+      repositories: [{ url: daemon.url, path: 'lib' }],
+      setup_commands: ['echo "api $A" > api.txt'],
+      env_vars: { A: 'one' },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      config: {
+        name: 'api-env',
+        docker_image: 'debian:bookworm',
+        setup_commands: ['echo "api $A" > api.txt'],
+      },
+      factory_uid: factory.uid,
+      file: 'environments/api-env.yaml',
+      setup_failed: false,
+    });
+    const uid = created.body.uid as string;
+    // The change is a commit of the file in the managed repository.
+    const file = execFileSync('git', ['-C', factory.repoUrl, 'show', 'main:environments/api-env.yaml'], {
+      encoding: 'utf8',
+    });
+    expect(file).toContain('dockerImage: debian:bookworm');
+    expect((await t.call('GET', `/api/v1/agent/environments/${uid}`)).body).toEqual(created.body);
+    const listed = (await t.call('GET', '/api/v1/agent/environments?sort_by=name')).body.environments;
+    expect(listed.filter((e: any) => e.config.name === 'api-env').map((e: any) => e.uid)).toEqual([uid]);
+    const used = await run(uid, { read: ['api.txt', 'lib/lib.txt'] });
+    expect(used.found.files).toEqual({ 'api.txt': 'api one\n', 'lib/lib.txt': 'lib v2\n' });
+
+    // Every check of the file applies, with file:line.
+    const bad = await t.call('PUT', `/api/v1/agent/environments/${uid}`, { env_vars: { HOME: '/x' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.invalid_params[0].name).toMatch(/^environments\/api-env\.yaml:\d+$/);
+    expect(bad.body.detail).toContain('HOME');
+    const token = await t.call('PUT', `/api/v1/agent/environments/${uid}`, {
+      repositories: [{ url: 'https://someone:pw@example.com/x.git' }],
+    });
+    expect(token.status).toBe(400);
+    expect(JSON.stringify(token.body)).toContain('credentialSecret');
+    const replaced = await t.call('PUT', `/api/v1/agent/environments/${uid}`, { setup_commands: ['true'] });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body).toMatchObject({ uid, config: { setup_commands: ['true'], repositories: [] } });
+
+    expect(
+      (await t.call('POST', '/api/v1/agent/environments', { name: 'api-env', factory_uid: factory.uid }))
+        .status,
+    ).toBe(409);
+    const backed = await t.call('PUT', '/api/v1/agent/environments/full', { setup_commands: [] });
+    expect(backed.status).toBe(409);
+    expect(backed.body.detail).toContain('environments/full.yaml');
+
+    expect((await t.call('DELETE', `/api/v1/agent/environments/${uid}`)).status).toBe(204);
+    expect((await t.call('GET', `/api/v1/agent/environments/${uid}`)).status).toBe(404);
+    // Another team's environment is not there for this team.
+    expect((await t.call('GET', '/api/v1/agent/environments/steal')).status).toBe(404);
   });
 });
