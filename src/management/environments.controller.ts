@@ -18,7 +18,7 @@ const ENVIRONMENT = { type: 'object', description: 'CloudEnvironment' } as const
  * committed and applied; a repository-backed factory answers 409 naming the file to commit. The reads
  * (GET /agent/environments, /agent/environments/{uid}) are the agent catalog's.
  */
-@ApiTags('Environments')
+@ApiTags('Agents')
 @ApiBearerAuth()
 @Controller('api/v1/agent/environments')
 export class EnvironmentsController {

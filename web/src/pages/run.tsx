@@ -105,6 +105,15 @@ export function RunPage({ id }: { id: string }) {
                 ? `self-hosted: ${String(config.worker_host)}`
                 : 'service-hosted workers'}
             </dd>
+            {r.environment && (
+              <>
+                <dt>Environment</dt>
+                <dd data-testid="environment">
+                  {String(r.environment.name)}
+                  {environmentCommits(r.environment)}
+                </dd>
+              </>
+            )}
             {r.parent_run_id && (
               <>
                 <dt>Parent</dt>
@@ -132,6 +141,12 @@ export function RunPage({ id }: { id: string }) {
             <summary>Resolved config</summary>
             <Json value={config} label="Resolved config" />
           </details>
+          {r.environment && (
+            <details>
+              <summary>Environment, as resolved</summary>
+              <Json value={r.environment} label="Environment, as resolved" />
+            </details>
+          )}
         </div>
       </div>
       <h2>Conversation {live && <span class="pulse" aria-label="live" />}</h2>
@@ -148,6 +163,12 @@ export function RunPage({ id }: { id: string }) {
       {can('runs:write') && <FollowUp id={id} state={r.state} onSent={run.reload} />}
     </section>
   );
+}
+
+/** `path@commit` of each repository the run's environment checked out (how to reproduce it). */
+function environmentCommits(env: { repositories?: Array<{ path: string; commit?: string }> }): string {
+  const at = (env.repositories ?? []).map((r) => `${r.path}@${r.commit ? r.commit.slice(0, 12) : '?'}`);
+  return at.length ? ` (${at.join(', ')})` : '';
 }
 
 interface ArtifactEntry {
