@@ -13,6 +13,7 @@ import { SecretsService } from '../src/secrets/secrets.service.js';
 import { serviceWorkspaceRoot } from '../src/workers/service-workers.js';
 import { baseFactory, serveOverGit, TestRepo } from './support/git-repo.js';
 import { GitHttpServer } from './support/git-http-server.js';
+import { eventually } from './support/eventually.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 
 // Environments on real git servers on loopback: a public repository over git:// (`git daemon`), a
@@ -119,6 +120,7 @@ beforeAll(async () => {
       '',
     ].join('\n'),
     'environments/wrong.yaml': `repositories:\n  - url: ${appUrl}\n    credentialSecret: wrong-token\n    username: tester\n`,
+    'environments/slow.yaml': 'setupCommands:\n  - sleep 600\n',
     'environments/failing.yaml':
       'setupCommands:\n  - echo one\n  - echo two; exit 3\n  - echo three > three.txt\n',
   });
@@ -245,6 +247,35 @@ describe('environments prepare the workspace', () => {
     // No third command, no harness: nothing but the setup's own output and actions.
     expect(JSON.stringify(conversation)).not.toContain('three');
     expect(conversation.messages.some((m: any) => m.type === 'message' && m.role !== 'user')).toBe(false);
+  });
+});
+
+describe('a cancel during the setup', () => {
+  it('stops the setup command at once and the run ends CANCELLED', async () => {
+    const res = await t.call('POST', '/api/v1/agent/runs', {
+      prompt: '{}',
+      config: { environment_id: 'slow' },
+    });
+    const id = res.body.run_id as string;
+    await runIn(t, id, ['INPROGRESS', 'CLAIMED']);
+    const sleeping = () => execFileSync('pgrep', ['-f', '^sleep 600$'], { encoding: 'utf8' }).trim();
+    await eventually(() => {
+      try {
+        return sleeping().length > 0;
+      } catch {
+        return false;
+      }
+    }, 'the setup command running');
+    expect((await t.call('POST', `/api/v1/agent/runs/${id}/cancel`)).status).toBe(200);
+    expect((await runIn(t, id, ['CANCELLED', 'FAILED', 'SUCCEEDED', 'ERROR'])).state).toBe('CANCELLED');
+    await eventually(() => {
+      try {
+        sleeping();
+        return false;
+      } catch {
+        return true;
+      }
+    }, 'the setup command gone');
   });
 });
 
