@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -301,6 +301,11 @@ describe('two teams on one worker', () => {
     expect(look.run.state).toBe('SUCCEEDED');
     expect(look.found.env.LOOKING).toBe('yes');
     for (const path of [teamA, cache]) expect(typeof look.found.probe[path]).toBe('string'); // an error: not reachable
+    // Outside bwrap (HARNESS_SANDBOX=user), a harness runs as a uid of its own: the cache is 0700.
+    if (process.getuid?.() === 0)
+      expect(spawnSync('/bin/ls', [teamA], { uid: 65534, gid: 65534 }).stderr.toString()).toContain(
+        'Permission denied',
+      );
     const seen = Object.values(look.found.probe).flatMap((v) => (Array.isArray(v) ? v : []));
     expect(seen.filter((p: string) => p.includes('.repository-cache') || p.endsWith('.pack'))).toEqual([]);
   });
