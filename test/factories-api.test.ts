@@ -146,6 +146,7 @@ describe('factory API', () => {
       'AutomationFrontMatter',
       'WebhookFile',
       'NotificationFile',
+      'EnvironmentFile',
     ]);
     const one = await t.call('GET', '/api/v1/factory-files/schemas/automation.schema.json', undefined, '');
     expect(one.body.$defs.AgentOverrides).toBeDefined();

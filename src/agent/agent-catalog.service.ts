@@ -1,5 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { NotFound } from '../common/problem.js';
 import type { AuthContext } from '../auth/auth-context.js';
+import { EnvironmentsRepository, presentEnvironment } from '../environments/environments.repository.js';
 import { AgentCatalogRepository } from './agent-catalog.repository.js';
 
 /** `owner/repo` of a factory's repository URL or path: its last two segments (`.git` dropped). */
@@ -27,7 +29,10 @@ export interface EnvironmentListQuery {
  */
 @Injectable()
 export class AgentCatalogService {
-  constructor(@Inject(AgentCatalogRepository) private readonly catalog: AgentCatalogRepository) {}
+  constructor(
+    @Inject(AgentCatalogRepository) private readonly catalog: AgentCatalogRepository,
+    @Inject(EnvironmentsRepository) private readonly defined: EnvironmentsRepository,
+  ) {}
 
   /**
    * AgentListResponse: one agent per skill name, a variant per factory that has it. factoryd refuses a
@@ -77,17 +82,27 @@ export class AgentCatalogService {
   }
 
   /**
-   * AgentListEnvironmentsResponse. An environment is an `environment_id` the team uses: in a run, a
-   * factory's agentDefaults or agent, or a named agent. factoryd gives it no setup of its own (the
-   * harness's workspace is the environment), so `setup_failed` is false and `config` is its name.
+   * AgentListEnvironmentsResponse: the environments the team's factories define
+   * (environments/<name>.yaml, docs/environments.md), and every other `environment_id` the team uses
+   * (in a run, a factory's agentDefaults or agent, a named agent), which prepares nothing: its
+   * `config` is its name alone and `setup_failed` is false. A run names an environment by uid or name.
    */
   async environments(auth: AuthContext, { sortBy }: EnvironmentListQuery) {
     const named = await this.catalog.namedEnvironments(auth.team.id);
     const latest = await this.catalog.latestRunPerEnvironment(auth.team.id);
     const envs = new Map<string, Record<string, unknown> & { uid: string; last_updated: string }>();
     const at = (d: Date) => d.toISOString();
+    for (const e of await this.defined.list(auth.team.id)) {
+      const env = presentEnvironment(e, auth.team.uid) as Record<string, unknown> & {
+        uid: string;
+        last_updated: string;
+      };
+      envs.set(e.uid, env);
+      envs.set(e.name, env); // named by its name too; listed once
+    }
     for (const n of named)
-      envs.set(n.env, { uid: n.env, config: { name: n.env }, last_updated: at(n.at), setup_failed: false });
+      if (!envs.has(n.env))
+        envs.set(n.env, { uid: n.env, config: { name: n.env }, last_updated: at(n.at), setup_failed: false });
     for (const r of latest) {
       const env = envs.get(r.environment_id) ?? {
         uid: r.environment_id,
@@ -96,6 +111,8 @@ export class AgentCatalogService {
         setup_failed: false,
       };
       if (at(r.updated_at) > env.last_updated) env.last_updated = at(r.updated_at);
+      const seen = env.last_task_created as { created_at: string } | undefined;
+      if (seen && seen.created_at >= at(r.created_at)) continue;
       env.last_task_created = {
         id: r.id,
         title: r.title,
@@ -107,10 +124,24 @@ export class AgentCatalogService {
       if (r.started_at) env.last_task_run_timestamp = at(r.started_at);
       envs.set(r.environment_id, env);
     }
-    const list = [...envs.values()].map((e) => ({ ...e, scope: { type: 'Team', uid: auth.team.uid } }));
+    const list = [...new Set(envs.values())].map((e) => ({
+      ...e,
+      scope: { type: 'Team', uid: auth.team.uid },
+    }));
+    const name = (e: { uid: string; config?: unknown }) => (e.config as { name?: string })?.name ?? e.uid;
     list.sort((a, b) =>
-      sortBy === 'name' ? a.uid.localeCompare(b.uid) : b.last_updated.localeCompare(a.last_updated),
+      sortBy === 'name' ? name(a).localeCompare(name(b)) : b.last_updated.localeCompare(a.last_updated),
     );
     return { environments: list };
+  }
+
+  /** One environment the team's factories define, by uid or name (CloudEnvironment). */
+  async environment(auth: AuthContext, uidOrName: string) {
+    const e = await this.defined.find(auth.team.id, uidOrName);
+    if (!e)
+      throw new NotFound(
+        `your team has no environment ${uidOrName}: environments are defined by environments/<name>.yaml in a factory (GET /api/v1/agent/environments lists them)`,
+      );
+    return presentEnvironment(e, auth.team.uid);
   }
 }

@@ -76,6 +76,18 @@ export class AgentController {
     });
   }
 
+  @Get('environments/:uid')
+  @ApiOperation({ summary: 'One environment the team’s factories define (by uid or name)' })
+  @ApiParam({ name: 'uid', schema: { type: 'string' } })
+  @ApiJsonOk(
+    object({ uid: { type: 'string' }, config: { type: 'object' }, last_updated: { type: 'string' } }),
+  )
+  @ApiProblems(403, 404)
+  @RequireScope('runs:read')
+  environment(@Auth() auth: AuthContext, @Param('uid') uid: string) {
+    return this.catalog.environment(auth, uid);
+  }
+
   @Get('artifacts/:artifactUid')
   @ApiOperation({ summary: 'One artifact: a plan with its text, a file or screenshot with a download link' })
   @ApiParam({ name: 'artifactUid', schema: { type: 'string' } })

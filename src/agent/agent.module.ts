@@ -3,6 +3,7 @@ import { AuthModule } from '../auth/auth.module.js';
 import { ConversationsModule } from '../conversations/conversations.module.js';
 import { HARNESS_DETECTION, NOTHING_DETECTED } from '../config/harness-detection.js';
 import { RunUsageRepository } from '../runs/run-usage.repository.js';
+import { EnvironmentsModule } from '../environments/environments.module.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { AgentCatalogRepository } from './agent-catalog.repository.js';
@@ -23,7 +24,7 @@ import { RunHarnessService } from './run-harness.service.js';
  * and a run's transcript and harness usage.
  */
 @Module({
-  imports: [AuthModule, RunsModule, SecretsModule, ConversationsModule],
+  imports: [AuthModule, RunsModule, SecretsModule, ConversationsModule, EnvironmentsModule],
   controllers: [IdentitiesController, AgentController, RunHarnessController],
   providers: [
     AgentIdentitiesRepository,

@@ -8,7 +8,7 @@ import { DefinitionStore } from '../reconciler/definition-store.js';
 import type { AuthMode } from '../definitions/definition.js';
 import { ManagedRepositories, regularFileAt } from '../management/managed-repositories.js';
 import { generatedSecretKind } from '../management/webhook-file.js';
-import { GitRunner } from '../reconciler/git-runner.js';
+import { GitRunner } from '../git/git-runner.js';
 import { GitSource } from '../reconciler/git-source.js';
 import { exampleRepositoryPath, RepositoryPolicy } from '../reconciler/repository-policy.js';
 import { ReconcileScheduler } from '../reconciler/reconcile-scheduler.js';

@@ -3,7 +3,8 @@ import type { DefinitionError } from './definition.js';
 import { SourceFile } from './source-file.js';
 
 /** What a repository path is in a factory definition. */
-export type FileKind = 'factory' | 'agent' | 'automation' | 'webhook' | 'skill' | 'notification';
+export type FileKind =
+  'factory' | 'agent' | 'automation' | 'webhook' | 'skill' | 'notification' | 'environment';
 
 export const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -20,6 +21,7 @@ const SCHEMA_OF: Partial<Record<FileKind, string>> = {
   automation: 'AutomationFrontMatter',
   webhook: 'WebhookFile',
   notification: 'NotificationFile',
+  environment: 'EnvironmentFile',
 };
 
 /** A definition file parsed and checked against its JSON Schema: the same for the same content. */
@@ -67,6 +69,14 @@ export function placementOf(path: string): Placement {
       if (parts.length > 2)
         return { misplaced: 'notification files sit directly in notifications/: notifications/<name>.yaml' };
       return undefined;
+    case 'environments':
+      if (parts.length === 2 && name.endsWith('.yaml'))
+        return { kind: 'environment', name: name.slice(0, -5) };
+      if (parts.length === 2 && name.endsWith('.yml'))
+        return { misplaced: `rename to environments/${name.slice(0, -4)}.yaml` };
+      if (parts.length > 2)
+        return { misplaced: 'environment files sit directly in environments/: environments/<name>.yaml' };
+      return undefined;
     case 'skills':
       if (parts.length === 3 && file === 'SKILL.md') return { kind: 'skill', name };
       return undefined;
@@ -83,17 +93,15 @@ export function parseDefinitionFile(
   content: string,
   schemas: SchemaRegistry,
 ): DefinitionFile {
-  const source =
-    kind === 'factory' || kind === 'webhook' || kind === 'notification'
-      ? SourceFile.yaml(path, content)
-      : SourceFile.markdown(path, content);
+  const yamlFile =
+    kind === 'factory' || kind === 'webhook' || kind === 'notification' || kind === 'environment';
+  const source = yamlFile ? SourceFile.yaml(path, content) : SourceFile.markdown(path, content);
   const errors = [...source.errors];
   const badName = kind === 'factory' ? undefined : nameProblem(name);
   if (badName) errors.push({ path, line: 1, message: badName });
   const schema = SCHEMA_OF[kind];
   if (schema && source.data !== undefined) {
-    const whole =
-      kind === 'factory' || kind === 'webhook' || kind === 'notification' ? 'the file' : 'the front matter';
+    const whole = yamlFile ? 'the file' : 'the front matter';
     const violations = schemas.place(schema, source.data, `this ${kind}`);
     // A failed "one of these shapes" says it best; why each shape failed is noise.
     const shapes = violations

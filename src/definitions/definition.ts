@@ -100,6 +100,27 @@ export interface NotificationDefinition {
   description?: string;
 }
 
+/** environments/<name>.yaml: where a run works (docs/environments.md). */
+export interface EnvironmentDefinition {
+  name: string;
+  path: string;
+  description?: string;
+  dockerImage?: string;
+  network?: 'bridge' | 'none';
+  repositories: Array<{
+    url: string;
+    /** The folder in the workspace (the repository's name when the file gives none). */
+    path: string;
+    branch?: string;
+    ref?: string;
+    credentialSecret?: string;
+    username?: string;
+  }>;
+  setupCommands: string[];
+  env: Record<string, string>;
+  secrets: Record<string, string>;
+}
+
 export interface SkillDefinition {
   name: string;
   path: string;
@@ -118,6 +139,8 @@ export interface FactoryDefinition {
   skills: SkillDefinition[];
   /** Absent in definitions stored before notification files existed. */
   notifications?: NotificationDefinition[];
+  /** Absent in definitions stored before environment files existed. */
+  environments?: EnvironmentDefinition[];
 }
 
 /**

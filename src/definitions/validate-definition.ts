@@ -4,6 +4,7 @@ import type { DefinitionError, FactoryDefinition } from './definition.js';
 import { parseDefinitionFile, placementOf, type DefinitionFile, type FileKind } from './definition-file.js';
 import { checkAgents } from './rules/agents.js';
 import { checkAutomations } from './rules/automations.js';
+import { checkEnvironments } from './rules/environments.js';
 import { checkFactory } from './rules/factory.js';
 import { filesOf, Findings, type ValidationContext } from './rules/rule.js';
 import { checkNotifications } from './rules/notifications.js';
@@ -79,6 +80,7 @@ export function validateDefinition(
   });
   const skills = checkSkills(filesOf(files, 'skill'));
   const notifications = checkNotifications(filesOf(files, 'notification'), findings, ctx);
+  const environments = checkEnvironments(filesOf(files, 'environment'), findings, ctx);
 
   const { errors, skipped } = findings;
   errors.sort((a, b) => a.path.localeCompare(b.path) || a.line - b.line);
@@ -98,6 +100,7 @@ export function validateDefinition(
       skills,
       // Only when there are some: definitions applied before notification files existed stay equal.
       ...(notifications.length ? { notifications } : {}),
+      ...(environments.length ? { environments } : {}),
     },
   };
 }

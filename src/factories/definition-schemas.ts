@@ -11,6 +11,7 @@ export const DEFINITION_SCHEMAS = [
   },
   { file: 'webhooks/<name>.yaml', id: 'WebhookFile', name: 'webhook' },
   { file: 'notifications/<name>.yaml', id: 'NotificationFile', name: 'notification' },
+  { file: 'environments/<name>.yaml', id: 'EnvironmentFile', name: 'environment' },
 ] as const;
 
 /**

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { Inject, Injectable } from '@nestjs/common';
 import { Conflict, InvalidRequest } from '../common/problem.js';
 import { CONFIG, type Config } from '../config/config.js';
-import { GitRunner } from '../reconciler/git-runner.js';
+import { GitRunner } from '../git/git-runner.js';
 import { managedRepositoryPath } from '../reconciler/repository-policy.js';
 
 /** A git call in a repository, its stdout as text. */

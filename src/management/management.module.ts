@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { EnvironmentsModule } from '../environments/environments.module.js';
 import { FactoriesModule } from '../factories/factories.module.js';
 import { ReconcilerModule } from '../reconciler/reconciler.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
@@ -6,6 +7,8 @@ import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { FactoryWriteLock } from './factory-write-lock.js';
 import { ManagedFactories } from './managed-factories.js';
 import { ManagedRepositories } from './managed-repositories.js';
+import { EnvironmentManagement } from './environment-management.service.js';
+import { EnvironmentsController } from './environments.controller.js';
 import { ManagementController } from './management.controller.js';
 import { ManagementRepository } from './management.repository.js';
 import { FilterTests } from './test-filter.service.js';
@@ -13,14 +16,15 @@ import { WebhookManagement } from './webhook-management.service.js';
 
 /** Layer 5: the dashboard's operations, on every lower layer; definition writes go through the reconciler. */
 @Module({
-  imports: [ReconcilerModule, SecretsModule, FactoriesModule, WebhooksModule],
-  controllers: [ManagementController],
+  imports: [ReconcilerModule, SecretsModule, FactoriesModule, WebhooksModule, EnvironmentsModule],
+  controllers: [ManagementController, EnvironmentsController],
   providers: [
     ManagedRepositories,
     FactoryWriteLock,
     ManagedFactories,
     ManagementRepository,
     WebhookManagement,
+    EnvironmentManagement,
     FilterTests,
   ],
 })

@@ -184,6 +184,9 @@ export class DefinitionStore {
            FROM notification_endpoints WHERE factory_id = $1`,
       [factoryId],
     );
+    const environments = await tx.query(`SELECT id, name, config FROM environments WHERE factory_id = $1`, [
+      factoryId,
+    ]);
     const base = (r: Record<string, unknown>) => ({
       id: r.id as string,
       path: r.path as string,
@@ -244,7 +247,45 @@ export class DefinitionStore {
           description: r.description,
         },
       })),
+      environments: environments.map((r) => ({
+        id: r.id as string,
+        path: `environments/${r.name as string}.yaml`,
+        name: r.name as string,
+        deleted: false,
+        fields: r.config as Record<string, unknown>,
+      })),
     };
+  }
+
+  /**
+   * The environments environments/<name>.yaml define: named after the file, owned by the factory, a
+   * uid kept across changes. A name another factory of the team uses fails the apply.
+   */
+  private async applyEnvironments(
+    tx: Queryable,
+    factory: FactoryRecord,
+    plan: Plan,
+    now: Date,
+  ): Promise<void> {
+    const names = (paths: string[]) => paths.map((p) => p.slice('environments/'.length, -'.yaml'.length));
+    if (plan.environments.delete.length)
+      await tx.execute(`DELETE FROM environments WHERE factory_id = $1 AND name = ANY($2)`, [
+        factory.id,
+        names(plan.environments.delete),
+      ]);
+    for (const e of [...plan.environments.create, ...plan.environments.update]) {
+      const written = await tx.execute(
+        `INSERT INTO environments (uid, team_id, factory_id, name, config, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $6)
+         ON CONFLICT (team_id, name) DO UPDATE SET config = EXCLUDED.config, updated_at = EXCLUDED.updated_at
+         WHERE environments.factory_id = EXCLUDED.factory_id`,
+        [newUid(), factory.teamId, factory.id, e.name, fieldsOf.environment(e), now],
+      );
+      if (!written)
+        throw new Error(
+          `${e.path}: the team already has an environment named ${e.name} (in another factory); rename the file`,
+        );
+    }
   }
 
   /**
@@ -402,6 +443,7 @@ export class DefinitionStore {
       );
     }
     await this.applyNotifications(tx, factory, plan, now);
+    await this.applyEnvironments(tx, factory, plan, now);
     await tx.execute(
       `UPDATE factories SET description = $2, definition = $3, updated_at = $4 WHERE id = $1`,
       [

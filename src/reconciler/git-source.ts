@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { GitStopped, GitTimedOut, type GitRunner } from './git-runner.js';
+import { GitStopped, GitTimedOut, type GitRunner } from '../git/git-runner.js';
 
 /** A blob of the tree at a commit, as listed: its size is known before it is read. */
 export interface ListedBlob {

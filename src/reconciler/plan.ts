@@ -1,6 +1,7 @@
 import type {
   AgentDefinition,
   AutomationDefinition,
+  EnvironmentDefinition,
   FactoryDefinition,
   NotificationDefinition,
   SkillDefinition,
@@ -29,6 +30,8 @@ export interface AppliedState {
   webhooks: AppliedWebhook[];
   /** The endpoints notifications/<name>.yaml made (their secret version pinned like a webhook's). */
   notifications?: Array<AppliedRow & { secretVersionId: string | null }>;
+  /** The environments environments/<name>.yaml made. */
+  environments?: AppliedRow[];
 }
 
 export interface KindPlan<T> {
@@ -49,15 +52,17 @@ export interface Plan {
   skills: KindPlan<SkillDefinition>;
   webhooks: WebhookPlan;
   notifications: KindPlan<NotificationDefinition>;
+  environments: KindPlan<EnvironmentDefinition>;
   /** Secret version each webhook applies with, by secret name. */
   secretVersions: Map<string, string>;
 }
 
 type KindSummary = { created: string[]; updated: string[]; deleted: string[] };
 
-/** `notifications` only when the plan changes some (summaries recorded before them stay the same). */
+/** `notifications`, `environments` only when the plan changes some (summaries recorded before them stay the same). */
 export type PlanSummary = Record<'agents' | 'automations' | 'skills' | 'webhooks', KindSummary> & {
   notifications?: KindSummary;
+  environments?: KindSummary;
 };
 
 /** The fields of each kind that the database keeps, in definition shape. */
@@ -94,7 +99,13 @@ export const fieldsOf = {
     enabled: n.enabled,
     description: n.description ?? null,
   }),
+  environment: ({ name: _n, path: _p, ...config }: EnvironmentDefinition) => environmentConfig(config),
 };
+
+/** An environment's stored config: its file's content in definition shape, absent keys left out. */
+export function environmentConfig(e: Omit<EnvironmentDefinition, 'name' | 'path'>): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(e)) as Record<string, unknown>;
+}
 
 /**
  * What applying `def` changes, by file path: rows to create (or revive), to update, and live rows to
@@ -129,14 +140,20 @@ export function planChanges(
         (row as AppliedRow & { secretVersionId: string | null }).secretVersionId !==
           (currentSecretVersions.get(n.secretName) ?? null),
     ),
+    environments: diff(def.environments ?? [], applied.environments ?? [], fieldsOf.environment),
     secretVersions: currentSecretVersions,
   };
 }
 
 export function isEmpty(plan: Plan): boolean {
-  return [plan.agents, plan.automations, plan.skills, plan.webhooks, plan.notifications].every(
-    (k) => k.create.length + k.update.length + k.delete.length === 0,
-  );
+  return [
+    plan.agents,
+    plan.automations,
+    plan.skills,
+    plan.webhooks,
+    plan.notifications,
+    plan.environments,
+  ].every((k) => k.create.length + k.update.length + k.delete.length === 0);
 }
 
 export function summarize(plan: Plan): PlanSummary {
@@ -150,19 +167,12 @@ export function summarize(plan: Plan): PlanSummary {
     automations: names(plan.automations),
     skills: names(plan.skills),
     webhooks: names(plan.webhooks),
-    ...(isEmpty({
-      ...plan,
-      agents: none,
-      automations: none,
-      skills: none,
-      webhooks: { ...none, live: new Map() },
-    })
-      ? {}
-      : { notifications: names(plan.notifications) }),
+    ...(changes(plan.notifications) ? { notifications: names(plan.notifications) } : {}),
+    ...(changes(plan.environments) ? { environments: names(plan.environments) } : {}),
   };
 }
 
-const none = { create: [], update: [], delete: [] };
+const changes = <T>(k: KindPlan<T>) => k.create.length + k.update.length + k.delete.length > 0;
 
 function diff<T extends { path: string }>(
   wanted: T[],
@@ -195,5 +205,7 @@ export function sameJson(a: unknown, b: unknown): boolean {
 
 function nameOfPath(path: string): string {
   const parts = path.split('/');
-  return parts[0] === 'webhooks' || parts[0] === 'notifications' ? parts[1].replace(/\.yaml$/, '') : parts[1];
+  return ['webhooks', 'notifications', 'environments'].includes(parts[0]!)
+    ? parts[1]!.replace(/\.yaml$/, '')
+    : parts[1];
 }

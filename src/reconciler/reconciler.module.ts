@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { DefinitionStore } from './definition-store.js';
-import { GitRunner } from './git-runner.js';
+import { GitRunner } from '../git/git-runner.js';
 import { GitSource } from './git-source.js';
 import { ReconcileScheduler } from './reconcile-scheduler.js';
 import { Reconciler } from './reconciler.js';

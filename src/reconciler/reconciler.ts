@@ -17,7 +17,7 @@ import {
   type FactoryRecord,
   isSourceFailure,
 } from './definition-store.js';
-import { GitStopped } from './git-runner.js';
+import { GitStopped } from '../git/git-runner.js';
 import { GitSource, type ListedBlob } from './git-source.js';
 import { isEmpty, planChanges, summarize, type AppliedState, type Plan, type PlanSummary } from './plan.js';
 import { RepositoryPolicy, RepositoryRefused } from './repository-policy.js';
@@ -96,6 +96,18 @@ interface Loaded {
   files: DefinitionFile[];
   misplaced: DefinitionError[];
   limitErrors: DefinitionError[];
+}
+
+/** The team secrets an environment file names (its repositories' credentials, its secret variables). */
+function environmentSecretNames(data: unknown): string[] {
+  const d = (data ?? {}) as { repositories?: unknown; secrets?: unknown };
+  const repositories = Array.isArray(d.repositories)
+    ? (d.repositories as Array<{ credentialSecret?: unknown }>)
+    : [];
+  const variables = d.secrets && typeof d.secrets === 'object' ? Object.values(d.secrets) : [];
+  return [...repositories.map((r) => r?.credentialSecret), ...variables].filter(
+    (n): n is string => typeof n === 'string',
+  );
 }
 
 /** The team's secrets a revision's webhooks name: current version and whether it may be a url_token. */
@@ -372,6 +384,8 @@ export class Reconciler {
           ? (f.source.data as { secretName?: unknown } | undefined)?.secretName
           : undefined;
       if (typeof name === 'string') names.add(name);
+      if (f.kind === 'environment')
+        for (const secret of environmentSecretNames(f.source.data)) names.add(secret);
     }
     const out: CurrentSecrets = new Map();
     for (const name of names) {

@@ -2,16 +2,10 @@ import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fromRoot } from '../common/paths.js';
 import type { Config } from '../config/config.js';
+import { HOW_TO_GIVE, isRemote, RepositoryRefused } from '../git/repository-url.js';
 import type { DefinitionStore } from './definition-store.js';
 
-/**
- * The transports a factory's repository may be fetched over. Git is told the same (GitSource), so a
- * row that bypassed this check still cannot reach `file://`, `ext::` or a remote helper.
- */
-export const ALLOWED_TRANSPORTS = ['https', 'ssh', 'git'] as const;
-
-/** A repository a factory may not use: the message names the rule broken and the fix. */
-export class RepositoryRefused extends Error {}
+export { ALLOWED_TRANSPORTS, isRemote, RepositoryRefused } from '../git/repository-url.js';
 
 /** The factory a repository would serve. */
 export interface RepositoryOwner {
@@ -30,8 +24,6 @@ export function managedRepositoryPath(dataDir: string, team: string, factory: st
 export function exampleRepositoryPath(dataDir: string): string {
   return join(dataDir, 'factories', 'example');
 }
-
-const HOW_TO_GIVE = 'a URL (https://, ssh://, git:// or user@host:path) or a local repository';
 
 /**
  * Which repositories a factory may read (docs/security.md, "Factory registration"): teams share the
@@ -91,46 +83,6 @@ export class RepositoryPolicy {
       return realOr(exampleRepositoryPath(this.config.dataDir));
     return undefined;
   }
-}
-
-/**
- * Whether git would fetch `repoUrl` from another machine, over an allowed transport; throws for
- * every other transport (`file://`, `http://`, `ext::`, remote helpers). False: a local path.
- */
-export function isRemote(repoUrl: string): boolean {
-  const helper = /^([A-Za-z][A-Za-z0-9+.-]*)::/.exec(repoUrl);
-  if (helper)
-    throw new RepositoryRefused(
-      `the git transport "${helper[1]}::" is refused (remote helpers run programs on this machine; ext:: runs any command): give ${HOW_TO_GIVE}`,
-    );
-  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(repoUrl)?.[1].toLowerCase();
-  if (scheme !== undefined) {
-    if (scheme === 'file')
-      throw new RepositoryRefused(
-        `file:// URLs are refused: give the folder as a local path (allowed under FACTORY_REPO_ROOTS)`,
-      );
-    if (!(ALLOWED_TRANSPORTS as readonly string[]).includes(scheme))
-      throw new RepositoryRefused(
-        `the transport ${scheme}:// is refused: factoryd fetches over ${ALLOWED_TRANSPORTS.map((t) => `${t}://`).join(', ')} and user@host:path only`,
-      );
-    let host: string;
-    try {
-      host = new URL(repoUrl).hostname;
-    } catch {
-      throw new RepositoryRefused(`the ${scheme}:// URL does not parse: check the repository URL`);
-    }
-    if (!host || host.startsWith('-'))
-      throw new RepositoryRefused(`the repository URL has no valid host: check it`);
-    return true;
-  }
-  // git's own rule: a colon before the first slash makes `[user@]host:path`, fetched over ssh.
-  const scp = /^(?:[^@/:\s]+@)?([^@/:\s]+):/.exec(repoUrl);
-  if (scp) {
-    if (scp[1].startsWith('-'))
-      throw new RepositoryRefused(`the host of ${repoUrl} starts with "-": check the repository URL`);
-    return true;
-  }
-  return false;
 }
 
 /** The git directories a repository's top folder reads from (its own, a worktree's common dir, alternates). */

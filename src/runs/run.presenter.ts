@@ -31,6 +31,8 @@ export interface RunItem {
     model_token_usage: Array<{ model_id: string; total_tokens: number; usage_type: 'byok' }>;
     total_tokens: number;
   };
+  /** factoryd's own: the environment the run used, as resolved (image, repositories at their commits, setup commands). */
+  environment?: Record<string, unknown>;
 }
 
 export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem {
@@ -81,6 +83,7 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
       total_tokens: models.reduce((sum, m) => sum + m.total_tokens, 0),
     };
   }
+  if (run.environment) item.environment = run.environment;
   return item;
 }
 

@@ -71,6 +71,11 @@ export interface Run {
   mode: string | null;
   sessionId: string | null;
   statusMessage: { message: string; error_code?: string; retryable?: boolean } | null;
+  /**
+   * The environment the run used, as resolved when it was claimed (docs/environments.md), with the
+   * commits its worker checked out; secrets by name only. Null: it named no environment.
+   */
+  environment?: Record<string, unknown> | null;
   artifacts: unknown[] | null;
   agentSkill: Record<string, unknown> | null;
   executionLocation: string | null;

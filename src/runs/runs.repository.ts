@@ -12,7 +12,7 @@ import { MODEL_TOKEN_USAGE_COLUMN } from './run-usage.repository.js';
 /** The columns every run read selects, creator joined; `r` is runs, `p` principals. */
 export const RUN_COLUMNS = `r.id, r.team_id, r.title, r.prompt, r.state, r.source, r.agent_config, r.worker_host,
   r.metadata, r.conversation_id, r.parent_run_id, r.mode, r.session_id, r.status_message, r.artifacts,
-  r.agent_skill, r.execution_location, r.executor, r.created_at, r.updated_at, r.started_at, r.ended_at,
+  r.agent_skill, r.execution_location, r.executor, r.environment, r.created_at, r.updated_at, r.started_at, r.ended_at,
   p.type AS creator_type, p.uid AS creator_uid, p.display_name AS creator_name, ${MODEL_TOKEN_USAGE_COLUMN}`;
 
 export const RUN_FROM = `runs r LEFT JOIN principals p ON p.id = r.creator_id`;
@@ -75,6 +75,7 @@ export function toRun(row: Record<string, unknown>): Run {
     agentSkill: row.agent_skill as Run['agentSkill'],
     executionLocation: row.execution_location as string | null,
     executor: row.executor as Run['executor'],
+    environment: (row.environment ?? null) as Run['environment'],
     createdAt: row.created_at as Date,
     updatedAt: row.updated_at as Date,
     startedAt: row.started_at as Date | null,

@@ -1,4 +1,5 @@
 import type { BuiltInHarness } from '../harnesses/harness-types.js';
+import type { ResolvedEnvironment } from '../environments/resolved-environment.js';
 import type { HarnessEvent } from './harness-protocol.js';
 
 /**
@@ -36,11 +37,12 @@ export interface Assignment {
   transcript_budget?: TranscriptBudget;
   /** The team's own harness command (service-hosted workers only); else the worker's HARNESS_COMMAND. */
   harness_command?: string;
-  /**
-   * Where the run's environment (as resolved) asks it to run: the Docker backend's image and network
-   * mode; the host backend ignores both. Absent: the worker's own (WORKER_DOCKER_IMAGE, _NETWORK).
-   */
-  environment?: { docker_image?: string; network?: 'none' | 'bridge' };
+  /** The run's environment (docs/environments.md): the worker prepares the workspace from it. */
+  environment?: ResolvedEnvironment;
+  /** The values of the team secrets the environment names, by secret name: for this worker only, never recorded. */
+  environment_secrets?: Record<string, string>;
+  /** Why the environment cannot be prepared (a secret it names is gone): the run fails before anything starts. */
+  environment_problem?: string;
   /**
    * A built-in harness (docs/harnesses.md) instead of the harness command: the worker runs its own
    * adapter around the CLI. `env`: the provider's key (a team secret's value, opened for this
@@ -68,6 +70,10 @@ export interface Outcome {
   events?: HarnessEvent[];
   /** Set when the start was not yet reported: how long ago the harness started. */
   startedMsAgo?: number;
+  /** The environment could not be prepared (a clone, a setup command): the agent never started. */
+  environmentFailure?: string;
+  /** The commit checked out for each of the environment's repositories, in its order. */
+  commits?: string[];
 }
 
 /** What the worker learns when it asks about a run it holds. */

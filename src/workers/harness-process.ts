@@ -5,16 +5,22 @@ import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
 import type { HarnessHandle, RunBackend } from './backends/backend.js';
 import { containerName, removeContainer, sweepContainers } from './backends/docker.js';
-import type { HarnessExit, HarnessSpec, LauncherReport, LauncherRequest } from './launcher.js';
+import type { HarnessExit, HarnessSpec, LauncherReport, LauncherRequest, SetupExit } from './launcher.js';
 import type { HarnessSandbox } from './sandbox.js';
+
+/** A line of the harness's stdout or stderr, or of a setup command's output. */
+export type OutputStream = 'stdout' | 'stderr' | 'setup';
+const STREAMS = { 1: 'stdout', 2: 'stderr', 3: 'setup' } as const;
 
 interface Job {
   pid?: number;
   /** The Docker backend: its container, which outlives a killed `docker run`. */
   container?: { cli: string; name: string };
-  onLine(stream: 'stdout' | 'stderr', line: string): void;
+  onLine(stream: OutputStream, line: string): void;
   /** After a report's lines: resolves when more output may come (undefined: at once). */
   caughtUp?(): Promise<void> | undefined;
+  /** A setup command succeeded. */
+  onSetup?(exit: SetupExit): void;
   done(exit: HarnessExit): void;
 }
 
@@ -85,7 +91,8 @@ class Launcher {
       job.pid = report.pid;
       return;
     }
-    for (const [s, line] of report.lines) job.onLine(s === 1 ? 'stdout' : 'stderr', line);
+    for (const [s, line] of report.lines) job.onLine(STREAMS[s], line);
+    if (report.t === 'setup') job.onSetup?.(report.exit);
     if (report.t === 'output') {
       // The launcher reads no more of this harness's output than one report ahead of this ack.
       const ack = () => this.jobs.get(report.id) === job && this.child?.send({ t: 'ack', id: report.id });
@@ -96,7 +103,7 @@ class Launcher {
     if (report.t === 'done') {
       this.jobs.delete(report.id);
       if (!this.jobs.size) this.child?.channel?.unref();
-      job.done({ code: report.code, signal: report.signal });
+      job.done({ code: report.code, signal: report.signal, setupFailed: report.setupFailed });
     }
   }
 
@@ -156,12 +163,13 @@ export class HarnessProcess implements HarnessHandle {
    */
   constructor(
     spec: HarnessSpec,
-    onLine: (stream: 'stdout' | 'stderr', line: string) => void,
+    onLine: (stream: OutputStream, line: string) => void,
     caughtUp?: () => Promise<void> | undefined,
+    onSetup?: (exit: SetupExit) => void,
   ) {
     let done!: (exit: HarnessExit) => void;
     this.finished = new Promise((resolve) => (done = resolve));
-    this.id = this.launcher.start(spec, { onLine, caughtUp, done });
+    this.id = this.launcher.start(spec, { onLine, caughtUp, onSetup, done });
   }
 
   write(line: string): void {
@@ -178,7 +186,7 @@ export class HarnessProcess implements HarnessHandle {
 /** Harnesses on this machine, from the worker's launchers, in the host's sandbox or in containers. */
 export function localBackend(sandbox: HarnessSandbox): RunBackend {
   return {
-    start: (spec, onLine, caughtUp) => new HarnessProcess(spec, onLine, caughtUp),
+    start: (spec, onLine, caughtUp, onSetup) => new HarnessProcess(spec, onLine, caughtUp, onSetup),
     sweep: async () => {
       if (sandbox.mode === 'docker') await sweepContainers(sandbox.docker);
     },

@@ -13,6 +13,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
   chownSync,
+  lchownSync,
   lstatSync,
   mkdirSync,
   readdirSync,
@@ -62,6 +63,17 @@ export interface HarnessSpec {
   stdin: string;
   /** The Docker backend: the image and network the run's environment asks for. */
   placement?: ContainerPlacement;
+  /**
+   * The environment's repositories, cloned by the worker into its cache's staging folder: moved to
+   * `path` in the workspace and given to the harness's user before anything runs.
+   */
+  repositories?: Array<{ from: string; path: string }>;
+  /**
+   * The environment's setup commands: run in turn before the harness, each like the harness (same
+   * sandbox, user, workspace and environment) but with no input; their output is reported as stream
+   * 3. The first that fails ends the job: the harness never starts.
+   */
+  setup?: string[];
 }
 
 export type LauncherRequest =
@@ -71,18 +83,30 @@ export type LauncherRequest =
   | { t: 'ack'; id: number }
   | { t: 'stop'; id: number };
 
-/** Complete lines from stdout (1) or stderr (2), in the order they were read. */
-export type OutputLines = Array<[1 | 2, string]>;
+/** Complete lines from stdout (1) or stderr (2), or a setup command's output (3), in the order they were read. */
+export type OutputLines = Array<[1 | 2 | 3, string]>;
 
-/** How a harness ended: its exit code, or the signal that killed it. */
+/** How a setup command ended. */
+export interface SetupExit {
+  index: number;
+  command: string;
+  code: number | null;
+  signal: string | null;
+}
+
+/** How a harness ended: its exit code, or the signal that killed it; or the setup command that failed. */
 export interface HarnessExit {
   code: number | null;
   signal: string | null;
+  /** Set when a setup command failed (or was stopped): the harness never started. */
+  setupFailed?: SetupExit;
 }
 
 export type LauncherReport =
   | { t: 'spawned'; id: number; pid: number }
   | { t: 'output'; id: number; lines: OutputLines }
+  /** A setup command succeeded (its output was reported before this). */
+  | { t: 'setup'; id: number; lines: OutputLines; exit: SetupExit }
   /**
    * The leader exited, its group is gone and its output was read (or the grace period ran out);
    * `lines`: the output not reported yet.
@@ -130,6 +154,9 @@ interface Job {
   awaitingAck: boolean;
   /** The harness's stdout and stderr, paused while too much output waits. */
   pipes: Readable[];
+  /** Setup commands not run yet. */
+  setupLeft: string[];
+  setupDone: number;
 }
 
 const jobs = new Map<number, Job>();
@@ -167,66 +194,128 @@ function startHarness(req: SpawnRequest): void {
     if (req.sandbox.mode === 'user' && leased === undefined)
       throw new Error('every uid of HARNESS_UIDS is in use by a live harness');
     prepareWorkspace(req.cwd, req.files, owner);
+    for (const r of req.repositories ?? []) placeRepository(req.cwd, r, owner);
   } catch (err) {
     if (leased !== undefined) releaseUid(leased);
     const message = `factoryd could not prepare the workspace: ${(err as Error).message}`;
     send({ t: 'done', id: req.id, code: 127, signal: null, lines: [[2, message]] });
     return;
   }
-  const { file, args, uid, gid } =
-    req.sandbox.mode === 'docker'
-      ? { file: req.sandbox.docker, args: dockerRunArgs(req.sandbox, req), uid: undefined, gid: undefined }
-      : harnessSpawn(req.sandbox, req.command, req.cwd, owner);
-  const child = spawn(file, args, {
-    cwd: req.cwd,
-    // `docker run` passes the harness's variables on by name; DOCKER_HOST is for the CLI alone.
-    env:
-      req.sandbox.mode === 'docker' && process.env.DOCKER_HOST
-        ? { ...req.env, DOCKER_HOST: process.env.DOCKER_HOST }
-        : req.env,
-    uid,
-    gid,
-    detached: true, // its own process group: a stop reaches every process the harness started
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
   const job: Job = {
-    child,
-    pgid: child.pid,
+    child: undefined as unknown as ChildProcess,
     inBwrap: req.sandbox.mode === 'bwrap',
     leased,
     owner: owner?.uid ?? process.getuid!(),
     graceMs: req.graceMs,
     cwd: req.cwd,
     output: [],
-    container:
-      req.sandbox.mode === 'docker'
-        ? {
-            cli: req.sandbox.docker,
-            name: containerName(req.cwd),
-            keepFailedSeconds: req.sandbox.keepFailedSeconds,
-          }
-        : undefined,
     outputSize: 0,
     awaitingAck: false,
-    pipes: [child.stdout!, child.stderr!],
+    pipes: [],
+    setupLeft: [...(req.setup ?? [])],
+    setupDone: 0,
   };
   jobs.set(req.id, job);
-  child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
+  next(req, job, owner);
+}
+
+/**
+ * Starts the job's next process: its next setup command, or the harness once none is left. On the
+ * Docker backend each is a container of its own (the harness's name, `-setup-<n>` for a setup
+ * command), the workspace mounted in each.
+ */
+function next(req: SpawnRequest, job: Job, owner: { uid: number; gid: number } | undefined): void {
+  const setup = job.setupLeft.length ? { index: job.setupDone, command: job.setupLeft.shift()! } : undefined;
+  const command = setup?.command ?? req.command;
+  const docker = req.sandbox.mode === 'docker' ? req.sandbox : undefined;
+  const name = docker && containerName(req.cwd) + (setup ? `-setup-${setup.index}` : '');
+  const { file, args, uid, gid } =
+    docker && name
+      ? {
+          file: docker.docker,
+          args: dockerRunArgs(docker, { ...req, command, name }),
+          uid: undefined,
+          gid: undefined,
+        }
+      : harnessSpawn(req.sandbox, command, req.cwd, owner);
+  const child = spawn(file, args, {
+    cwd: req.cwd,
+    // `docker run` passes the harness's variables on by name; DOCKER_HOST is for the CLI alone.
+    env: docker && process.env.DOCKER_HOST ? { ...req.env, DOCKER_HOST: process.env.DOCKER_HOST } : req.env,
+    uid,
+    gid,
+    detached: true, // its own process group: a stop reaches every process the harness started
+    stdio: [setup ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  });
+  job.child = child;
+  job.pgid = child.pid;
+  job.pipes = [child.stdout!, child.stderr!];
+  job.container =
+    docker && name ? { cli: docker.docker, name, keepFailedSeconds: docker.keepFailedSeconds } : undefined;
   if (child.pid) send({ t: 'spawned', id: req.id, pid: child.pid });
-  child.stdin!.write(req.stdin);
-  const read = [lines(req.id, job, child.stdout!, 1), lines(req.id, job, child.stderr!, 2)];
+  if (!setup) {
+    child.stdin!.on('error', () => undefined); // a harness may exit without reading its input
+    child.stdin!.write(req.stdin);
+  }
+  const read = [
+    lines(req.id, job, child.stdout!, setup ? 3 : 1),
+    lines(req.id, job, child.stderr!, setup ? 3 : 2),
+  ];
   child.once('error', (err) => {
     if (child.pid) return; // a spawned child's errors are its pipes'; its exit decides
-    job.output.push([2, `the harness could not be started: ${err.message}`]);
-    finish(req.id, { code: 127, signal: null });
+    job.output.push([2, `the ${setup ? 'setup command' : 'harness'} could not be started: ${err.message}`]);
+    finish(req.id, {
+      code: 127,
+      signal: null,
+      ...(setup ? { setupFailed: { ...setup, code: 127, signal: null } } : {}),
+    });
   });
   child.once('exit', (code, signal) => {
     // Anything the leader left in its group goes too; then the output still in the pipes is read.
     void reap(job).then(async () => {
       await Promise.race([Promise.all(read), delay(job.graceMs)]);
-      finish(req.id, { code, signal });
+      if (!setup) return finish(req.id, { code, signal });
+      const exit: SetupExit = { ...setup, code, signal };
+      // Stopped meanwhile (a cancel), or failed: the harness never starts.
+      if (code !== 0 || job.killAt !== undefined) return finish(req.id, { code, signal, setupFailed: exit });
+      if (job.container) void removeContainer(job.container.cli, job.container.name);
+      job.setupDone++;
+      clearTimeout(job.outputTimer);
+      job.outputTimer = undefined;
+      send({ t: 'setup', id: req.id, lines: job.output, exit });
+      job.output = [];
+      job.outputSize = 0;
+      next(req, job, owner);
     });
   });
+}
+
+/** A staged clone moved to its folder in the workspace, every file of it the harness's user's. */
+function placeRepository(
+  cwd: string,
+  r: { from: string; path: string },
+  owner: { uid: number; gid: number } | undefined,
+): void {
+  const dest = join(cwd, r.path);
+  if (!dest.startsWith(cwd + '/')) throw new Error(`${r.path} is not inside the workspace`);
+  for (let dir = dirname(dest), todo: string[] = []; ; dir = dirname(dir)) {
+    if (dir === cwd || lstatSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+      for (const d of todo.reverse()) {
+        mkdirSync(d, { mode: WORKSPACE_MODE });
+        if (owner) chownSync(d, owner.uid, owner.gid);
+      }
+      break;
+    }
+    todo.push(dir);
+  }
+  renameSync(r.from, dest);
+  if (owner) chownTree(dest, owner);
+}
+
+function chownTree(path: string, owner: { uid: number; gid: number }): void {
+  lchownSync(path, owner.uid, owner.gid);
+  if (!lstatSync(path).isDirectory()) return;
+  for (const entry of readdirSync(path)) chownTree(join(path, entry), owner);
 }
 
 function finish(id: number, exit: HarnessExit): void {
@@ -386,7 +475,7 @@ function acknowledged(id: number, job: Job): void {
 }
 
 /** Splits a stream into lines (UTF-8 safe) for the job's output; resolves at its end. */
-function lines(id: number, job: Job, stream: Readable, s: 1 | 2): Promise<void> {
+function lines(id: number, job: Job, stream: Readable, s: 1 | 2 | 3): Promise<void> {
   stream.setEncoding('utf8');
   let partial = '';
   const add = (line: string) => {

@@ -85,6 +85,8 @@ export function idleMinutes(config: Record<string, unknown>, policy: RunPolicy):
  * reason its failed result gave (a built-in harness says what to do), else with its last lines.
  */
 export function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
+  if (outcome.environmentFailure)
+    return ['fail', { message: outcome.environmentFailure, error_code: 'environment_setup_failed' }];
   if (outcome.exitCode === 0)
     return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
   if (outcome.result?.status === 'failed' && outcome.result.message)

@@ -1,4 +1,11 @@
+import { rmSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import {
+  RepositoryFailed,
+  type RepositoryCache,
+  type StagedRepository,
+} from '../environments/repository-cache.js';
+import type { ResolvedEnvironment } from '../environments/resolved-environment.js';
 import { HARNESSES, type BuiltInHarness } from '../harnesses/harness-types.js';
 import type { Assignment, Outcome, TranscriptBudget, WorkerBackend } from './assignment.js';
 import {
@@ -9,9 +16,9 @@ import {
   type HarnessEvent,
 } from './harness-protocol.js';
 import type { HarnessHandle, RunBackend } from './backends/backend.js';
-import { localBackend } from './harness-process.js';
+import { localBackend, type OutputStream } from './harness-process.js';
 import { packageProgramCommand } from './harness-programs.js';
-import type { WorkspaceFile } from './launcher.js';
+import type { SetupExit, WorkspaceFile } from './launcher.js';
 import { harnessEnvironment, type HarnessSandbox } from './sandbox.js';
 
 export interface ExecutionOptions {
@@ -39,6 +46,8 @@ export interface ExecutionOptions {
   transcriptBudget: TranscriptBudget;
   /** A report (events, end) the service did not take: logged by the caller (never its content). */
   onReportFailed?: (runId: string, report: 'events' | 'end', err: unknown) => void;
+  /** This worker's repository cache (environments' repositories); absent: a run with repositories fails. */
+  repositories?: RepositoryCache;
 }
 
 const LAST_LINES = 20;
@@ -96,7 +105,17 @@ export class RunExecution {
    */
   async run(): Promise<void> {
     const a = this.assignment;
+    const staging =
+      this.opts.repositories && join(this.opts.repositories.root, 'staging', `${a.run_id}-${a.execution}`);
     try {
+      if (a.environment_problem) return this.environmentFailed(a.environment_problem);
+      let repositories: StagedRepository[] = [];
+      try {
+        repositories = await this.cloneRepositories(staging);
+      } catch (err) {
+        if (err instanceof RepositoryFailed) return this.environmentFailed(err.message);
+        throw err;
+      }
       if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
       this.harness = (this.opts.backend ?? localBackend(this.opts.sandbox)).start(
         {
@@ -104,10 +123,16 @@ export class RunExecution {
           cwd: this.workspace,
           files: this.workspaceFiles(),
           env: harnessEnvironment(
-            { ...this.env(), ...this.harnessEnv() },
+            {
+              ...environmentVariables(a.environment, a.environment_secrets),
+              ...this.env(),
+              ...this.harnessEnv(),
+            },
             this.workspace,
             this.opts.envAllow,
           ),
+          repositories: repositories.map((r) => ({ from: r.from, path: r.path })),
+          setup: a.environment?.setup_commands,
           sandbox: this.opts.sandbox,
           placement: { image: a.environment?.docker_image, network: a.environment?.network },
           graceMs: this.opts.killGraceMs,
@@ -123,6 +148,7 @@ export class RunExecution {
         },
         (s, l) => this.onLine(s, l),
         () => this.caughtUp(),
+        (exit) => this.onSetup(exit),
       );
       this.spawnedAt = performance.now();
       const maxMinutes = a.max_duration_minutes ?? this.opts.maxDurationMinutes;
@@ -137,8 +163,10 @@ export class RunExecution {
       this.touch();
       const exit = await this.harness.finished;
       this.clearTimers();
+      if (exit.setupFailed) this.onSetup(exit.setupFailed);
       const events = this.takePending();
       const start = this.takeStart();
+      const commits = repositories.length ? repositories.map((r) => r.commit) : undefined;
       // Should the end with its last events fail, it is said and sent again without them: a run is
       // not lost (its lease left to lapse) for what its harness printed last.
       this.report('end', 0, async () => {
@@ -150,6 +178,8 @@ export class RunExecution {
           result: this.result,
           events,
           startedMsAgo: start?.(),
+          ...(exit.setupFailed ? { environmentFailure: this.setupFailure(exit.setupFailed) } : {}),
+          ...(commits ? { commits } : {}),
         };
         await this.backend.finish(a.run_id, a.execution, outcome).catch((err: unknown) => {
           if (!events.length) throw err;
@@ -170,7 +200,67 @@ export class RunExecution {
       );
     } finally {
       this.clearTimers();
+      // What the launcher did not move into the workspace (a run that failed or stopped first).
+      if (staging) rmSync(staging, { recursive: true, force: true });
     }
+  }
+
+  /** The environment's repositories, fetched into the worker's cache and cloned into `staging`. */
+  private async cloneRepositories(staging: string | undefined): Promise<StagedRepository[]> {
+    const a = this.assignment;
+    const wanted = a.environment?.repositories ?? [];
+    if (!wanted.length) return [];
+    if (!this.opts.repositories || !staging)
+      throw new RepositoryFailed(
+        "This worker has no repository cache: it cannot clone the environment's repositories",
+      );
+    const staged = await this.opts.repositories.stage(
+      a.team_id,
+      wanted,
+      a.environment_secrets ?? {},
+      staging,
+    );
+    staged.forEach((r, i) =>
+      this.pending.push({
+        type: 'action',
+        kind: 'environment_repository',
+        input: { url: wanted[i]!.url, path: r.path, commit: r.commit },
+      }),
+    );
+    return staged;
+  }
+
+  /** The environment could not be prepared: the run ends FAILED (environment_setup_failed), nothing started. */
+  private environmentFailed(message: string): Promise<void> {
+    const a = this.assignment;
+    const events = this.takePending();
+    return this.report('end', 0, () =>
+      this.backend.finish(a.run_id, a.execution, {
+        stoppedBy: this.stoppedBy,
+        exitCode: null,
+        signal: null,
+        lastLines: [],
+        events,
+        environmentFailure: message,
+      }),
+    );
+  }
+
+  private setupFailure(exit: SetupExit): string {
+    const total = this.assignment.environment?.setup_commands.length ?? exit.index + 1;
+    const how = exit.code === null ? `was killed by ${exit.signal}` : `exited with status ${exit.code}`;
+    const tail = this.lastLines.slice(-5).join('\n');
+    return `Setup command ${exit.index + 1} of ${total} ${how}; the agent did not start: ${exit.command}${tail ? `\n${tail}` : ''}`;
+  }
+
+  /** A setup command ended: it goes to the conversation as an action, with its exit status. */
+  private onSetup(exit: SetupExit): void {
+    this.pending.push({
+      type: 'action',
+      kind: 'environment_setup',
+      input: { index: exit.index, command: exit.command, exit_code: exit.code, signal: exit.signal },
+    });
+    this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_EVERY_MS);
   }
 
   private clearTimers(): void {
@@ -276,12 +366,14 @@ export class RunExecution {
     };
   }
 
-  private onLine(stream: 'stdout' | 'stderr', line: string): void {
+  private onLine(stream: OutputStream, line: string): void {
     this.touch();
     let event: HarnessEvent =
       stream === 'stdout'
         ? parseHarnessLine(line)
-        : { type: 'transcript', stream: 'stderr', text: harnessText(line) };
+        : stream === 'setup'
+          ? { type: 'transcript', stream: 'stdout', text: `[setup] ${harnessText(line)}` }
+          : { type: 'transcript', stream: 'stderr', text: harnessText(line) };
     if (event.type === 'transcript') {
       this.lastLines.push(event.text);
       if (this.lastLines.length > LAST_LINES) this.lastLines.shift();
@@ -382,4 +474,16 @@ export class RunExecution {
     if (this.idleTimer) this.idleTimer.refresh();
     else this.idleTimer = setTimeout(() => void this.stop('idle'), minutes * this.opts.idleMinuteMs);
   }
+}
+
+/** The environment's variables, and its secret variables with their values (for this run's processes only). */
+function environmentVariables(
+  environment: ResolvedEnvironment | undefined,
+  secretValues: Record<string, string> = {},
+): Record<string, string> {
+  if (!environment) return {};
+  const secrets = Object.entries(environment.secrets).flatMap(([name, secret]) =>
+    secretValues[secret] !== undefined ? [[name, secretValues[secret]!]] : [],
+  );
+  return { ...environment.env_vars, ...Object.fromEntries(secrets) };
 }

@@ -13,6 +13,8 @@ import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { DirectBackend } from './direct-backend.js';
 import { exampleHarnessCommand } from './harness-programs.js';
 import type { ExecutionOptions } from './run-execution.js';
+import { RepositoryCache } from '../environments/repository-cache.js';
+import { GitRunner } from '../git/git-runner.js';
 import type { RunWakeups } from './run-wakeups.js';
 import { chooseSandbox, SandboxUnavailable, type SandboxChoice } from './sandbox.js';
 import { WorkerPool } from './worker-pool.js';
@@ -75,6 +77,7 @@ export const executionOptions = (
 ): ExecutionOptions => ({
   clis: Object.fromEntries(harnesses.clis.filter((c) => !c.problem).map((c) => [c.type, c.path])),
   harnessCommand: config.harnessCommand ?? exampleHarnessCommand(),
+  repositories: repositoryCache(config, workspaceRoot),
   killGraceMs: config.harnessKillGraceMs,
   idleMinuteMs: config.idleMinuteMs,
   idleTimeoutMinutes: config.runIdleTimeoutMinutes,
@@ -85,6 +88,20 @@ export const executionOptions = (
   transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
   onReportFailed,
 });
+
+const caches = new Map<string, RepositoryCache>();
+
+/**
+ * The machine's repository cache for workspaces under `workspaceRoot`: beside them (the same file
+ * system, so a clone moves into its workspace by a rename), hidden from harnesses like them.
+ */
+function repositoryCache(config: Config, workspaceRoot: string): RepositoryCache {
+  const root = join(workspaceRoot, '.repository-cache');
+  let cache = caches.get(root);
+  if (!cache)
+    caches.set(root, (cache = new RepositoryCache(root, new GitRunner(config), config.factoryRepoRoots)));
+  return cache;
+}
 
 /** The sandbox of harnesses with workspaces under `workspaceRoot` (probed on the first call). */
 export function harnessSandbox(config: Config, workspaceRoot: string): SandboxChoice {

@@ -2,6 +2,7 @@ import type { Database, Queryable } from '../database/database.js';
 import { nextState } from '../runs/run-state.js';
 import type { RunsRepository } from '../runs/runs.repository.js';
 import type { Config } from '../config/config.js';
+import type { EnvironmentResolver } from '../environments/environment-resolver.js';
 import type { Assignment, Control, Outcome } from './assignment.js';
 import type { HarnessEvent } from './harness-protocol.js';
 import {
@@ -67,6 +68,8 @@ export class WorkerRunsService {
     private readonly now: () => Date = () => new Date(),
     /** Team secrets: a built-in harness's provider key (none given: a named secret is "unreadable"). */
     private readonly secrets?: SecretsService,
+    /** Resolves runs' environments at their claim; absent: runs start in an empty workspace. */
+    private readonly environments?: EnvironmentResolver,
   ) {
     this.queue = new RunQueueRepository(db);
     this.registry = new WorkersRepository(db);
@@ -111,7 +114,21 @@ export class WorkerRunsService {
       const skill = await this.skills.resolve(run.team_id, run.skill_spec);
       if (skill) basePrompt = basePrompt ? `${skill}\n\n${basePrompt}` : skill;
     }
+    const env = await this.environments?.forRun(
+      run.team_id,
+      typeof config.environment_id === 'string' ? config.environment_id : undefined,
+    );
+    // What the run used, as resolved; the worker adds the commits it checked out when it ends.
+    if (env) await this.environments!.record(run.id, env.environment);
     return {
+      ...(env
+        ? {
+            environment: env.environment,
+            ...('problem' in env
+              ? { environment_problem: env.problem }
+              : { environment_secrets: env.secretValues }),
+          }
+        : {}),
       run_id: run.id,
       team_id: run.team_id,
       execution: run.execution,
@@ -276,6 +293,7 @@ export class WorkerRunsService {
 
   /** The harness ended: its exit decides SUCCEEDED or FAILED, unless the run moved on (cancelled, lost). */
   async finish(w: WorkerIdentity, runId: string, execution: number, outcome: Outcome): Promise<void> {
+    if (outcome.commits?.length) await this.environments?.recordCommits(runId, w.id, outcome.commits);
     // Usage first, while this worker still holds the run.
     let events = await this.addUsage(w, runId, execution, outcome.events ?? []);
     // Events that change the run besides the end (an artifact, BLOCKED) go through `record` first.

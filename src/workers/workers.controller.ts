@@ -206,6 +206,8 @@ export class WorkersController {
       result: result?.type === 'result' ? result : undefined,
       events: o.events?.map(toEvent),
       startedMsAgo: o.startedMsAgo ?? undefined,
+      environmentFailure: o.environmentFailure?.slice(0, MAX_ENVIRONMENT_FAILURE),
+      commits: o.commits,
     };
     await this.service.finish(identity(auth, body), runParam(runId), body.execution, outcome);
     return {};
@@ -236,6 +238,9 @@ function identity(auth: AuthContext, body: WorkerBody): WorkerIdentity {
     ...(body.harnesses ? { harnesses: body.harnesses } : {}),
   };
 }
+
+/** The longest environment failure message kept (a command and the tail of its output). */
+const MAX_ENVIRONMENT_FAILURE = 8192;
 
 const ownerId = (auth: AuthContext, host: string, workerId: string) => `${auth.team.uid}/${host}/${workerId}`;
 

@@ -12,6 +12,7 @@ import { Database } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
 import { RunsModule } from '../runs/runs.module.js';
 import { RunsRepository } from '../runs/runs.repository.js';
+import { EnvironmentResolver } from '../environments/environment-resolver.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { RunWakeups } from './run-wakeups.js';
@@ -87,7 +88,15 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
         config: Config,
         clock: Clock,
         secrets: SecretsService,
-      ) => new WorkerRunsService(db, runs, runPolicy(config), () => clock.now(), secrets),
+      ) =>
+        new WorkerRunsService(
+          db,
+          runs,
+          runPolicy(config),
+          () => clock.now(),
+          secrets,
+          new EnvironmentResolver(db, secrets),
+        ),
     },
     {
       provide: RunWakeups,

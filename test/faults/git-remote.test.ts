@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GitRunner, GitStopped, GitTimedOut } from '../../src/reconciler/git-runner.js';
+import { GitRunner, GitStopped, GitTimedOut } from '../../src/git/git-runner.js';
 import { DefinitionStore } from '../../src/reconciler/definition-store.js';
 import { ReconcileScheduler } from '../../src/reconciler/reconcile-scheduler.js';
 import { SecretsService } from '../../src/secrets/secrets.service.js';

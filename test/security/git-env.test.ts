@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { GitRunner } from '../../src/reconciler/git-runner.js';
+import { GitRunner } from '../../src/git/git-runner.js';
 
 /**
  * git runs helpers (ssh, credential helpers, commands a local repository's config names): none of

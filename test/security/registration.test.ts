@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newUid } from '../../src/common/ids.js';
-import { GitRunner } from '../../src/reconciler/git-runner.js';
+import { GitRunner } from '../../src/git/git-runner.js';
 import { GitSource } from '../../src/reconciler/git-source.js';
 import { ReconcileScheduler } from '../../src/reconciler/reconcile-scheduler.js';
 import { runCli } from '../support/cli.js';

@@ -13,7 +13,7 @@ import { checkTreeLimits, type ListedFile } from '../../definitions/definition-l
 import { placementOf } from '../../definitions/definition-file.js';
 import { loadDefinition } from '../../definitions/validate-definition.js';
 import { DefinitionStore, type FactoryRecord } from '../../reconciler/definition-store.js';
-import { GitRunner } from '../../reconciler/git-runner.js';
+import { GitRunner } from '../../git/git-runner.js';
 import { GitSource } from '../../reconciler/git-source.js';
 import type { PlanSummary } from '../../reconciler/plan.js';
 import { Reconciler, type ReconcileOutcome } from '../../reconciler/reconciler.js';

@@ -12,6 +12,7 @@ import { SecretCipher } from '../../secrets/secret-cipher.js';
 import { loadSecretsKey } from '../../secrets/secrets-key.js';
 import { SecretsRepository } from '../../secrets/secrets.repository.js';
 import { SecretsService } from '../../secrets/secrets.service.js';
+import { EnvironmentResolver } from '../../environments/environment-resolver.js';
 import { serviceRootOf } from '../local-service.js';
 
 interface WorkerOptions {
@@ -137,8 +138,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     ]);
   await withDatabase(async (db, loaded) => {
     const cfg = { ...loaded, workerBackend: config.workerBackend };
-    const credentials = new McpCredentials(new SecretCipher(loadSecretsKey(cfg)));
     const cipher = new SecretCipher(loadSecretsKey(cfg));
+    const credentials = new McpCredentials(cipher);
     const secrets = new SecretsService(new SecretsRepository(db), cipher, db);
     const service = new WorkerRunsService(
       db,
@@ -146,6 +147,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
       runPolicy(cfg),
       undefined,
       secrets,
+      new EnvironmentResolver(db, secrets),
     );
     const notifications = new Notifications(db);
     const wakeups = new RunWakeups(notifications);

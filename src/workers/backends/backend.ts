@@ -1,4 +1,5 @@
-import type { HarnessExit, HarnessSpec } from '../launcher.js';
+import type { OutputStream } from '../harness-process.js';
+import type { HarnessExit, HarnessSpec, SetupExit } from '../launcher.js';
 
 /** One harness, wherever it runs: its input, its stop, its end. */
 export interface HarnessHandle {
@@ -28,8 +29,10 @@ export interface RunBackend {
    */
   start(
     spec: HarnessSpec,
-    onLine: (stream: 'stdout' | 'stderr', line: string) => void,
+    onLine: (stream: OutputStream, line: string) => void,
     caughtUp?: () => Promise<void> | undefined,
+    /** Each environment setup command that succeeded (the first that fails ends the harness's start). */
+    onSetup?: (exit: SetupExit) => void,
   ): HarnessHandle;
   /** What dead predecessors left behind (orphaned containers, expired kept ones); never throws. */
   sweep(): Promise<void>;

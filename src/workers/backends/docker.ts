@@ -104,7 +104,14 @@ function processStart(pid: number): string | undefined {
  */
 export function dockerRunArgs(
   s: DockerSandbox,
-  run: { command: string; cwd: string; env: Record<string, string>; placement?: ContainerPlacement },
+  run: {
+    command: string;
+    cwd: string;
+    env: Record<string, string>;
+    placement?: ContainerPlacement;
+    /** The container's name: the run's own (containerName) unless given (a setup command's). */
+    name?: string;
+  },
   owner = launcherIdentity(),
 ): string[] {
   // An environment's values are a team's: never read as an option of `docker run`.
@@ -116,7 +123,7 @@ export function dockerRunArgs(
     'run',
     '-i',
     '--name',
-    containerName(run.cwd),
+    run.name ?? containerName(run.cwd),
     '--label',
     `${OWNER_LABEL}=${owner}`,
     '--label',

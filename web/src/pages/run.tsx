@@ -120,6 +120,15 @@ export function RunPage({ id }: { id: string }) {
                 ? `self-hosted: ${String(config.worker_host)}`
                 : 'service-hosted workers'}
             </dd>
+            {r.environment && (
+              <>
+                <dt>Environment</dt>
+                <dd data-testid="environment">
+                  {String(r.environment.name)}
+                  {environmentCommits(r.environment)}
+                </dd>
+              </>
+            )}
             {r.parent_run_id && (
               <>
                 <dt>Parent</dt>
@@ -147,6 +156,12 @@ export function RunPage({ id }: { id: string }) {
             <summary>Resolved config</summary>
             <Json value={config} label="Resolved config" />
           </details>
+          {r.environment && (
+            <details>
+              <summary>Environment, as resolved</summary>
+              <Json value={r.environment} label="Environment, as resolved" />
+            </details>
+          )}
         </div>
       </div>
       <h2>Conversation {live && <span class="pulse" aria-label="live" />}</h2>
@@ -246,6 +261,12 @@ function Transcript({ path }: { path: string }) {
       )}
     </details>
   );
+}
+
+/** `path@commit` of each repository the run's environment checked out (how to reproduce it). */
+function environmentCommits(env: { repositories?: Array<{ path: string; commit?: string }> }): string {
+  const at = (env.repositories ?? []).map((r) => `${r.path}@${r.commit ? r.commit.slice(0, 12) : '?'}`);
+  return at.length ? ` (${at.join(', ')})` : '';
 }
 
 interface ArtifactEntry {

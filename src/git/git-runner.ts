@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { CONFIG, SERVICE_VARIABLES, type Config } from '../config/config.js';
-import { ALLOWED_TRANSPORTS } from './repository-policy.js';
+import { ALLOWED_TRANSPORTS } from './repository-url.js';
 
 /** After SIGTERM, how long a git call's process group may take to end before SIGKILL. */
 const KILL_GRACE_MS = 1000;
@@ -78,15 +78,18 @@ export class GitRunner implements OnApplicationShutdown {
     };
   }
 
-  /** `git <args>` in `cwd`, with `input` on its stdin; resolves with its stdout. */
-  run(args: string[], cwd: string, input?: string): Promise<Buffer> {
+  /**
+   * `git <args>` in `cwd`, with `input` on its stdin; resolves with its stdout. `env`: variables of
+   * this call alone (a credential helper's, read from its environment: never on a command line).
+   */
+  run(args: string[], cwd: string, input?: string, env?: Record<string, string>): Promise<Buffer> {
     const subcommand = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? '';
     if (this.stopped)
       return Promise.reject(new GitStopped(`git ${subcommand} not started: factoryd is shutting down`));
     return new Promise((resolve, reject) => {
       const child = spawn('git', [...this.options, ...args], {
         cwd,
-        env: this.env,
+        env: env ? { ...this.env, ...env } : this.env,
         detached: true, // its own process group, so that ending it reaches git's helpers
         stdio: ['pipe', 'pipe', 'pipe'],
       });

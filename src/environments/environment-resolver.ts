@@ -1,0 +1,98 @@
+import type { Database } from '../database/database.js';
+import type { EnvironmentDefinition } from '../definitions/definition.js';
+import type { SecretsService } from '../secrets/secrets.service.js';
+import type { ResolvedEnvironment } from './resolved-environment.js';
+
+export type { ResolvedEnvironment, ResolvedRepository } from './resolved-environment.js';
+
+const COMMIT = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
+type StoredConfig = Omit<EnvironmentDefinition, 'name' | 'path'>;
+
+/** A run's environment as the worker gets it: the environment, and the values of the secrets it names. */
+export type EnvironmentForRun =
+  | { environment: ResolvedEnvironment; secretValues: Record<string, string> }
+  /** It names a secret the team does not have: the run fails before anything starts. */
+  | { environment: ResolvedEnvironment; problem: string };
+
+/** The stored config of an environment in the shape every backend reads. */
+export function resolvedFrom(uid: string, name: string, c: StoredConfig): ResolvedEnvironment {
+  return {
+    uid,
+    name,
+    ...(c.dockerImage ? { docker_image: c.dockerImage } : {}),
+    ...(c.network ? { network: c.network } : {}),
+    repositories: (c.repositories ?? []).map((r) => ({
+      url: r.url,
+      path: r.path,
+      ...(r.branch ? { branch: r.branch } : {}),
+      ...(r.ref ? { ref: r.ref } : {}),
+      ...(r.credentialSecret ? { credential_secret: r.credentialSecret } : {}),
+      ...(r.username ? { username: r.username } : {}),
+    })),
+    setup_commands: c.setupCommands ?? [],
+    env_vars: c.env ?? {},
+    secrets: c.secrets ?? {},
+  };
+}
+
+/**
+ * Resolves the environment a run names (`environment_id`: an environment's uid, else its name) among
+ * its own team's, with the current values of the secrets it names. Undefined when the team has no
+ * such environment: such a run starts in an empty workspace, as runs did before environments existed.
+ */
+export class EnvironmentResolver {
+  constructor(
+    private readonly db: Database,
+    private readonly secrets: Pick<SecretsService, 'current'>,
+  ) {}
+
+  async forRun(teamId: string, environmentId: string | undefined): Promise<EnvironmentForRun | undefined> {
+    if (!environmentId) return undefined;
+    const [row] = await this.db.query<{ uid: string; name: string; config: StoredConfig }>(
+      `SELECT uid, name, config FROM environments WHERE team_id = $1 AND (uid = $2 OR name = $2)
+        ORDER BY uid = $2 DESC LIMIT 1`,
+      [teamId, environmentId],
+    );
+    if (!row) return undefined;
+    const environment = resolvedFrom(row.uid, row.name, row.config);
+    const names = new Set([
+      ...environment.repositories.flatMap((r) => (r.credential_secret ? [r.credential_secret] : [])),
+      ...Object.values(environment.secrets),
+    ]);
+    const secretValues: Record<string, string> = {};
+    for (const name of names) {
+      const secret = await this.secrets.current(teamId, name);
+      if (!secret)
+        return {
+          environment,
+          problem: `The environment ${environment.name} names the team secret "${name}", which does not exist: create it with \`factoryd secrets set ${name}\``,
+        };
+      secretValues[name] = secret.value;
+    }
+    return { environment, secretValues };
+  }
+
+  /** Records on the run the environment it runs in (at its claim), and later the commits checked out. */
+  async record(runId: string, environment: ResolvedEnvironment): Promise<void> {
+    await this.db.execute(`UPDATE runs SET environment = $2 WHERE id = $1`, [runId, environment]);
+  }
+
+  /** The commits a worker checked out, in the environment's order, onto the run it holds. */
+  async recordCommits(runId: string, workerId: string, commits: string[]): Promise<void> {
+    const [row] = await this.db.query<{ environment: ResolvedEnvironment | null }>(
+      `SELECT environment FROM runs WHERE id = $1 AND lease_owner = $2`,
+      [runId, workerId],
+    );
+    if (!row?.environment) return;
+    const env = row.environment;
+    env.repositories = env.repositories.map((r, i) =>
+      COMMIT.test(commits[i] ?? '') ? { ...r, commit: commits[i] } : r,
+    );
+    await this.db.execute(`UPDATE runs SET environment = $2 WHERE id = $1 AND lease_owner = $3`, [
+      runId,
+      env,
+      workerId,
+    ]);
+  }
+}

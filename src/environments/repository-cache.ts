@@ -1,0 +1,222 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join, relative } from 'node:path';
+import type { GitRunner } from '../git/git-runner.js';
+import { isRemote, RepositoryRefused } from '../git/repository-url.js';
+import type { ResolvedRepository } from './resolved-environment.js';
+
+/** A repository cloned for a run, waiting in the cache's staging folder to be moved into its workspace. */
+export interface StagedRepository {
+  /** The clone (the launcher moves it to `path` in the workspace and gives it to the harness's user). */
+  from: string;
+  path: string;
+  commit: string;
+}
+
+/** A repository that could not be cloned: the message says which and why, with no secret in it. */
+export class RepositoryFailed extends Error {}
+
+/** Only this process's own mirrors are fetched from locally: `file` is allowed for those calls alone. */
+const LOCAL = ['-c', 'protocol.file.allow=always'];
+
+/**
+ * The worker's repository cache: a bare mirror per (team, repository URL), fetched before each run
+ * that needs it, and a clone that borrows the mirror's objects and then copies them
+ * (`--reference … --dissociate`), so a repository is downloaded once per worker and each later run
+ * fetches only what is new. The folder is the worker's alone (mode 0700, hidden from bwrap
+ * sandboxes, another uid's harness cannot enter it); mirrors are kept per team, so a team never
+ * clones from objects another team fetched with its own credentials.
+ *
+ * Credentials: an https token reaches git through a credential helper that reads it from the
+ * environment of that one git call; an ssh key is a 0600 file in the cache for the call's length,
+ * named by GIT_SSH_COMMAND. Neither is ever in a URL, an argument or a message.
+ */
+export class RepositoryCache {
+  /** Fetches of one mirror run one at a time (two runs of a team on one repository share it). */
+  private readonly busy = new Map<string, Promise<unknown>>();
+
+  constructor(
+    readonly root: string,
+    private readonly git: GitRunner,
+    /** FACTORY_REPO_ROOTS: local repositories an environment may name. */
+    private readonly localRoots: readonly string[],
+  ) {
+    mkdirSync(root, { recursive: true, mode: 0o700 });
+    chmodSync(root, 0o700);
+  }
+
+  /** Clones each repository (at its branch or ref) into `staging`, fresh from the team's mirrors. */
+  async stage(
+    teamId: string,
+    repositories: ResolvedRepository[],
+    secretValues: Record<string, string>,
+    staging: string,
+  ): Promise<StagedRepository[]> {
+    mkdirSync(staging, { recursive: true, mode: 0o700 });
+    const staged: StagedRepository[] = [];
+    for (const [i, r] of repositories.entries()) {
+      const secret = r.credential_secret ? secretValues[r.credential_secret] : undefined;
+      const what = `repository ${i + 1} (${r.url})`;
+      try {
+        const mirror = await this.fetched(teamId, r, secret);
+        staged.push(await this.cloneFrom(mirror, r, join(staging, String(i))));
+      } catch (err) {
+        const said = redact(err instanceof Error ? err.message : String(err), secret);
+        const hint = r.credential_secret
+          ? ` (credential: the team secret "${r.credential_secret}")`
+          : ' (no credentialSecret: a private repository needs one)';
+        throw new RepositoryFailed(`Cloning ${what} failed${hint}: ${said}`);
+      }
+    }
+    return staged;
+  }
+
+  /** The team's mirror of `r.url`, made or fetched now. */
+  private async fetched(teamId: string, r: ResolvedRepository, secret: string | undefined): Promise<string> {
+    const local = !this.isRemote(r.url);
+    const teamDir = join(this.root, 'teams', teamId.replace(/[^A-Za-z0-9-]/g, '_'));
+    const mirror = join(teamDir, `${createHash('sha256').update(r.url).digest('hex').slice(0, 32)}.git`);
+    const previous = this.busy.get(mirror) ?? Promise.resolve();
+    const work = previous
+      .catch(() => undefined)
+      .then(() =>
+        this.withCredential(teamDir, r, secret, async (env) => {
+          const transport = local ? LOCAL : [];
+          if (existsSync(mirror))
+            await this.git.run(
+              [...transport, 'fetch', '--prune', '--quiet', 'origin'],
+              mirror,
+              undefined,
+              env,
+            );
+          else {
+            mkdirSync(teamDir, { recursive: true, mode: 0o700 });
+            // Made aside and renamed: a clone cut short leaves no half mirror behind.
+            const fresh = `${mirror}.new-${randomBytes(4).toString('hex')}`;
+            try {
+              await this.git.run(
+                [...transport, 'clone', '--mirror', '--quiet', '--', r.url, fresh],
+                teamDir,
+                undefined,
+                env,
+              );
+              renameSync(fresh, mirror);
+            } finally {
+              rmSync(fresh, { recursive: true, force: true });
+            }
+          }
+        }),
+      );
+    this.busy.set(mirror, work);
+    try {
+      await work;
+    } finally {
+      if (this.busy.get(mirror) === work) this.busy.delete(mirror);
+    }
+    return mirror;
+  }
+
+  /** A clone of the mirror that owns its objects, at the branch or ref, its origin the repository's URL. */
+  private async cloneFrom(mirror: string, r: ResolvedRepository, dest: string): Promise<StagedRepository> {
+    const at = r.ref ? ['--no-checkout'] : r.branch ? ['--branch', r.branch] : [];
+    await this.git.run(
+      [
+        ...LOCAL,
+        'clone',
+        '--quiet',
+        '--no-local',
+        '--reference',
+        mirror,
+        '--dissociate',
+        ...at,
+        '--',
+        mirror,
+        dest,
+      ],
+      this.root,
+    );
+    await this.git.run(['remote', 'set-url', 'origin', r.url], dest);
+    if (r.ref) await this.git.run(['checkout', '--quiet', '--detach', r.ref, '--'], dest);
+    const commit = (await this.git.text(['rev-parse', 'HEAD'], dest)).trim();
+    return { from: dest, path: r.path, commit };
+  }
+
+  /** Runs `work` with the environment git needs for `r`'s credential, if any. */
+  private async withCredential<T>(
+    teamDir: string,
+    r: ResolvedRepository,
+    secret: string | undefined,
+    work: (env: Record<string, string>) => Promise<T>,
+  ): Promise<T> {
+    const base = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'credential.helper', GIT_CONFIG_VALUE_0: '' };
+    if (secret === undefined) return work(base);
+    if (isSsh(r.url)) {
+      mkdirSync(teamDir, { recursive: true, mode: 0o700 });
+      const keyFile = join(teamDir, `.key-${randomBytes(8).toString('hex')}`);
+      writeFileSync(keyFile, secret.endsWith('\n') ? secret : `${secret}\n`, { mode: 0o600 });
+      try {
+        return await work({
+          ...base,
+          GIT_SSH_COMMAND: `ssh -i '${keyFile}' -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile='${join(teamDir, 'known_hosts')}' -o ConnectTimeout=30`,
+        });
+      } finally {
+        rmSync(keyFile, { force: true });
+      }
+    }
+    // An https token: the helper prints what git asks for from this call's environment. An empty
+    // helper first drops any the machine configured.
+    return work({
+      GIT_CONFIG_COUNT: '2',
+      GIT_CONFIG_KEY_0: 'credential.helper',
+      GIT_CONFIG_VALUE_0: '',
+      GIT_CONFIG_KEY_1: 'credential.helper',
+      GIT_CONFIG_VALUE_1:
+        '!f() { test "$1" = get && printf "username=%s\\npassword=%s\\n" "$FACTORYD_GIT_USERNAME" "$FACTORYD_GIT_TOKEN"; }; f',
+      FACTORYD_GIT_USERNAME: r.username ?? 'x-access-token',
+      FACTORYD_GIT_TOKEN: secret,
+    });
+  }
+
+  /** A URL git fetches over the network, or a local path under FACTORY_REPO_ROOTS (else refused). */
+  private isRemote(url: string): boolean {
+    if (isRemote(url)) return true;
+    let real: string;
+    try {
+      real = realpathSync(url);
+    } catch {
+      throw new RepositoryRefused(`${url} does not exist on this worker`);
+    }
+    const inside = this.localRoots.some((root) => {
+      const rel = relative(realOr(root), real);
+      return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+    });
+    if (!inside)
+      throw new RepositoryRefused(
+        `${url} is outside FACTORY_REPO_ROOTS (${this.localRoots.join(', ') || 'none set'}) on this worker: a local repository must lie under one of them`,
+      );
+    return false;
+  }
+}
+
+/** ssh://, or `[user@]host:path` (git's own rule: a colon before the first slash, and no scheme). */
+function isSsh(url: string): boolean {
+  if (/^ssh:\/\//i.test(url)) return true;
+  return !/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && /^(?:[^@/:\s]+@)?[^@/:\s]+:/.test(url);
+}
+
+function realOr(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+/** `text` with every occurrence of the secret's value (and of each of its lines) replaced. */
+function redact(text: string, secret: string | undefined): string {
+  if (!secret) return text;
+  let out = text;
+  for (const part of [secret, ...secret.split('\n')].filter((p) => p.trim().length >= 4))
+    out = out.split(part).join('[secret]');
+  return out;
+}
