@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { GitStopped, GitTimedOut, type GitRunner } from './git-runner.js';
 
 /** A blob of the tree at a commit, as listed: its size is known before it is read. */
@@ -31,12 +31,6 @@ export class GitSource {
   /** A repository on this machine (a path), as opposed to a URL git fetches from. */
   static isLocal(repoUrl: string): boolean {
     return !/^[a-z][a-z0-9+.-]*:\/\//i.test(repoUrl) && !/^[^/]+@[^/]+:/.test(repoUrl) && existsSync(repoUrl);
-  }
-
-  /** The git directory of a local repository (its `.git`, or itself when bare). */
-  static async gitDir(git: GitRunner, path: string): Promise<string> {
-    const dir = (await git.text(['rev-parse', '--absolute-git-dir'], path)).trim();
-    return isAbsolute(dir) ? dir : resolve(path, dir);
   }
 
   /**

@@ -218,9 +218,9 @@ export class Reconciler {
 
     const head = await this.head(factory, opts.revision);
     if (!head.ok) return this.conclude(attempt, factory, head);
-    const revision = head.value;
+    const { revision, from } = head.value;
     if (this.attempted(attempt, factory, revision)) return { result: 'noop', revision, errors: [], factory };
-    const fetched = await this.fetch(factory, revision);
+    const fetched = await this.fetch(from, revision);
     if (!fetched.ok) return this.conclude(attempt, factory, fetched);
 
     let locked = factory;
@@ -250,15 +250,17 @@ export class Reconciler {
 
   /**
    * Source, first half: a repository the factory may read (checked on every pass: the row or a symlink
-   * on the path may have changed since registration), and the revision to reconcile.
+   * on the path may have changed since registration), and the revision to reconcile. `from` is where
+   * the pass reads: a local repository at the real git directory the policy checked.
    */
   private async head(
     factory: FactoryRecord,
     revision: string | undefined,
-  ): Promise<Step<string, SourceRefused | FetchFailed>> {
+  ): Promise<Step<{ revision: string; from: FactoryRecord }, SourceRefused | FetchFailed>> {
     return this.fromSource(async () => {
-      await this.policy.check(factory.repoUrl, factory);
-      return revision ?? (await this.source.head(factory));
+      const checked = await this.policy.check(factory.repoUrl, factory);
+      const from = checked ? { ...factory, repoUrl: checked } : factory;
+      return { revision: revision ?? (await this.source.head(from)), from };
     });
   }
 
