@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { CONFIG, SERVICE_VARIABLES, type Config } from '../config/config.js';
+import type { GitCredentials } from './repository-credentials.js';
 import { ALLOWED_TRANSPORTS } from './repository-policy.js';
 
 /** After SIGTERM, how long a git call's process group may take to end before SIGKILL. */
@@ -78,15 +79,32 @@ export class GitRunner implements OnApplicationShutdown {
     };
   }
 
-  /** `git <args>` in `cwd`, with `input` on its stdin; resolves with its stdout. */
-  run(args: string[], cwd: string, input?: string): Promise<Buffer> {
+  /**
+   * `git <args>` in `cwd`, with `input` on its stdin; resolves with its stdout. `credentials` answer
+   * the remote's question for `host` only, through a credential helper that reads them from git's
+   * environment: never on a command line (any user of the machine reads those in `ps`), never stored
+   * by a helper of the machine's git config (they are all reset for the call).
+   */
+  run(
+    args: string[],
+    cwd: string,
+    input?: string,
+    credentials?: GitCredentials & { host: string },
+  ): Promise<Buffer> {
     const subcommand = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? '';
     if (this.stopped)
       return Promise.reject(new GitStopped(`git ${subcommand} not started: factoryd is shutting down`));
     return new Promise((resolve, reject) => {
-      const child = spawn('git', [...this.options, ...args], {
+      const child = spawn('git', [...this.options, ...(credentials ? CREDENTIAL_OPTIONS : []), ...args], {
         cwd,
-        env: this.env,
+        env: credentials
+          ? {
+              ...this.env,
+              FACTORYD_GIT_HOST: credentials.host,
+              FACTORYD_GIT_USERNAME: credentials.username,
+              FACTORYD_GIT_PASSWORD: credentials.password,
+            }
+          : this.env,
         detached: true, // its own process group, so that ending it reaches git's helpers
         stdio: ['pipe', 'pipe', 'pipe'],
       });
@@ -155,6 +173,17 @@ export class GitRunner implements OnApplicationShutdown {
     clearTimeout(grace);
   }
 }
+
+/**
+ * An empty `credential.helper` drops the helpers of the machine's config (a `store` helper would write
+ * the password to a file); the one left answers `get` for the expected host from the environment.
+ */
+const CREDENTIAL_OPTIONS = [
+  '-c',
+  'credential.helper=',
+  '-c',
+  'credential.helper=!f() { test "$1" = get || exit 0; while read -r l; do case "$l" in host=*) h="${l#host=}";; esac; done; test "$h" = "$FACTORYD_GIT_HOST" && printf "username=%s\\npassword=%s\\n" "$FACTORYD_GIT_USERNAME" "$FACTORYD_GIT_PASSWORD"; }; f',
+];
 
 /** SIGTERM to the group now, SIGKILL to whatever of it is left after the grace period. */
 function endGroup(pgid: number | undefined): void {

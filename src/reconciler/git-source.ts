@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { GitStopped, GitTimedOut, type GitRunner } from './git-runner.js';
+import type { GitCredentials } from './repository-credentials.js';
 
 /** A blob of the tree at a commit, as listed: its size is known before it is read. */
 export interface ListedBlob {
@@ -14,6 +15,8 @@ export interface FactorySourceRef {
   id: string;
   repoUrl: string;
   branch: string;
+  /** What the remote is told when it asks (from the team secret named by the factory). */
+  credentials?: GitCredentials;
 }
 
 /**
@@ -55,6 +58,8 @@ export class GitSource {
           `+refs/heads/${f.branch}:refs/heads/${f.branch}`,
         ],
         mirror,
+        undefined,
+        f.credentials && { ...f.credentials, host: hostOf(f.repoUrl) },
       );
     } catch (err) {
       if (err instanceof GitStopped) throw err;
@@ -134,6 +139,14 @@ export async function catFileBatch(
     at = nl + 1 + n + 1;
   }
   return blobs;
+}
+
+function hostOf(repoUrl: string): string {
+  try {
+    return new URL(repoUrl).host;
+  } catch {
+    return '';
+  }
 }
 
 /** Git's own messages may echo a clone URL with its credentials: strip them. */

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fromRoot } from '../common/paths.js';
 import type { Config, RepoRoot } from '../config/config.js';
 import type { DefinitionStore } from './definition-store.js';
+import { splitCredentials } from './repository-credentials.js';
 
 /**
  * The transports a factory's repository may be fetched over. Git is told the same (GitSource), so a
@@ -51,6 +52,7 @@ export class RepositoryPolicy {
    * not through `repoUrl`, whose links may have moved since).
    */
   async check(repoUrl: string, owner: RepositoryOwner): Promise<string | undefined> {
+    splitCredentials(repoUrl); // throws for credentials no transport may carry
     if (isRemote(repoUrl)) return undefined;
     if (!existsSync(repoUrl))
       throw new RepositoryRefused(`${repoUrl} does not exist: give ${HOW_TO_GIVE} that exists`);

@@ -21,6 +21,7 @@ import { RunTransitionsStarted1763686500000 } from './1763686500000-run-transiti
 import { NotificationEndpointPacing1763687000000 } from './1763687000000-notification-endpoint-pacing.js';
 import { RunCreatedOutboxPerStatement1763688500000 } from './1763688500000-run-created-outbox-per-statement.js';
 import { RunMetadataStatistics1763688600000 } from './1763688600000-run-metadata-statistics.js';
+import { RepositoryCredentials1763690320000 } from './1763690320000-repository-credentials.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   NotificationEndpointPacing1763687000000,
   RunCreatedOutboxPerStatement1763688500000,
   RunMetadataStatistics1763688600000,
+  RepositoryCredentials1763690320000,
 ];
