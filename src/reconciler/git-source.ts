@@ -8,6 +8,8 @@ export interface ListedBlob {
   path: string;
   sha: string;
   size: number;
+  /** Mode 120000: a symbolic link, whose blob is its target's path. */
+  link?: boolean;
 }
 
 /** Where a factory's definition comes from. */
@@ -89,9 +91,10 @@ export class GitSource {
     for (const line of listing.split('\0')) {
       if (!line) continue;
       const tab = line.indexOf('\t');
-      const [, type, sha, size] = line.slice(0, tab).split(/ +/);
+      const [mode, type, sha, size] = line.slice(0, tab).split(/ +/);
       const path = line.slice(tab + 1);
-      if (type === 'blob' && wanted(path)) blobs.push({ path, sha, size: Number(size) });
+      if (type === 'blob' && wanted(path))
+        blobs.push({ path, sha, size: Number(size), ...(mode === '120000' && { link: true }) });
     }
     return blobs;
   }

@@ -173,4 +173,31 @@ describe('a local repository is read without following a link out of its git dat
     expect(factory.last_applied_revision).toBe(first.revision);
     expect(JSON.stringify(factory)).not.toContain('Acme payroll lead');
   });
+
+  it('a definition file committed as a symbolic link: `factoryd validate` and the reconciler give the same error (issue #32, 8)', async () => {
+    const repo = evilRepo();
+    const outside = join(scratch, `prompt-${newUid()}.md`);
+    writeFileSync(outside, '---\ndescription: from outside the repository\n---\nOutside.\n');
+    replaceWithLink(join(repo.dir, 'agents', 'fixer', 'agent.md'), outside);
+    git(repo.dir, 'add', '-A');
+    git(repo.dir, 'commit', '--quiet', '-m', 'link');
+    const expected = {
+      path: 'agents/fixer/agent.md',
+      line: 1,
+      message: expect.stringContaining(
+        'the file is a symbolic link: a definition file must be a regular file',
+      ),
+    };
+    const validated = await cli(['validate', repo.dir, '--offline', '--json']);
+    expect(validated.code).toBe(1);
+    expect(JSON.parse(validated.stdout).errors).toEqual([expected]);
+    const r = await cli(['factories', 'add', 'linked', '--repo', repo.dir, '--team', 'evil', '--json']);
+    const { uid } = JSON.parse(r.stdout);
+    expect((await t.call('POST', `/api/v1/factory/${uid}/refresh`, undefined, evilKey)).status).toBe(202);
+    const failed = await eventually(async () => {
+      const { applies } = (await t.call('GET', `/api/v1/factory/${uid}/applies`, undefined, evilKey)).body;
+      return applies?.find((a: { result: string }) => a.result === 'failed');
+    }, 'the failed apply');
+    expect(failed.errors).toEqual([expected]);
+  });
 });

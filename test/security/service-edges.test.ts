@@ -79,6 +79,19 @@ describe('factoryd serve at its edges (docs/operations.md, docs/security.md)', (
     for (const s of schemas) expect(s.url.startsWith(`${url}/api/v1/factory-files/schemas/`)).toBe(true);
   });
 
+  it('refuses at save time a notification URL whose IPv6 literal carries a private IPv4 address', async () => {
+    for (const host of ['[::7f00:1]', '[::ffff:0:a9fe:a9fe]', '[2002:7f00:1::]', '[64:ff9b::a00:1]']) {
+      const res = await fetch(`${url}/api/v1/notifications/endpoints`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'probe', url: `https://${host}/hook` }),
+      });
+      const body = (await res.json()) as { detail?: string };
+      expect(res.status, host).toBe(400);
+      expect(body.detail, host).toMatch(/url points at a private or loopback address/);
+    }
+  });
+
   it('stops within the connect limit, naming the host and not the password, when the database never answers', async () => {
     const held: Socket[] = [];
     const silent = createServer((s) => held.push(s)); // accepts, reads, never answers

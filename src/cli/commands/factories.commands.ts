@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { join, relative, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -66,13 +66,15 @@ export function readFolder(dir: string): { tree: Map<string, string>; errors: De
     for (const entry of readdirSync(d)) {
       if (entry === '.git' || entry === 'node_modules') continue;
       const full = join(d, entry);
-      const stat = statSync(full);
+      // Not followed: the service reads a committed link as a link (checkTreeLimits says why).
+      const stat = lstatSync(full);
       if (stat.isDirectory()) walk(full);
       else {
         const path = relative(dir, full).split('\\').join('/');
         if (!placementOf(path)) continue;
         // A FIFO or a device would never end a read.
-        if (stat.isFile()) listed.push({ path, size: stat.size });
+        if (stat.isSymbolicLink()) listed.push({ path, size: 0, link: true });
+        else if (stat.isFile()) listed.push({ path, size: stat.size });
         else errors.push({ path, line: 1, message: 'not a regular file: it was not read' });
       }
     }
