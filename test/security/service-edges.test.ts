@@ -92,6 +92,21 @@ describe('factoryd serve at its edges (docs/operations.md, docs/security.md)', (
     }
   });
 
+  it('caps the notification endpoints a team makes through the API at 100, with a 409 that says so', async () => {
+    const create = (name: string) =>
+      fetch(`${url}/api/v1/notifications/endpoints`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name, url: 'https://hooks.example.com/x' }),
+      });
+    for (let i = 0; i < 100; i++) expect((await create(`e${i}`)).status).toBe(201);
+    const over = await create('one-too-many');
+    expect(over.status).toBe(409);
+    expect(((await over.json()) as { detail: string }).detail).toBe(
+      'this team already has 100 notification endpoints, the most it may have: delete one first',
+    );
+  });
+
   it('stops within the connect limit, naming the host and not the password, when the database never answers', async () => {
     const held: Socket[] = [];
     const silent = createServer((s) => held.push(s)); // accepts, reads, never answers
