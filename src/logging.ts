@@ -9,6 +9,27 @@ export function redactUrl(url: string): string {
   return url.replace(/^(\/webhooks\/w\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
 }
 
+/**
+ * A request's URL as logged: its path (a webhook token redacted) and the names of its query
+ * parameters, never their values. A caller may put a credential in any of them (`?api_key=…`,
+ * `?token=…`); a list of sensitive names would miss the next one.
+ */
+export function loggedUrl(url: string): { url: string; query?: string[] } {
+  const at = url.indexOf('?');
+  if (at < 0) return { url: redactUrl(url) };
+  const names = [...new Set(new URLSearchParams(url.slice(at + 1)).keys())];
+  return { url: redactUrl(url.slice(0, at)), query: names };
+}
+
+/**
+ * A request's level: a bug (5xx) at error; the caller's mistake (4xx) and a 503 — the database or a
+ * backend is away for a while, answered with Retry-After (docs/operations.md) — at warn; the rest at info.
+ */
+export function requestLevel(status: number | undefined): 'info' | 'warn' | 'error' {
+  if (status === undefined || status < 400) return 'info';
+  return status < 500 || status === 503 ? 'warn' : 'error';
+}
+
 const LOGGED_HEADERS = ['user-agent', 'content-type', 'content-length', 'x-team-uid'];
 
 /**
@@ -37,16 +58,16 @@ export function installLogging(app: NestFastifyApplication, config: Config): voi
   });
 }
 
-/** The request's line: 5xx at error, 4xx at warn, the rest (and a caller gone before the answer) at info. */
+/** The request's line, at its `requestLevel` (a caller gone before the answer: info). */
 function logRequest(logger: Pino, req: FastifyRequest, reply?: FastifyReply): void {
   const status = reply?.statusCode;
-  const level = status === undefined || status < 400 ? 'info' : status < 500 ? 'warn' : 'error';
+  const level = requestLevel(status);
   if (!logger.isLevelEnabled(level)) return;
   const line = {
     req: {
       id: req.id,
       method: req.method,
-      url: redactUrl(req.url),
+      ...loggedUrl(req.url),
       remoteAddress: req.raw.socket?.remoteAddress,
       headers: Object.fromEntries(
         LOGGED_HEADERS.filter((h) => req.headers[h]).map((h) => [h, req.headers[h]]),

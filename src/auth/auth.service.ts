@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { AuthenticationRequired, InvalidRequest, NotAuthorized } from '../common/problem.js';
-import { CONFIG, type Config } from '../config/config.js';
+import { CONFIG, TEAM_NAME, type Config } from '../config/config.js';
 import { generateApiKey, hashApiKey, workerKeyProblem, type Scope } from './api-key.js';
 import type { AuthContext, TeamRef } from './auth-context.js';
 import { AuthRepository, type KeyRecord } from './auth.repository.js';
@@ -77,7 +77,7 @@ export class AuthService {
   }
 
   async createTeam(name: string): Promise<TeamRef> {
-    if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(name)) {
+    if (!TEAM_NAME.test(name)) {
       throw new InvalidRequest(
         'team name must be 1-63 characters of a-z, 0-9 and -, starting with a letter or digit',
       );

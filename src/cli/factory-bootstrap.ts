@@ -10,6 +10,11 @@ import { ManagedRepositories, regularFileAt } from '../management/managed-reposi
 import { generatedSecretKind } from '../management/webhook-file.js';
 import { GitRunner } from '../git/git-runner.js';
 import { GitSource } from '../reconciler/git-source.js';
+import {
+  keepCredentials,
+  splitCredentials,
+  withoutCredentials,
+} from '../reconciler/repository-credentials.js';
 import { exampleRepositoryPath, RepositoryPolicy } from '../reconciler/repository-policy.js';
 import { ReconcileScheduler } from '../reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../reconciler/reconciler.js';
@@ -58,7 +63,7 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
 
   if (config.factoryRepo && resolve(config.factoryRepo) !== resolve(EXAMPLE)) {
     const repoUrl = GitSource.isLocal(config.factoryRepo) ? resolve(config.factoryRepo) : config.factoryRepo;
-    if (existing.some((f) => f.repoUrl === repoUrl)) return nothing;
+    if (existing.some((f) => f.repoUrl === withoutCredentials(repoUrl))) return nothing;
     const name = await factoryNameOf(runner, repoUrl, config.factoryBranch);
     await new RepositoryPolicy(config, store).check(repoUrl, {
       teamId: team.id,
@@ -66,14 +71,26 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
       name,
       managed: false,
     });
-    const f = await store.register({ teamId: team.id, name, repoUrl, branch: config.factoryBranch });
+    const split = splitCredentials(repoUrl);
+    const f = await store.register({
+      teamId: team.id,
+      name,
+      repoUrl: split?.url ?? repoUrl,
+      branch: config.factoryBranch,
+    });
     if (!f)
       return {
         lines: [`factory: team default already has a factory named ${name}; FACTORY_REPO not registered`],
         secrets: [],
       };
+    if (split) {
+      const secret = await keepCredentials({ store, secrets: app.get(SecretsService) }, f, split);
+      lines.push(`factory: the credentials in FACTORY_REPO are kept as the team secret ${secret}`);
+    }
     const out = await reconciler.request(f.id);
-    lines.push(`factory: ${name} from ${config.factoryRepo} (${config.factoryBranch}): ${out.result}`);
+    lines.push(
+      `factory: ${name} from ${withoutCredentials(config.factoryRepo)} (${config.factoryBranch}): ${out.result}`,
+    );
     for (const e of out.errors.slice(0, 10)) lines.push(`  ${e.path}:${e.line}: ${e.message}`);
     return { lines, secrets: [] };
   }

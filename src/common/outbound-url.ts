@@ -27,18 +27,13 @@ export function endpointUrlProblem(url: string, allowPrivate: boolean): string |
 }
 
 /**
- * Loopback, private, link-local (cloud metadata), unspecified, CGNAT, multicast and reserved ranges,
- * IPv4-mapped IPv6 included: where a notification must not reach unless private URLs are allowed (SSRF).
+ * Loopback, private, link-local (cloud metadata), unspecified, CGNAT, multicast and reserved ranges;
+ * for IPv6 also every form that carries an IPv4 address (mapped `::ffff:a.b.c.d`, compatible
+ * `::a.b.c.d` — `[::7f00:1]` is 127.0.0.1 —, translated `::ffff:0:a.b.c.d`, 6to4 `2002:…`) judged
+ * by that address, and NAT64 and Teredo as a whole (a gateway turns them into any IPv4 address):
+ * where a notification must not reach unless private URLs are allowed (SSRF).
  */
 export function isPrivateAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return isPrivateAddress(mapped[1]!);
-  // The same, as URL parsing writes it (::ffff:c0a8:1).
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (hex) {
-    const [hi, lo] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
-    return isPrivateAddress(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
-  }
   if (isIP(address) === 4) {
     const [a, b] = address.split('.').map(Number) as [number, number];
     return (
@@ -53,13 +48,40 @@ export function isPrivateAddress(address: string): boolean {
       a >= 224
     );
   }
-  const v6 = address.toLowerCase();
+  const g = ipv6Groups(address);
+  if (!g) return true; // not an address this check understands: not a safe one
+  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zeros(0, 5) && (g[5] === 0 || g[5] === 0xffff)) {
+    if (g[5] === 0 && g[6] === 0 && g[7] <= 1) return true; // :: and ::1
+    return isPrivateAddress(v4(g[6]!, g[7]!)); // compatible ::a.b.c.d and mapped ::ffff:a.b.c.d
+  }
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return isPrivateAddress(v4(g[6]!, g[7]!));
+  if (g[0] === 0x2002) return isPrivateAddress(v4(g[1]!, g[2]!)); // 6to4
   return (
-    v6 === '::' ||
-    v6 === '::1' ||
-    /^f[cd]/.test(v6) ||
-    /^fe[89ab]/.test(v6) ||
-    /^ff/.test(v6) ||
-    v6.startsWith('64:ff9b:')
+    (g[0] === 0x64 && g[1] === 0xff9b) || // NAT64, well-known and local-use prefixes
+    (g[0] === 0x2001 && g[1] === 0) || // Teredo
+    (g[0] === 0x2001 && g[1] === 0xdb8) || // documentation
+    (g[0] === 0x100 && zeros(1, 4)) || // discard-only
+    (g[0]! & 0xfe00) === 0xfc00 || // unique local
+    (g[0]! & 0xffc0) === 0xfe80 || // link-local
+    (g[0]! & 0xffc0) === 0xfec0 || // site-local (deprecated)
+    (g[0]! & 0xff00) === 0xff00 // multicast
   );
+}
+
+/** The eight 16-bit groups of an IPv6 address (`::` expanded, a trailing dotted quad read), or undefined. */
+function ipv6Groups(address: string): number[] | undefined {
+  if (isIP(address) !== 6) return undefined;
+  let text = address.toLowerCase().replace(/%.*$/, '');
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const part = (p: string | undefined) => (p ? p.split(':').map((x) => parseInt(x, 16)) : []);
+  const [h, t] = [part(head), part(tail)];
+  const groups = tail === undefined ? h : [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t];
+  return groups.length === 8 ? groups : undefined;
 }

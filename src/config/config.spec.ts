@@ -29,10 +29,14 @@ describe('loadConfig', () => {
     expect([...read].filter((name) => !SERVICE_VARIABLES.includes(name))).toEqual([]);
   });
 
-  it('reads FACTORY_REPO_ROOTS as absolute folders separated by ":"', () => {
-    expect(loadConfig({ FACTORY_REPO_ROOTS: '/srv/factories:/home/ci/repos/' }).factoryRepoRoots).toEqual([
-      '/srv/factories',
-      '/home/ci/repos',
+  it('reads FACTORY_REPO_ROOTS as absolute folders separated by ":", each shared or bound to a team', () => {
+    expect(
+      loadConfig({ FACTORY_REPO_ROOTS: '/srv/factories:acme=/home/ci/repos/:ops-2=/srv/ops' })
+        .factoryRepoRoots,
+    ).toEqual([
+      { folder: '/srv/factories' },
+      { folder: '/home/ci/repos', team: 'acme' },
+      { folder: '/srv/ops', team: 'ops-2' },
     ]);
   });
 
@@ -138,7 +142,13 @@ describe('loadConfig', () => {
 
   const bad: Array<[string, string, RegExp]> = [
     ['PORT', 'eighty', /whole number from 0 to 65535/],
-    ['FACTORY_REPO_ROOTS', '/srv/ok:repos', /must list absolute folders separated by ":", got "repos"/],
+    [
+      'FACTORY_REPO_ROOTS',
+      '/srv/ok:repos',
+      /must list absolute folders \(or TEAM=\/folder\) separated by ":", got "repos"/,
+    ],
+    ['FACTORY_REPO_ROOTS', 'acme=repos', /got "acme=repos"/],
+    ['FACTORY_REPO_ROOTS', 'Acme Ops=/srv/x', /"Acme Ops" in "Acme Ops=\/srv\/x" is not a team name/],
     ['PORT', '65536', /from 0 to 65535/],
     ['PORT', '-1', /whole number/],
     ['FACTORY_POLL_SECONDS', '0', /from 1 to 86400/],

@@ -16,9 +16,10 @@ export interface Config {
   factoryBranch: string;
   /**
    * Folders under which a factory's repository may be a local path (docs/security.md, "Factory
-   * registration"); empty: none beyond FACTORY_REPO and the example factory.
+   * registration"): each bound to one team (`team=/folder`), or shared by every team (`/folder`);
+   * empty: none beyond FACTORY_REPO and the example factory.
    */
-  factoryRepoRoots: string[];
+  factoryRepoRoots: RepoRoot[];
   factoryPollSeconds: number;
   /** The time limit of one git call (a fetch, or local plumbing); see GitRunner. */
   gitTimeoutSeconds: number;
@@ -177,6 +178,12 @@ export const SERVICE_VARIABLES = [
 const refusedInHarness = (name: string) =>
   SERVICE_VARIABLES.includes(name) || name.startsWith('FACTORYD_') || name.startsWith('PG');
 
+/** A folder local repositories may live under, and the one team it is for (none: every team). */
+export interface RepoRoot {
+  folder: string;
+  team?: string;
+}
+
 export class ConfigError extends Error {
   constructor(
     readonly variable: string,
@@ -205,7 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     factoryRepo: str(env, 'FACTORY_REPO'),
     factoryBranch: branch(env, 'FACTORY_BRANCH') ?? 'main',
-    factoryRepoRoots: folders(env, 'FACTORY_REPO_ROOTS'),
+    factoryRepoRoots: repoRoots(env),
     factoryPollSeconds: int(env, 'FACTORY_POLL_SECONDS', 10, 1, 86400),
     gitTimeoutSeconds: int(env, 'GIT_TIMEOUT_SECONDS', 60, 1, 3600),
     secretsKey: secretsKey(env),
@@ -423,7 +430,10 @@ function branch(env: Env, name: string): string | undefined {
   return v;
 }
 
-/** A list of absolute folders separated by the platform's path delimiter (`:`), like PATH. */
+/**
+ * FACTORY_REPO_ROOTS: entries separated by the platform's path delimiter (`:`), like PATH; each an
+ * absolute folder bound to a team (`acme=/srv/repos/acme`) or, alone, shared by every team.
+ */
 function folders(env: Env, name: string): string[] {
   const v = str(env, name);
   if (v === undefined) return [];
@@ -433,6 +443,33 @@ function folders(env: Env, name: string): string[] {
     throw new ConfigError(name, `must list absolute folders separated by "${delimiter}", got "${relative}"`);
   return list.map((f) => resolve(f));
 }
+
+function repoRoots(env: Env): RepoRoot[] {
+  const name = 'FACTORY_REPO_ROOTS';
+  const v = str(env, name);
+  if (v === undefined) return [];
+  return v
+    .split(delimiter)
+    .filter((entry) => entry.trim() !== '')
+    .map((entry) => {
+      const bound = /^([^=/]*)=(.*)$/.exec(entry);
+      const [team, folder] = bound ? [bound[1], bound[2]] : [undefined, entry];
+      if (team !== undefined && !TEAM_NAME.test(team))
+        throw new ConfigError(
+          name,
+          `"${team}" in "${entry}" is not a team name (a-z, 0-9 and -): bind a folder to a team as TEAM=/folder`,
+        );
+      if (!isAbsolute(folder))
+        throw new ConfigError(
+          name,
+          `must list absolute folders (or TEAM=/folder) separated by "${delimiter}", got "${entry}"`,
+        );
+      return team === undefined ? { folder: resolve(folder) } : { folder: resolve(folder), team };
+    });
+}
+
+/** What a team's name may be (AuthService.createTeam; a FACTORY_REPO_ROOTS binding). */
+export const TEAM_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 function secretsKey(env: Env): Buffer | undefined {
   const v = str(env, 'SECRETS_KEY');

@@ -13,10 +13,21 @@ import { MIGRATIONS } from './migrations/index.js';
  */
 class ListenedClient extends pg.Client {
   constructor(config?: string | pg.ClientConfig) {
-    super(config);
+    // Each connection's own limit (not the pool's, which would also bound the wait for a free client).
+    super(
+      typeof config === 'string'
+        ? { connectionString: config, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }
+        : { ...config, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
+    );
     this.on('error', () => undefined);
   }
 }
+
+/**
+ * How long one connection may take to be ready for queries: a server that accepts and never answers
+ * (a wrong port, a stuck proxy, a paused VM) must not hang the start without a word.
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
 
 export function createDataSource(url: string, poolSize = 20): DataSource {
   return new DataSource({
@@ -34,9 +45,26 @@ export function createDataSource(url: string, poolSize = 20): DataSource {
 /** Connects and applies pending migrations; returns the initialised data source. */
 export async function openDatabase(url: string, poolSize?: number): Promise<DataSource> {
   const ds = createDataSource(url, poolSize);
-  await ds.initialize();
+  try {
+    await ds.initialize();
+  } catch (err) {
+    throw new Error(
+      `cannot connect to PostgreSQL at ${whereIs(url)} (DATABASE_URL): ${err instanceof Error ? err.message : String(err)}; check that the server runs there and answers (the limit is ${CONNECT_TIMEOUT_MS / 1000} s a connection)`,
+      { cause: err },
+    );
+  }
   await ds.runMigrations();
   return ds;
+}
+
+/** The server and database of a connection URL, never its user or password. */
+function whereIs(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.host || 'localhost'}${u.pathname}`;
+  } catch {
+    return 'the configured address';
+  }
 }
 
 export async function pendingMigrations(ds: DataSource): Promise<boolean> {

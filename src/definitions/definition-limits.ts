@@ -5,6 +5,8 @@ import { placementOf } from './definition-file.js';
 export interface ListedFile {
   path: string;
   size: number;
+  /** A symbolic link (git mode 120000, or a link on disk): never read as a definition file. */
+  link?: boolean;
 }
 
 /**
@@ -18,6 +20,15 @@ export function checkTreeLimits(files: ListedFile[]): DefinitionError[] {
   let total = 0;
   let countReported = false;
   let bytesReported = false;
+  // git stores a link as a blob holding its target's path: the reconciler would read that path as the
+  // file, where `factoryd validate` on a checkout would follow it. Neither is what the author meant.
+  for (const { path } of sorted.filter((f) => f.link))
+    errors.push({
+      path,
+      line: 1,
+      message:
+        'the file is a symbolic link: a definition file must be a regular file in the repository (the service reads a link as the text of its target path, never the target): it was not read',
+    });
   sorted.forEach(({ path, size }, i) => {
     const limit = isYamlFile(path) ? DEFINITION_LIMITS.yamlBytes : DEFINITION_LIMITS.fileBytes;
     if (size > limit)

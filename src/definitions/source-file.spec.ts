@@ -22,6 +22,22 @@ describe('SourceFile: YAML as data, within limits', () => {
     });
   });
 
+  it('a byte-order mark before the opening changes nothing: a tag is still refused, a bare `---` still read', () => {
+    // Issue #32, 8: `\uFEFF---constructor` got past the tag check (the mark hid it) and gray-matter,
+    // which drops the mark itself, then silently dropped the front matter.
+    for (const tag of ['constructor', 'toString', 'js', '__proto__']) {
+      const f = SourceFile.markdown('agents/a/agent.md', `\uFEFF---${tag}\ndescription: x\n---\nbody\n`);
+      expect(f.data).toBeUndefined();
+      expect(f.errors[0]).toMatchObject({
+        line: 1,
+        message: expect.stringContaining(`\`---${tag}\` would name an engine`),
+      });
+    }
+    const bare = SourceFile.markdown('agents/a/agent.md', '\uFEFF---\ndescription: x\n---\nbody\n');
+    expect(bare.errors).toEqual([]);
+    expect(bare.data).toEqual({ description: 'x' });
+  });
+
   it('nesting deeper than the limit is an error at the line of the too-deep collection', () => {
     const depth = DEFINITION_LIMITS.yamlDepth + 1;
     const text = Array.from({ length: depth }, (_, i) => `${'  '.repeat(i)}k${i}:`).join('\n') + ' x\n';

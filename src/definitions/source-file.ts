@@ -43,7 +43,9 @@ export class SourceFile {
    * the text — so a tagged opening is an error before gray-matter sees the file, and the other
    * engines are replaced by ones that refuse in case it ever chose one anyway.
    */
-  static markdown(path: string, content: string): SourceFile {
+  static markdown(path: string, marked: string): SourceFile {
+    // gray-matter drops a byte-order mark itself: dropped here first, so the tag check sees what it sees.
+    const content = marked.replace(/^\uFEFF/, '');
     const lines = new LineCounter();
     const tag = FRONT_MATTER_OPENING.exec(content)?.[1].trim();
     if (tag)

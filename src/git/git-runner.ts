@@ -81,15 +81,32 @@ export class GitRunner implements OnApplicationShutdown {
   /**
    * `git <args>` in `cwd`, with `input` on its stdin; resolves with its stdout. `env`: variables of
    * this call alone (a credential helper's, read from its environment: never on a command line).
+   * `credentials` answer the remote's question for `host` only, through a credential helper that
+   * reads them from git's environment: never on a command line (any user of the machine reads those
+   * in `ps`), never stored by a helper of the machine's git config (they are all reset for the call).
    */
-  run(args: string[], cwd: string, input?: string, env?: Record<string, string>): Promise<Buffer> {
+  run(
+    args: string[],
+    cwd: string,
+    input?: string,
+    env?: Record<string, string>,
+    credentials?: GitCredentials & { host: string },
+  ): Promise<Buffer> {
     const subcommand = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? '';
     if (this.stopped)
       return Promise.reject(new GitStopped(`git ${subcommand} not started: factoryd is shutting down`));
     return new Promise((resolve, reject) => {
-      const child = spawn('git', [...this.options, ...args], {
+      const child = spawn('git', [...this.options, ...(credentials ? CREDENTIAL_OPTIONS : []), ...args], {
         cwd,
-        env: env ? { ...this.env, ...env } : this.env,
+        env: {
+          ...this.env,
+          ...env,
+          ...(credentials && {
+            FACTORYD_GIT_HOST: credentials.host,
+            FACTORYD_GIT_USERNAME: credentials.username,
+            FACTORYD_GIT_PASSWORD: credentials.password,
+          }),
+        },
         detached: true, // its own process group, so that ending it reaches git's helpers
         stdio: ['pipe', 'pipe', 'pipe'],
       });
@@ -157,6 +174,23 @@ export class GitRunner implements OnApplicationShutdown {
     ]);
     clearTimeout(grace);
   }
+}
+
+/**
+ * An empty `credential.helper` drops the helpers of the machine's config (a `store` helper would write
+ * the password to a file); the one left answers `get` for the expected host from the environment.
+ */
+const CREDENTIAL_OPTIONS = [
+  '-c',
+  'credential.helper=',
+  '-c',
+  'credential.helper=!f() { test "$1" = get || exit 0; while read -r l; do case "$l" in host=*) h="${l#host=}";; esac; done; test "$h" = "$FACTORYD_GIT_HOST" && printf "username=%s\\npassword=%s\\n" "$FACTORYD_GIT_USERNAME" "$FACTORYD_GIT_PASSWORD"; }; f',
+];
+
+/** What git is given when an https:// (or git://) remote asks who is fetching. */
+export interface GitCredentials {
+  username: string;
+  password: string;
 }
 
 /** SIGTERM to the group now, SIGKILL to whatever of it is left after the grace period. */

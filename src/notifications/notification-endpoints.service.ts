@@ -90,6 +90,9 @@ export interface AttemptListQuery {
   limit: number;
 }
 
+/** Notification endpoints the API may make per team (every one is a delivery per event). */
+export const MAX_API_ENDPOINTS_PER_TEAM = 100;
+
 /**
  * The API's endpoint operations, all within the caller's team (another team's endpoint is a 404).
  * Secrets are `whsec_…`, sealed at rest with the team secrets' cipher (bound to the endpoint's id),
@@ -107,17 +110,28 @@ export class NotificationEndpoints {
     this.checkUrl(req.url);
     const id = newUuid();
     const secret = generateSecret('whsec');
-    const row = await this.repo.insertEndpoint({
-      id,
-      team_id: auth.team.id,
-      factory_id: factoryId,
-      name: req.name,
-      url: req.url,
-      event_types: [...new Set(req.event_types ?? [])],
-      description: req.description ?? null,
-      secret: this.cipher.encrypt(secret, id),
-      enabled: req.enabled ?? true,
-    });
+    const row = await this.repo.insertEndpoint(
+      {
+        id,
+        team_id: auth.team.id,
+        factory_id: factoryId,
+        name: req.name,
+        url: req.url,
+        event_types: [...new Set(req.event_types ?? [])],
+        description: req.description ?? null,
+        secret: this.cipher.encrypt(secret, id),
+        enabled: req.enabled ?? true,
+      },
+      MAX_API_ENDPOINTS_PER_TEAM,
+    );
+    if (
+      !row &&
+      factoryId === null &&
+      (await this.repo.countApiEndpoints(auth.team.id)) >= MAX_API_ENDPOINTS_PER_TEAM
+    )
+      throw new Conflict(
+        `this team already has ${MAX_API_ENDPOINTS_PER_TEAM} notification endpoints, the most it may have: delete one first`,
+      );
     if (!row)
       throw new Conflict(`an endpoint named ${req.name} already exists in this team; pick another name`);
     return { endpoint: presentEndpoint(row), secret };

@@ -31,6 +31,26 @@ describe('endpoint URLs', () => {
     ).toBe(true);
     expect(['8.8.8.8', '172.32.0.1', '2606:4700::1111'].some(isPrivateAddress)).toBe(false);
   });
+
+  it('reads the IPv4 address inside IPv6 forms, and refuses NAT64 and Teredo whole (issue #32, 8)', () => {
+    const privateOnes = [
+      '::7f00:1', // compatible 127.0.0.1, as URL parsing writes ::127.0.0.1
+      '::127.0.0.1',
+      '::a9fe:a9fe', // 169.254.169.254
+      '::ffff:7f00:1',
+      '::ffff:0:7f00:1', // translated
+      '2002:7f00:1::', // 6to4 of 127.0.0.1
+      '2002:a9fe:a9fe::1',
+      '64:ff9b::7f00:1', // NAT64
+      '64:ff9b:1::8.8.8.8',
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+      'fec0::1',
+      '::',
+      '::1',
+    ];
+    for (const a of privateOnes) expect(isPrivateAddress(a), a).toBe(true);
+    expect(['::808:808', '2002:808:808::1', '2a00:1450:4001:81b::200e'].some(isPrivateAddress)).toBe(false);
+  });
 });
 
 describe('the retry schedule', () => {

@@ -95,19 +95,43 @@ const MESSAGE_COLUMNS = `id, event_id, endpoint_id, type, run_id, payload, event
 export class NotificationsRepository {
   constructor(private readonly db: Database) {}
 
+  /** Inserts the endpoint unless its name is taken or, made by the API, the team has `maxApiEndpoints`. */
   async insertEndpoint(
     e: Omit<
       EndpointRow,
       'created_at' | 'updated_at' | 'consecutive_failures' | 'disabled_reason' | 'failing_since'
     >,
+    maxApiEndpoints: number,
   ): Promise<EndpointRow | undefined> {
     const [row] = await this.db.query<EndpointRow>(
       `INSERT INTO notification_endpoints (id, team_id, factory_id, name, url, event_types, description, secret, enabled)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+        WHERE $3::uuid IS NOT NULL
+           OR (SELECT count(*) FROM notification_endpoints WHERE team_id = $2 AND factory_id IS NULL) < $10
        ON CONFLICT (team_id, name) DO NOTHING RETURNING ${ENDPOINT_COLUMNS}`,
-      [e.id, e.team_id, e.factory_id, e.name, e.url, e.event_types, e.description, e.secret, e.enabled],
+      [
+        e.id,
+        e.team_id,
+        e.factory_id,
+        e.name,
+        e.url,
+        e.event_types,
+        e.description,
+        e.secret,
+        e.enabled,
+        maxApiEndpoints,
+      ],
     );
     return row;
+  }
+
+  /** The endpoints a team made through the API (a factory's are bounded by its definition's limits). */
+  async countApiEndpoints(teamId: string): Promise<number> {
+    const [row] = await this.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM notification_endpoints WHERE team_id = $1 AND factory_id IS NULL`,
+      [teamId],
+    );
+    return row!.n;
   }
 
   async findEndpoint(teamId: string, id: string): Promise<EndpointRow | undefined> {

@@ -13,6 +13,8 @@ export interface FactoryRecord {
   teamName: string;
   name: string;
   repoUrl: string;
+  /** The team secret holding the repository's credentials (repository-credentials.ts), if it needs any. */
+  repoCredentialsSecret: string | null;
   branch: string;
   managed: boolean;
   description: string | null;
@@ -49,7 +51,7 @@ export interface ApplyRecord {
   durationMs: number;
 }
 
-const FACTORY_COLUMNS = `f.id, f.uid, f.team_id, t.name AS team_name, f.name, f.repo_url, f.branch, f.managed,
+const FACTORY_COLUMNS = `f.id, f.uid, f.team_id, t.name AS team_name, f.name, f.repo_url, f.repo_credentials_secret, f.branch, f.managed,
   f.description, f.definition, f.last_attempted_revision, f.last_applied_revision, f.ready, f.reason, f.message,
   f.created_at, f.updated_at`;
 
@@ -61,6 +63,7 @@ export function toFactory(r: Record<string, unknown>): FactoryRecord {
     teamName: r.team_name as string,
     name: r.name as string,
     repoUrl: r.repo_url as string,
+    repoCredentialsSecret: r.repo_credentials_secret as string | null,
     branch: r.branch as string,
     managed: r.managed as boolean,
     description: r.description as string | null,
@@ -103,6 +106,14 @@ export class DefinitionStore {
       [newUid(), input.teamId, input.name, input.repoUrl, input.branch, input.managed ?? false],
     );
     return rows[0] ? this.find(rows[0].id) : undefined;
+  }
+
+  /** The repository URL without credentials, and the team secret that now holds them. */
+  async setRepositoryCredentials(id: string, repoUrl: string, secretName: string): Promise<void> {
+    await this.db.execute(
+      `UPDATE factories SET repo_url = $2, repo_credentials_secret = $3, updated_at = now() WHERE id = $1`,
+      [id, repoUrl, secretName],
+    );
   }
 
   /**

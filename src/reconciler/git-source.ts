@@ -1,12 +1,14 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { GitStopped, GitTimedOut, type GitRunner } from '../git/git-runner.js';
+import { GitStopped, GitTimedOut, type GitCredentials, type GitRunner } from '../git/git-runner.js';
 
 /** A blob of the tree at a commit, as listed: its size is known before it is read. */
 export interface ListedBlob {
   path: string;
   sha: string;
   size: number;
+  /** Mode 120000: a symbolic link, whose blob is its target's path. */
+  link?: boolean;
 }
 
 /** Where a factory's definition comes from. */
@@ -14,6 +16,8 @@ export interface FactorySourceRef {
   id: string;
   repoUrl: string;
   branch: string;
+  /** What the remote is told when it asks (from the team secret named by the factory). */
+  credentials?: GitCredentials;
 }
 
 /**
@@ -31,12 +35,6 @@ export class GitSource {
   /** A repository on this machine (a path), as opposed to a URL git fetches from. */
   static isLocal(repoUrl: string): boolean {
     return !/^[a-z][a-z0-9+.-]*:\/\//i.test(repoUrl) && !/^[^/]+@[^/]+:/.test(repoUrl) && existsSync(repoUrl);
-  }
-
-  /** The git directory of a local repository (its `.git`, or itself when bare). */
-  static async gitDir(git: GitRunner, path: string): Promise<string> {
-    const dir = (await git.text(['rev-parse', '--absolute-git-dir'], path)).trim();
-    return isAbsolute(dir) ? dir : resolve(path, dir);
   }
 
   /**
@@ -61,6 +59,8 @@ export class GitSource {
           `+refs/heads/${f.branch}:refs/heads/${f.branch}`,
         ],
         mirror,
+        undefined,
+        f.credentials && { ...f.credentials, host: hostOf(f.repoUrl) },
       );
     } catch (err) {
       if (err instanceof GitStopped) throw err;
@@ -90,9 +90,10 @@ export class GitSource {
     for (const line of listing.split('\0')) {
       if (!line) continue;
       const tab = line.indexOf('\t');
-      const [, type, sha, size] = line.slice(0, tab).split(/ +/);
+      const [mode, type, sha, size] = line.slice(0, tab).split(/ +/);
       const path = line.slice(tab + 1);
-      if (type === 'blob' && wanted(path)) blobs.push({ path, sha, size: Number(size) });
+      if (type === 'blob' && wanted(path))
+        blobs.push({ path, sha, size: Number(size), ...(mode === '120000' && { link: true }) });
     }
     return blobs;
   }
@@ -140,6 +141,14 @@ export async function catFileBatch(
     at = nl + 1 + n + 1;
   }
   return blobs;
+}
+
+function hostOf(repoUrl: string): string {
+  try {
+    return new URL(repoUrl).host;
+  } catch {
+    return '';
+  }
 }
 
 /** Git's own messages may echo a clone URL with its credentials: strip them. */

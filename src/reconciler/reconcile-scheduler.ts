@@ -44,7 +44,6 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
   constructor(
     @Inject(Reconciler) private readonly reconciler: Reconciler,
     @Inject(DefinitionStore) private readonly store: DefinitionStore,
-    @Inject(GitRunner) private readonly git: GitRunner,
     @Inject(CONFIG) private readonly config: Config,
   ) {
     this.policy = new RepositoryPolicy(config, store);
@@ -114,8 +113,10 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
 
   private async poll(f: FactoryRecord): Promise<void> {
     try {
-      if (!f.managed && GitSource.isLocal(f.repoUrl) && !this.watchers.has(f.id) && (await this.mayRead(f)))
-        await this.watchRefs(f.id, f.repoUrl);
+      if (!f.managed && GitSource.isLocal(f.repoUrl) && !this.watchers.has(f.id)) {
+        const gitDir = await this.mayRead(f);
+        if (gitDir) await this.watchRefs(f.id, gitDir);
+      }
       await this.reconciler.request(f.id);
     } catch (err) {
       this.failed(err, f.id);
@@ -127,17 +128,15 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
     if (!(err instanceof GitStopped)) this.log.warn({ err, factoryId }, 'reconcile failed');
   }
 
-  /** A repository the factory may not read is not watched either (its reconcile records why). */
-  private mayRead(f: FactoryRecord): Promise<boolean> {
-    return this.policy.check(f.repoUrl, f).then(
-      () => true,
-      () => false,
-    );
+  /**
+   * The git directory of a local repository the factory may read; one it may not read is not watched
+   * either (its reconcile records why).
+   */
+  private mayRead(f: FactoryRecord): Promise<string | undefined> {
+    return this.policy.check(f.repoUrl, f).catch(() => undefined);
   }
 
-  private async watchRefs(factoryId: string, repo: string): Promise<void> {
-    if (this.stopped) return;
-    const gitDir = await GitSource.gitDir(this.git, repo);
+  private async watchRefs(factoryId: string, gitDir: string): Promise<void> {
     if (this.stopped) return;
     let debounce: NodeJS.Timeout | undefined;
     const heads = join(gitDir, 'refs', 'heads');
@@ -156,7 +155,7 @@ export class ReconcileScheduler implements OnApplicationBootstrap, OnApplication
         this.reconciler.request(factoryId).catch((err: unknown) => this.failed(err, factoryId));
       }, WATCH_DEBOUNCE_MS);
     });
-    watcher.on('error', (err: unknown) => this.log.warn({ err, repo }, 'watch failed'));
+    watcher.on('error', (err: unknown) => this.log.warn({ err, gitDir }, 'watch failed'));
     this.watchers.set(factoryId, watcher);
     await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
   }

@@ -17,9 +17,10 @@ import {
   type FactoryRecord,
   isSourceFailure,
 } from './definition-store.js';
-import { GitStopped } from '../git/git-runner.js';
+import { GitStopped, type GitCredentials } from '../git/git-runner.js';
 import { GitSource, type ListedBlob } from './git-source.js';
 import { isEmpty, planChanges, summarize, type AppliedState, type Plan, type PlanSummary } from './plan.js';
+import { credentialsOf, keepCredentials, splitCredentials } from './repository-credentials.js';
 import { RepositoryPolicy, RepositoryRefused } from './repository-policy.js';
 
 /** The repository may not be read (RepositoryPolicy): nothing was fetched. */
@@ -225,14 +226,15 @@ export class Reconciler {
       startedAt: this.clock.now(),
       t0: performance.now(),
     };
-    const factory = await this.store.find(factoryId);
-    if (!factory) throw new Error(`factory ${factoryId} does not exist`);
+    const found = await this.store.find(factoryId);
+    if (!found) throw new Error(`factory ${factoryId} does not exist`);
+    const factory = await this.credentialsOutOfUrl(found);
 
     const head = await this.head(factory, opts.revision);
     if (!head.ok) return this.conclude(attempt, factory, head);
-    const revision = head.value;
+    const { revision, from } = head.value;
     if (this.attempted(attempt, factory, revision)) return { result: 'noop', revision, errors: [], factory };
-    const fetched = await this.fetch(factory, revision);
+    const fetched = await this.fetch(from, revision);
     if (!fetched.ok) return this.conclude(attempt, factory, fetched);
 
     let locked = factory;
@@ -261,17 +263,53 @@ export class Reconciler {
   }
 
   /**
+   * A row written before credentials were kept as a team secret (or by hand) with them in its URL:
+   * moved into the secret before anything is fetched, so git never sees them on its command line.
+   */
+  private async credentialsOutOfUrl(factory: FactoryRecord): Promise<FactoryRecord> {
+    let split: ReturnType<typeof splitCredentials>;
+    try {
+      split = splitCredentials(factory.repoUrl);
+    } catch {
+      return factory; // an ssh:// password: the policy refuses the source, and says why
+    }
+    if (!split) return factory;
+    const secret = await keepCredentials({ store: this.store, secrets: this.secrets }, factory, split);
+    this.log.warn(
+      { factory: factory.name, team: factory.teamName, secret },
+      `moved the credentials in the repository URL of factory ${factory.name} into the team secret ${secret}`,
+    );
+    return { ...factory, repoUrl: split.url, repoCredentialsSecret: secret };
+  }
+
+  /**
    * Source, first half: a repository the factory may read (checked on every pass: the row or a symlink
-   * on the path may have changed since registration), and the revision to reconcile.
+   * on the path may have changed since registration), and the revision to reconcile. `from` is where
+   * the pass reads: a local repository at the real git directory the policy checked.
    */
   private async head(
     factory: FactoryRecord,
     revision: string | undefined,
-  ): Promise<Step<string, SourceRefused | FetchFailed>> {
+  ): Promise<Step<{ revision: string; from: FactoryRecord }, SourceRefused | FetchFailed>> {
     return this.fromSource(async () => {
-      await this.policy.check(factory.repoUrl, factory);
-      return revision ?? (await this.source.head(factory));
+      const checked = await this.policy.check(factory.repoUrl, factory);
+      const from = checked
+        ? { ...factory, repoUrl: checked }
+        : { ...factory, credentials: await this.credentials(factory) };
+      return { revision: revision ?? (await this.source.head(from)), from };
     });
+  }
+
+  /** The credentials of a remote repository, from the team secret its factory names. */
+  private async credentials(factory: FactoryRecord): Promise<GitCredentials | undefined> {
+    const name = factory.repoCredentialsSecret;
+    if (!name) return undefined;
+    const secret = await this.secrets.current(factory.teamId, name);
+    if (!secret)
+      throw new Error(
+        `the team secret ${name}, which holds the credentials of the repository, does not exist: set it to USERNAME:PASSWORD (or a token alone) with \`printf %s USERNAME:PASSWORD | factoryd secrets set ${name} --team ${factory.teamName}\``,
+      );
+    return credentialsOf(secret.value);
   }
 
   /** Source, second half: the revision's definition files; the parsed ones come from the cache. */

@@ -1,9 +1,10 @@
-import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fromRoot } from '../common/paths.js';
-import type { Config } from '../config/config.js';
+import type { Config, RepoRoot } from '../config/config.js';
 import { HOW_TO_GIVE, isRemote, RepositoryRefused } from '../git/repository-url.js';
 import type { DefinitionStore } from './definition-store.js';
+import { splitCredentials } from './repository-credentials.js';
 
 export { ALLOWED_TRANSPORTS, isRemote, RepositoryRefused } from '../git/repository-url.js';
 
@@ -37,9 +38,14 @@ export class RepositoryPolicy {
     private readonly store: Pick<DefinitionStore, 'managedRepositoriesOfOtherTeams'>,
   ) {}
 
-  /** Throws RepositoryRefused unless `repoUrl` may be the repository of `owner`. */
-  async check(repoUrl: string, owner: RepositoryOwner): Promise<void> {
-    if (isRemote(repoUrl)) return;
+  /**
+   * Throws RepositoryRefused unless `repoUrl` may be the repository of `owner`. For a local
+   * repository, resolves to the real path of the git directory that was checked: read it there (and
+   * not through `repoUrl`, whose links may have moved since).
+   */
+  async check(repoUrl: string, owner: RepositoryOwner): Promise<string | undefined> {
+    splitCredentials(repoUrl); // throws for credentials no transport may carry
+    if (isRemote(repoUrl)) return undefined;
     if (!existsSync(repoUrl))
       throw new RepositoryRefused(`${repoUrl} does not exist: give ${HOW_TO_GIVE} that exists`);
     const top = realpathSync(repoUrl);
@@ -50,30 +56,40 @@ export class RepositoryPolicy {
     const others = (await this.store.managedRepositoriesOfOtherTeams(owner.teamId)).map(realOr);
     const own = this.ownRepositoryOf(owner);
     const dataDir = realOr(this.config.dataDir);
-    const roots = this.config.factoryRepoRoots.map(realOr);
+    const roots = this.config.factoryRepoRoots.map((r) => ({ ...r, folder: realOr(r.folder) }));
+    const open = roots.filter((r) => r.team === undefined || r.team === owner.teamName);
     // The folder first (a folder inside a refused repository is refused for that); then what git reads
     // through `.git` files, worktrees' common dirs and alternates, each checked the same way.
-    const places = function* () {
-      yield top;
-      yield* gitDataOf(top);
-    };
-    for (const place of places()) {
+    const refuse = (place: string) => {
       const where = place === top ? top : `${top} (its git data at ${place})`;
       if (others.some((m) => inside(place, m)))
         throw new RepositoryRefused(
           `${where} is the managed repository of another team's factory: a team registers only its own repositories`,
         );
-      if (own && inside(place, own)) continue;
+      if (own && inside(place, own)) return;
       if (inside(place, dataDir))
         throw new RepositoryRefused(
           `${where} is inside factoryd's DATA_DIR (${dataDir}), which holds its database, keys and the teams' managed repositories: register the team's own repository (${HOW_TO_GIVE} under FACTORY_REPO_ROOTS), or let factoryd create one with \`factoryd factories add ${owner.name} --managed\``,
         );
-      if (configured) continue;
-      if (!roots.some((root) => inside(place, root)))
+      if (configured) return;
+      // The innermost root decides: a folder bound to a team inside a shared root is that team's alone.
+      const root = roots
+        .filter((r) => inside(place, r.folder))
+        .sort((a, b) => b.folder.length - a.folder.length)[0];
+      if (root?.team !== undefined && root.team !== owner.teamName)
         throw new RepositoryRefused(
-          `${where} is outside FACTORY_REPO_ROOTS (${roots.length ? roots.join(', ') : 'none set'}): set FACTORY_REPO_ROOTS to allow local repositories under ${dirname(place)} (absolute folders separated by ":"), or register the repository by its URL`,
+          `${where} is under ${root.folder}, which FACTORY_REPO_ROOTS gives to the team ${root.team} alone: a team registers only repositories under its own roots (${describeRoots(open)})`,
         );
-    }
+      if (!root)
+        throw new RepositoryRefused(
+          `${where} is outside FACTORY_REPO_ROOTS for the team ${owner.teamName} (${describeRoots(open)}): set FACTORY_REPO_ROOTS to allow local repositories under ${dirname(place)} (absolute folders separated by ":", each TEAM=/folder for one team or /folder for all), or register the repository by its URL`,
+        );
+    };
+    refuse(top);
+    const data = gitDataOf(top);
+    data.places.forEach(refuse);
+    for (const place of data.places) refuseLinksIn(place);
+    return data.gitDir;
   }
 
   /** The repository factoryd itself created for this factory, if it is one it creates. */
@@ -85,33 +101,76 @@ export class RepositoryPolicy {
   }
 }
 
-/** The git directories a repository's top folder reads from (its own, a worktree's common dir, alternates). */
-function gitDataOf(top: string): string[] {
+function describeRoots(roots: RepoRoot[]): string {
+  return roots.length ? roots.map((r) => r.folder).join(', ') : 'none set';
+}
+
+/**
+ * The git directories a repository's top folder reads from (its own, a worktree's common dir,
+ * alternates, alternates of alternates), as real paths; `gitDir` is where to run git.
+ */
+function gitDataOf(top: string): { gitDir: string; places: string[] } {
   const dotGit = join(top, '.git');
   let gitDir: string;
-  const st = statSync(dotGit, { throwIfNoEntry: false });
+  const st = lstatSync(dotGit, { throwIfNoEntry: false });
+  if (st?.isSymbolicLink()) throw linkRefused(dotGit);
   if (st?.isDirectory()) gitDir = dotGit;
   else if (st?.isFile()) {
     const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotGit, 'utf8'))?.[1];
     if (!pointer) throw new RepositoryRefused(`${dotGit} is not a git directory pointer`);
-    gitDir = resolve(top, pointer);
+    gitDir = realOr(resolve(top, pointer));
   } else if (existsSync(join(top, 'HEAD')) && existsSync(join(top, 'objects'))) gitDir = top;
   else
     throw new RepositoryRefused(
       `${top} is not the top folder of a git repository: register the folder that holds .git (or a bare repository)`,
     );
-  const common = existsSync(join(gitDir, 'commondir'))
-    ? resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim())
-    : gitDir;
-  const alternatesFile = join(common, 'objects', 'info', 'alternates');
-  const alternates = existsSync(alternatesFile)
-    ? readFileSync(alternatesFile, 'utf8')
-        .split('\n')
-        .map((l) => l.trim())
-        .filter((l) => l && !l.startsWith('#'))
-        .map((l) => resolve(common, 'objects', l))
-    : [];
-  return [...new Set([gitDir, common, ...alternates].map(realOr))];
+  const commonFile = join(gitDir, 'commondir');
+  const common = existsSync(commonFile) ? realOr(resolve(gitDir, readText(commonFile).trim())) : gitDir;
+  const places = new Set([gitDir, common]);
+  // git follows alternates of alternates (five deep); each object folder is a place it reads.
+  const objectDirs = [join(common, 'objects')];
+  for (const objects of objectDirs) {
+    const file = join(objects, 'info', 'alternates');
+    if (!existsSync(file) || objectDirs.length > 6) continue;
+    for (const line of readText(file).split('\n')) {
+      const entry = line.trim();
+      if (!entry || entry.startsWith('#')) continue;
+      const alternate = realOr(resolve(objects, entry));
+      if (places.has(alternate)) continue;
+      places.add(alternate);
+      objectDirs.push(alternate);
+    }
+  }
+  return { gitDir, places: [...places] };
+}
+
+/** A file of git data read as text; a link there is refused like any other (refuseLinksIn). */
+function readText(file: string): string {
+  if (lstatSync(file).isSymbolicLink()) throw linkRefused(file);
+  return readFileSync(file, 'utf8');
+}
+
+/**
+ * Refuses a symbolic link anywhere in a folder of git data. git follows them (objects/, refs/heads/,
+ * one ref file, packed-refs, HEAD), so a link there reads another repository's commits as this one's;
+ * git itself never creates one. (A hard link needs write access to its target under Linux's default
+ * fs.protected_hardlinks, which a team lacks on another's files.)
+ */
+function refuseLinksIn(folder: string): void {
+  for (const entry of readdirSync(folder, { withFileTypes: true, recursive: true }))
+    if (entry.isSymbolicLink()) throw linkRefused(join(entry.parentPath, entry.name));
+}
+
+function linkRefused(link: string): RepositoryRefused {
+  let target: string;
+  try {
+    target = readlinkSync(link);
+  } catch {
+    target = 'somewhere';
+  }
+  return new RepositoryRefused(
+    `${link} is a symbolic link (to ${target}): git would read whatever it leads to as this repository, another team's included, so a repository's git data may hold no links; replace it with the file or folder itself, or register the repository by its URL`,
+  );
 }
 
 /** The real path (symlinks and `..` resolved) of `p`, or its absolute form when it does not exist. */

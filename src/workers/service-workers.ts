@@ -99,7 +99,16 @@ function repositoryCache(config: Config, workspaceRoot: string): RepositoryCache
   const root = join(workspaceRoot, '.repository-cache');
   let cache = caches.get(root);
   if (!cache)
-    caches.set(root, (cache = new RepositoryCache(root, new GitRunner(config), config.factoryRepoRoots)));
+    caches.set(
+      root,
+      (cache = new RepositoryCache(
+        root,
+        new GitRunner(config),
+        // A root bound to one team (TEAM=/folder) is not offered to environments: the worker does not
+        // know a run's team by name, so only the roots every team shares are open to them.
+        config.factoryRepoRoots.filter((r) => r.team === undefined).map((r) => r.folder),
+      )),
+    );
   return cache;
 }
 

@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -108,7 +109,7 @@ describe('a factory registration stays inside its team (docs/security.md, "Facto
       });
       expect(r.code).not.toBe(0);
       expect(r.stderr).toContain(
-        `${own.dir} is outside FACTORY_REPO_ROOTS (${roots}): set FACTORY_REPO_ROOTS to allow local repositories under ${tmpdir()}`,
+        `${own.dir} is outside FACTORY_REPO_ROOTS for the team evil (${roots}): set FACTORY_REPO_ROOTS to allow local repositories under ${tmpdir()}`,
       );
       // With the variable set to cover it, the same repository registers.
       const ok = await cli(['factories', 'add', 'inside', '--repo', own.dir, '--team', 'evil', '--json']);
@@ -124,6 +125,77 @@ describe('a factory registration stays inside its team (docs/security.md, "Facto
       list.filter((f: { team: string }) => f.team === 'evil').map((f: { name: string }) => f.name),
     ).toEqual(['inside']);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  /** Issue #32, 3: a root bound to one team (FACTORY_REPO_ROOTS=team=/folder) is that team's alone. */
+  describe('a root bound to a team', () => {
+    const roots = mkdtempSync(join(tmpdir(), 'factoryd-bound-roots-'));
+    const [acmeRoot, evilRoot, shared] = ['acme', 'evil', 'shared'].map((d) => join(roots, d));
+    const repoAt = (dir: string) => {
+      mkdirSync(dir, { recursive: true });
+      execFileSync('git', ['init', '--quiet', '--initial-branch=main'], { cwd: dir });
+      writeFileSync(join(dir, 'factory.yaml'), 'schemaVersion: v1alpha1\nname: x\n');
+      execFileSync('git', ['-c', 'user.name=A', '-c', 'user.email=a@x', 'add', '-A'], { cwd: dir });
+      execFileSync('git', ['-c', 'user.name=A', '-c', 'user.email=a@x', 'commit', '-qm', 'x'], { cwd: dir });
+      return dir;
+    };
+    const acmeSkills = repoAt(join(acmeRoot, 'skills'));
+    const sharedAcme = repoAt(join(shared, 'acme', 'skills'));
+    const sharedOther = repoAt(join(shared, 'common'));
+    const evilOwn = repoAt(join(evilRoot, 'own'));
+    const bound = `acme=${acmeRoot}:evil=${evilRoot}:${shared}:acme=${join(shared, 'acme')}`;
+    const add = (team: string, repo: string) =>
+      cli(['factories', 'add', `f-${newUid().slice(0, 6)}`, '--repo', repo, '--team', team], {
+        FACTORY_REPO_ROOTS: bound,
+      });
+    const givenToAcme = (folder: string) =>
+      new RegExp(
+        `is under ${folder}, which FACTORY_REPO_ROOTS gives to the team acme alone: a team registers only repositories under its own roots \\(${evilRoot}, ${shared}\\)`,
+      );
+    afterAll(() => rmSync(roots, { recursive: true, force: true }));
+
+    it("refuses evil a repository under acme's root, and says whose root it is", async () => {
+      const r = await add('evil', acmeSkills);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toMatch(givenToAcme(acmeRoot));
+    });
+
+    it("refuses evil a link in its own root to acme's repository, and alternates into it", async () => {
+      const link = join(evilRoot, 'looks-mine');
+      symlinkSync(acmeSkills, link);
+      expect((await add('evil', link)).stderr).toMatch(givenToAcme(acmeRoot));
+      const borrowing = repoAt(join(evilRoot, 'borrowing'));
+      writeFileSync(
+        join(borrowing, '.git', 'objects', 'info', 'alternates'),
+        join(acmeSkills, '.git', 'objects'),
+      );
+      const r = await add('evil', borrowing);
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toMatch(
+        /\(its git data at .*\) is under .*, which FACTORY_REPO_ROOTS gives to the team acme alone/,
+      );
+    });
+
+    it("refuses evil acme's folder inside a shared root, and leaves it the rest of the shared root", async () => {
+      expect((await add('evil', sharedAcme)).stderr).toMatch(givenToAcme(join(shared, 'acme')));
+      expect((await add('evil', sharedOther)).code).toBe(0);
+    });
+
+    it('registers each team its own', async () => {
+      expect((await add('acme', acmeSkills)).code).toBe(0);
+      expect((await add('acme', sharedAcme)).code).toBe(0);
+      expect((await add('evil', evilOwn)).code).toBe(0);
+    });
+
+    it('refuses a team with no root of its own, saying it has none', async () => {
+      await t.newTeam('nobody');
+      const r = await cli(['factories', 'add', 'x', '--repo', evilOwn, '--team', 'nobody'], {
+        FACTORY_REPO_ROOTS: `evil=${evilRoot}`,
+      });
+      expect(r.stderr).toContain(
+        `${evilOwn} is under ${evilRoot}, which FACTORY_REPO_ROOTS gives to the team evil alone: a team registers only repositories under its own roots (none set)`,
+      );
+    });
   });
 
   it("a row written straight into the database that points at acme's repository fails its apply, with the reason recorded", async () => {

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { join, relative, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -17,6 +17,7 @@ import { GitRunner } from '../../git/git-runner.js';
 import { GitSource } from '../../reconciler/git-source.js';
 import type { PlanSummary } from '../../reconciler/plan.js';
 import { Reconciler, type ReconcileOutcome } from '../../reconciler/reconciler.js';
+import { keepCredentials, splitCredentials } from '../../reconciler/repository-credentials.js';
 import { RepositoryPolicy } from '../../reconciler/repository-policy.js';
 import { SecretCipher } from '../../secrets/secret-cipher.js';
 import { loadSecretsKey } from '../../secrets/secrets-key.js';
@@ -65,13 +66,15 @@ export function readFolder(dir: string): { tree: Map<string, string>; errors: De
     for (const entry of readdirSync(d)) {
       if (entry === '.git' || entry === 'node_modules') continue;
       const full = join(d, entry);
-      const stat = statSync(full);
+      // Not followed: the service reads a committed link as a link (checkTreeLimits says why).
+      const stat = lstatSync(full);
       if (stat.isDirectory()) walk(full);
       else {
         const path = relative(dir, full).split('\\').join('/');
         if (!placementOf(path)) continue;
         // A FIFO or a device would never end a read.
-        if (stat.isFile()) listed.push({ path, size: stat.size });
+        if (stat.isSymbolicLink()) listed.push({ path, size: 0, link: true });
+        else if (stat.isFile()) listed.push({ path, size: stat.size });
         else errors.push({ path, line: 1, message: 'not a regular file: it was not read' });
       }
     }
@@ -257,26 +260,40 @@ export function registerFactoryCommands(program: Command): void {
             if (outcome.result === 'failed') process.exitCode = 1;
             return;
           }
-          const repoUrl = GitSource.isLocal(opts.repo!) ? resolve(opts.repo!) : opts.repo!;
+          const given = GitSource.isLocal(opts.repo!) ? resolve(opts.repo!) : opts.repo!;
           const store = new DefinitionStore(db);
-          await new RepositoryPolicy(config, store).check(repoUrl, {
+          await new RepositoryPolicy(config, store).check(given, {
             teamId: team.id,
             teamName: team.name,
             name,
             managed: false,
           });
+          // Credentials in the URL become a team secret: the row and git's command line never hold them.
+          const split = splitCredentials(given);
           const f = await store.register({
             teamId: team.id,
             name,
-            repoUrl,
+            repoUrl: split?.url ?? given,
             branch: opts.branch,
           });
           if (!f) throw new Error(`team ${team.name} already has a factory named ${name}`);
+          const secret =
+            split && (await keepCredentials({ store, secrets: reconcilerOf(db, config).secrets }, f, split));
           print(
             opts,
-            { uid: f.uid, name: f.name, team: team.name, branch: f.branch },
+            {
+              uid: f.uid,
+              name: f.name,
+              team: team.name,
+              branch: f.branch,
+              repository: split?.url ?? given,
+              ...(secret && { credentials_secret: secret }),
+            },
             () =>
-              `Registered factory ${f.name} (uid ${f.uid}) for team ${team.name}; a running service applies it within FACTORY_POLL_SECONDS (or run \`factoryd apply --factory ${f.name}\`).`,
+              `Registered factory ${f.name} (uid ${f.uid}) for team ${team.name}; a running service applies it within FACTORY_POLL_SECONDS (or run \`factoryd apply --factory ${f.name}\`).` +
+              (secret
+                ? ` The credentials in the URL are kept as the team secret ${secret} (encrypted; git gets them through a credential helper) and the URL without them: rotate them with \`factoryd secrets set ${secret} --team ${team.name}\`.`
+                : ''),
           );
         }),
     );

@@ -25,6 +25,7 @@ import { HarnessUsage1763688700000 } from './1763688700000-harness-usage.js';
 import { HarnessTypes1763689000000 } from './1763689000000-harness-types.js';
 import { RunOutputBounds1763689100000 } from './1763689100000-run-output-bounds.js';
 import { Environments1763689200000 } from './1763689200000-environments.js';
+import { RepositoryCredentials1763690320000 } from './1763690320000-repository-credentials.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   HarnessTypes1763689000000,
   RunOutputBounds1763689100000,
   Environments1763689200000,
+  RepositoryCredentials1763690320000,
 ];
