@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { GitStopped, GitTimedOut, type GitCredentials, type GitRunner } from '../git/git-runner.js';
 
 /** A blob of the tree at a commit, as listed: its size is known before it is read. */

@@ -10,7 +10,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { Periodic } from '../common/periodic.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { DefinitionStore, type FactoryRecord } from './definition-store.js';
-import { GitRunner, GitStopped } from '../git/git-runner.js';
+import { GitStopped } from '../git/git-runner.js';
 import { GitSource } from './git-source.js';
 import { Reconciler } from './reconciler.js';
 import { RepositoryPolicy } from './repository-policy.js';
