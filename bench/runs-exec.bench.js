@@ -127,6 +127,7 @@ async function measure(adminUrl, dir) {
       service.app.get(RunWakeups),
       config,
       (err) => console.error(err),
+      { info: () => undefined, warn: (line) => console.error(line) },
       SLOTS,
     );
     while ((await ended()) < RUNS) await sleep(20);

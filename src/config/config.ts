@@ -1,4 +1,11 @@
 import { delimiter, isAbsolute, resolve } from 'node:path';
+import {
+  baseUrlDestination,
+  DEFAULT_EGRESS_HOSTS,
+  parseEgressRule,
+  PROVIDER_BASE_URL_VARIABLES,
+  type EgressPolicy,
+} from '../common/egress-policy.js';
 import { fromRoot } from '../common/paths.js';
 
 /**
@@ -47,6 +54,12 @@ export interface Config {
   harnessSandbox?: HarnessSandboxMode;
   /** Names of the service's variables a harness also gets (model credentials, say): HARNESS_ENV_ALLOW. */
   harnessEnvAllow: string[];
+  /**
+   * Where a sandboxed harness may connect, through factoryd's egress proxy (docs/security.md, "A
+   * harness's network"): the defaults and HARNESS_EGRESS_ALLOW, and the providers' base URLs the
+   * operator set. Undefined (HARNESS_EGRESS_ALLOW=none): no network at all.
+   */
+  harnessEgress?: EgressPolicy;
   /** The unprivileged user bwrap sandboxes run as when the service runs as root. */
   harnessUser: { uid: number; gid: number };
   /** HARNESS_SANDBOX=user: each live harness runs as a uid of its own from this range. */
@@ -109,6 +122,7 @@ export const SERVICE_VARIABLES = [
   'IDLE_TIMEOUT_MINUTE_MS',
   'HARNESS_SANDBOX',
   'HARNESS_ENV_ALLOW',
+  'HARNESS_EGRESS_ALLOW',
   'HARNESS_UID',
   'HARNESS_UIDS',
   'FACTORY_REPO_ROOTS',
@@ -176,6 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
         ? undefined
         : oneOf(env, 'HARNESS_SANDBOX', HARNESS_SANDBOX_MODES, 'none'),
     harnessEnvAllow: harnessEnvAllow(env),
+    harnessEgress: harnessEgress(env),
     harnessUser: harnessUser(env),
     harnessUids: harnessUids(env),
     ...httpTimeouts(env),
@@ -224,6 +239,37 @@ function harnessEnvAllow(env: Env): string[] {
       );
   }
   return names;
+}
+
+/**
+ * HARNESS_EGRESS_ALLOW: `none`, or hosts added to the defaults (`host`, `*.domain`, `*` for any public
+ * host, each with an optional `:port`; without one, 80 and 443). The providers' base URLs
+ * (ANTHROPIC_BASE_URL, …) are the operator's choice and trusted wherever they point.
+ */
+function harnessEgress(env: Env): EgressPolicy | undefined {
+  const v = str(env, 'HARNESS_EGRESS_ALLOW') ?? '';
+  if (v.trim() === 'none') return undefined;
+  const rules = [...DEFAULT_EGRESS_HOSTS, ...v.split(',').filter((h) => h.trim())].map((text) => {
+    const rule = parseEgressRule(text);
+    if (!rule)
+      throw new ConfigError(
+        'HARNESS_EGRESS_ALLOW',
+        `"${text.trim()}" is not a host, *.domain or * with an optional :port (comma-separated), nor "none"`,
+      );
+    return rule;
+  });
+  const trusted = PROVIDER_BASE_URL_VARIABLES.flatMap((name) => {
+    const value = str(env, name);
+    if (value === undefined) return [];
+    const dest = baseUrlDestination(value);
+    if (!dest)
+      throw new ConfigError(
+        name,
+        'must be an http:// or https:// URL (harnesses reach it through the egress proxy)',
+      );
+    return [dest];
+  });
+  return { rules, trusted };
 }
 
 /** `first-last`: uids no account on the machine uses (default 1900000-1904095, 4096 harnesses at once). */

@@ -24,7 +24,14 @@ import {
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { harnessOwner, harnessSpawn, leaseUid, releaseUid, type HarnessSandbox } from './sandbox.js';
+import {
+  harnessOwner,
+  harnessSpawn,
+  leaseUid,
+  releaseUid,
+  type HarnessEgress,
+  type HarnessSandbox,
+} from './sandbox.js';
 
 /** A file of the workspace: its path inside it (checked by the worker) and its content. */
 export interface WorkspaceFile {
@@ -45,6 +52,8 @@ export interface HarnessSpec {
   /** The harness's whole environment (sandbox.ts: harnessEnvironment); nothing of the launcher's own. */
   env: Record<string, string>;
   sandbox: HarnessSandbox;
+  /** The run's way out of its sandbox's network namespace (egress-proxy.ts); none: no network at all. */
+  egress?: HarnessEgress;
   /** SIGTERM, then SIGKILL this much later, when the harness is stopped or leaves processes behind. */
   graceMs: number;
   /** Written to the harness's stdin at once (its first input). */
@@ -108,13 +117,15 @@ function start(req: Extract<LauncherRequest, { t: 'spawn' }>): void {
     if (req.sandbox.mode === 'user' && leased === undefined)
       throw new Error('every uid of HARNESS_UIDS is in use by a live harness');
     prepareWorkspace(req.cwd, req.files, owner);
+    // The run's proxy socket is its harness's alone (mode 0600): in `user` mode other uids share the machine.
+    if (req.egress && owner) chownSync(req.egress.socket, owner.uid, owner.gid);
   } catch (err) {
     if (leased !== undefined) releaseUid(leased);
     const message = `factoryd could not prepare the workspace: ${(err as Error).message}`;
     send({ t: 'done', id: req.id, code: 127, signal: null, lines: [[2, message]] });
     return;
   }
-  const { file, args, uid, gid } = harnessSpawn(req.sandbox, req.command, req.cwd, owner);
+  const { file, args, uid, gid } = harnessSpawn(req.sandbox, req.command, req.cwd, owner, req.egress);
   const child = spawn(file, args, {
     cwd: req.cwd,
     env: req.env,

@@ -3,6 +3,7 @@ import type { Assignment, Outcome, WorkerBackend } from './assignment.js';
 import { encodeInput, parseHarnessLine, type HarnessEvent } from './harness-protocol.js';
 import { HarnessProcess } from './harness-process.js';
 import type { WorkspaceFile } from './launcher.js';
+import { egressEnvironment, forwarderCommand, type EgressChannel, type EgressProxy } from './egress-proxy.js';
 import { harnessEnvironment, type HarnessSandbox } from './sandbox.js';
 
 export interface ExecutionOptions {
@@ -16,6 +17,11 @@ export interface ExecutionOptions {
   sandbox: HarnessSandbox;
   /** HARNESS_ENV_ALLOW: the service's variables a harness also gets. */
   envAllow: readonly string[];
+  /**
+   * The way out of a sandbox's network namespace (bwrap, user); none there: no network at all.
+   * Unused in `none` mode, where a harness has the machine's network.
+   */
+  egress?: EgressProxy;
   /**
    * This worker's own limits (RUN_IDLE_TIMEOUT_MINUTES, RUN_MAX_DURATION_MINUTES; 0: none), for an
    * assignment that carries none (from a service older than the limits).
@@ -61,15 +67,22 @@ export class RunExecution {
    */
   async run(): Promise<void> {
     const a = this.assignment;
+    let channel: EgressChannel | undefined;
     try {
+      const egress = this.opts.sandbox.mode === 'none' ? undefined : this.opts.egress;
+      channel = await egress?.open({ team: a.team_id, run: a.run_id });
       if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
       this.harness = new HarnessProcess(
         {
           command: a.harness_command ?? this.opts.harnessCommand,
           cwd: this.workspace,
           files: this.workspaceFiles(),
-          env: harnessEnvironment(this.env(), this.workspace, this.opts.envAllow),
+          env: {
+            ...harnessEnvironment(this.env(), this.workspace, this.opts.envAllow),
+            ...(channel ? egressEnvironment() : {}),
+          },
           sandbox: this.opts.sandbox,
+          ...(channel && { egress: { socket: channel.socket, forwarder: forwarderCommand(egress!.policy) } }),
           graceMs: this.opts.killGraceMs,
           stdin: encodeInput({
             type: 'prompt',
@@ -122,6 +135,7 @@ export class RunExecution {
       );
     } finally {
       this.clearTimers();
+      await channel?.close();
     }
   }
 

@@ -9,7 +9,9 @@ import { startPeriodic } from '../common/periodic.js';
 import { unsearchableAbove } from '../common/searchable.js';
 import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
+import { passwordlessWays } from '../database/passwordless.js';
 import { DirectBackend } from './direct-backend.js';
+import { describeEgress, EgressProxy, type EgressEntry } from './egress-proxy.js';
 import type { ExecutionOptions } from './run-execution.js';
 import type { RunWakeups } from './run-wakeups.js';
 import { chooseSandbox, SandboxUnavailable, type SandboxChoice } from './sandbox.js';
@@ -25,16 +27,73 @@ const SAFETY_POLL_MS = 2000;
  * How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`,
  * in the sandbox chosen for them (once: `harnessSandbox` is what the start logs).
  */
-export const executionOptions = (config: Config, workspaceRoot: string): ExecutionOptions => ({
-  harnessCommand: config.harnessCommand,
-  killGraceMs: config.harnessKillGraceMs,
-  idleMinuteMs: config.idleMinuteMs,
-  idleTimeoutMinutes: config.runIdleTimeoutMinutes,
-  maxDurationMinutes: config.runMaxDurationMinutes,
-  workspaceRoot,
-  sandbox: harnessSandbox(config, workspaceRoot).sandbox,
-  envAllow: config.harnessEnvAllow,
-});
+export function executionOptions(config: Config, workspaceRoot: string, log: WorkerLog): ExecutionOptions {
+  const sandbox = harnessSandbox(config, workspaceRoot).sandbox;
+  return {
+    harnessCommand: config.harnessCommand,
+    killGraceMs: config.harnessKillGraceMs,
+    idleMinuteMs: config.idleMinuteMs,
+    idleTimeoutMinutes: config.runIdleTimeoutMinutes,
+    maxDurationMinutes: config.runMaxDurationMinutes,
+    workspaceRoot,
+    sandbox,
+    envAllow: config.harnessEnvAllow,
+    egress:
+      config.harnessEgress && sandbox.mode !== 'none'
+        ? new EgressProxy(config.harnessEgress, (entry: EgressEntry) =>
+            entry.allowed ? log.info(describeEgress(entry)) : log.warn(describeEgress(entry)),
+          )
+        : undefined,
+  };
+}
+
+/** Where a worker's lines go: the service's logger, or a self-hosted worker's stderr. */
+export interface WorkerLog {
+  info(line: string): void;
+  warn(line: string): void;
+}
+
+/**
+ * What the start says of the harnesses' network: in a sandbox, a namespace of their own and the
+ * egress policy; in `none` mode, loudly, that they reach everything. And, when DATABASE_URL's server
+ * takes its user with no password from this machine, which ways and whether harnesses reach them.
+ */
+export async function reportHarnessNetwork(
+  config: Config,
+  workspaceRoot: string,
+  log: WorkerLog,
+): Promise<void> {
+  const { mode } = harnessSandbox(config, workspaceRoot).sandbox;
+  const policy = config.harnessEgress;
+  if (mode === 'none')
+    log.warn(
+      'harness network: NOT CONFINED (sandbox none): harnesses reach every address and socket this machine reaches — ' +
+        "the database, the service's own port, other local services, cloud metadata (169.254.169.254). " +
+        'Fit only for a single trusted team; use bwrap (apt-get install bubblewrap) or run the service as root for user mode',
+    );
+  else
+    log.info(
+      policy
+        ? `harness network: a namespace of its own (loopback only), no host sockets; out only through factoryd's egress proxy: ` +
+            `${policy.rules.length} allowed hosts (HARNESS_EGRESS_ALLOW adds more)` +
+            (policy.trusted.length
+              ? `, and the providers' base URLs ${policy.trusted.map((t) => `${t.host}:${t.port}`).join(', ')}`
+              : '') +
+            '; loopback, private, link-local and metadata addresses refused'
+        : 'harness network: none at all (HARNESS_EGRESS_ALLOW=none): a namespace of its own, loopback only',
+    );
+  if (!config.databaseUrl) return;
+  const ways = await passwordlessWays(config.databaseUrl).catch(() => []);
+  if (!ways.length) return;
+  const user = decodeURIComponent(new URL(config.databaseUrl).username) || 'postgres';
+  log.warn(
+    `DATABASE_URL: the server accepts user ${user} with no password through ${ways.join(' and ')} (trust in pg_hba.conf): ` +
+      (mode === 'none'
+        ? 'every harness can connect as that user and read and change every team’s data. Require a password (scram-sha-256) or confine harnesses (HARNESS_SANDBOX=bwrap or user)'
+        : `harnesses cannot reach it (sandbox ${mode}: a network namespace of their own, host sockets hidden, the egress proxy refuses loopback and private addresses), ` +
+          'but any other process on this machine can: require a password (scram-sha-256)'),
+  );
+}
 
 /** The sandbox of harnesses with workspaces under `workspaceRoot` (probed on the first call). */
 export function harnessSandbox(config: Config, workspaceRoot: string): SandboxChoice {
@@ -109,6 +168,7 @@ export function startServiceHostedPool(
   wakeups: RunWakeups,
   config: Config,
   onError: (e: unknown) => void,
+  log: WorkerLog,
   concurrency = config.workerConcurrency,
 ): WorkerPool {
   const worker = {
@@ -118,7 +178,7 @@ export function startServiceHostedPool(
     slots: concurrency,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
-    ...executionOptions(config, serviceWorkspaceRoot(config)),
+    ...executionOptions(config, serviceWorkspaceRoot(config), log),
     concurrency,
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,

@@ -15,6 +15,7 @@ import { RunsRepository } from '../runs/runs.repository.js';
 import { RunWakeups } from './run-wakeups.js';
 import {
   harnessSandbox,
+  reportHarnessNetwork,
   serviceWorkspaceRoot,
   startHousekeeping,
   startServiceHostedPool,
@@ -47,7 +48,9 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       const workspaces = serviceWorkspaceRoot(this.config);
       const sandbox = harnessSandbox(this.config, workspaces);
       this.log.log(`harness sandbox: ${sandbox.description}; workspaces under ${workspaces}`);
-      this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError);
+      const log = { info: (line: string) => this.log.log(line), warn: (line: string) => this.log.warn(line) };
+      void reportHarnessNetwork(this.config, workspaces, log);
+      this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError, log);
     }
   }
 

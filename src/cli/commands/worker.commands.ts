@@ -49,6 +49,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     executionOptions,
     harnessSandbox,
     heartbeatMs,
+    reportHarnessNetwork,
     serviceWorkspaceRoot,
     startHousekeeping,
     startServiceHostedPool,
@@ -56,6 +57,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   const concurrency = opts.concurrency ? Number(opts.concurrency) : Math.max(config.workerConcurrency, 1);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)
     throw new Error(`--concurrency must be a whole number from 1 to 256, got "${opts.concurrency}"`);
+  const say = (line: string) => process.stderr.write(`factoryd worker: ${line}\n`);
+  const lines = { info: say, warn: say };
   const log = (err: unknown) => {
     if (err instanceof RefusedError) {
       process.stderr.write(`factoryd worker: ${err.message}\n`);
@@ -75,6 +78,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     process.stderr.write(
       `factoryd worker: harness sandbox: ${harnessSandbox(config, workspaceRoot).description}\n`,
     );
+    await reportHarnessNetwork(config, workspaceRoot, lines);
     const backend = new HttpBackend(api, apiKey, workerId, opts.workerHost);
     let said = false;
     const served = await backend
@@ -95,7 +99,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
         );
       });
     const pool = new WorkerPool(backend, {
-      ...executionOptions(config, workspaceRoot),
+      ...executionOptions(config, workspaceRoot, lines),
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
       heartbeatMs: Math.min(1000, heartbeatMs(config)),
@@ -128,7 +132,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     const workspaces = serviceWorkspaceRoot(cfg);
     const sandbox = harnessSandbox(cfg, workspaces).description;
     process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}; workspaces under ${workspaces}\n`);
-    const pool = startServiceHostedPool(db, service, wakeups, cfg, log, concurrency);
+    await reportHarnessNetwork(cfg, workspaces, lines);
+    const pool = startServiceHostedPool(db, service, wakeups, cfg, log, lines, concurrency);
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
     await untilSignal();
     await pool.stop();
