@@ -78,7 +78,29 @@ describe('loadConfig', () => {
     });
   });
 
+  it('reads the egress policy: the defaults, HARNESS_EGRESS_ALLOW and the providers’ base URLs', () => {
+    const c = loadConfig({
+      HARNESS_EGRESS_ALLOW: '*.corp.example, git.corp.example:8443',
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:4567/v1',
+      OPENAI_BASE_URL: 'https://gateway.internal',
+    });
+    expect(c.harnessEgress?.rules).toEqual(
+      expect.arrayContaining([
+        { host: 'api.anthropic.com', port: undefined },
+        { host: '*.corp.example', port: undefined },
+        { host: 'git.corp.example', port: 8443 },
+      ]),
+    );
+    expect(c.harnessEgress?.trusted).toEqual([
+      { host: '127.0.0.1', port: 4567 },
+      { host: 'gateway.internal', port: 443 },
+    ]);
+    expect(loadConfig({ HARNESS_EGRESS_ALLOW: 'none' }).harnessEgress).toBeUndefined();
+  });
+
   const bad: Array<[string, string, RegExp]> = [
+    ['HARNESS_EGRESS_ALLOW', 'ok.example,http://x', /"http:\/\/x" is not a host, \*\.domain or \*/],
+    ['ANTHROPIC_BASE_URL', 'ftp://x', /must be an http:\/\/ or https:\/\/ URL/],
     ['PORT', 'eighty', /whole number from 0 to 65535/],
     ['FACTORY_REPO_ROOTS', '/srv/ok:repos', /must list absolute folders separated by ":", got "repos"/],
     ['PORT', '65536', /from 0 to 65535/],
