@@ -1,3 +1,4 @@
+import { PROVIDER_BASE_URL_VARIABLES } from '../common/egress-policy.js';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, SERVICE_VARIABLES } from './config.js';
 
@@ -26,7 +27,9 @@ describe('loadConfig', () => {
   it('counts every variable it reads as the service’s own, never passed to a harness', () => {
     const read = new Set<string>();
     loadConfig(new Proxy({}, { get: (_, name) => void read.add(String(name)) }));
-    expect([...read].filter((name) => !SERVICE_VARIABLES.includes(name))).toEqual([]);
+    // The providers' base URLs are read to trust them in the egress proxy; they are the harnesses' own.
+    const outside = [...read].filter((name) => !SERVICE_VARIABLES.includes(name));
+    expect(outside).toEqual(PROVIDER_BASE_URL_VARIABLES);
   });
 
   it('reads FACTORY_REPO_ROOTS as absolute folders separated by ":"', () => {

@@ -18,7 +18,6 @@
 import { lookup } from 'node:dns/promises';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer, isIP, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
@@ -28,6 +27,7 @@ import {
   type EgressPolicy,
   type EgressRule,
 } from '../common/egress-policy.js';
+import { egressRoot } from './sandbox.js';
 
 /** One connection a harness asked for, as logged. */
 export interface EgressEntry {
@@ -79,7 +79,7 @@ export class EgressProxy {
   /** A socket for one run's harness, listening until `close`. */
   async open(run: EgressRun): Promise<EgressChannel> {
     // Short paths (a Unix socket's path is at most 107 bytes), in a folder others may pass, not list.
-    this.dir ??= mkdtempSync(join(tmpdir(), 'factoryd-egress-'));
+    this.dir ??= mkdtempSync(join(egressRoot(), `${process.pid}-`));
     chmodSync(this.dir, 0o711);
     const socket = join(this.dir, `${++this.count}.sock`);
     rmSync(socket, { force: true });

@@ -26,7 +26,7 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 
 export type HarnessSandbox =
@@ -434,13 +434,31 @@ function hidingMounts(
   for (const dir of runFolders()) cover(dir);
   const home = homedir();
   if (process.getuid?.() !== 0 && home !== '/' && existsSync(home)) cover(home);
-  for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot]) {
+  for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot, egressRoot()]) {
     if (!existsSync(hide) || hidden.some((h) => inside(hide, h) && !inside(settings.packageRoot, h)))
       continue;
     mounts.push('--tmpfs', hide);
     hidden.push(hide);
   }
   return { mounts, hidden };
+}
+
+/**
+ * Where the egress proxies of this machine's workers keep their runs' sockets (egress-proxy.ts), made
+ * here, passable by every uid and not listable. As root, harnesses run as other uids that must pass
+ * through every folder above their socket (bwrap binds it as that uid), so not in TMPDIR, which may
+ * be closed. A bwrap sandbox gets an empty folder over it: in bwrap every harness has the same uid,
+ * and only the socket bound in at EGRESS_SOCKET_INSIDE may be its way out. In `user` mode each
+ * socket is its uid's alone (0600).
+ */
+export function egressRoot(): string {
+  const dir =
+    process.getuid?.() === 0
+      ? '/var/lib/factoryd/egress'
+      : join(tmpdir(), `factoryd-egress-${process.getuid?.()}`);
+  mkdirSync(dir, { recursive: true, mode: 0o711 });
+  chmodSync(dir, 0o711);
+  return dir;
 }
 
 /**

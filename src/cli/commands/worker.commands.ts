@@ -78,7 +78,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     process.stderr.write(
       `factoryd worker: harness sandbox: ${harnessSandbox(config, workspaceRoot).description}\n`,
     );
-    await reportHarnessNetwork(config, workspaceRoot, lines);
+    void reportHarnessNetwork(config, workspaceRoot, lines);
     const backend = new HttpBackend(api, apiKey, workerId, opts.workerHost);
     let said = false;
     const served = await backend
@@ -132,7 +132,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     const workspaces = serviceWorkspaceRoot(cfg);
     const sandbox = harnessSandbox(cfg, workspaces).description;
     process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}; workspaces under ${workspaces}\n`);
-    await reportHarnessNetwork(cfg, workspaces, lines);
+    void reportHarnessNetwork(cfg, workspaces, lines);
     const pool = startServiceHostedPool(db, service, wakeups, cfg, log, lines, concurrency);
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
     await untilSignal();
