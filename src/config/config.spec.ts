@@ -86,6 +86,7 @@ describe('loadConfig', () => {
       HARNESS_EGRESS_ALLOW: '*.corp.example, git.corp.example:8443',
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:4567/v1',
       OPENAI_BASE_URL: 'https://gateway.internal',
+      HARNESS_EGRESS_TRUST: 'http://10.1.2.3:3000/git',
     });
     expect(c.harnessEgress?.rules).toEqual(
       expect.arrayContaining([
@@ -97,6 +98,7 @@ describe('loadConfig', () => {
     expect(c.harnessEgress?.trusted).toEqual([
       { host: '127.0.0.1', port: 4567 },
       { host: 'gateway.internal', port: 443 },
+      { host: '10.1.2.3', port: 3000 },
     ]);
     expect(loadConfig({ HARNESS_EGRESS_ALLOW: 'none' }).harnessEgress).toBeUndefined();
   });
@@ -104,6 +106,7 @@ describe('loadConfig', () => {
   const bad: Array<[string, string, RegExp]> = [
     ['HARNESS_EGRESS_ALLOW', 'ok.example,http://x', /"http:\/\/x" is not a host, \*\.domain or \*/],
     ['ANTHROPIC_BASE_URL', 'ftp://x', /must be an http:\/\/ or https:\/\/ URL/],
+    ['HARNESS_EGRESS_TRUST', 'git.internal', /"git.internal" is not an http:\/\/ or https:\/\/ URL/],
     ['PORT', 'eighty', /whole number from 0 to 65535/],
     ['FACTORY_REPO_ROOTS', '/srv/ok:repos', /must list absolute folders separated by ":", got "repos"/],
     ['PORT', '65536', /from 0 to 65535/],

@@ -123,6 +123,7 @@ export const SERVICE_VARIABLES = [
   'HARNESS_SANDBOX',
   'HARNESS_ENV_ALLOW',
   'HARNESS_EGRESS_ALLOW',
+  'HARNESS_EGRESS_TRUST',
   'HARNESS_UID',
   'HARNESS_UIDS',
   'FACTORY_REPO_ROOTS',
@@ -244,7 +245,8 @@ function harnessEnvAllow(env: Env): string[] {
 /**
  * HARNESS_EGRESS_ALLOW: `none`, or hosts added to the defaults (`host`, `*.domain`, `*` for any public
  * host, each with an optional `:port`; without one, 80 and 443). The providers' base URLs
- * (ANTHROPIC_BASE_URL, …) are the operator's choice and trusted wherever they point.
+ * (ANTHROPIC_BASE_URL, …) and HARNESS_EGRESS_TRUST's URLs are the operator's choice and trusted
+ * wherever they point, loopback and private addresses included.
  */
 function harnessEgress(env: Env): EgressPolicy | undefined {
   const v = str(env, 'HARNESS_EGRESS_ALLOW') ?? '';
@@ -269,6 +271,16 @@ function harnessEgress(env: Env): EgressPolicy | undefined {
       );
     return [dest];
   });
+  // Endpoints the operator trusts beyond the providers' (a gateway, a git server on a private address).
+  for (const url of (str(env, 'HARNESS_EGRESS_TRUST') ?? '').split(',').filter((u) => u.trim())) {
+    const dest = baseUrlDestination(url.trim());
+    if (!dest)
+      throw new ConfigError(
+        'HARNESS_EGRESS_TRUST',
+        `"${url.trim()}" is not an http:// or https:// URL (comma-separated)`,
+      );
+    trusted.push(dest);
+  }
   return { rules, trusted };
 }
 
