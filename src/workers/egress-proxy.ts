@@ -210,6 +210,7 @@ export class EgressProxy {
       };
       client.once('close', end);
       upstream.once('close', end);
+      if (client.destroyed) end(); // it left while the name was resolved
     });
   }
 
