@@ -49,7 +49,8 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       const sandbox = harnessSandbox(this.config, workspaces);
       this.log.log(`harness sandbox: ${sandbox.description}; workspaces under ${workspaces}`);
       const log = { info: (line: string) => this.log.log(line), warn: (line: string) => this.log.warn(line) };
-      void reportHarnessNetwork(this.config, workspaces, log);
+      // Awaited: said before the "factoryd is up" banner, never in the middle of it (3 s at most).
+      await reportHarnessNetwork(this.config, workspaces, log);
       this.pool = startServiceHostedPool(this.db, this.service, this.wakeups, this.config, onError, log);
     }
   }
