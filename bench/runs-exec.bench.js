@@ -88,6 +88,8 @@ async function measure(adminUrl, dir) {
       HARNESS_COMMAND: HARNESS,
       // The harness sandbox as this shell sets it (unset: the strongest that works here).
       HARNESS_SANDBOX: process.env.HARNESS_SANDBOX ?? '',
+      // The harnesses' way out (docs/security.md, "A harness's network"); `none`: no egress proxy, no forwarder.
+      HARNESS_EGRESS_ALLOW: process.env.HARNESS_EGRESS_ALLOW ?? '',
     });
     const service = await startService(config);
     const authRepo = new AuthRepository(service.db);
@@ -129,6 +131,7 @@ async function measure(adminUrl, dir) {
       config,
       harnesses,
       (err) => console.error(err),
+      { info: () => undefined, warn: (line) => console.error(line) },
       SLOTS,
     );
     while ((await ended()) < RUNS) await sleep(20);

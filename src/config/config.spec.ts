@@ -1,3 +1,4 @@
+import { PROVIDER_BASE_URL_VARIABLES } from '../common/egress-policy.js';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, SERVICE_VARIABLES } from './config.js';
 
@@ -26,7 +27,9 @@ describe('loadConfig', () => {
   it('counts every variable it reads as the service’s own, never passed to a harness', () => {
     const read = new Set<string>();
     loadConfig(new Proxy({}, { get: (_, name) => void read.add(String(name)) }));
-    expect([...read].filter((name) => !SERVICE_VARIABLES.includes(name))).toEqual([]);
+    // The providers' base URLs are read to trust them in the egress proxy; they are the harnesses' own.
+    const outside = [...read].filter((name) => !SERVICE_VARIABLES.includes(name));
+    expect(outside).toEqual(PROVIDER_BASE_URL_VARIABLES);
   });
 
   it('reads FACTORY_REPO_ROOTS as absolute folders separated by ":", each shared or bound to a team', () => {
@@ -140,7 +143,32 @@ describe('loadConfig', () => {
     });
   });
 
+  it('reads the egress policy: the defaults, HARNESS_EGRESS_ALLOW and the providers’ base URLs', () => {
+    const c = loadConfig({
+      HARNESS_EGRESS_ALLOW: '*.corp.example, git.corp.example:8443',
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:4567/v1',
+      OPENAI_BASE_URL: 'https://gateway.internal',
+      HARNESS_EGRESS_TRUST: 'http://10.1.2.3:3000/git',
+    });
+    expect(c.harnessEgress?.rules).toEqual(
+      expect.arrayContaining([
+        { host: 'api.anthropic.com', port: undefined },
+        { host: '*.corp.example', port: undefined },
+        { host: 'git.corp.example', port: 8443 },
+      ]),
+    );
+    expect(c.harnessEgress?.trusted).toEqual([
+      { host: '127.0.0.1', port: 4567 },
+      { host: 'gateway.internal', port: 443 },
+      { host: '10.1.2.3', port: 3000 },
+    ]);
+    expect(loadConfig({ HARNESS_EGRESS_ALLOW: 'none' }).harnessEgress).toBeUndefined();
+  });
+
   const bad: Array<[string, string, RegExp]> = [
+    ['HARNESS_EGRESS_ALLOW', 'ok.example,http://x', /"http:\/\/x" is not a host, \*\.domain or \*/],
+    ['ANTHROPIC_BASE_URL', 'ftp://x', /must be an http:\/\/ or https:\/\/ URL/],
+    ['HARNESS_EGRESS_TRUST', 'git.internal', /"git.internal" is not an http:\/\/ or https:\/\/ URL/],
     ['PORT', 'eighty', /whole number from 0 to 65535/],
     [
       'FACTORY_REPO_ROOTS',

@@ -1,5 +1,12 @@
 import { delimiter, isAbsolute, resolve } from 'node:path';
 import { imageProblem } from '../common/docker-image.js';
+import {
+  baseUrlDestination,
+  DEFAULT_EGRESS_HOSTS,
+  parseEgressRule,
+  PROVIDER_BASE_URL_VARIABLES,
+  type EgressPolicy,
+} from '../common/egress-policy.js';
 
 /**
  * The service's configuration, read once from the environment and validated at boot. A bad value
@@ -56,6 +63,12 @@ export interface Config {
    * operator's order (the first is the default); what `GET /agent/models` lists besides what CLIs report.
    */
   harnessModels: Array<{ harness: HarnessType; modelId: string }>;
+  /**
+   * Where a sandboxed harness may connect, through factoryd's egress proxy (docs/security.md, "A
+   * harness's network"): the defaults and HARNESS_EGRESS_ALLOW, and the providers' base URLs the
+   * operator set. Undefined (HARNESS_EGRESS_ALLOW=none): no network at all.
+   */
+  harnessEgress?: EgressPolicy;
   /** The unprivileged user bwrap sandboxes run as when the service runs as root. */
   harnessUser: { uid: number; gid: number };
   /** HARNESS_SANDBOX=user: each live harness runs as a uid of its own from this range. */
@@ -149,6 +162,8 @@ export const SERVICE_VARIABLES = [
   'HARNESS_SANDBOX',
   'HARNESS_ENV_ALLOW',
   'HARNESS_MODELS',
+  'HARNESS_EGRESS_ALLOW',
+  'HARNESS_EGRESS_TRUST',
   'HARNESS_UID',
   'HARNESS_UIDS',
   'WORKER_BACKEND',
@@ -232,6 +247,7 @@ export function loadConfig(env: Env = process.env): Config {
         : oneOf(env, 'HARNESS_SANDBOX', HARNESS_SANDBOX_MODES, 'none'),
     harnessEnvAllow: harnessEnvAllow(env),
     harnessModels: harnessModels(env),
+    harnessEgress: harnessEgress(env),
     harnessUser: harnessUser(env),
     harnessUids: harnessUids(env),
     workerBackend: oneOf(env, 'WORKER_BACKEND', WORKER_BACKENDS, 'host'),
@@ -304,6 +320,48 @@ function harnessModels(env: Env): Config['harnessModels'] {
     if (!out.some((m) => m.harness === harness && m.modelId === modelId)) out.push({ harness, modelId });
   }
   return out;
+}
+
+/**
+ * HARNESS_EGRESS_ALLOW: `none`, or hosts added to the defaults (`host`, `*.domain`, `*` for any public
+ * host, each with an optional `:port`; without one, 80 and 443). The providers' base URLs
+ * (ANTHROPIC_BASE_URL, …) and HARNESS_EGRESS_TRUST's URLs are the operator's choice and trusted
+ * wherever they point, loopback and private addresses included.
+ */
+function harnessEgress(env: Env): EgressPolicy | undefined {
+  const v = str(env, 'HARNESS_EGRESS_ALLOW') ?? '';
+  if (v.trim() === 'none') return undefined;
+  const rules = [...DEFAULT_EGRESS_HOSTS, ...v.split(',').filter((h) => h.trim())].map((text) => {
+    const rule = parseEgressRule(text);
+    if (!rule)
+      throw new ConfigError(
+        'HARNESS_EGRESS_ALLOW',
+        `"${text.trim()}" is not a host, *.domain or * with an optional :port (comma-separated), nor "none"`,
+      );
+    return rule;
+  });
+  const trusted = PROVIDER_BASE_URL_VARIABLES.flatMap((name) => {
+    const value = str(env, name);
+    if (value === undefined) return [];
+    const dest = baseUrlDestination(value);
+    if (!dest)
+      throw new ConfigError(
+        name,
+        'must be an http:// or https:// URL (harnesses reach it through the egress proxy)',
+      );
+    return [dest];
+  });
+  // Endpoints the operator trusts beyond the providers' (a gateway, a git server on a private address).
+  for (const url of (str(env, 'HARNESS_EGRESS_TRUST') ?? '').split(',').filter((u) => u.trim())) {
+    const dest = baseUrlDestination(url.trim());
+    if (!dest)
+      throw new ConfigError(
+        'HARNESS_EGRESS_TRUST',
+        `"${url.trim()}" is not an http:// or https:// URL (comma-separated)`,
+      );
+    trusted.push(dest);
+  }
+  return { rules, trusted };
 }
 
 /** `first-last`: uids no account on the machine uses (default 1900000-1904095, 4096 harnesses at once). */

@@ -36,7 +36,14 @@ import {
   signalContainer,
   type ContainerPlacement,
 } from './backends/docker.js';
-import { harnessOwner, harnessSpawn, leaseUid, releaseUid, type HarnessSandbox } from './sandbox.js';
+import {
+  harnessOwner,
+  harnessSpawn,
+  leaseUid,
+  releaseUid,
+  type HarnessEgress,
+  type HarnessSandbox,
+} from './sandbox.js';
 
 /** A file of the workspace: its path inside it (checked by the worker) and its content. */
 export interface WorkspaceFile {
@@ -57,6 +64,8 @@ export interface HarnessSpec {
   /** The harness's whole environment (sandbox.ts: harnessEnvironment); nothing of the launcher's own. */
   env: Record<string, string>;
   sandbox: HarnessSandbox;
+  /** The run's way out of its sandbox's network namespace (egress-proxy.ts); none: no network at all. */
+  egress?: HarnessEgress;
   /** SIGTERM, then SIGKILL this much later, when the harness is stopped or leaves processes behind. */
   graceMs: number;
   /** Written to the harness's stdin at once (its first input). */
@@ -195,6 +204,8 @@ function startHarness(req: SpawnRequest): void {
       throw new Error('every uid of HARNESS_UIDS is in use by a live harness');
     prepareWorkspace(req.cwd, req.files, owner);
     for (const r of req.repositories ?? []) placeRepository(req.cwd, r, owner);
+    // The run's proxy socket is its harness's alone (mode 0600): in `user` mode other uids share the machine.
+    if (req.egress && owner) chownSync(req.egress.socket, owner.uid, owner.gid);
   } catch (err) {
     if (leased !== undefined) releaseUid(leased);
     const message = `factoryd could not prepare the workspace: ${(err as Error).message}`;
@@ -237,7 +248,7 @@ function next(req: SpawnRequest, job: Job, owner: { uid: number; gid: number } |
           uid: undefined,
           gid: undefined,
         }
-      : harnessSpawn(req.sandbox, command, req.cwd, owner);
+      : harnessSpawn(req.sandbox, command, req.cwd, owner, req.egress);
   const child = spawn(file, args, {
     cwd: req.cwd,
     // `docker run` passes the harness's variables on by name; DOCKER_HOST is for the CLI alone.

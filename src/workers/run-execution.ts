@@ -19,6 +19,7 @@ import type { HarnessHandle, RunBackend } from './backends/backend.js';
 import { localBackend, type OutputStream } from './harness-process.js';
 import { packageProgramCommand } from './harness-programs.js';
 import type { SetupExit, WorkspaceFile } from './launcher.js';
+import { egressEnvironment, forwarderCommand, type EgressChannel, type EgressProxy } from './egress-proxy.js';
 import { harnessEnvironment, type HarnessSandbox } from './sandbox.js';
 
 export interface ExecutionOptions {
@@ -34,6 +35,11 @@ export interface ExecutionOptions {
   backend?: RunBackend;
   /** HARNESS_ENV_ALLOW: the service's variables a harness also gets. */
   envAllow: readonly string[];
+  /**
+   * The way out of a sandbox's network namespace (bwrap, user); none there: no network at all.
+   * Unused in `none` mode, where a harness has the machine's network.
+   */
+  egress?: EgressProxy;
   /**
    * This worker's own limits (RUN_IDLE_TIMEOUT_MINUTES, RUN_MAX_DURATION_MINUTES; 0: none), for an
    * assignment that carries none (from a service older than the limits).
@@ -107,6 +113,7 @@ export class RunExecution {
     const a = this.assignment;
     const staging =
       this.opts.repositories && join(this.opts.repositories.root, 'staging', `${a.run_id}-${a.execution}`);
+    let channel: EgressChannel | undefined;
     try {
       if (a.environment_problem) return this.environmentFailed(a.environment_problem);
       let repositories: StagedRepository[] = [];
@@ -116,25 +123,31 @@ export class RunExecution {
         if (err instanceof RepositoryFailed) return this.environmentFailed(err.message);
         throw err;
       }
+      const egress = this.opts.sandbox.mode === 'none' ? undefined : this.opts.egress;
+      channel = await egress?.open({ team: a.team_id, run: a.run_id });
       if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
       this.harness = (this.opts.backend ?? localBackend(this.opts.sandbox)).start(
         {
           command: this.command(),
           cwd: this.workspace,
           files: this.workspaceFiles(),
-          env: harnessEnvironment(
-            {
-              ...environmentVariables(a.environment, a.environment_secrets),
-              ...this.env(),
-              ...this.harnessEnv(),
-            },
-            this.workspace,
-            this.opts.envAllow,
-          ),
+          env: {
+            ...harnessEnvironment(
+              {
+                ...environmentVariables(a.environment, a.environment_secrets),
+                ...this.env(),
+                ...this.harnessEnv(),
+              },
+              this.workspace,
+              this.opts.envAllow,
+            ),
+            ...(channel ? egressEnvironment() : {}),
+          },
           repositories: repositories.map((r) => ({ from: r.from, path: r.path })),
           setup: a.environment?.setup_commands,
           sandbox: this.opts.sandbox,
           placement: { image: a.environment?.docker_image, network: a.environment?.network },
+          ...(channel && { egress: { socket: channel.socket, forwarder: forwarderCommand(egress!.policy) } }),
           graceMs: this.opts.killGraceMs,
           stdin: encodeInput({
             type: 'prompt',
@@ -202,6 +215,7 @@ export class RunExecution {
       this.clearTimers();
       // What the launcher did not move into the workspace (a run that failed or stopped first).
       if (staging) rmSync(staging, { recursive: true, force: true });
+      await channel?.close();
     }
   }
 

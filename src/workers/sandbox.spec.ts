@@ -34,14 +34,21 @@ describe('harnessSpawn', () => {
       args: ['-c', 'echo hi'],
     });
     const { file, args, uid } = harnessSpawn(
-      { mode: 'bwrap', bwrap: '/usr/bin/bwrap', uid: 65534, gid: 65534, mounts: ['--tmpfs', '/data'] },
+      {
+        mode: 'bwrap',
+        bwrap: '/usr/bin/bwrap',
+        uid: 65534,
+        gid: 65534,
+        mounts: ['--tmpfs', '/data'],
+        hidden: ['/', '/data'], // every socket hidden: the arguments do not depend on this machine's
+      },
       'echo hi',
       '/data/w/x',
     );
     expect(file).toBe('/usr/bin/bwrap');
     expect(uid).toBe(65534);
     expect(args.join(' ')).toMatch(
-      /^--tmpfs \/data --bind \/data\/w\/x \/data\/w\/x --chdir \/data\/w\/x .*--unshare-pid.*--die-with-parent --new-session -- \/bin\/sh -c echo hi$/,
+      /^--tmpfs \/data --bind \/data\/w\/x \/data\/w\/x --chdir \/data\/w\/x .*--unshare-pid.*--unshare-net.*--die-with-parent --new-session -- \/bin\/sh -c echo hi$/,
     );
   });
 });

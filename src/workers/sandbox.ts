@@ -9,38 +9,66 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import {
+  accessSync,
   chmodSync,
   chownSync,
   closeSync,
+  constants,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   openSync,
   readFileSync,
+  realpathSync,
   rmSync,
   statSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { unsearchableAbove } from '../common/searchable.js';
+import { ROOT_STATE_DIR } from '../common/shared-runtime.js';
 import { dockerCli, engineProblem, harnessPaths, type DockerSandbox } from './backends/docker.js';
 
 export type HarnessSandbox =
   | { mode: 'none' }
   /**
    * The service is root; each live harness runs as a uid of its own from `uids` (its gid the same
-   * number), leased by the launcher for the harness's life (leaseUid).
+   * number), leased by the launcher for the harness's life (leaseUid), in a network and mount
+   * namespace of its own made as root with `tools` (util-linux, iproute2) before it drops to that uid.
    */
-  | { mode: 'user'; uids: { first: number; last: number } }
+  | { mode: 'user'; uids: { first: number; last: number }; tools: UserModeTools; hidden: string[] }
   /**
    * Inside bubblewrap (`bwrap`, an absolute path), as `uid`/`gid` when the service is root (else as the
-   * service's user); `mounts`: what hides the service's folders, before the workspace is bound in.
+   * service's user); `mounts`: what hides the service's folders, before the workspace is bound in;
+   * `hidden`: the folders those mounts empty.
    */
-  | { mode: 'bwrap'; bwrap: string; uid?: number; gid?: number; mounts: string[] }
+  | { mode: 'bwrap'; bwrap: string; uid?: number; gid?: number; mounts: string[]; hidden: string[] }
   /** A container per harness (WORKER_BACKEND=docker: backends/docker.ts). */
   | DockerSandbox;
+
+/** Absolute paths of the programs `user` mode confines a harness with. */
+export interface UserModeTools {
+  unshare: string;
+  setpriv: string;
+  mount: string;
+  ip: string;
+}
+
+/**
+ * A run's way out of its network namespace (egress-proxy.ts): `socket`, its proxy's Unix socket on
+ * this machine (bound at EGRESS_SOCKET_INSIDE in the sandbox), and `forwarder`, the program and
+ * arguments that run the harness command under the forwarder there.
+ */
+export interface HarnessEgress {
+  socket: string;
+  forwarder: string[];
+}
+
+/** Where the run's egress socket appears inside the sandbox (egress-proxy.ts: EGRESS_SOCKET_INSIDE). */
+const SOCKET_INSIDE = '/run/factoryd/egress.sock';
 
 /**
  * Who owns a workspace and runs its harness when that is fixed: bwrap's user. Undefined for the
@@ -53,10 +81,31 @@ export function harnessOwner(s: HarnessSandbox): { uid: number; gid: number } | 
 
 /**
  * Namespaces and ties of every bwrap sandbox: its own PID namespace (its /proc shows its own processes
- * only) and IPC namespace, SIGKILL when the launcher dies, and a session of its own (no terminal to
- * push input into). The network is shared: an agent needs its model's API.
+ * only), IPC namespace and network namespace (nothing but its own loopback: the egress forwarder is
+ * its only way out), SIGKILL when the launcher dies, and a session of its own (no terminal to push
+ * input into).
  */
-const BWRAP_ISOLATION = ['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session'];
+const BWRAP_ISOLATION = [
+  '--unshare-pid',
+  '--unshare-ipc',
+  '--unshare-net',
+  '--die-with-parent',
+  '--new-session',
+];
+
+/**
+ * `user` mode's confinement, run as root in the new network and mount namespaces (`unshare --net
+ * --mount`): loopback up, an empty /run with the run's egress socket in it, /dev/null over every
+ * other listening socket, then the harness's uid (no groups, no new privileges) for the rest.
+ * Arguments: ip, setpriv, mount, uid, egress socket (or ''), folders to empty, `--`, sockets to cover, `--`, command.
+ */
+const USER_MODE_SETUP = `set -e
+ip=$1 setpriv=$2 mount=$3 uid=$4 sock=$5; shift 5
+"$ip" link set lo up
+while [ "$1" != -- ]; do "$mount" -t tmpfs -o mode=0755 factoryd "$1"; shift; done; shift
+if [ -n "$sock" ]; then mkdir -p ${SOCKET_INSIDE.slice(0, SOCKET_INSIDE.lastIndexOf('/'))}; : > ${SOCKET_INSIDE}; "$mount" --bind "$sock" ${SOCKET_INSIDE}; fi
+while [ "$1" != -- ]; do "$mount" --bind /dev/null "$1"; shift; done; shift
+exec "$setpriv" --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"`;
 
 /** The program and arguments that start the shell command line `command` in `cwd`, confined. */
 export function harnessSpawn(
@@ -64,13 +113,44 @@ export function harnessSpawn(
   command: string,
   cwd: string,
   owner = harnessOwner(s),
+  egress?: HarnessEgress,
 ): { file: string; args: string[]; uid?: number; gid?: number } {
   if (s.mode === 'docker') throw new Error('a container starts by `docker run` (backends/docker.ts)');
-  if (s.mode !== 'bwrap') return { file: '/bin/sh', args: ['-c', command], ...owner };
+  const shell = ['/bin/sh', '-c', command];
+  if (s.mode === 'none') return { file: '/bin/sh', args: shell.slice(1), ...owner };
+  const inner = egress ? [...egress.forwarder, ...shell] : shell;
+  const sockets = listeningSockets(s.hidden, owner);
+  if (s.mode === 'user') {
+    const { unshare, setpriv, mount, ip } = s.tools;
+    return {
+      file: unshare,
+      args: [
+        '--net',
+        '--mount',
+        '--',
+        '/bin/sh',
+        '-c',
+        USER_MODE_SETUP,
+        'factoryd-sandbox',
+        ip,
+        setpriv,
+        mount,
+        String(owner!.uid),
+        egress?.socket ?? '',
+        ...s.hidden,
+        '--',
+        ...sockets,
+        '--',
+        ...inner,
+      ],
+    };
+  }
   return {
     file: s.bwrap,
     args: [
       ...s.mounts,
+      ...(egress ? ['--bind', egress.socket, SOCKET_INSIDE] : []),
+      ...sockets.flatMap((path) => ['--ro-bind', '/dev/null', path]),
       '--bind',
       cwd,
       cwd,
@@ -78,12 +158,67 @@ export function harnessSpawn(
       cwd,
       ...BWRAP_ISOLATION,
       '--',
-      '/bin/sh',
-      '-c',
-      command,
+      ...inner,
     ],
     ...owner,
   };
+}
+
+/**
+ * The machine's listening Unix sockets (/proc/net/unix) that the harness's user could connect to and
+ * that no emptied folder (`hidden`) already hides: a database's socket, Docker's, a desktop bus. A
+ * network namespace does not stop connect() on a socket's path, so each gets /dev/null over it. Read
+ * at every spawn: a socket made since the start is covered too.
+ */
+function listeningSockets(
+  hidden: readonly string[],
+  owner: { uid: number; gid: number } | undefined,
+): string[] {
+  let table: string;
+  try {
+    table = readFileSync('/proc/net/unix', 'utf8');
+  } catch {
+    return [];
+  }
+  const found = new Set<string>();
+  for (const line of table.split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    // Num RefCount Protocol Flags Type St Inode Path; flag 0x10000: listening.
+    if (fields.length < 8 || fields[3] !== '00010000' || !fields[7]!.startsWith('/')) continue;
+    try {
+      const path = realpathSync(fields.slice(7).join(' '));
+      if (hidden.some((dir) => inside(path, dir))) continue;
+      if (lstatSync(path).isSocket() && connectable(path, owner)) found.add(path);
+    } catch {
+      /* gone, or not reachable from here */
+    }
+  }
+  return [...found];
+}
+
+/** `path` is `dir` or lies in it. */
+const inside = (path: string, dir: string) => dir === sep || (path + sep).startsWith(dir + sep);
+
+/** Whether `owner` (undefined: this process's own user) may connect to the socket at `path`. */
+function connectable(path: string, owner: { uid: number; gid: number } | undefined): boolean {
+  if (!owner) {
+    try {
+      accessSync(path, constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  const may = (p: string, bit: number) => {
+    const st = statSync(p);
+    const shift = st.uid === owner.uid ? 6 : st.gid === owner.gid ? 3 : 0;
+    return ((st.mode >> shift) & bit) !== 0;
+  };
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    if (!may(dir, 1)) return false;
+    if (dir === '/') break;
+  }
+  return may(path, 2);
 }
 
 /** What every harness gets of the service's environment, besides the names the operator allows. */
@@ -166,10 +301,18 @@ function choose(settings: SandboxSettings, workspaceRoot: string): SandboxChoice
   const fallback = bwrapFailure ? ` (bwrap cannot run here: ${bwrapFailure})` : '';
   if (user) {
     const { first, last } = settings.harnessUids;
-    mkdirSync(UID_LEASES, { recursive: true, mode: 0o700 });
+    const sandbox = userSandbox(settings, workspaceRoot);
+    if (typeof sandbox !== 'string') {
+      mkdirSync(UID_LEASES, { recursive: true, mode: 0o700 });
+      return {
+        sandbox,
+        description: `user, each harness as a uid of its own from ${first}-${last}${fallback}`,
+      };
+    }
+    if (requested === 'user') throw new SandboxUnavailable(`user cannot run here: ${sandbox}`);
     return {
-      sandbox: { mode: 'user', uids: settings.harnessUids },
-      description: `user, each harness as a uid of its own from ${first}-${last}${fallback}`,
+      sandbox: { mode: 'none' },
+      description: `none: harnesses run unconfined${fallback}; user mode: ${sandbox}`,
     };
   }
   if (requested === 'user')
@@ -178,6 +321,55 @@ function choose(settings: SandboxSettings, workspaceRoot: string): SandboxChoice
     sandbox: { mode: 'none' },
     description: `none: harnesses run as the service's own user, unconfined${fallback}`,
   };
+}
+
+/** Folders emptied in every sandbox: where a machine keeps its services' sockets and pid files. */
+function runFolders(): string[] {
+  return ['/run', '/var/run'].filter((dir) => {
+    try {
+      return lstatSync(dir).isDirectory(); // /var/run is usually a link to /run
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** A `user` sandbox that was seen to confine a shell here, or why it cannot. */
+function userSandbox(settings: SandboxSettings, workspaceRoot: string): HarnessSandbox | string {
+  const find = (name: string, dirs: string[]) => dirs.map((d) => join(d, name)).find((p) => existsSync(p));
+  const bins = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'];
+  const tools = {
+    unshare: find('unshare', bins),
+    setpriv: find('setpriv', bins),
+    mount: find('mount', bins),
+    ip: find('ip', bins),
+  };
+  const missing = Object.entries(tools).filter(([, p]) => !p);
+  if (missing.length)
+    return `${missing.map(([n]) => n).join(', ')} not found (Debian: apt-get install util-linux iproute2)`;
+  const sandbox: HarnessSandbox = {
+    mode: 'user',
+    uids: settings.harnessUids,
+    tools: tools as UserModeTools,
+    hidden: runFolders(),
+  };
+  const probe = mkdtempSync(join(workspaceRoot, '.sandbox-probe-'));
+  try {
+    const uid = settings.harnessUids.first;
+    chmodSync(probe, 0o700);
+    chownSync(probe, uid, uid);
+    const { file, args } = harnessSpawn(sandbox, 'touch ok', probe, { uid, gid: uid });
+    const out = spawnSync(file, args, {
+      cwd: probe,
+      env: { PATH: process.env.PATH },
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    if (out.status === 0 && existsSync(join(probe, 'ok'))) return sandbox;
+    return (out.stderr || out.error?.message || `exit ${out.status ?? out.signal}`).trim().split('\n')[0]!;
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -240,7 +432,7 @@ function bwrapSandbox(
     mode: 'bwrap',
     bwrap,
     ...user,
-    mounts: hidingMounts(settings, workspaceRoot),
+    ...hidingMounts(settings, workspaceRoot),
   };
   const probe = mkdtempSync(join(workspaceRoot, '.sandbox-probe-'));
   try {
@@ -262,15 +454,18 @@ function bwrapSandbox(
 }
 
 /**
- * The whole file system read-only; a private /tmp; empty folders over the service's home (a non-root
+ * The whole file system read-only; a private /tmp and /run (the usual home of services' sockets: the
+ * sandbox's own network namespace does not stop connect() on a socket's path); empty folders over the service's home (a non-root
  * service's user keeps its credentials there), DATA_DIR (database cluster, secrets key, managed
  * repositories, workspaces), the package's `var` and the workspace root. The package and Node.js stay
  * visible where they lie in a hidden folder: the example harnesses run from them.
  */
-function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[] {
+function hidingMounts(
+  settings: SandboxSettings,
+  workspaceRoot: string,
+): { mounts: string[]; hidden: string[] } {
   const mounts = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   const hidden: string[] = [];
-  const inside = (path: string, dir: string) => (path + sep).startsWith(dir + sep);
   // bwrap runs as the harness's user, and cannot bind what that user cannot reach (a checkout in a
   // `mktemp -d`, as root): its programs then run from copies (harness-programs.ts).
   const reachable = (path: string) =>
@@ -284,10 +479,10 @@ function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[
       if (inside(keep, dir) && reachable(keep)) mounts.push('--ro-bind', keep, keep);
   };
   cover('/tmp');
+  for (const dir of runFolders()) cover(dir);
   const home = homedir();
   if (process.getuid?.() !== 0 && home !== '/' && existsSync(home)) cover(home);
-
-  for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot]) {
+  for (const hide of [settings.dataDir, join(settings.packageRoot, 'var'), workspaceRoot, egressRoot()]) {
     if (!existsSync(hide) || hidden.some((h) => inside(hide, h) && !inside(settings.packageRoot, h)))
       continue;
     // Out of the harness's reach already (below /root, a `mktemp -d`); bwrap, as that user, could
@@ -298,7 +493,25 @@ function hidingMounts(settings: SandboxSettings, workspaceRoot: string): string[
   }
   for (const keep of settings.visible ?? [])
     if (existsSync(keep) && hidden.some((h) => inside(keep, h))) mounts.push('--ro-bind', keep, keep);
-  return mounts;
+  return { mounts, hidden };
+}
+
+/**
+ * Where the egress proxies of this machine's workers keep their runs' sockets (egress-proxy.ts), made
+ * here, passable by every uid and not listable. As root, harnesses run as other uids that must pass
+ * through every folder above their socket (bwrap binds it as that uid), so not in TMPDIR, which may
+ * be closed. A bwrap sandbox gets an empty folder over it: in bwrap every harness has the same uid,
+ * and only the socket bound in at EGRESS_SOCKET_INSIDE may be its way out. In `user` mode each
+ * socket is its uid's alone (0600).
+ */
+export function egressRoot(): string {
+  const dir =
+    process.getuid?.() === 0
+      ? join(ROOT_STATE_DIR, 'egress')
+      : join(tmpdir(), `factoryd-egress-${process.getuid?.()}`);
+  mkdirSync(dir, { recursive: true, mode: 0o711 });
+  chmodSync(dir, 0o711);
+  return dir;
 }
 
 /**

@@ -10,8 +10,10 @@ import { unsearchableAbove } from '../common/searchable.js';
 import { ROOT_STATE_DIR } from '../common/shared-runtime.js';
 import type { Database } from '../database/database.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
+import { passwordlessWays } from '../database/passwordless.js';
 import { DirectBackend } from './direct-backend.js';
 import { exampleHarnessCommand } from './harness-programs.js';
+import { describeEgress, EgressProxy, type EgressEntry } from './egress-proxy.js';
 import type { ExecutionOptions } from './run-execution.js';
 import { RepositoryCache } from '../environments/repository-cache.js';
 import { GitRunner } from '../git/git-runner.js';
@@ -67,27 +69,85 @@ export function reportFailure(runId: string, report: 'events' | 'end', err: unkn
 /**
  * How this process runs harnesses (its environment's settings), workspaces under `workspaceRoot`,
  * in the sandbox chosen for them (once: `harnessSandbox` is what the start logs), with the CLIs
- * `harnesses` found.
+ * `harnesses` found, their network through an egress proxy that logs to `log`.
  */
-export const executionOptions = (
+export function executionOptions(
   config: Config,
   workspaceRoot: string,
   harnesses: HarnessCatalog,
+  log: WorkerLog,
   onReportFailed?: ExecutionOptions['onReportFailed'],
-): ExecutionOptions => ({
-  clis: Object.fromEntries(harnesses.clis.filter((c) => !c.problem).map((c) => [c.type, c.path])),
-  harnessCommand: config.harnessCommand ?? exampleHarnessCommand(),
-  repositories: repositoryCache(config, workspaceRoot),
-  killGraceMs: config.harnessKillGraceMs,
-  idleMinuteMs: config.idleMinuteMs,
-  idleTimeoutMinutes: config.runIdleTimeoutMinutes,
-  maxDurationMinutes: config.runMaxDurationMinutes,
-  workspaceRoot,
-  sandbox: harnessSandbox(config, workspaceRoot).sandbox,
-  envAllow: config.harnessEnvAllow,
-  transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
-  onReportFailed,
-});
+): ExecutionOptions {
+  const sandbox = harnessSandbox(config, workspaceRoot).sandbox;
+  return {
+    clis: Object.fromEntries(harnesses.clis.filter((c) => !c.problem).map((c) => [c.type, c.path])),
+    harnessCommand: config.harnessCommand ?? exampleHarnessCommand(),
+    repositories: repositoryCache(config, workspaceRoot),
+    killGraceMs: config.harnessKillGraceMs,
+    idleMinuteMs: config.idleMinuteMs,
+    idleTimeoutMinutes: config.runIdleTimeoutMinutes,
+    maxDurationMinutes: config.runMaxDurationMinutes,
+    workspaceRoot,
+    sandbox,
+    envAllow: config.harnessEnvAllow,
+    transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
+    onReportFailed,
+    egress:
+      config.harnessEgress && sandbox.mode !== 'none' && sandbox.mode !== 'docker'
+        ? new EgressProxy(config.harnessEgress, (entry: EgressEntry) =>
+            entry.allowed ? log.info(describeEgress(entry)) : log.warn(describeEgress(entry)),
+          )
+        : undefined,
+  };
+}
+
+/** Where a worker's lines go: the service's logger, or a self-hosted worker's stderr. */
+export interface WorkerLog {
+  info(line: string): void;
+  warn(line: string): void;
+}
+
+/**
+ * What the start says of the harnesses' network: in a sandbox, a namespace of their own and the
+ * egress policy; in `none` mode, loudly, that they reach everything. And, when DATABASE_URL's server
+ * takes its user with no password from this machine, which ways and whether harnesses reach them.
+ */
+export async function reportHarnessNetwork(
+  config: Config,
+  workspaceRoot: string,
+  log: WorkerLog,
+): Promise<void> {
+  const { mode } = harnessSandbox(config, workspaceRoot).sandbox;
+  const policy = config.harnessEgress;
+  if (mode === 'none')
+    log.warn(
+      'harness network: NOT CONFINED (sandbox none): harnesses reach every address and socket this machine reaches — ' +
+        "the database, the service's own port, other local services, cloud metadata (169.254.169.254). " +
+        'Fit only for a single trusted team; use bwrap (apt-get install bubblewrap) or run the service as root for user mode',
+    );
+  else
+    log.info(
+      policy
+        ? `harness network: a namespace of its own (loopback only), no host sockets; out only through factoryd's egress proxy: ` +
+            `${policy.rules.length} allowed hosts (HARNESS_EGRESS_ALLOW adds more)` +
+            (policy.trusted.length
+              ? `, and the providers' base URLs ${policy.trusted.map((t) => `${t.host}:${t.port}`).join(', ')}`
+              : '') +
+            '; loopback, private, link-local and metadata addresses refused'
+        : 'harness network: none at all (HARNESS_EGRESS_ALLOW=none): a namespace of its own, loopback only',
+    );
+  if (!config.databaseUrl) return;
+  const ways = await passwordlessWays(config.databaseUrl).catch(() => []);
+  if (!ways.length) return;
+  const user = decodeURIComponent(new URL(config.databaseUrl).username) || 'postgres';
+  log.warn(
+    `DATABASE_URL: the server accepts user ${user} with no password through ${ways.join(' and ')} (trust in pg_hba.conf): ` +
+      (mode === 'none'
+        ? 'every harness can connect as that user and read and change every team’s data. Require a password (scram-sha-256) or confine harnesses (HARNESS_SANDBOX=bwrap or user)'
+        : `harnesses cannot reach it (sandbox ${mode}: a network namespace of their own, host sockets hidden, the egress proxy refuses loopback and private addresses), ` +
+          'but any other process on this machine can: require a password (scram-sha-256)'),
+  );
+}
 
 const caches = new Map<string, RepositoryCache>();
 
@@ -192,6 +252,7 @@ export function startServiceHostedPool(
   config: Config,
   harnesses: HarnessCatalog,
   onError: (e: unknown) => void,
+  log: WorkerLog,
   concurrency = config.workerConcurrency,
   onReportFailed?: ExecutionOptions['onReportFailed'],
 ): WorkerPool {
@@ -203,7 +264,7 @@ export function startServiceHostedPool(
     harnesses: harnesses.harnesses,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
-    ...executionOptions(config, serviceWorkspaceRoot(config), harnesses, onReportFailed),
+    ...executionOptions(config, serviceWorkspaceRoot(config), harnesses, log, onReportFailed),
     concurrency,
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,

@@ -84,6 +84,7 @@ export class WorkerPool {
     await this.backend.close(); // also ends a claim that is waiting (long poll)
     await this.loopDone;
     removeWorkerFolder(this.executionOptions.workspaceRoot);
+    await this.opts.egress?.stop();
   }
 
   /**

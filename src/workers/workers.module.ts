@@ -20,6 +20,7 @@ import {
   harnessCatalog,
   harnessSandbox,
   reportFailure,
+  reportHarnessNetwork,
   serviceWorkspaceRoot,
   startHousekeeping,
   startServiceHostedPool,
@@ -52,6 +53,9 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       const workspaces = serviceWorkspaceRoot(this.config);
       const sandbox = harnessSandbox(this.config, workspaces);
       this.log.log(`harness sandbox: ${sandbox.description}; workspaces under ${workspaces}`);
+      const log = { info: (line: string) => this.log.log(line), warn: (line: string) => this.log.warn(line) };
+      // Awaited: said before the "factoryd is up" banner, never in the middle of it (3 s at most).
+      await reportHarnessNetwork(this.config, workspaces, log);
       const harnesses = await harnessCatalog(this.config);
       for (const line of harnesses.description.split('\n')) this.log.log(line);
       this.pool = startServiceHostedPool(
@@ -61,6 +65,7 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
         this.config,
         harnesses,
         onError,
+        log,
         this.config.workerConcurrency,
         (runId, report, err) => this.log.error(reportFailure(runId, report, err)),
       );

@@ -60,6 +60,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     harnessSandbox,
     heartbeatMs,
     reportFailure,
+    reportHarnessNetwork,
     serviceWorkspaceRoot,
     startHousekeeping,
     startServiceHostedPool,
@@ -67,6 +68,8 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   const concurrency = opts.concurrency ? Number(opts.concurrency) : Math.max(config.workerConcurrency, 1);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)
     throw new Error(`--concurrency must be a whole number from 1 to 256, got "${opts.concurrency}"`);
+  const say = (line: string) => process.stderr.write(`factoryd worker: ${line}\n`);
+  const lines = { info: say, warn: say };
   const log = (err: unknown) => {
     if (err instanceof RefusedError) {
       process.stderr.write(`factoryd worker: ${err.message}\n`);
@@ -92,6 +95,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     process.stderr.write(
       `factoryd worker: ${harnesses.description.replaceAll('\n', '\nfactoryd worker: ')}\n`,
     );
+    void reportHarnessNetwork(config, workspaceRoot, lines);
     const backend = new HttpBackend(api, apiKey, workerId, opts.workerHost, harnesses.harnesses);
     let said = false;
     const served = await backend
@@ -112,7 +116,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
         );
       });
     const pool = new WorkerPool(backend, {
-      ...executionOptions(config, workspaceRoot, harnesses, reportFailed),
+      ...executionOptions(config, workspaceRoot, harnesses, lines, reportFailed),
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
       heartbeatMs: Math.min(1000, heartbeatMs(config)),
@@ -161,7 +165,18 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     process.stderr.write(
       `factoryd worker: ${harnesses.description.replaceAll('\n', '\nfactoryd worker: ')}\n`,
     );
-    const pool = startServiceHostedPool(db, service, wakeups, cfg, harnesses, log, concurrency, reportFailed);
+    void reportHarnessNetwork(cfg, workspaces, lines);
+    const pool = startServiceHostedPool(
+      db,
+      service,
+      wakeups,
+      cfg,
+      harnesses,
+      log,
+      lines,
+      concurrency,
+      reportFailed,
+    );
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
     await untilSignal();
     await pool.stop();
