@@ -21,6 +21,7 @@ import { createConnection, createServer, isIP, type Server, type Socket } from '
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
+import { reachableCopy } from '../common/shared-runtime.js';
 import {
   egressDecision,
   refusedAddress,
@@ -245,7 +246,11 @@ function answer(client: Socket, status: number, message: string): void {
 /** The forwarder's built file: beside this module in dist/; when running from the sources, the build's. */
 export function forwarderPath(): string {
   const beside = fileURLToPath(new URL('./egress-forwarder.js', import.meta.url));
-  return existsSync(beside) ? beside : fromRoot('dist', 'workers', 'egress-forwarder.js');
+  // Run as the harness's uid: from a copy it reaches when the checkout keeps it out (shared-runtime.ts).
+  return reachableCopy(
+    existsSync(beside) ? beside : fromRoot('dist', 'workers', 'egress-forwarder.js'),
+    'egress-forwarder',
+  );
 }
 
 /** The port the forwarder listens on inside the sandbox (its own loopback): the proxy's. */
@@ -266,7 +271,14 @@ export function forwarderCommand(policy: EgressPolicy, socketInside = EGRESS_SOC
   const maps = loopback
     .filter((t) => !ports.has(t.port) && ports.add(t.port))
     .map((t) => `${t.port}=${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`);
-  return [process.execPath, forwarderPath(), socketInside, String(EGRESS_PROXY_PORT), ...maps, '--'];
+  return [
+    reachableCopy(process.execPath, 'node'),
+    forwarderPath(),
+    socketInside,
+    String(EGRESS_PROXY_PORT),
+    ...maps,
+    '--',
+  ];
 }
 
 /** The variables that point a harness's HTTP clients at the proxy (both spellings: curl reads the lower-case ones). */
