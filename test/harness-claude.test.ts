@@ -33,6 +33,9 @@ describe.skipIf(!cli.path)(
       process.env.ANTHROPIC_BASE_URL = stub.url;
       process.env.HARNESSES_DIR = TEST_HARNESSES_DIR;
       t = await startTestService({
+        // Also the service's own setting: its egress proxy lets sandboxed harnesses reach only the
+        // providers' base URLs the operator set (docs/security.md, "A harness's network").
+        ANTHROPIC_BASE_URL: stub.url,
         WORKER_CONCURRENCY: '2',
         HARNESS_KILL_GRACE_MS: '1000',
         FACTORY_POLL_SECONDS: '3600',
@@ -107,12 +110,13 @@ describe.skipIf(!cli.path)(
         role: 'assistant',
         text: 'Wrote and committed hello.txt.',
       });
-      // The usage the stub reported, summed over the turn's three model calls, per model.
-      const usage = (await runEvents(id)).filter(
-        (b) => b.includes('\\"type\\":\\"usage\\"') || b.includes('"type": "usage"'),
-      );
-      expect(usage.join('\n')).toMatch(/input_tokens\\?":\s*3900/);
-      expect(usage.join('\n')).toMatch(/output_tokens\\?":\s*90/);
+      // The usage the stub reported, summed over the turn's three model calls, per model, in the
+      // run's own usage (not its conversation), and in Claude Code's categories.
+      expect(run.request_usage.total_tokens).toBe(3990);
+      const { body: detail } = await t.call('GET', `/api/v1/agent/runs/${id}/harness-usage`);
+      const counts = JSON.stringify(detail);
+      expect(counts).toMatch(/"input_tokens":3900\b/);
+      expect(counts).toMatch(/"output_tokens":90\b/);
       // The raw stream is the run's transcript.
       expect(
         (await runEvents(id)).some(

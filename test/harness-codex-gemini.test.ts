@@ -99,7 +99,13 @@ for (const c of CLIS) {
         // The operator's base URL, passed to this provider's harnesses only; the CLI from the tests' cache.
         process.env[c.baseUrlVariable] = stub.url;
         process.env.HARNESSES_DIR = TEST_HARNESSES_DIR;
-        t = await startTestService({ WORKER_CONCURRENCY: '2', HARNESS_KILL_GRACE_MS: '1000' });
+        // Also the service's own setting: its egress proxy lets sandboxed harnesses reach only the
+        // providers' base URLs the operator set (docs/security.md, "A harness's network").
+        t = await startTestService({
+          WORKER_CONCURRENCY: '2',
+          HARNESS_KILL_GRACE_MS: '1000',
+          [c.baseUrlVariable]: stub.url,
+        });
         const secrets = t.service.app.get(SecretsService);
         await secrets.set(t.defaultTeam.id, 'provider-key', KEY);
         await secrets.set(t.defaultTeam.id, 'other-key', OTHER_KEY);

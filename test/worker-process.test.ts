@@ -180,6 +180,8 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
         connection_count: 1,
         connected_at: expect.any(String),
         last_seen_at: expect.any(String),
+        // Every worker runs harness commands; the agent CLIs it found depend on the machine.
+        harnesses: expect.arrayContaining([{ type: 'oz' }]),
       },
     ]);
     expect(
