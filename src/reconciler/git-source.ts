@@ -60,6 +60,7 @@ export class GitSource {
         ],
         mirror,
         undefined,
+        undefined,
         f.credentials && { ...f.credentials, host: hostOf(f.repoUrl) },
       );
     } catch (err) {
