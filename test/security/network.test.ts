@@ -71,7 +71,8 @@ describe('what a harness can reach of the network, per sandbox mode', () => {
   const port = (s: Server | HttpServer) => (s.address() as { port: number }).port;
 
   beforeAll(async () => {
-    other = createServer((s) => s.end('another local service\n'));
+    // The probe may close before reading the greeting (a reset): that is its business, not an error here.
+    other = createServer((s) => s.on('error', () => undefined).end('another local service\n'));
     // The model provider's stub: the operator points the harnesses at it (ANTHROPIC_BASE_URL).
     stub = createHttpServer((req, res) => {
       stubRequests.push(req);
