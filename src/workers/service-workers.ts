@@ -125,6 +125,11 @@ export async function reportHarnessNetwork(
         "the database, the service's own port, other local services, cloud metadata (169.254.169.254). " +
         'Fit only for a single trusted team; use bwrap (apt-get install bubblewrap) or run the service as root for user mode',
     );
+  else if (mode === 'docker')
+    log.info(
+      `harness network: each container's own (${config.docker.network}, or its environment's network); ` +
+        "factoryd's egress proxy is not used in containers (docs/security.md, the Docker backend)",
+    );
   else
     log.info(
       policy

@@ -92,7 +92,10 @@ function processStart(pid: number): string | undefined {
   try {
     // Field 22 of /proc/<pid>/stat, after the command name in parentheses (which may hold spaces).
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // A zombie (killed, not reaped yet: its parent died too and init has not got to it) is dead.
+    if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
+    return fields[19];
   } catch {
     return undefined;
   }
