@@ -34,7 +34,9 @@ export function startServeProcess(env: Record<string, string>, checkout?: string
       out += d.toString();
       const up = /API (http:\/\/[^\s/]+)\/api\/v1/.exec(out);
       const key = /export FACTORYD_API_KEY=(\S+)/.exec(out);
-      if (up && key && /\n\n$/.test(out))
+      // The banner's closing rule after the key: log lines may follow it in the same chunk (so the
+      // output need not end with the banner), and none comes inside it.
+      if (up && key && /\n─{10,}\n/.test(out.slice(key.index)))
         resolve({
           child,
           url: up[1]!,
