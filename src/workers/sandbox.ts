@@ -353,23 +353,8 @@ function userSandbox(settings: SandboxSettings, workspaceRoot: string): HarnessS
     tools: tools as UserModeTools,
     hidden: runFolders(),
   };
-  const probe = mkdtempSync(join(workspaceRoot, '.sandbox-probe-'));
-  try {
-    const uid = settings.harnessUids.first;
-    chmodSync(probe, 0o700);
-    chownSync(probe, uid, uid);
-    const { file, args } = harnessSpawn(sandbox, 'touch ok', probe, { uid, gid: uid });
-    const out = spawnSync(file, args, {
-      cwd: probe,
-      env: { PATH: process.env.PATH },
-      encoding: 'utf8',
-      timeout: 10_000,
-    });
-    if (out.status === 0 && existsSync(join(probe, 'ok'))) return sandbox;
-    return (out.stderr || out.error?.message || `exit ${out.status ?? out.signal}`).trim().split('\n')[0]!;
-  } finally {
-    rmSync(probe, { recursive: true, force: true });
-  }
+  const uid = settings.harnessUids.first;
+  return probe(sandbox, workspaceRoot, { uid, gid: uid });
 }
 
 /**
@@ -434,22 +419,35 @@ function bwrapSandbox(
     ...user,
     ...hidingMounts(settings, workspaceRoot),
   };
-  const probe = mkdtempSync(join(workspaceRoot, '.sandbox-probe-'));
+  return probe(sandbox, workspaceRoot, user);
+}
+
+/**
+ * `sandbox` itself when it was seen to start a shell that writes into a workspace here (made as the
+ * harness's `owner`), else why not, in a line.
+ */
+function probe(
+  sandbox: HarnessSandbox,
+  workspaceRoot: string,
+  owner: { uid: number; gid: number } | undefined,
+): HarnessSandbox | string {
+  const dir = mkdtempSync(join(workspaceRoot, '.sandbox-probe-'));
   try {
-    chmodSync(probe, 0o700);
-    if (user) chownSync(probe, user.uid, user.gid);
-    const { file, args, uid, gid } = harnessSpawn(sandbox, 'touch ok', probe);
+    chmodSync(dir, 0o700);
+    if (owner) chownSync(dir, owner.uid, owner.gid);
+    const { file, args, uid, gid } = harnessSpawn(sandbox, 'touch ok', dir, owner);
     const out = spawnSync(file, args, {
+      cwd: dir,
       uid,
       gid,
       env: { PATH: process.env.PATH },
       encoding: 'utf8',
       timeout: 10_000,
     });
-    if (out.status === 0 && existsSync(join(probe, 'ok'))) return sandbox;
+    if (out.status === 0 && existsSync(join(dir, 'ok'))) return sandbox;
     return (out.stderr || out.error?.message || `exit ${out.status ?? out.signal}`).trim().split('\n')[0]!;
   } finally {
-    rmSync(probe, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
