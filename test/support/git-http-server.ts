@@ -29,27 +29,7 @@ export class GitHttpServer {
   ) {}
 
   async start(): Promise<string> {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        join(this.dir, 'key.pem'),
-        '-out',
-        this.caFile,
-      ],
-      { stdio: 'ignore' },
-    );
+    selfSignedCertificate(join(this.dir, 'key.pem'), this.caFile);
     this.server = createServer(
       { key: readFileSync(join(this.dir, 'key.pem')), cert: readFileSync(this.caFile) },
       (req, res) => {
@@ -122,4 +102,29 @@ export class GitHttpServer {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** A key and a self-signed certificate for 127.0.0.1, valid a day (git trusts it by GIT_SSL_CAINFO). */
+export function selfSignedCertificate(keyFile: string, certFile: string): void {
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ],
+    { stdio: 'ignore' },
+  );
 }

@@ -1,9 +1,10 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { selfSignedCertificate } from './git-http-server.js';
 import type { TestRepo } from './git-repo.js';
 
 /**
@@ -18,27 +19,7 @@ export async function serveOverHttps(
 ): Promise<{ url: string; caFile: string; seen: string[]; stop(): void }> {
   const certs = mkdtempSync(join(tmpdir(), 'factoryd-https-'));
   const [key, cert] = [join(certs, 'key.pem'), join(certs, 'cert.pem')];
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'ignore' },
-  );
+  selfSignedCertificate(key, cert);
   const expected = `Basic ${Buffer.from(`${account.username}:${account.password}`).toString('base64')}`;
   const seen: string[] = [];
   const server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
