@@ -9,7 +9,8 @@ import { RunExecution } from '../src/workers/run-execution.js';
 // end left the run to its lease. Here the service's side is a backend that refuses what the test
 // says, as the worker API does with a 400; the harness and its launcher are real.
 const root = mkdtempSync(join(tmpdir(), 'factoryd-report-failures-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+// After the run has ended the launcher still tidies its workspace into a spare here: retried while it does.
+afterAll(() => rmSync(root, { recursive: true, force: true, maxRetries: 5 }));
 
 it('says which report of which run failed, never its content, and sends a refused end again without its events', async () => {
   const secret = 'printed-by-the-harness';

@@ -30,9 +30,12 @@ async function serve(): Promise<void> {
   // Loaded here, not at the top: every other command (an API client, say) starts without NestJS.
   const { startService } = await import('../../service.js');
   const { bootstrapFactory } = await import('../factory-bootstrap.js');
-  // A signal before the service is up ends the process at once: its `exit` stops an embedded database.
-  const starting = () => process.exit(1);
-  process.once('SIGINT', starting).once('SIGTERM', starting);
+  // One listener per signal for the process's life, whose action changes with the phase: removing a
+  // listener and adding another stops and restarts Node's signal watcher, and a signal caught between
+  // the two is dropped (a SIGTERM sent as the banner appeared was lost so, and the process ran on).
+  // Before the service is up a signal ends the process at once: its `exit` stops an embedded database.
+  let onSignal: (signal: NodeJS.Signals) => void = () => process.exit(1);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => onSignal(signal));
   const service = await startService(config);
   const { repo, auth } = authOf(service.db);
   const adminKey = await bootstrapDefaultTeam(repo, auth);
@@ -69,6 +72,8 @@ async function serve(): Promise<void> {
   });
 
   const shutdown = (signal: string) => {
+    // A second signal while shutting down: the operator wants it gone now.
+    onSignal = () => process.exit(1);
     process.stdout.write(`\n${signal}: shutting down\n`);
     forget();
     service
@@ -84,9 +89,7 @@ async function serve(): Promise<void> {
         },
       );
   };
-  process.off('SIGINT', starting).off('SIGTERM', starting);
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  onSignal = shutdown;
 }
 
 /**
