@@ -6,7 +6,7 @@ import { NotificationSender } from './notification-sender.js';
 import type { NotificationsRepository } from './notifications.repository.js';
 
 /** Connections to one endpoint at once, in each dispatcher (docs/notifications.md, "Bounds"). */
-const CONNECTIONS_PER_ENDPOINT = 16;
+const CONNECTIONS_PER_ENDPOINT = 32;
 
 /**
  * The dispatcher as configured, wherever it runs: inside `factoryd serve`, or in a process of its own

@@ -33,8 +33,9 @@ export interface DispatcherOptions {
   onDisabled?: (endpointId: string) => void;
 }
 
-/** Endpoint outcomes one statement records at most (a few thousand attempts). */
+/** What one statement records at most: endpoint outcomes, and their attempts (one outcome always goes). */
 const RECORD_BATCH = 32;
+const RECORD_ATTEMPTS = 4096;
 /** How long an endpoint's claimed messages should take to send, at its latest answer time. */
 const ROUND_TARGET_MS = 1_000;
 /** Endpoints whose claims are lowered, remembered at most (beyond, the oldest are forgotten). */
@@ -95,16 +96,21 @@ export class NotificationDispatcher {
         const disabled = new Set(await this.repo.recordAttempts(outcomes, this.opts.disableAfter));
         return outcomes.map((o) => ({ status: 'fulfilled', value: disabled.has(o.endpointId) }));
       },
-      { concurrency: 1, maxItems: RECORD_BATCH },
+      {
+        concurrency: 1,
+        maxItems: RECORD_BATCH,
+        maxWeight: RECORD_ATTEMPTS,
+        weigh: (o) => o.attempts.length,
+      },
     );
   }
 
   private get perEndpoint(): number {
-    return this.opts.perEndpoint ?? 256;
+    return this.opts.perEndpoint ?? 1024;
   }
 
   private get connections(): number {
-    return this.opts.connectionsPerEndpoint ?? 16;
+    return this.opts.connectionsPerEndpoint ?? 32;
   }
 
   start(notifications?: Notifications): this {
@@ -160,7 +166,7 @@ export class NotificationDispatcher {
     while ((await this.repo.fanOut(this.opts.retryScheduleMs[0] ?? 0)) > 0);
     this.sender.closeIdle();
     for (;;) {
-      const room = (this.opts.concurrency ?? 2048) - this.claimed;
+      const room = (this.opts.concurrency ?? 4096) - this.claimed;
       if (room <= 0) return;
       const now = this.opts.now();
       // The endpoint's lease outlives its round: attempts start for at most `timeoutMs`, and the last
@@ -248,15 +254,16 @@ export class NotificationDispatcher {
   }
 
   /**
-   * Lowers the next claim of an endpoint that answered slowly to what its connections send in about
-   * ROUND_TARGET_MS at its latest answer time (never below one message per connection): a slow receiver
-   * holds few claims, and its rounds stay short. A fast one gets `perEndpoint` again.
+   * Lowers the next claim of an endpoint that answers slowly to what its connections send in about
+   * ROUND_TARGET_MS at its mean answer time in the last round (never below one message per
+   * connection): a slow receiver holds few claims, and its rounds stay short. A fast one gets
+   * `perEndpoint` again.
    */
   private pace(endpointId: string, attempts: AttemptRecord[]): void {
-    const slowest = Math.max(...attempts.map((a) => a.outcome.latencyMs));
+    const mean = attempts.reduce((sum, a) => sum + a.outcome.latencyMs, 0) / attempts.length;
     const claim = Math.max(
       this.connections,
-      Math.floor((this.connections * ROUND_TARGET_MS) / Math.max(slowest, 1)),
+      Math.floor((this.connections * ROUND_TARGET_MS) / Math.max(mean, 1)),
     );
     this.lowered.delete(endpointId);
     if (claim >= this.perEndpoint) return;

@@ -80,7 +80,7 @@ export interface EndpointOutcome {
 
 /** Fan-outs take turns across replicas, so a run's messages are created in its events' order. */
 const FAN_OUT_LOCK = 7_146_110_017;
-const FAN_OUT_BATCH = 500;
+const FAN_OUT_BATCH = 2000;
 
 const ENDPOINT_COLUMNS = `id, team_id, factory_id, name, url, event_types, description, secret, enabled,
   disabled_reason, consecutive_failures, failing_since, created_at, updated_at`;
