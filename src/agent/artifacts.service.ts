@@ -70,8 +70,22 @@ export class ArtifactsService {
       throw new NotAuthorized(
         'This download link is invalid or has expired; GET /api/v1/agent/artifacts/{uid} gives a new one.',
       );
+    return this.contentOf(uid);
+  }
+
+  /** The content for a key of the artifact's team: the clients' `downloadArtifact` sends the key, no link. */
+  async downloadWithKey(auth: AuthContext, uid: string) {
+    const a = UUID_PATTERN.test(uid) ? await this.artifacts.find(auth.team.id, uid) : undefined;
+    if (!a) throw new NotFound(`artifact ${uid} does not exist`);
+    return this.contentOf(uid);
+  }
+
+  private async contentOf(uid: string) {
     const content = await this.artifacts.content(uid);
-    if (!content) throw new NotFound(`artifact ${uid} has no content`);
+    if (!content)
+      throw new NotFound(
+        `artifact ${uid} has no content to download (only files, screenshots and plans have)`,
+      );
     return content;
   }
 

@@ -14,7 +14,13 @@ import { SchemaRegistry } from '../common/schema-validator.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { bundleSchema, DEFINITION_SCHEMAS } from './definition-schemas.js';
 import { presentApply, presentDefinition, presentFactory, presentWebhook } from './factory.presenter.js';
-import { APPLIES_SCOPE, FACTORIES_SCOPE, FactoriesService } from './factories.service.js';
+import { runPageUrl } from '../runs/run.presenter.js';
+import {
+  APPLIES_SCOPE,
+  FACTORIES_SCOPE,
+  FactoriesService,
+  type FactoryRunRequest,
+} from './factories.service.js';
 
 /** An object with these properties, all required (strings unless the property says otherwise). */
 const object = (properties: Record<string, object>) => ({
@@ -24,6 +30,19 @@ const object = (properties: Record<string, object>) => ({
     Object.entries(properties).map(([k, v]) => [k, Object.keys(v).length ? v : { type: 'string' }]),
   ),
 });
+
+/** A dispatched run (the clients' `factories.runs.create` response). */
+const DISPATCHED = (() => {
+  const o = object({
+    factory_uid: {},
+    foreman_agent: {},
+    run_id: {},
+    state: { const: 'QUEUED' },
+    ticket_ref: { type: 'string', description: 'The caller’s ticket_ref, else the minted `adhoc:<id>`' },
+    run_url: { type: 'string', format: 'uri', description: 'The run’s page in the dashboard' },
+  });
+  return { ...o, properties: { ...o.properties, ticket_url: { type: 'string', format: 'uri' } } };
+})();
 
 @Controller('api/v1')
 export class FactoriesController {
@@ -132,19 +151,22 @@ export class FactoriesController {
   @HttpCode(200)
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
-  @ApiOperation({ summary: 'Start a run of the factory’s foreman' })
+  @ApiOperation({ summary: 'Start a run of the factory’s foreman, linked to the ticket it works on' })
   @ApiJsonBody('FactoryRunRequest')
-  @ApiJsonOk(
-    object({ factory_uid: {}, foreman_agent: {}, run_id: {}, state: { const: 'QUEUED' } }),
-    'The run, queued',
-  )
+  @ApiJsonOk(DISPATCHED, 'The run, queued')
   @ApiProblems(403, 404, 409)
-  dispatch(@Auth() auth: AuthContext, @Param('uid') uid: string, @Body() body: unknown) {
-    return this.factories.dispatch(
+  async dispatch(
+    @Auth() auth: AuthContext,
+    @Param('uid') uid: string,
+    @Body() body: unknown,
+    @Req() req: FastifyRequest,
+  ) {
+    const run = await this.factories.dispatch(
       auth,
       uid,
-      this.validate.body<{ prompt: string; title?: string }>('FactoryRunRequest', body),
+      this.validate.body<FactoryRunRequest>('FactoryRunRequest', body),
     );
+    return { ...run, run_url: runPageUrl(publicBaseUrl(req, this.config.publicBaseUrl), run.run_id) };
   }
 
   @Post('factory/:uid/refresh')

@@ -201,7 +201,7 @@ describe('client.agent.runs.submitFollowup / cancel with the Python client’s b
     await t.service.db.execute(`UPDATE runs SET state = 'SUCCEEDED' WHERE id = $1`, [run.body.run_id]);
     const res = await python(t, 'POST', `/agent/runs/${run.body.run_id}/followups`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({});
+    expect(res.body).toEqual({ followup_id: null, outcome: 'handoff_execution' });
     expect((await python(t, 'GET', `/agent/runs/${run.body.run_id}`)).body.state).toBe('QUEUED');
     const stored = await t.service.db.query(`SELECT 1 FROM run_followups WHERE run_id = $1`, [
       run.body.run_id,
