@@ -100,6 +100,16 @@ export class AgentController {
     return this.artifacts.get(auth, uid, publicBaseUrl(req, this.config.publicBaseUrl));
   }
 
+  @Get('run-by-external-reference')
+  @ApiOperation({ summary: 'The run that reported an external reference artifact with this URL' })
+  @ApiQuery({ name: 'url', required: true, schema: { type: 'string' }, description: 'Matched exactly' })
+  @ApiJsonOk(object({ run_id: { type: 'string', format: 'uuid' } }))
+  @ApiProblems(403, 404)
+  @RequireScope('runs:read')
+  runByExternalReference(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
+    return this.artifacts.runOfExternalReference(auth, QueryParams.of(req).one('url'));
+  }
+
   @Get('artifacts/:artifactUid/download')
   @Public()
   @ApiOperation({

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Clock } from '../common/clock.js';
 import { UUID_PATTERN } from '../common/ids.js';
-import { NotAuthorized, NotFound } from '../common/problem.js';
+import { invalidParam, NotAuthorized, NotFound } from '../common/problem.js';
 import { RunArtifacts, type StoredArtifact } from '../runs/run-artifacts.repository.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { UrlSigner } from '../secrets/url-signer.js';
@@ -47,6 +47,14 @@ export class ArtifactsService {
       default:
         return { ...head, data: a.data };
     }
+  }
+
+  /** AgentGetRunByExternalReferenceResponse: the run that reported an external reference to `url`. */
+  async runOfExternalReference(auth: AuthContext, url: string | undefined): Promise<{ run_id: string }> {
+    if (!url) throw invalidParam('url', 'url is required: the URL of the external reference to look up');
+    const runId = await this.artifacts.runOfExternalReference(auth.team.id, url);
+    if (!runId) throw new NotFound(`no run of this team reported an external reference to ${url}`);
+    return { run_id: runId };
   }
 
   /** RunListHandoffAttachmentsResponse: the files the run's latest ended execution left. */
