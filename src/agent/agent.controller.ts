@@ -8,7 +8,7 @@ import { invalidParam } from '../common/problem.js';
 import { publicBaseUrl } from '../common/base-url.js';
 import { QueryParams } from '../common/query-params.js';
 import { ApiJsonOk, ApiProblem, ApiProblems } from '../common/openapi-decorators.js';
-import { AuthenticationRequired, NotAuthorized } from '../common/problem.js';
+import { NotAuthorized } from '../common/problem.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { AgentCatalogService } from './agent-catalog.service.js';
 import { ArtifactsService } from './artifacts.service.js';
@@ -125,8 +125,7 @@ export class AgentController {
     description: 'Of a signed link',
   })
   @ApiResponse({ status: 200, description: 'The content', content: { 'application/octet-stream': {} } })
-  @ApiProblem(401, 'Neither an API key nor a signed link')
-  @ApiProblem(403, 'The link is invalid or has expired, or the key lacks runs:read')
+  @ApiProblem(403, 'Neither an API key nor a signed link; the link is invalid or has expired; the key lacks runs:read')
   @ApiProblem(404)
   @ApiProblem(500)
   async download(
@@ -138,9 +137,11 @@ export class AgentController {
     const [expires, signature] = [q.one('expires'), q.one('signature')];
     const signed = expires !== undefined || signature !== undefined;
     const auth = signed ? undefined : await this.optionalAuth(req);
+    // Without either it is a link without its signature: refused like a changed one (the route is
+    // public, so it never asks for a key with a 401).
     if (!signed && !auth)
-      throw new AuthenticationRequired(
-        'Send an API key of the artifact’s team ("Authorization: Bearer <key>"), or use the signed download_url that GET /api/v1/agent/artifacts/{uid} gives.',
+      throw new NotAuthorized(
+        'This download needs an API key of the artifact’s team ("Authorization: Bearer <key>") or the signed download_url that GET /api/v1/agent/artifacts/{uid} gives.',
       );
     const file = auth
       ? await this.artifacts.downloadWithKey(auth, uid)

@@ -161,7 +161,7 @@ describe('artifacts a run leaves', () => {
     const writer = await t.newKey([t.defaultTeam], ['runs:write']);
     expect((await download(file.data.artifact_uid, writer)).status).toBe(403);
     const anonymous = await download(file.data.artifact_uid, null);
-    expect(anonymous.status).toBe(401);
+    expect(anonymous.status).toBe(403);
     expect(anonymous.body.detail).toContain('download_url');
   });
 
