@@ -138,7 +138,11 @@ describe('factoryd worker (service-hosted, on the database)', () => {
     // Nothing renews the lease now; the service's reaper ends the run.
     const run = await runIn(id, ['ERROR', 'SUCCEEDED', 'FAILED']);
     expect(run.state).toBe('ERROR');
-    expect(run.status_message).toMatchObject({ reason: 'lease_expired', retryable: true });
+    expect(run.status_message).toMatchObject({
+      reason: 'lease_expired',
+      error_code: 'resource_unavailable',
+      retryable: true,
+    });
     expect(run.status_message.message).toMatch(/stopped renewing its lease/);
   });
 });
