@@ -125,7 +125,10 @@ export class AgentController {
     description: 'Of a signed link',
   })
   @ApiResponse({ status: 200, description: 'The content', content: { 'application/octet-stream': {} } })
-  @ApiProblem(403, 'Neither an API key nor a signed link; the link is invalid or has expired; the key lacks runs:read')
+  @ApiProblem(
+    403,
+    'Neither an API key nor a signed link; the link is invalid or has expired; the key lacks runs:read',
+  )
   @ApiProblem(404)
   @ApiProblem(500)
   async download(
