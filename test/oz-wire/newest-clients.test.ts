@@ -357,6 +357,35 @@ describe('the newest shapes: RunItem, timeline, conversation, follow-up', () => 
   });
 });
 
+describe('methods not served yet (docs/run-api.md, "Every client method")', () => {
+  it('answer a 404 problem, and a follow-up with attachments a 400 that names them', async () => {
+    const id = await created({ prompt: 'Not served', config: PARKED });
+    for (const [method, path, body] of [
+      ['GET', `/agent/conversations/${id}`],
+      ['POST', `/agent/conversations/${id}/followups`, { message: 'x' }],
+      ['GET', '/networking/egress-ranges'],
+      ['GET', `/factory/${factory.uid}/tasks`],
+      ['GET', '/factory/scorers'],
+      ['GET', `/factory/${factory.uid}/benchmarks/suites`],
+      ['POST', '/factory-files/validate', { files: [{ path: 'factory.yaml', content: 'name: x' }] }],
+      ['GET', '/factory-inbox'],
+    ] as const) {
+      const res = await typescript(t, method, path, body);
+      expect({ path, status: res.status, error: res.body?.error }).toEqual({
+        path,
+        status: 404,
+        error: 'resource_not_found',
+      });
+    }
+    const withFiles = await typescript(t, 'POST', `/agent/runs/${id}/followups`, {
+      message: 'See the file',
+      attachments: [{ attachment_id: '6d0c1c2e-1111-4222-8333-444455556666' }],
+    });
+    expect(withFiles.status).toBe(400);
+    expect(withFiles.body.detail).toContain('attachments is not a known field');
+  });
+});
+
 describe('factories.list / factories.get as the clients’ Factory', () => {
   it('has every field their Factory requires, with their enums, and factoryd’s status beside them', async () => {
     const got = await python(t, 'GET', `/factory/${factory.uid}`);
