@@ -413,6 +413,11 @@ describe('factories.list / factories.get as the clients’ Factory', () => {
     for (const at of ['created_at', 'updated_at']) expect(Date.parse(got.body[at])).not.toBeNaN();
     const listed = (await typescript(t, 'GET', '/factory?search=acm')).body;
     expect(listed.factories).toEqual([got.body]);
+    // The team filter: the TypeScript client's filter_team_uid, the Python client's team_uid.
+    const own = await typescript(t, 'GET', `/factory?filter_team_uid=${t.defaultTeam.uid}`);
+    expect(own.body.factories.map((f: any) => f.uid)).toContain(factory.uid);
+    const other = await python(t, 'GET', '/factory?team_uid=SomeOtherTeam000000000');
+    expect(other.body).toEqual({ factories: [], page_info: { has_next_page: false } });
   });
 });
 
