@@ -138,7 +138,7 @@ export class FactoriesController {
     object({ factory_uid: {}, foreman_agent: {}, run_id: {}, state: { const: 'QUEUED' } }),
     'The run, queued',
   )
-  @ApiProblems(403, 404, 409)
+  @ApiProblems(403, 404, 409, 429)
   dispatch(@Auth() auth: AuthContext, @Param('uid') uid: string, @Body() body: unknown) {
     return this.factories.dispatch(
       auth,

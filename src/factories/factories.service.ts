@@ -4,6 +4,7 @@ import { Clock } from '../common/clock.js';
 import { isoKey, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
 import { Conflict, NotFound } from '../common/problem.js';
 import { titleFromPrompt } from '../runs/run.js';
+import { TeamQueueCap } from '../runs/team-queue-cap.js';
 import { Database } from '../database/database.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
 import type { AgentOverrides } from '../definitions/definition.js';
@@ -38,6 +39,7 @@ export class FactoriesService {
     @Inject(Reconciler) private readonly reconciler: Reconciler,
     @Inject(Database) private readonly db: Database,
     @Inject(Clock) private readonly clock: Clock,
+    @Inject(TeamQueueCap) private readonly queueCap: TeamQueueCap,
   ) {}
 
   async list(
@@ -106,6 +108,7 @@ export class FactoriesService {
       overrides: foreman.overrides as AgentOverrides,
       basePrompt: foreman.base_prompt,
     });
+    await this.queueCap.ensureRoom(auth.team.id);
     const runId = await this.db.transaction((tx) =>
       this.runs.insert(
         tx,
