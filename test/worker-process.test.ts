@@ -32,6 +32,11 @@ interface Worker extends ChildProcess {
   id(): Promise<string>;
   /** What it printed so far (for a failure's message). */
   output(): string;
+  /**
+   * A service-hosted worker's slots started: after it asked each installed agent CLI its version,
+   * which takes seconds on a loaded machine (the runs' own waits should not include that).
+   */
+  slotsStarted(): Promise<unknown>;
 }
 
 function worker(args: string[], env: Record<string, string> = {}): Worker {
@@ -56,6 +61,8 @@ function worker(args: string[], env: Record<string, string> = {}): Worker {
   });
   child.output = () => `stdout: ${out}\nstderr: ${err}`;
   child.id = async () => (await eventually(() => /^factoryd worker (\S+):/.exec(out), 'its worker id'))[1]!;
+  child.slotsStarted = () =>
+    eventually(() => /service-hosted slot\(s\)/.test(out), 'its slots started', { timeoutMs: 120_000 });
   children.push(child);
   return child;
 }
@@ -122,6 +129,7 @@ describe('factoryd worker (service-hosted, on the database)', () => {
       DATABASE_URL: t.service.databaseServer.url,
       HARNESS_COMMAND: STUBBORN_HARNESS,
     });
+    await w.slotsStarted();
     const done = await create({ prompt: 'Quick one' });
     expect((await runIn(done, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
 

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RateLimited } from '../common/problem.js';
+import { SERVICE_WORKER_HOST } from '../common/worker-host.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
 
@@ -23,10 +24,15 @@ export class TeamQueueCap {
 
   async ensureRoom(teamId: string): Promise<void> {
     const cap = this.config.teamMaxQueuedRuns;
-    // Counts no further than the cap (an index probe per queued run: runs_queued_team).
+    // Counts no further than the cap, through the queue's own indexes: service-hosted runs by
+    // (worker_host, team_id) in runs_queue_team, self-hosted ones in runs_self_hosted_queue.
     const [row] = await this.db.query<{ queued: number }>(
-      `SELECT count(*)::int AS queued FROM (SELECT 1 FROM runs WHERE team_id = $1 AND state = 'QUEUED' LIMIT $2) q`,
-      [teamId, cap],
+      `SELECT count(*)::int AS queued FROM (
+         SELECT 1 FROM runs WHERE state = 'QUEUED' AND worker_host = $3 AND team_id = $1
+         UNION ALL
+         SELECT 1 FROM runs WHERE state = 'QUEUED' AND worker_host <> $3 AND team_id = $1
+         LIMIT $2) q`,
+      [teamId, cap, SERVICE_WORKER_HOST],
     );
     if (row!.queued >= cap)
       throw new RateLimited(

@@ -26,7 +26,6 @@ import { HarnessTypes1763689000000 } from './1763689000000-harness-types.js';
 import { RunOutputBounds1763689100000 } from './1763689100000-run-output-bounds.js';
 import { Environments1763689200000 } from './1763689200000-environments.js';
 import { RepositoryCredentials1763690320000 } from './1763690320000-repository-credentials.js';
-import { TeamQueueCap1763690400000 } from './1763690400000-team-queue-cap.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -56,5 +55,4 @@ export const MIGRATIONS = [
   RunOutputBounds1763689100000,
   Environments1763689200000,
   RepositoryCredentials1763690320000,
-  TeamQueueCap1763690400000,
 ];
