@@ -146,7 +146,11 @@ describe('factoryd worker (service-hosted, on the database)', () => {
     // Nothing renews the lease now; the service's reaper ends the run.
     const run = await runIn(id, ['ERROR', 'SUCCEEDED', 'FAILED']);
     expect(run.state).toBe('ERROR');
-    expect(run.status_message).toMatchObject({ error_code: 'lease_expired', retryable: true });
+    expect(run.status_message).toMatchObject({
+      reason: 'lease_expired',
+      error_code: 'resource_unavailable',
+      retryable: true,
+    });
     expect(run.status_message.message).toMatch(/stopped renewing its lease/);
   });
 });
@@ -377,7 +381,7 @@ describe('restarts', () => {
 
       expect((await runToEnd('After the API restart', 'box-r', api)).state).toBe('SUCCEEDED');
       const reaped = await runIn(orphan, ['ERROR'], undefined, api);
-      expect(reaped.status_message.error_code).toBe('lease_expired');
+      expect(reaped.status_message.reason).toBe('lease_expired');
     } finally {
       for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
       await api.stop();
@@ -404,7 +408,7 @@ describe('restarts', () => {
 
       const second = worker(args, env);
       const lost = await runIn(old, ['ERROR', 'SUCCEEDED', 'FAILED'], undefined, api);
-      expect(lost.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
+      expect(lost.status_message).toMatchObject({ reason: 'worker_lost', retryable: true });
       expect(lost.status_message.message).toMatch(/died while running this run/);
       await eventually(() => !existsSync(firstFolder), "the dead worker's folder removed");
 
@@ -421,7 +425,7 @@ describe('restarts', () => {
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
       const stopped = await runIn(held, ['ERROR', 'SUCCEEDED', 'FAILED'], undefined, api);
-      expect(stopped.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
+      expect(stopped.status_message).toMatchObject({ reason: 'worker_lost', retryable: true });
       expect(stopped.status_message.message).toMatch(/shut down while running this run/);
       expect(existsSync(secondFolder)).toBe(false);
     } finally {
