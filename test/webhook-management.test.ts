@@ -652,7 +652,7 @@ describe('webhook management (CONTRACT.md ยง2 "Webhook and factory resources", ย
           'POST',
           `/api/v1/webhooks/${uid}/rotate`,
           undefined,
-          /factoryd secrets set hook-secret --team default --generate token/,
+          /`npx factoryd secrets set hook-secret --team default --generate token`/,
         ],
       ];
       for (const [method, path, body, detail] of expectations) {
