@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds `dist/` (the service: tsc; the dashboard: vite) only where a source is newer than what was
 // built from it: `npm start` then costs no build on a restart, and the test setup builds once, before
-// any test file spawns the binary. Run as a script (`npm start`'s prestart), or imported (tests).
+// any test file spawns the binary. Run as a script (the first step of `npm start`), or imported (tests).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -170,6 +170,43 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('cannot reach factoryd at http://127.0.0.1:9 ');
   });
+
+  it('starts quietly: the banner within its first lines, a restart in under 20, requests at debug (issue #30, 4)', async () => {
+    // The first start: a few lines of what matters (the sandbox, the network, a passwordless
+    // database), then the banner; the requests the CLI made since are not in the log at info.
+    const before = out.slice(0, out.indexOf(RULE)).trim().split('\n');
+    expect(before.length, before.join('\n')).toBeLessThanOrEqual(4);
+    expect(out).not.toContain('request completed');
+    expect(out).not.toContain('Mapped {');
+
+    const again = spawn(process.execPath, [CLI, 'serve'], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        PORT: '0',
+        DATABASE_URL: db.url,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'info',
+        FACTORY_POLL_SECONDS: '3600',
+      },
+    });
+    let said = '';
+    again.stdout!.on('data', (d: Buffer) => (said += d.toString()));
+    again.stderr!.on('data', (d: Buffer) => (said += d.toString()));
+    const ended = new Promise((resolve) => again.on('exit', resolve));
+    try {
+      await eventually(() => said.split(RULE).length >= 3, 'the restart’s banner', { timeoutMs: 90_000 });
+      const upToBanner = said.slice(0, said.lastIndexOf(RULE) + RULE.length).split('\n');
+      expect(upToBanner.length, said).toBeLessThan(20);
+      expect(said).toContain('factoryd is up: API');
+      const restarted = /factoryd is up: API (\S+)\/api\/v1/.exec(said)![1];
+      expect((await fetch(`${restarted}/healthz`)).status).toBe(200);
+      expect(said).not.toContain('request completed');
+    } finally {
+      again.kill('SIGTERM');
+      await ended;
+    }
+  });
 });
 
 describe('factoryd runs against a test service', () => {
