@@ -142,6 +142,12 @@ describe('factoryd webhooks (spawned)', () => {
     const unknown = await cli(['webhooks', 'test-filter', hook.uid, '--automation', 'nope']);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/^factoryd: 400 invalid_request: .*triage/);
+    // The service reads the filter's text, as it reads automation files: a mistake by its line.
+    const broken = await cli(['webhooks', 'test-filter', hook.uid, '--filter', 'payload:\n\tlevel: [error]']);
+    expect(broken.code).not.toBe(0);
+    expect(broken.stderr).toContain(
+      'filter, line 2: not valid YAML: this line is indented with a tab, and YAML indents with spaces only',
+    );
   });
 
   it('rotate cuts the old secret at once; disable and enable; delete answers senders 404', async () => {

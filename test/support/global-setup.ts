@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-// @ts-expect-error plain JS (npm start's prestart runs it before anything is built)
+// @ts-expect-error plain JS (npm start runs it before anything is built)
 import { buildIfStale } from '../../bin/build-if-stale.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { browserMissing } from '../dashboard/browser-check.js';

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
 import { ApiCallFailed, ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
 import { print, renderTable } from '../output.js';
-import { readSecretFromStdin } from '../stdin.js';
+import { readSecret } from '../stdin.js';
 
 /** A webhook as the management API shows it (CONTRACT.md §2, "Webhook and factory resources"). */
 interface Webhook {
@@ -146,7 +145,10 @@ export function registerWebhooksCommands(program: Command): void {
       '--secret-name <name>',
       'team secret to hold the value (default: webhook-<name>); may name an existing one',
     )
-    .option('--secret-stdin', 'read the provider’s signing secret from stdin (signature mode)')
+    .option(
+      '--secret-stdin',
+      'the provider’s signing secret, from stdin or asked for at a terminal (signature mode)',
+    )
     .option('--delivery-id-header <header>', 'header that identifies a delivery, for dedupe')
     .option('--description <text>', 'what the webhook is for')
     .option('--disabled', 'create it disabled')
@@ -186,8 +188,7 @@ export function registerWebhooksCommands(program: Command): void {
           description: o.description,
           ...(o.disabled ? { enabled: false } : {}),
         };
-        if (o.secretStdin)
-          body.secret = await readSecretFromStdin('the provider’s signing secret (--secret-stdin)');
+        if (o.secretStdin) body.secret = await readSecret('the provider’s signing secret');
         const created = await client.request<WebhookWithSecret>(
           'POST',
           `/factory/${encodeURIComponent(factory.uid)}/webhooks`,
@@ -222,7 +223,7 @@ export function registerWebhooksCommands(program: Command): void {
 
   apiOptions(webhooks.command('set-secret <uid>'))
     .description(
-      'Set the signing secret a provider issued (from stdin), or --generate one for Standard Webhooks; enables a webhook that waited for it.',
+      'Set the signing secret a provider issued (typed at the prompt or piped on stdin), or --generate one for Standard Webhooks; enables a webhook that waited for it.',
     )
     .option('--generate', 'let the service generate it (Standard Webhooks: whsec_…), printed once')
     .option('--json', 'print JSON')
@@ -236,9 +237,7 @@ export function registerWebhooksCommands(program: Command): void {
       ].join('\n'),
     )
     .action(async (uid: string, o: Opts & { generate?: boolean }) => {
-      const secret = o.generate
-        ? undefined
-        : await readSecretFromStdin('the signing secret (or use --generate)');
+      const secret = o.generate ? undefined : await readSecret('the signing secret');
       const res = await new ApiClient(o).request<WebhookWithSecret>(
         'POST',
         path(uid, '/secret'),
@@ -368,7 +367,8 @@ export function registerWebhooksCommands(program: Command): void {
         if (given !== 1) throw new Error('give exactly one of --automation, --filter, --filter-file');
         const filterText = o.filterFile !== undefined ? readFileSync(o.filterFile, 'utf8') : o.filter;
         const body: Record<string, unknown> = { delivery: o.delivery, automation: o.automation };
-        if (filterText !== undefined) body.filter = parseFilter(filterText);
+        // The service reads the text as it reads automation files (YAML; JSON is YAML too).
+        if (filterText !== undefined) body.filter = filterText;
         const res = await new ApiClient(o).request<FilterTest>('POST', path(uid, '/test-filter'), body);
         print(o, res, () => describeFilterTest(res));
       },
@@ -580,13 +580,4 @@ function describeFilterTest(t: FilterTest): string {
     );
   }
   return lines.join('\n');
-}
-
-/** A filter as people write it in automation files: YAML (JSON is YAML too). */
-function parseFilter(text: string): unknown {
-  try {
-    return parseYaml(text) as unknown;
-  } catch (err) {
-    throw new Error(`the filter is not valid YAML or JSON: ${(err as Error).message}`, { cause: err });
-  }
 }
