@@ -113,6 +113,11 @@ export interface Config {
   notificationsDisableAfter: number;
   /** NOTIFICATIONS_TIMEOUT_MS: the time limit of one attempt (default 15000). */
   notificationsTimeoutMs: number;
+  /**
+   * Whether `factoryd serve` runs a notification dispatcher beside the API (default true);
+   * `factoryd serve --role api` leaves them to processes of their own (`--role notifications`).
+   */
+  notificationsDispatcher: boolean;
 }
 
 export const WORKER_BACKENDS = ['host', 'docker'] as const;
@@ -269,6 +274,7 @@ export function loadConfig(env: Env = process.env): Config {
     notificationsRetryScheduleMs: retrySchedule(env),
     notificationsDisableAfter: int(env, 'NOTIFICATIONS_DISABLE_AFTER', 5, 1, 1000),
     notificationsTimeoutMs: int(env, 'NOTIFICATIONS_TIMEOUT_MS', 15_000, 100, 60_000),
+    notificationsDispatcher: true,
   };
 }
 
