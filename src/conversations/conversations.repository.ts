@@ -22,8 +22,9 @@ export class ConversationsRepository {
   /** The run's recorded messages and actions, in order. */
   async conversation(runId: string): Promise<ConversationEvent[]> {
     return this.db.query<ConversationEvent>(
-      `SELECT id::text AS id, type, role, kind, body, execution, created_at FROM run_events
-        WHERE run_id = $1 AND type IN ('message', 'action') ORDER BY id`,
+      // Ordered by the column (a bigint), not by the text of the same name the select list makes.
+      `SELECT e.id::text AS id, e.type, e.role, e.kind, e.body, e.execution, e.created_at FROM run_events e
+        WHERE e.run_id = $1 AND e.type IN ('message', 'action') ORDER BY e.id`,
       [runId],
     );
   }

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
-import { ApiOperation, ApiResponse } from '@nestjs/swagger';
+import { ApiOperation, ApiQuery, ApiResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
@@ -58,10 +58,23 @@ export class FactoriesController {
   @Get('factory')
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'List the factories of the caller’s team' })
+  @ApiQuery({ name: 'search', required: false, schema: { type: 'string' } })
+  @ApiQuery({
+    name: 'filter_team_uid',
+    required: false,
+    schema: { type: 'string' },
+    description:
+      'The owning team (the Python client sends `team_uid`): the selected team’s factories when it names that team, none otherwise',
+  })
   @ApiJsonOk(pageOf('factories'))
   @ApiProblems(403)
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
     const query = QueryParams.of(req);
+    // The clients' team filter: a key lists one team's factories (X-Team-Uid picks it), so naming
+    // another team matches none.
+    const owner = query.one('filter_team_uid') ?? query.one('team_uid');
+    if (owner !== undefined && owner !== auth.team.uid)
+      return { factories: [], page_info: { has_next_page: false } };
     const { factories, pageInfo } = await this.factories.list(auth, {
       ...parsePageRequest(query, FACTORIES_SCOPE, { fallback: 50, max: 100 }),
       search: query.one('search') || undefined,

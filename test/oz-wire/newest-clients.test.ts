@@ -357,6 +357,35 @@ describe('the newest shapes: RunItem, timeline, conversation, follow-up', () => 
   });
 });
 
+describe('methods not served yet (docs/run-api.md, "Every client method")', () => {
+  it('answer a 404 problem, and a follow-up with attachments a 400 that names them', async () => {
+    const id = await created({ prompt: 'Not served', config: PARKED });
+    for (const [method, path, body] of [
+      ['GET', `/agent/conversations/${id}`],
+      ['POST', `/agent/conversations/${id}/followups`, { message: 'x' }],
+      ['GET', '/networking/egress-ranges'],
+      ['GET', `/factory/${factory.uid}/tasks`],
+      ['GET', '/factory/scorers'],
+      ['GET', `/factory/${factory.uid}/benchmarks/suites`],
+      ['POST', '/factory-files/validate', { files: [{ path: 'factory.yaml', content: 'name: x' }] }],
+      ['GET', '/factory-inbox'],
+    ] as const) {
+      const res = await typescript(t, method, path, body);
+      expect({ path, status: res.status, error: res.body?.error }).toEqual({
+        path,
+        status: 404,
+        error: 'resource_not_found',
+      });
+    }
+    const withFiles = await typescript(t, 'POST', `/agent/runs/${id}/followups`, {
+      message: 'See the file',
+      attachments: [{ attachment_id: '6d0c1c2e-1111-4222-8333-444455556666' }],
+    });
+    expect(withFiles.status).toBe(400);
+    expect(withFiles.body.detail).toContain('attachments is not a known field');
+  });
+});
+
 describe('factories.list / factories.get as the clients’ Factory', () => {
   it('has every field their Factory requires, with their enums, and factoryd’s status beside them', async () => {
     const got = await python(t, 'GET', `/factory/${factory.uid}`);
@@ -384,6 +413,11 @@ describe('factories.list / factories.get as the clients’ Factory', () => {
     for (const at of ['created_at', 'updated_at']) expect(Date.parse(got.body[at])).not.toBeNaN();
     const listed = (await typescript(t, 'GET', '/factory?search=acm')).body;
     expect(listed.factories).toEqual([got.body]);
+    // The team filter: the TypeScript client's filter_team_uid, the Python client's team_uid.
+    const own = await typescript(t, 'GET', `/factory?filter_team_uid=${t.defaultTeam.uid}`);
+    expect(own.body.factories.map((f: any) => f.uid)).toContain(factory.uid);
+    const other = await python(t, 'GET', '/factory?team_uid=SomeOtherTeam000000000');
+    expect(other.body).toEqual({ factories: [], page_info: { has_next_page: false } });
   });
 });
 
