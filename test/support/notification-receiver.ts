@@ -7,6 +7,8 @@ export interface Received {
   id: string;
   /** When it arrived (ms since the epoch). */
   at: number;
+  /** When the connection it came on was opened (ms since the epoch): which sender process it was. */
+  connectedAt: number;
   verified: boolean;
   body: { type: string; timestamp: string; data: Record<string, any> };
 }
@@ -24,6 +26,7 @@ export class NotificationReceiver {
   behaviour: Behaviour = () => 200;
   /** How long each answer takes (a receiver doing some work): attempts stay in flight meanwhile. */
   delayMs = 0;
+  private readonly opened = new WeakMap<object, number>();
   private readonly server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -40,6 +43,7 @@ export class NotificationReceiver {
       const got: Received = {
         id: headers['webhook-id'] ?? '',
         at: Date.now(),
+        connectedAt: this.opened.get(req.socket) ?? 0,
         verified,
         body: JSON.parse(raw),
       };
@@ -54,6 +58,7 @@ export class NotificationReceiver {
   });
 
   async start(): Promise<string> {
+    this.server.on('connection', (socket) => this.opened.set(socket, Date.now()));
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
   }
