@@ -32,7 +32,7 @@ export function requestLevel(status: number | undefined): 'debug' | 'warn' | 'er
   return status < 500 || status === 503 ? 'warn' : 'error';
 }
 
-const LOGGED_HEADERS = ['user-agent', 'content-type', 'content-length', 'x-team-uid'];
+const LOGGED_HEADERS = ['user-agent', 'content-type', 'content-length', 'x-team-uid', 'x-warp-team-uid'];
 
 /**
  * JSON logs (pino) for the application's own lines and one line per request. Requests are logged

@@ -1,10 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database.js';
+import type { ConversationEvent } from './conversation-steps.js';
 import type { ManagedFactory, SkillLoad } from './skill-usage.js';
-
-export type ConversationItem =
-  | { type: 'message'; role: string; text: string; execution: number; created_at: string }
-  | { type: 'action'; kind: string; input: Record<string, unknown>; execution: number; created_at: string };
 
 /** Reads what workers recorded in run_events: conversations and skill loads. */
 @Injectable()
@@ -22,35 +19,12 @@ export class ConversationsRepository {
     return rows[0];
   }
 
-  async items(runId: string): Promise<ConversationItem[]> {
-    const rows = await this.db.query<{
-      type: string;
-      role: string;
-      kind: string;
-      body: Record<string, unknown>;
-      execution: number;
-      created_at: Date;
-    }>(
-      `SELECT type, role, kind, body, execution, created_at FROM run_events
+  /** The run's recorded messages and actions, in order. */
+  async conversation(runId: string): Promise<ConversationEvent[]> {
+    return this.db.query<ConversationEvent>(
+      `SELECT id::text AS id, type, role, kind, body, execution, created_at FROM run_events
         WHERE run_id = $1 AND type IN ('message', 'action') ORDER BY id`,
       [runId],
-    );
-    return rows.map((r) =>
-      r.type === 'message'
-        ? {
-            type: 'message',
-            role: r.role,
-            text: String(r.body.text ?? ''),
-            execution: r.execution,
-            created_at: r.created_at.toISOString(),
-          }
-        : {
-            type: 'action',
-            kind: r.kind,
-            input: (r.body.input ?? {}) as Record<string, unknown>,
-            execution: r.execution,
-            created_at: r.created_at.toISOString(),
-          },
     );
   }
 

@@ -115,7 +115,10 @@ export function RunPage({ id }: { id: string }) {
       {r.status_message && (
         <p class={`status ${r.state === 'SUCCEEDED' ? 'ok' : TERMINAL.includes(r.state) ? 'bad' : ''}`}>
           {r.status_message.message}
-          {r.status_message.error_code ? ` (${r.status_message.error_code})` : ''}
+          {/* factoryd's own reason names the end more finely than the clients' error_code. */}
+          {r.status_message.reason || r.status_message.error_code
+            ? ` (${r.status_message.reason ?? r.status_message.error_code})`
+            : ''}
         </p>
       )}
       <div class="grid2">
