@@ -66,12 +66,16 @@ describe('factoryd webhooks (spawned)', () => {
     expect(uid && secret, created.stdout).toBeTruthy();
     hook = { uid: uid!, secret: secret! };
     expect(created.stdout).toContain(`Senders POST to ${t.url}/webhooks/w/${uid} with the header`);
+    // The factory by name, and the line the README's walkthrough pastes (issue #30, 8).
+    expect(created.stdout).toMatch(new RegExp(`^Factory {5}ops \\(\\w{22}\\)$`, 'm'));
+    expect(created.stdout.trimEnd().split('\n').at(-1)).toBe(`  export HOOK=${uid} SECRET=${secret}`);
 
     const list = await cli(['webhooks', 'list', '--factory', 'ops']);
     expect(list.stdout).toMatch(/^UID\s+NAME\s+AUTH\s+ENABLED\s+SECRET\s+URL/);
     expect(list.stdout).toMatch(new RegExp(`${uid}\\s+ci-alerts\\s+token\\s+yes\\s+webhook-ci-alerts`));
     const show = await cli(['webhooks', 'show', uid!]);
     expect(show.stdout).toMatch(/^Name\s+ci-alerts$/m);
+    expect(show.stdout).toMatch(/^Factory\s+ops \(\w{22}\)$/m);
     expect(show.stdout).toContain('its value is never shown again');
     expect(`${list.stdout}${show.stdout}`).not.toContain(secret);
 
@@ -184,7 +188,7 @@ describe('factoryd webhooks (spawned)', () => {
     expect(created.code, created.stderr).toBe(0);
     const uid = /\((\w{22})\)/.exec(created.stdout)![1];
     expect(created.stdout).toContain(
-      `Disabled until its signing secret is set: factoryd webhooks set-secret ${uid}`,
+      `Disabled until its signing secret is set: npx factoryd webhooks set-secret ${uid}`,
     );
     const set = await json(['webhooks', 'set-secret', uid], 'gh-issued-secret\n');
     expect(set.webhook).toMatchObject({ enabled: true, awaiting_secret: false });

@@ -181,15 +181,18 @@ describe.skipIf(!hasCurl)(
 
     it('second terminal: a managed factory and a webhook, its UID, URL and secret printed once', async () => {
       const lines = walkthroughBlocks()[1]!.trimEnd().split('\n');
-      // The last line is the reader's own: `export HOOK=…  SECRET=…`, filled in from the output.
-      const fillIn = lines.pop()!;
-      expect(fillIn).toMatch(/^export HOOK=…\s+SECRET=…$/);
+      // The last line stands for the one the CLI prints last, which the reader pastes as it is.
+      const pasted = lines.pop()!;
+      expect(pasted).toMatch(/^export HOOK=…\s+SECRET=…$/);
       const out = await ok(lines.join('\n'));
       hook = /^Created webhook ci-alerts \((\w{22})\)\.$/m.exec(out)?.[1] ?? '';
       secret = /^ {2}([A-Za-z0-9]{40})$/m.exec(out)?.[1] ?? '';
       expect(hook && secret, out).toBeTruthy();
       expect(out).toContain(`/webhooks/w/${hook}`);
-      await ok(fillIn.replace('HOOK=…', `HOOK=${hook}`).replace('SECRET=…', `SECRET=${secret}`));
+      expect(out).toMatch(/^Factory {5}ops \(\w{22}\)$/m);
+      const printed = out.trimEnd().split('\n').at(-1)!.trim();
+      expect(printed).toBe(`export HOOK=${hook} SECRET=${secret}`);
+      await ok(printed);
     });
 
     it('second terminal: the automation committed to the factory repository and applied', async () => {

@@ -358,23 +358,24 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     const filter = page.getByLabel(/^Filter/);
     // No automation uses this webhook yet: the box starts with an example, in YAML.
     expect(await filter.inputValue()).toBe('payload:\n  action: [opened]\n');
-    await filter.fill('payload:\n  action: [opened]\n  sender:\n    login: {exists: true}\n');
+    // JSON is YAML too.
+    await filter.fill('{"payload": {"action": ["opened"], "sender": {"login": {"exists": true}}}}');
     await page.getByRole('button', { name: 'Test filter' }).click();
     const verdict = page.getByRole('status', { name: 'Verdict' });
     await eventually(async () => (await verdict.textContent())?.startsWith('Would trigger'), 'Would trigger');
     expect(await verdict.textContent()).toContain('Webhook check: passed');
-    const paths = page.getByRole('table', { name: 'Payload paths' });
-    expect(await paths.getByRole('row', { name: /^sender\.login/ }).textContent()).toContain('matches');
-    // JSON is YAML too.
-    await filter.fill('{"payload": {"action": ["closed"]}}');
+    await filter.fill('payload:\n  action: [closed]\n  sender:\n    login: {exists: true}\n');
     await page.getByRole('button', { name: 'Test filter' }).click();
     await eventually(
       async () => (await verdict.textContent())?.startsWith('Would not trigger'),
       'Would not trigger',
     );
+    // A row per path of the filter: the one that fails, and the one that matches.
+    const paths = page.getByRole('table', { name: 'Payload paths' });
     const path = paths.getByRole('row', { name: /^action/ });
     expect(await path.textContent()).toContain('fails in');
     expect(await path.textContent()).toContain('"opened"');
+    expect(await paths.getByRole('row', { name: /^sender\.login/ }).textContent()).toContain('matches');
     await shot('webhook', { fullPage: true });
     // A syntax error: the service names the line and what is wrong, and the old verdict goes.
     await filter.fill('payload:\n\taction: [opened]\n');

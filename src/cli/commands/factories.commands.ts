@@ -91,7 +91,9 @@ export function readFolder(dir: string): { tree: Map<string, string>; errors: De
 export function registerFactoryCommands(program: Command): void {
   program
     .command('validate [dir]')
-    .description('Validate a factory folder offline: file:line: reason for each error; exit 1 on any.')
+    .description(
+      'Validate a factory folder: file:line: reason for each error; exit 1 on any. Team secrets and webhook UIDs are checked against a factoryd serve running on this DATA_DIR (--offline: the files only).',
+    )
     .option('--team <name>', 'with a running service: the team whose secrets it checks', 'default')
     .option(
       '--factory <name>',

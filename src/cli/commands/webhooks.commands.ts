@@ -127,8 +127,14 @@ export function registerWebhooksCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd webhooks show 7fK2pQ9xLm3Rt5Vw8Yz1Ab')
     .action(async (uid: string, o: Opts) => {
-      const w = await new ApiClient(o).request<Webhook>('GET', path(uid));
-      print(o, w, () => describeWebhook(w));
+      const client = new ApiClient(o);
+      const w = await client.request<Webhook>('GET', path(uid));
+      // For people, the factory by its name too (the webhook names it by UID).
+      const factory =
+        o.json || !w.factory_uid
+          ? undefined
+          : await client.request<{ name: string }>('GET', `/factory/${encodeURIComponent(w.factory_uid)}`);
+      print(o, w, () => describeWebhook(w, factory?.name));
     });
 
   apiOptions(webhooks.command('create <name>'))
@@ -194,7 +200,9 @@ export function registerWebhooksCommands(program: Command): void {
           `/factory/${encodeURIComponent(factory.uid)}/webhooks`,
           body,
         );
-        print(o, created, () => describeWithSecret(`Created webhook ${created.webhook.name}`, created));
+        print(o, created, () =>
+          describeWithSecret(`Created webhook ${created.webhook.name}`, created, factory.name),
+        );
       },
     );
 
@@ -500,11 +508,12 @@ function authLabel(w: Webhook): string {
   return w.signature_scheme ? `${w.auth_mode}/${w.signature_scheme}` : w.auth_mode;
 }
 
-function describeWebhook(w: Webhook): string {
+/** `factory` is its name when the caller knows it (the API's webhook carries the factory's UID). */
+function describeWebhook(w: Webhook, factory?: string): string {
   const rows: Array<[string, string | undefined]> = [
     ['UID', w.uid],
     ['Name', w.name],
-    ['Factory', w.factory_uid],
+    ['Factory', factory ? `${factory} (${w.factory_uid})` : w.factory_uid],
     ['Auth', authLabel(w)],
     ['Secret', `${w.secret_name} (team secret; its value is never shown again)`],
     ['Delivery id', w.delivery_id_header],
@@ -523,9 +532,9 @@ function describeWebhook(w: Webhook): string {
 }
 
 /** The webhook, and a secret shown now and never again (with how a sender uses it). */
-function describeWithSecret(headline: string, res: WebhookWithSecret): string {
+function describeWithSecret(headline: string, res: WebhookWithSecret, factory?: string): string {
   const w = res.webhook;
-  const lines = [`${headline} (${w.uid}).`, '', describeWebhook(w)];
+  const lines = [`${headline} (${w.uid}).`, '', describeWebhook(w, factory)];
   if (res.secret !== undefined) {
     lines.push('', 'Secret (shown only this once; store it in the sender now):', '', `  ${res.secret}`, '');
     if (w.auth_mode === 'url_token')
@@ -534,9 +543,21 @@ function describeWithSecret(headline: string, res: WebhookWithSecret): string {
       lines.push(`Senders POST to ${w.ingress_url} with the header "Authorization: Bearer <secret>".`);
     else lines.push(`Give the sender this signing secret and the URL ${w.ingress_url}.`);
   } else if (w.awaiting_secret) {
-    lines.push('', `Disabled until its signing secret is set: factoryd webhooks set-secret ${w.uid}`);
+    lines.push('', `Disabled until its signing secret is set: npx factoryd webhooks set-secret ${w.uid}`);
   }
+  // Both, ready for this shell (the README's walkthrough uses $HOOK and $SECRET).
+  lines.push(
+    '',
+    'For this shell:',
+    '',
+    `  export HOOK=${w.uid}${res.secret !== undefined ? ` SECRET=${shellWord(res.secret)}` : ''}`,
+  );
   return lines.join('\n');
+}
+
+/** A value as one shell word: as it is when it holds only safe characters, else single-quoted. */
+function shellWord(value: string): string {
+  return /^[A-Za-z0-9_.,:/+=@%-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 function describeFilterTest(t: FilterTest): string {
