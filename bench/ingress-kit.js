@@ -20,7 +20,9 @@ export const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 
 /**
  * Drives one target with autocannon in a child process (bench/ingress-load.js) for DURATION seconds;
- * resolves with its figures. `collect`: also each 202's delivery id.
+ * resolves with its figures. `collect`: also each 202's delivery id; `rate`: at most that many
+ * requests a second in all (else as fast as the connections go); `connections`, `seconds`, `warmup`:
+ * other than the defaults.
  */
 export function load(target) {
   return new Promise((resolve, reject) => {
@@ -141,10 +143,12 @@ export async function measureFloor(databaseUrl) {
 /**
  * factoryd on `databaseUrl` (rate limit raised, no service-hosted workers, so the runs the deliveries
  * start stay queued instead of spawning agent processes on the same cores) with a factory whose
- * webhooks each have 20 automations, of which the payload lets exactly one fire. `env`: more settings.
+ * webhooks each have 20 automations, of which the payload lets exactly one fire. `env`: more settings;
+ * `config`: settings no variable sets (e.g. `notificationsDispatcher`). `team(name)` makes another
+ * team with a factory of its own, and its `webhook` maker.
  */
-export async function benchService(databaseUrl, dir, env = {}) {
-  const config = loadConfig({
+export async function benchService(databaseUrl, dir, env = {}, config = {}) {
+  const loaded = loadConfig({
     ...env,
     DATABASE_URL: databaseUrl,
     PORT: '0',
@@ -154,50 +158,55 @@ export async function benchService(databaseUrl, dir, env = {}) {
     WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
     WORKER_CONCURRENCY: '0',
   });
-  const service = await startService(config);
+  const service = await startService({ ...loaded, ...config });
   const db = service.db;
-  const [team] = await db.query(`INSERT INTO teams (uid, name) VALUES ($1, 'bench') RETURNING id`, [
-    newUid(),
-  ]);
-  const [factory] = await db.query(
-    `INSERT INTO factories (uid, team_id, name, repo_url, definition, ready) VALUES ($1, $2, 'bench', 'file:///dev/null', $3, true) RETURNING id`,
-    [
-      newUid(),
-      team.id,
-      { schemaVersion: 'v1alpha1', name: 'bench', agentDefaults: { model: 'bench-model' } },
-    ],
-  );
-  await db.execute(
-    `INSERT INTO agents (factory_id, name, path, agent_type, base_prompt) VALUES ($1, 'foreman', 'agents/foreman/agent.md', 'FOREMAN', 'You lead.')`,
-    [factory.id],
-  );
   const secrets = service.app.get(SecretsService);
-  /** A webhook and its 20 automations; returns its UID. */
-  const webhook = async (authMode, scheme, secret) => {
-    const name = `hook-${newUid().slice(0, 6)}`;
-    const ref = await secrets.set(team.id, name, secret);
-    const uid = newUid();
-    await db.execute(
-      `INSERT INTO webhooks (uid, factory_id, team_id, name, path, auth_mode, signature_scheme, secret_name, secret_version_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $4, $8)`,
-      [uid, factory.id, team.id, name, `webhooks/${name}.yaml`, authMode, scheme, ref.versionId],
+  const team = async (teamName) => {
+    const [row] = await db.query(`INSERT INTO teams (uid, name) VALUES ($1, $2) RETURNING id`, [
+      newUid(),
+      teamName,
+    ]);
+    const [factory] = await db.query(
+      `INSERT INTO factories (uid, team_id, name, repo_url, definition, ready) VALUES ($1, $2, 'bench', 'file:///dev/null', $3, true) RETURNING id`,
+      [
+        newUid(),
+        row.id,
+        { schemaVersion: 'v1alpha1', name: 'bench', agentDefaults: { model: 'bench-model' } },
+      ],
     );
-    for (let i = 0; i < 20; i++) {
-      const triggers = [
-        {
-          provider: 'webhook',
-          event: 'received',
-          filter: { webhook_ids: [uid], payload: { kind: [`k${i}`], action: { not_in: ['deleted'] } } },
-        },
-      ];
+    await db.execute(
+      `INSERT INTO agents (factory_id, name, path, agent_type, base_prompt) VALUES ($1, 'foreman', 'agents/foreman/agent.md', 'FOREMAN', 'You lead.')`,
+      [factory.id],
+    );
+    /** A webhook and its 20 automations; returns its UID. */
+    const webhook = async (authMode, scheme, secret) => {
+      const name = `hook-${newUid().slice(0, 6)}`;
+      const ref = await secrets.set(row.id, name, secret);
+      const uid = newUid();
       await db.execute(
-        `INSERT INTO automations (factory_id, name, path, triggers, prompt) VALUES ($1, $2, $3, $4, 'Handle it.')`,
-        [factory.id, `${name}-a${i}`, `automations/${name}-a${i}/automation.md`, JSON.stringify(triggers)],
+        `INSERT INTO webhooks (uid, factory_id, team_id, name, path, auth_mode, signature_scheme, secret_name, secret_version_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $4, $8)`,
+        [uid, factory.id, row.id, name, `webhooks/${name}.yaml`, authMode, scheme, ref.versionId],
       );
-    }
-    return uid;
+      for (let i = 0; i < 20; i++) {
+        const triggers = [
+          {
+            provider: 'webhook',
+            event: 'received',
+            filter: { webhook_ids: [uid], payload: { kind: [`k${i}`], action: { not_in: ['deleted'] } } },
+          },
+        ];
+        await db.execute(
+          `INSERT INTO automations (factory_id, name, path, triggers, prompt) VALUES ($1, $2, $3, $4, 'Handle it.')`,
+          [factory.id, `${name}-a${i}`, `automations/${name}-a${i}/automation.md`, JSON.stringify(triggers)],
+        );
+      }
+      return uid;
+    };
+    return { teamId: row.id, webhook };
   };
-  return { service, db, webhook, teamId: team.id };
+  const first = await team('bench');
+  return { service, db, config: loaded, webhook: first.webhook, teamId: first.teamId, team };
 }
 
 /** One line of figures (with the CPU per request where it was measured). */

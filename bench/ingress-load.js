@@ -12,6 +12,7 @@ const options = (seconds, measured) => ({
   url: spec.url,
   connections: spec.connections,
   duration: seconds,
+  ...(spec.rate && { overallRate: spec.rate }),
   method: 'POST',
   requests: [
     {

@@ -1,22 +1,28 @@
-// bench/notifications: signed notifications out, while the ingress is loaded, and what an endpoint that
-// fails costs the ingress. One process, one database, one run:
+// bench/notifications: signed notifications out while the ingress is loaded — do they keep pace, how
+// late do they arrive, what does a failing endpoint cost others, and what do dispatchers in processes
+// of their own do. One database, one run; every figure beside its baseline from the same run:
 //   (a) floor: a bare Fastify route that inserts one row through `pg` (bench/ingress-kit.js)
-//   (e) factoryd ingress, `token` webhook, 1 run per delivery, no endpoint subscribed (the baseline of
-//       (b)-(d)); measured first and again last, the baseline is their mean (the machine drifts)
-//   (b) the same with one endpoint subscribed to every event, answering 204 on loopback: each delivery
-//       makes two notifications (delivery.accepted, run.queued); then notifications out per second and
-//       the latency from the state change (the event's timestamp, taken in its transaction) to its
-//       receipt, p50 and p99, until everything is delivered
-//   (c) the same with the endpoint on a closed port (every connection refused)
-//   (d) the same with a tarpit endpoint: it accepts the connection and never answers
-//       (NOTIFICATIONS_TIMEOUT_MS 2000 here, so attempts time out during the load)
-// In the order e, c, d, e, b; each endpoint is disabled before the next case (its queue stays). Prints figures; never fails on a time.
-import http from 'node:http';
-import net from 'node:net';
+//   (e) factoryd ingress, two teams' `token` webhooks loaded together, 1 run per delivery, no endpoint:
+//       the capacity; measured first and again last (the machine drifts), the baseline is their mean
+//   (b) as fast as it goes, team B's endpoint receiving every event (two per delivery: delivery.accepted
+//       and run.queued): messages made and sent per second, the queue (outbox + B's pending messages)
+//       at the start and end of the load, state change -> receipt p50/p99
+//   (h) half of (e)'s capacity for BENCH_SUSTAIN_SECONDS (60): the same, the queue every 5 s
+//   (i) idle: one delivery at a time, 300 ms apart: state change -> receipt
+//   (c) refusing, (d) tarpit, (f) 5xx, (s) slow (answers after BENCH_SLOW_MS, 1 s): team A's endpoint
+//       so, beside B's healthy one; as fast as it goes (the ingress against (b)), then at half capacity
+//       (B's latency against (h)); what A's endpoint got (attempts, connections)
+//   (p1), (p2): one, then two dispatchers as processes of their own (`factoryd serve --role
+//       notifications`), the service's own stopped: half capacity, then as fast as it goes
+// NOTIFICATIONS_TIMEOUT_MS is 2000 here, so a tarpit's attempts time out during its case. The state
+// change's time is the event's `timestamp`, taken in its transaction; receipt is when the receiver
+// (a child process, bench/notification-receivers.js) read the request. Prints figures; never fails on a time.
+import { fork, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { newUid } from '../dist/common/ids.js';
+import { NotificationDispatcher } from '../dist/notifications/notification-dispatcher.js';
 import { NotificationEndpoints } from '../dist/notifications/notification-endpoints.service.js';
-import { Webhook } from 'standardwebhooks';
 import {
   benchDatabase,
   benchService,
@@ -27,134 +33,281 @@ import {
   measureFloor,
 } from './ingress-kit.js';
 
-const received = [];
-let secret = '';
-let forged = 0;
-const receiver = http.createServer((req, res) => {
-  const chunks = [];
-  req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
-    const at = Date.now();
-    const raw = Buffer.concat(chunks).toString('utf8');
-    try {
-      new Webhook(secret).verify(raw, req.headers);
-    } catch {
-      forged++;
-    }
-    received.push({ at, event: Date.parse(JSON.parse(raw).timestamp) });
-    res.writeHead(204).end();
+const SUSTAIN = Number(process.env.BENCH_SUSTAIN_SECONDS ?? 60);
+const ISOLATION = Number(process.env.BENCH_ISOLATION_SECONDS ?? 15);
+const DRAIN_LIMIT_MS = 180_000;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const receivers = fork(new URL('./notification-receivers.js', import.meta.url).pathname, [], {
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+});
+await new Promise((resolve) => receivers.once('message', resolve));
+const ask = (m) =>
+  new Promise((resolve) => {
+    receivers.once('message', resolve);
+    receivers.send(m);
   });
-});
-const listen = (server) =>
-  new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server.address().port)));
-const receiverPort = await listen(receiver);
-// A port nothing listens on: bound once, then closed.
-const closed = net.createServer();
-const closedPort = await listen(closed);
-await new Promise((resolve) => closed.close(resolve));
-// Accepts, reads, never answers.
-const tarpitSockets = new Set();
-const tarpit = net.createServer((socket) => {
-  tarpitSockets.add(socket);
-  socket.on('data', () => undefined);
-  socket.on('close', () => tarpitSockets.delete(socket));
-});
-const tarpitPort = await listen(tarpit);
+const ports = await ask({ ask: 'ports' });
 
 const database = await benchDatabase();
-const results = {};
+const dispatchers = [];
+const out = [];
+const say = (line) => {
+  out.push(line);
+  console.error(`bench/notifications: ${line}`);
+};
 const load1 = loadavg()[0];
 try {
-  results.a = await measureFloor(database.url);
-  const { service, db, webhook, teamId } = await benchService(database.url, database.dir, {
+  const floor = await measureFloor(database.url);
+  const { service, db, team } = await benchService(database.url, database.dir, {
     NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true',
     NOTIFICATIONS_TIMEOUT_MS: '2000',
   });
   const endpoints = service.app.get(NotificationEndpoints);
-  const auth = { team: { id: teamId } };
-  const tokenSecret = newUid() + newUid();
-  const hook = await webhook('token', null, tokenSecret);
-  const ingress = () =>
-    load({ url: `${service.url}/webhooks/w/${hook}`, headers: { authorization: `Bearer ${tokenSecret}` } });
-  /** Ingress load with an endpoint at `port` subscribed to everything; the endpoint is deleted after. */
-  const withEndpoint = async (name, port, after) => {
-    console.error(`bench/notifications: ${name}`);
-    const created = await endpoints.create(auth, { name, url: `http://127.0.0.1:${port}/hook` });
-    secret = created.secret;
-    const [before] = await db.query(`SELECT count(*)::int AS n FROM notification_attempts`);
-    const r = await ingress();
-    const [counts] = await db.query(
-      `SELECT (SELECT count(*)::int FROM notification_attempts) AS attempts,
-              (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending') AS pending`,
-      [created.endpoint.id],
-    );
-    r.attempts = counts.attempts - before.n;
-    r.pending = counts.pending;
-    await after?.(created);
-    // Disabled, not deleted: no cascade of its messages runs into the next case.
-    await endpoints.update(auth, created.endpoint.id, { enabled: false });
-    return r;
-  };
-
-  // (e) brackets (c) and (d); (b) last, its drain would weigh on what follows it.
-  results.e1 = await ingress();
-  results.c = await withEndpoint('refusing', closedPort);
-  results.d = await withEndpoint('tarpit', tarpitPort);
-  results.e2 = await ingress();
-  results.b = await withEndpoint('receiving', receiverPort, async (created) => {
-    const loadEnded = Date.now();
-    // Drained: every event fanned out and every message delivered (the figures cover them all).
-    for (;;) {
-      const [left] = await db.query(
-        `SELECT (SELECT count(*)::int FROM notification_outbox) + (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending') AS n`,
-        [created.endpoint.id],
-      );
-      if (left.n === 0) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const [expected] = await db.query(
-      `SELECT count(*)::int AS n FROM notification_messages WHERE endpoint_id = $1`,
-      [created.endpoint.id],
-    );
-    results.expected = expected.n;
-    results.drainMs = Date.now() - loadEnded;
+  const teams = {};
+  for (const name of ['A', 'B']) {
+    const t = await team(`team-${name}`);
+    const token = newUid() + newUid();
+    teams[name] = {
+      ...t,
+      auth: { team: { id: t.teamId } },
+      token,
+      hook: await t.webhook('token', null, token),
+    };
+  }
+  const target = (t) => ({
+    url: `${service.url}/webhooks/w/${t.hook}`,
+    headers: { authorization: `Bearer ${t.token}` },
   });
+  /** Both teams' webhooks loaded at once, half the connections (and of `rate`) each. */
+  const ingress = async (rate, seconds = DURATION) => {
+    const [a, b] = await Promise.all(
+      [teams.A, teams.B].map((t) =>
+        load({
+          ...target(t),
+          connections: CONNECTIONS / 2,
+          seconds,
+          ...(rate && { rate: Math.round(rate / 2) }),
+        }),
+      ),
+    );
+    return {
+      rps: a.rps + b.rps,
+      p50: Math.max(a.p50, b.p50),
+      p99: Math.max(a.p99, b.p99),
+      total: a.total + b.total,
+      non2xx: a.non2xx + b.non2xx,
+    };
+  };
+  const created = await endpoints.create(teams.B.auth, {
+    name: 'healthy',
+    url: `http://127.0.0.1:${ports.healthy}/hook`,
+  });
+  const healthy = created.endpoint.id;
+  await ask({ ask: 'secret', secret: created.secret });
+  await endpoints.update(teams.B.auth, healthy, { enabled: false });
+
+  const queue = async () => {
+    const [q] = await db.query(
+      `SELECT (SELECT count(*)::int FROM notification_outbox) AS outbox,
+              (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending') AS pending`,
+      [healthy],
+    );
+    return q.outbox + q.pending;
+  };
+  /**
+   * Ingress at `rate` (undefined: as fast as it goes) with B's endpoint receiving; the queue sampled
+   * every `everyMs`; then waits until B's messages are all delivered. Returns the figures.
+   */
+  const receiving = async (rate, seconds, everyMs) => {
+    await ask({ ask: 'take' });
+    const t0 = Date.now();
+    const samples = [];
+    let loading = true;
+    const sampler = (async () => {
+      while (loading) {
+        samples.push(await queue());
+        await sleep(everyMs);
+      }
+    })();
+    const r = await ingress(rate, seconds);
+    const t1 = Date.now();
+    loading = false;
+    await sampler;
+    samples.push(await queue());
+    let drainMs = 0;
+    while ((await queue()) > 0 && drainMs < DRAIN_LIMIT_MS) {
+      await sleep(50);
+      drainMs = Date.now() - t1;
+    }
+    const [made] = await db.query(
+      `SELECT count(*)::int AS n FROM notification_messages WHERE endpoint_id = $1 AND event_at BETWEEN $2 AND $3`,
+      [healthy, new Date(t0), new Date(t1)],
+    );
+    const taken = await ask({ ask: 'take' });
+    const latencies = [];
+    let sentInLoad = 0;
+    for (let i = 0; i < taken.got.length; i += 2) {
+      latencies.push(taken.got[i + 1]);
+      if (taken.got[i] <= t1) sentInLoad++;
+    }
+    latencies.sort((x, y) => x - y);
+    const pct = (p) =>
+      latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
+    return {
+      ...r,
+      made: made.n / ((t1 - t0) / 1000),
+      sent: sentInLoad / ((t1 - t0) / 1000),
+      received: latencies.length,
+      samples,
+      p50: pct(50),
+      p99: pct(99),
+      ingressP99: r.p99,
+      drainMs,
+      duplicates: taken.duplicates,
+      forged: taken.forged,
+    };
+  };
+  const describe = (label, r) =>
+    `${label}: ingress ${r.rps.toFixed(0)} req/s; B's messages made ${r.made.toFixed(0)}/s, sent ${r.sent.toFixed(0)}/s during the load; ` +
+    `queue (outbox + B pending) ${r.samples[0]} at the start, ${r.samples.at(-1)} at the end; ` +
+    `state change -> receipt p50 ${r.p50} ms, p99 ${r.p99} ms (${r.received} received, ${r.duplicates} twice, ${r.forged} unverified); ` +
+    `drained ${r.drainMs} ms after the load`;
+
+  const results = {};
+  results.e1 = await ingress();
+  say(fmt('(e) no endpoint (first)', results.e1));
+  const half = Math.round(results.e1.rps / 2);
+  await endpoints.update(teams.B.auth, healthy, { enabled: true });
+  results.b = await receiving(undefined, DURATION, 1000);
+  say(describe('(b) as fast as it goes', results.b));
+  results.h = await receiving(half, SUSTAIN, 5000);
+  say(describe(`(h) ${half} req/s (half of (e)) for ${SUSTAIN} s`, results.h));
+  say(`(h) queue every 5 s: ${results.h.samples.join(', ')}`);
+
+  // (i) idle: one delivery at a time.
+  await ask({ ask: 'take' });
+  for (let i = 0; i < 20; i++) {
+    await fetch(target(teams.B).url, {
+      method: 'POST',
+      headers: { ...target(teams.B).headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'k0', n: i, action: 'opened', idle: newUid() }),
+    });
+    await sleep(300);
+  }
+  await sleep(1000);
+  const idle = (await ask({ ask: 'take' })).got.filter((_, i) => i % 2 === 1).sort((x, y) => x - y);
+  results.i = { p50: idle[Math.floor(idle.length / 2)], p99: idle.at(-1), n: idle.length };
+  say(
+    `(i) idle, one delivery every 300 ms: ${results.i.n} received, state change -> receipt p50 ${results.i.p50} ms, max ${results.i.p99} ms`,
+  );
+
+  // Isolation: A's failing endpoint beside B's healthy one.
+  const kinds = [
+    ['c', 'refusing', ports.refusing],
+    ['d', 'tarpit', ports.tarpit],
+    ['f', '5xx', ports.failing5xx],
+    ['s', 'slow', ports.slow],
+  ];
+  for (const [key, name, port] of kinds) {
+    const created = await endpoints.create(teams.A.auth, { name, url: `http://127.0.0.1:${port}/hook` });
+    const before = await ask({ ask: 'counts' });
+    const fast = await receiving(undefined, DURATION, 1000);
+    const paced = await receiving(half, ISOLATION, 1000);
+    const [a] = await db.query(
+      `SELECT (SELECT count(*)::int FROM notification_attempts WHERE endpoint_id = $1) AS attempts,
+              (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending') AS pending,
+              (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'delivered') AS delivered`,
+      [created.endpoint.id],
+    );
+    const after = await ask({ ask: 'counts' });
+    const seen =
+      name === 'refusing'
+        ? ''
+        : `, ${after[name === '5xx' ? 'failing5xx' : name].connections - before[name === '5xx' ? 'failing5xx' : name].connections} connections`;
+    results[key] = { fast, paced, a };
+    say(describe(`(${key}) A ${name}, as fast as it goes`, fast));
+    say(describe(`(${key}) A ${name}, ${half} req/s`, paced));
+    say(
+      `(${key}) A's ${name} endpoint: ${a.attempts} attempts logged, ${a.delivered} delivered, ${a.pending} pending${seen}`,
+    );
+    await endpoints.update(teams.A.auth, created.endpoint.id, { enabled: false });
+  }
+
+  await endpoints.update(teams.B.auth, healthy, { enabled: false });
+  results.e2 = await ingress();
+  say(fmt('(e) no endpoint (last)', results.e2));
+
+  // Dispatchers of their own.
+  await endpoints.update(teams.B.auth, healthy, { enabled: true });
+  await service.app.get(NotificationDispatcher).stop();
+  const startDispatcher = () =>
+    new Promise((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        [new URL('../dist/cli/main.js', import.meta.url).pathname, 'serve', '--role', 'notifications'],
+        {
+          env: {
+            ...process.env,
+            DATABASE_URL: database.url,
+            DATA_DIR: join(database.dir, 'data'),
+            LOG_LEVEL: 'silent',
+            NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true',
+            NOTIFICATIONS_TIMEOUT_MS: '2000',
+          },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      dispatchers.push(child);
+      child.stdout.on('data', (d) => (/dispatcher up/.test(String(d)) ? resolve(child) : undefined));
+      child.on('exit', (code) => reject(new Error(`dispatcher exited ${code}`)));
+    });
+  for (const n of [1, 2]) {
+    while (dispatchers.length < n) await startDispatcher();
+    const paced = await receiving(half, ISOLATION, 1000);
+    const fast = await receiving(undefined, DURATION, 1000);
+    results[`p${n}`] = { paced, fast };
+    say(describe(`(p${n}) ${n} dispatcher process(es), ${half} req/s`, paced));
+    say(describe(`(p${n}) ${n} dispatcher process(es), as fast as it goes`, fast));
+  }
+
+  const baseline = (results.e1.rps + results.e2.rps) / 2;
+  const ratio = (x, y) => (x / y).toFixed(2);
+  console.log(
+    `notifications benchmark: ${CONNECTIONS} connections, ${DURATION} s per case (${SUSTAIN} s sustained, ${ISOLATION} s paced isolation), loopback; load average at the start ${load1.toFixed(2)}, at the end ${loadavg()[0].toFixed(2)}`,
+  );
+  console.log(fmt('(a) floor: Fastify + one pg INSERT', floor));
+  for (const line of out) console.log(line);
+  console.log(`\nbaseline (e), mean of first and last: ${baseline.toFixed(0)} req/s`);
+  console.log(
+    `throughput: (b) ingress ${ratio(results.b.rps, baseline)}× (e); B's messages sent/made during the load ${ratio(results.b.sent, results.b.made)} (target ≥ 1: the queue does not grow)`,
+  );
+  console.log(
+    `latency at half capacity (h): p99 ${results.h.p99} ms (target ≤ 1000); idle (i): max ${results.i.p99} ms (target ≤ 250)`,
+  );
+  for (const [key, name] of kinds) {
+    const r = results[key];
+    console.log(
+      `isolation (${key}) ${name}: ingress ${ratio(r.fast.rps, results.b.rps)}× (b), ${ratio(r.fast.rps, baseline)}× (e); ` +
+        `B's p99 at half capacity ${r.paced.p99} ms against (h) ${results.h.p99} ms (${ratio(r.paced.p99, results.h.p99)}×), p50 ${r.paced.p50} against ${results.h.p50} ms`,
+    );
+  }
+  for (const n of [1, 2]) {
+    const r = results[`p${n}`];
+    console.log(
+      `scale-out (p${n}) ${n} dispatcher process(es): at half capacity p50 ${r.paced.p50} ms, p99 ${r.paced.p99} ms; as fast as it goes ingress ${ratio(r.fast.rps, baseline)}× (e), sent/made ${ratio(r.fast.sent, r.fast.made)}, ${r.paced.duplicates + r.fast.duplicates} received twice`,
+    );
+  }
+  for (const d of dispatchers) d.kill('SIGTERM');
+  await Promise.all(
+    dispatchers.map((d) => new Promise((r) => (d.exitCode === null ? d.once('exit', r) : r()))),
+  );
   await service.stop();
 } catch (err) {
   console.error(err);
   process.exitCode = 1;
 } finally {
+  for (const d of dispatchers) if (d.exitCode === null) d.kill('SIGKILL');
   await database.drop();
-  receiver.close();
-  for (const s of tarpitSockets) s.destroy();
-  tarpit.close();
+  receivers.kill();
 }
-
-const latencies = received.map((r) => r.at - r.event).sort((x, y) => x - y);
-const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
-const span = received.length > 1 ? (received.at(-1).at - received[0].at) / 1000 : 1;
-const outPerSecond = received.length / span;
-const floor = results.a.rps;
-const baseline = (results.e1.rps + results.e2.rps) / 2;
-const ratios = (r) => `   ${(r.rps / floor).toFixed(2)}× floor, ${(r.rps / baseline).toFixed(2)}× (e)`;
-const tried = (r) =>
-  `      ${r.attempts} attempts logged during the load, ${r.pending} messages pending at its end`;
-console.log(
-  `notifications benchmark: ${CONNECTIONS} connections, ${DURATION} s per case, loopback; load average at the start ${load1.toFixed(2)}, at the end ${loadavg()[0].toFixed(2)}`,
-);
-console.log(fmt('(a) floor: Fastify + one pg INSERT', results.a));
-console.log(fmt('(e) ingress, 1 run, no endpoint (first)', results.e1) + ratios(results.e1));
-console.log(fmt('(b) ingress, endpoint receiving', results.b) + ratios(results.b));
-console.log(fmt('(c) ingress, endpoint refusing connections', results.c) + ratios(results.c));
-console.log(tried(results.c));
-console.log(fmt('(d) ingress, tarpit endpoint', results.d) + ratios(results.d));
-console.log(tried(results.d));
-console.log(fmt('(e) ingress, 1 run, no endpoint (last)', results.e2) + ratios(results.e2));
-console.log(
-  `(b) notifications out: ${received.length} received (${results.expected} messages), ${outPerSecond.toFixed(0)}/s; ` +
-    `state change -> receipt p50 ${pct(50)} ms, p99 ${pct(99)} ms; drained ${results.drainMs} ms after the load; ${forged} failed verification`,
-);
-console.log(`ratio notifications out/s to the floor's req/s: ${(outPerSecond / floor).toFixed(2)}`);
-console.log(
-  `ratios to (e) (mean of first and last, ${baseline.toFixed(0)} req/s): (b) ${(results.b.rps / baseline).toFixed(2)}, (c) ${(results.c.rps / baseline).toFixed(2)}, (d) ${(results.d.rps / baseline).toFixed(2)}`,
-);

@@ -70,7 +70,7 @@ function dispatcher(opts: { timeoutMs?: number; disableAfter?: number; schedule?
   const timeoutMs = opts.timeoutMs ?? 2_000;
   return new NotificationDispatcher(
     new NotificationsRepository(counted.db),
-    new NotificationSender({ allowPrivate: true, timeoutMs }),
+    new NotificationSender({ allowPrivate: true, timeoutMs, connectionsPerEndpoint: 16 }),
     t.service.app.get(SecretCipher),
     t.service.app.get(SecretsService),
     {

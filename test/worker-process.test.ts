@@ -32,6 +32,11 @@ interface Worker extends ChildProcess {
   id(): Promise<string>;
   /** What it printed so far (for a failure's message). */
   output(): string;
+  /**
+   * A service-hosted worker's slots started: after it asked each installed agent CLI its version,
+   * which takes seconds on a loaded machine (the runs' own waits should not include that).
+   */
+  slotsStarted(): Promise<unknown>;
 }
 
 function worker(args: string[], env: Record<string, string> = {}): Worker {
@@ -56,6 +61,8 @@ function worker(args: string[], env: Record<string, string> = {}): Worker {
   });
   child.output = () => `stdout: ${out}\nstderr: ${err}`;
   child.id = async () => (await eventually(() => /^factoryd worker (\S+):/.exec(out), 'its worker id'))[1]!;
+  child.slotsStarted = () =>
+    eventually(() => /service-hosted slot\(s\)/.test(out), 'its slots started', { timeoutMs: 120_000 });
   children.push(child);
   return child;
 }
@@ -122,6 +129,7 @@ describe('factoryd worker (service-hosted, on the database)', () => {
       DATABASE_URL: t.service.databaseServer.url,
       HARNESS_COMMAND: STUBBORN_HARNESS,
     });
+    await w.slotsStarted();
     const done = await create({ prompt: 'Quick one' });
     expect((await runIn(done, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
 
@@ -150,7 +158,7 @@ describe('factoryd worker (service-hosted, on the database)', () => {
 describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
   it("takes only its own host's runs in its own team, and shows up as connected", async () => {
     const other = await t.newTeam('other-team');
-    worker(await selfHosted('box-a'));
+    const w = worker(await selfHosted('box-a'));
     const mine = await create({ prompt: 'On box a', config: { worker_host: 'box-a' } });
     const elsewhere = await create({ prompt: 'On box b', config: { worker_host: 'box-b' } });
     const serviceHosted = await create({ prompt: 'On the service' });
@@ -161,6 +169,12 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
 
     const run = await runIn(mine, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state).toBe('SUCCEEDED');
+    // What it did, a line each, in the terminal it runs in (issue #30, 8).
+    await eventually(
+      () => w.output().includes(`factoryd worker: run ${mine}: harness ended (exit 0)`),
+      'the end said',
+    );
+    expect(w.output()).toContain(`factoryd worker: run ${mine}: taken, its harness starting`);
     expect(run.execution_location).toBe('REMOTE');
     expect(run.agent_config.worker_host).toBe('box-a');
     expect(
@@ -237,8 +251,13 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     });
     expect((await runIn(long, ['CANCELLED'])).state).toBe('CANCELLED');
 
+    await eventually(
+      () => w.output().includes(`factoryd worker: run ${long}: stopped: cancelled`),
+      'the cancel said',
+    );
     w.kill('SIGTERM');
     await new Promise((r) => w.once('exit', r));
+    expect(w.output()).toMatch(/factoryd worker: SIGTERM: stopping\nfactoryd worker: stopped\n/);
     w = worker(args);
     const later = await create({ prompt: 'After the restart', config: { worker_host: 'box-c' } });
     expect((await runIn(later, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');

@@ -169,7 +169,7 @@ export class FactoriesController {
   @ApiOperation({ summary: 'Start a run of the factory’s foreman, linked to the ticket it works on' })
   @ApiJsonBody('FactoryRunRequest')
   @ApiJsonOk(DISPATCHED, 'The run, queued')
-  @ApiProblems(403, 404, 409)
+  @ApiProblems(403, 404, 409, 429)
   async dispatch(
     @Auth() auth: AuthContext,
     @Param('uid') uid: string,

@@ -5,6 +5,7 @@ import { newUid } from '../common/ids.js';
 import { isoKey, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
 import { Conflict, NotFound } from '../common/problem.js';
 import { titleFromPrompt } from '../runs/run.js';
+import { TeamQueueCap } from '../runs/team-queue-cap.js';
 import { Database } from '../database/database.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
 import type { AgentOverrides } from '../definitions/definition.js';
@@ -47,6 +48,7 @@ export class FactoriesService {
     @Inject(Reconciler) private readonly reconciler: Reconciler,
     @Inject(Database) private readonly db: Database,
     @Inject(Clock) private readonly clock: Clock,
+    @Inject(TeamQueueCap) private readonly queueCap: TeamQueueCap,
   ) {}
 
   async list(
@@ -118,6 +120,7 @@ export class FactoriesService {
       overrides: foreman.overrides as AgentOverrides,
       basePrompt: foreman.base_prompt,
     });
+    await this.queueCap.ensureRoom(auth.team.id);
     const ticketRef = req.ticket_ref ?? `adhoc:${newUid()}`;
     const separator = ticketRef.indexOf(':');
     const runId = await this.db.transaction((tx) =>

@@ -22,37 +22,48 @@ export interface DispatcherOptions {
   now: () => Date;
   /** How often the outbox and the due messages are looked at (ms). */
   pollMs?: number;
-  /** Messages claimed at once in this process (attempts in flight, or waiting for their endpoint's first). */
+  /** Messages claimed at once in this process (attempts in flight, or waiting for their turn). */
   concurrency?: number;
   /** Messages of one endpoint claimed at once. */
   perEndpoint?: number;
+  /** Attempts in flight to one endpoint at once (its connections). */
+  connectionsPerEndpoint?: number;
   scheduler?: Scheduler;
   onError: (err: unknown) => void;
   onDisabled?: (endpointId: string) => void;
 }
 
-/** Endpoint outcomes one statement records at most (a few hundred attempts). */
+/** What one statement records at most: endpoint outcomes, and their attempts (one outcome always goes). */
 const RECORD_BATCH = 32;
+const RECORD_ATTEMPTS = 4096;
+/** How long an endpoint's claimed messages should take to send, at its latest answer time. */
+const ROUND_TARGET_MS = 1_000;
+/** Endpoints whose claims are lowered, remembered at most (beyond, the oldest are forgotten). */
+const MAX_LOWERED = 10_000;
 
 /**
  * Sends notifications: fans committed outbox events out into messages (one per subscribed endpoint),
- * claims due messages endpoint by endpoint (SKIP LOCKED and a lease: any number of replicas), POSTs
- * each signed, and records the attempts, their retries, given-up messages and disabled endpoints
- * (docs/notifications.md).
+ * claims due messages endpoint by endpoint (the endpoint leased, SKIP LOCKED: any number of
+ * dispatchers), POSTs each signed, and records the attempts, their retries, given-up messages and
+ * disabled endpoints (docs/notifications.md).
  *
- * What a failing receiver may cost the process is bounded. An endpoint's claimed messages go first
- * one, then (if it was delivered, or refused as that one message's fault: a 400, 409, 413, 415 or
- * 422) the others side by side; if the receiver failed it (no answer, a 5xx…), the others are held
- * back unattempted and the endpoint is not tried again before that message's retry, and then with its
- * oldest message alone. Attempts are recorded by a group commit (one statement for every endpoint
- * whose attempts ended meanwhile, one statement at a time), never per attempt. At most `concurrency`
- * messages are claimed at once, and no database connection is held while an answer is awaited, so a
- * receiver that never answers holds a claim, not a connection. After failures the next look waits for
+ * What an endpoint may cost the process is bounded, whatever it does. An endpoint's claimed messages
+ * go first one, then (if it was delivered, or refused as that one message's fault: a 400, 409, 413,
+ * 415 or 422) the others, `connectionsPerEndpoint` at a time, a run's messages one after another in
+ * event order; if the receiver failed the first (no answer, a 5xx…), the others are held back
+ * unattempted and the endpoint is not tried again before that message's retry, and then with its
+ * oldest message alone. An endpoint that answers slowly is claimed fewer messages next time (what its
+ * connections send in about a second at its latest answer time), and a round stops starting attempts
+ * once it has taken `timeoutMs`: so its lease (twice that, and a margin) outlives it. Attempts are
+ * recorded by a group commit (one statement for every endpoint whose attempts ended meanwhile, one
+ * statement at a time), never per attempt. At most `concurrency` messages are claimed at once, and
+ * no database connection is held while an answer is awaited, so a receiver that never answers holds
+ * a claim and a connection of its own, not one of the pool. After failures the next look waits for
  * the poll; after a delivery it comes at once.
  *
  * The outbox is polled (every `pollMs`) rather than announced: a NOTIFY per state change would
- * serialise the commits of runs and deliveries (a NOTIFY in a transaction takes a global lock at commit). Resends and re-enabled endpoints are
- * announced on CHANNELS.notificationsDue.
+ * serialise the commits of runs and deliveries (a NOTIFY in a transaction takes a global lock at
+ * commit). Resends and re-enabled endpoints are announced on CHANNELS.notificationsDue.
  */
 export class NotificationDispatcher {
   private readonly periodic: Periodic;
@@ -63,6 +74,8 @@ export class NotificationDispatcher {
   /** Messages claimed by this process and not recorded yet. */
   private claimed = 0;
   private readonly sending = new Set<Promise<void>>();
+  /** Endpoints that answered slowly, and the messages to claim of each next time. */
+  private readonly lowered = new Map<string, number>();
 
   constructor(
     private readonly repo: NotificationsRepository,
@@ -83,8 +96,21 @@ export class NotificationDispatcher {
         const disabled = new Set(await this.repo.recordAttempts(outcomes, this.opts.disableAfter));
         return outcomes.map((o) => ({ status: 'fulfilled', value: disabled.has(o.endpointId) }));
       },
-      { concurrency: 1, maxItems: RECORD_BATCH },
+      {
+        concurrency: 1,
+        maxItems: RECORD_BATCH,
+        maxWeight: RECORD_ATTEMPTS,
+        weigh: (o) => o.attempts.length,
+      },
     );
+  }
+
+  private get perEndpoint(): number {
+    return this.opts.perEndpoint ?? 1024;
+  }
+
+  private get connections(): number {
+    return this.opts.connectionsPerEndpoint ?? 32;
   }
 
   start(notifications?: Notifications): this {
@@ -101,6 +127,7 @@ export class NotificationDispatcher {
     await this.periodic.stop();
     await this.running;
     await this.settled();
+    this.sender.closeIdle(true);
   }
 
   /** Resolves once every claimed message of this process has been attempted and recorded. */
@@ -137,17 +164,19 @@ export class NotificationDispatcher {
 
   private async passOnce(): Promise<void> {
     while ((await this.repo.fanOut(this.opts.retryScheduleMs[0] ?? 0)) > 0);
+    this.sender.closeIdle();
     for (;;) {
-      const room = (this.opts.concurrency ?? 128) - this.claimed;
+      const room = (this.opts.concurrency ?? 4096) - this.claimed;
       if (room <= 0) return;
       const now = this.opts.now();
-      // A lease outlives an endpoint's attempts (the first, then the others): a claim is retaken only
-      // after its process died.
+      // The endpoint's lease outlives its round: attempts start for at most `timeoutMs`, and the last
+      // one started may take as long again; then the record. A claim is retaken only after its
+      // process died.
       const lease = new Date(now.getTime() + 2 * this.opts.timeoutMs + 5_000);
-      const due = await this.repo.claimDue(now, lease, room, this.opts.perEndpoint ?? 64);
+      const due = await this.repo.claimDue(now, lease, room, this.perEndpoint, this.lowered);
       if (!due.length) return;
       this.claimed += due.length;
-      // Per endpoint, in claim order.
+      // Per endpoint, in event order.
       for (const group of groupBy(due, (m) => m.endpoint_id).values()) {
         const sending: Promise<void> = this.send(group)
           .catch(this.opts.onError)
@@ -167,18 +196,22 @@ export class NotificationDispatcher {
    */
   private async send(group: DueMessage[]): Promise<void> {
     try {
+      const started = performance.now();
       const [first, ...rest] = group as [DueMessage, ...DueMessage[]];
-      const attempts = [await this.attempt(first)];
+      const secret = await this.secretOf(first);
+      const attempts = [await this.attempt(first, secret)];
       const { succeeded, statusCode } = attempts[0]!.outcome;
       const failing = !succeeded && receiverFailing(statusCode);
-      if (!failing) attempts.push(...(await Promise.all(rest.map((m) => this.attempt(m)))));
+      // A run whose first message was refused sends no later one this round (in order per run).
+      const stopped = succeeded || !first.run_id ? [] : [first.run_id];
+      if (!failing) attempts.push(...(await this.sendRest(rest, stopped, secret, started)));
       const at = this.opts.now();
       const taking = attempts.some((a) => a.outcome.succeeded || !receiverFailing(a.outcome.statusCode));
       const delivered = attempts.some((a) => a.outcome.succeeded);
+      this.pace(first.endpoint_id, attempts);
       const disabled = await this.records.submit({
         endpointId: first.endpoint_id,
         attempts,
-        heldBack: failing ? rest : [],
         failingSince: taking ? undefined : (first.failing_since ?? attempts[0]!.at),
         // A failing endpoint is tried again when its message's retry is due; once that message is
         // given up, the next one goes at the next look.
@@ -192,14 +225,70 @@ export class NotificationDispatcher {
     }
   }
 
-  /** One attempt; a failed one carries its retry (none once the schedule is spent). */
-  private async attempt(m: DueMessage): Promise<AttemptRecord> {
-    const at = this.opts.now();
-    const secret = m.secret
+  /**
+   * The rest of a round, `connectionsPerEndpoint` attempts at a time: each run's messages one after
+   * another in event order (a run whose message failed sends no later one: in order per run), other
+   * messages side by side. No attempt starts once the round has taken `timeoutMs` (what is left stays
+   * pending, unattempted, for the next round).
+   */
+  private async sendRest(
+    rest: DueMessage[],
+    stoppedRuns: string[],
+    secret: string | undefined,
+    started: number,
+  ): Promise<AttemptRecord[]> {
+    const attempts: AttemptRecord[] = [];
+    const stopped = new Set(stoppedRuns);
+    const chains = [...groupBy(rest, (m) => m.run_id ?? m.id).values()];
+    const lane = async () => {
+      for (let chain = chains.shift(); chain; chain = chains.shift())
+        for (const m of chain) {
+          if (performance.now() - started > this.opts.timeoutMs || (m.run_id && stopped.has(m.run_id))) break;
+          const a = await this.attempt(m, secret);
+          attempts.push(a);
+          if (!a.outcome.succeeded) break;
+        }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.connections, chains.length) }, lane));
+    return attempts;
+  }
+
+  /**
+   * Lowers the next claim of an endpoint that answers slowly to what its connections send in about
+   * ROUND_TARGET_MS at its mean answer time in the last round (never below one message per
+   * connection): a slow receiver holds few claims, and its rounds stay short. A fast one gets
+   * `perEndpoint` again.
+   */
+  private pace(endpointId: string, attempts: AttemptRecord[]): void {
+    const mean = attempts.reduce((sum, a) => sum + a.outcome.latencyMs, 0) / attempts.length;
+    const claim = Math.max(
+      this.connections,
+      Math.floor((this.connections * ROUND_TARGET_MS) / Math.max(mean, 1)),
+    );
+    this.lowered.delete(endpointId);
+    if (claim >= this.perEndpoint) return;
+    if (this.lowered.size >= MAX_LOWERED) this.lowered.delete(this.lowered.keys().next().value!);
+    this.lowered.set(endpointId, claim);
+  }
+
+  /** The group's signing secret (its endpoint's own, or the team secret its factory file pinned). */
+  private async secretOf(m: DueMessage): Promise<string | undefined> {
+    return m.secret
       ? this.cipher.decrypt(m.secret, m.endpoint_id)
       : await this.secrets.valueOf(m.secret_version_id!);
+  }
+
+  /** One attempt; a failed one carries its retry (none once the schedule is spent). */
+  private async attempt(m: DueMessage, secret: string | undefined): Promise<AttemptRecord> {
+    const at = this.opts.now();
     const outcome = secret
-      ? await this.sender.send({ id: m.id, url: m.url, secret, body: messageBody(m) })
+      ? await this.sender.send({
+          id: m.id,
+          endpointId: m.endpoint_id,
+          url: m.url,
+          secret,
+          body: messageBody(m),
+        })
       : {
           succeeded: false,
           statusCode: null,
@@ -208,7 +297,8 @@ export class NotificationDispatcher {
           responseExcerpt: null,
         };
     if (outcome.succeeded) return { m, outcome, at };
-    const delay = nextAttemptDelay(this.opts.retryScheduleMs, m.attempts);
+    // `attempts` counts the attempts recorded before this one.
+    const delay = nextAttemptDelay(this.opts.retryScheduleMs, m.attempts + 1);
     return {
       m,
       outcome,

@@ -13,22 +13,26 @@ import { Notifications } from '../database/notifications.js';
 import { SecretCipher } from '../secrets/secret-cipher.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { SecretsService } from '../secrets/secrets.service.js';
+import { configuredDispatcher } from './dispatcher-setup.js';
 import { NotificationDispatcher } from './notification-dispatcher.js';
 import { NotificationEndpoints } from './notification-endpoints.service.js';
-import { NotificationSender } from './notification-sender.js';
 import { NotificationsController } from './notifications.controller.js';
 import { NotificationsRepository } from './notifications.repository.js';
 
-/** `factoryd serve` sends notifications from every replica (they share the work through the database). */
+/**
+ * `factoryd serve` sends notifications from every replica (they share the work through the database),
+ * unless it serves the API alone (`--role api`: dispatchers run as processes of their own).
+ */
 @Injectable()
 class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
   constructor(
     @Inject(NotificationDispatcher) private readonly dispatcher: NotificationDispatcher,
     @Inject(Notifications) private readonly notifications: Notifications,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
   onApplicationBootstrap(): void {
-    this.dispatcher.start(this.notifications);
+    if (this.config.notificationsDispatcher) this.dispatcher.start(this.notifications);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -74,27 +78,13 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
         clock: Clock,
       ) => {
         const log = new Logger('notifications');
-        const now = () => clock.now();
-        return new NotificationDispatcher(
+        return configuredDispatcher(
           repo,
-          new NotificationSender({
-            allowPrivate: config.notificationsAllowPrivateUrls,
-            timeoutMs: config.notificationsTimeoutMs,
-            now,
-          }),
           cipher,
           secrets,
-          {
-            retryScheduleMs: config.notificationsRetryScheduleMs,
-            disableAfter: config.notificationsDisableAfter,
-            timeoutMs: config.notificationsTimeoutMs,
-            now,
-            onError: (err) => log.warn(`dispatcher: ${err instanceof Error ? err.message : String(err)}`),
-            onDisabled: (id) =>
-              log.warn(
-                `endpoint ${id} disabled: ${config.notificationsDisableAfter} messages in a row failed`,
-              ),
-          },
+          config,
+          () => clock.now(),
+          (line) => log.warn(line),
         );
       },
     },

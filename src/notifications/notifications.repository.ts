@@ -70,9 +70,8 @@ export interface AttemptRecord {
 /** What one endpoint's claimed messages came to, and the state the endpoint is left in. */
 export interface EndpointOutcome {
   endpointId: string;
+  /** The messages attempted; those claimed and not attempted (held back) are left as they were. */
   attempts: AttemptRecord[];
-  /** Claimed but not attempted: the endpoint failed first (no attempt, nothing logged). */
-  heldBack: DueMessage[];
   /** Set while the endpoint's attempts fail: since when (undefined: it answered). */
   failingSince?: Date;
   /** No attempt to the endpoint before this. */
@@ -81,7 +80,7 @@ export interface EndpointOutcome {
 
 /** Fan-outs take turns across replicas, so a run's messages are created in its events' order. */
 const FAN_OUT_LOCK = 7_146_110_017;
-const FAN_OUT_BATCH = 500;
+const FAN_OUT_BATCH = 2000;
 
 const ENDPOINT_COLUMNS = `id, team_id, factory_id, name, url, event_types, description, secret, enabled,
   disabled_reason, consecutive_failures, failing_since, created_at, updated_at`;
@@ -199,7 +198,7 @@ export class NotificationsRepository {
     return this.db.query<MessageRow>(
       `SELECT ${MESSAGE_COLUMNS} FROM notification_messages
         WHERE endpoint_id = $1 AND ($3::text IS NULL OR status = $3)
-        ORDER BY created_at DESC, event_id DESC LIMIT $2`,
+        ORDER BY event_id DESC LIMIT $2`,
       [endpointId, limit, status ?? null],
     );
   }
@@ -220,7 +219,7 @@ export class NotificationsRepository {
   async resend(endpointId: string, messageId: string, now: Date): Promise<MessageRow | undefined> {
     const [row] = await this.db.query<MessageRow>(
       `WITH m AS (
-         UPDATE notification_messages SET status = 'pending', attempts = 0, next_attempt_at = $3, leased_until = NULL
+         UPDATE notification_messages SET status = 'pending', attempts = 0, next_attempt_at = $3
           WHERE id = $2 AND endpoint_id = $1 RETURNING ${MESSAGE_COLUMNS}),
        e AS (
          UPDATE notification_endpoints SET held_until = $3
@@ -264,17 +263,29 @@ export class NotificationsRepository {
 
   /**
    * Claims due messages for one attempt each, endpoint by endpoint: up to `perEndpoint` of an endpoint
-   * that is not failing, only its oldest pending message (when due) of one that is; none of an
-   * endpoint that is held (a failing endpoint before its retry, or attempts in flight). The claimed
-   * messages are leased until `leaseUntil` and so are their endpoints (`held_until`): another claim,
-   * here or in another replica, takes nothing more of them until the attempts are recorded; a lease
-   * that lapses (the process died) makes them due again. The endpoint's row lock (SKIP LOCKED) is what
-   * keeps two claims off the same messages: a concurrent claim skips the endpoint, or re-reads it once
-   * this one committed and finds it held. At most `max` messages in all, endpoints in the order they
-   * were last released (round robin). A message waits while an earlier message of the same run to the
-   * same endpoint is pending: in order per run.
+   * that is not failing (`limits` may lower it for some endpoints), only its oldest pending message
+   * (when due) of one that is; none of an endpoint that is held (a failing endpoint before its retry,
+   * or attempts in flight). What is claimed is the endpoint: it is held until `leaseUntil`
+   * (`held_until`), under its row lock (SKIP LOCKED), so one dispatcher at a time, here or in another
+   * process, sends to it and its messages need no lease of their own. Once the attempts are recorded
+   * the endpoint is released; if the process died first the lease lapses and the messages, still
+   * pending, are due again (at least once). At most `max` messages in all, endpoints in the order they
+   * were last released (round robin).
+   *
+   * In order per run: a message is claimed only if every earlier pending message of its run to that
+   * endpoint is claimed with it (the caller sends a run's messages one after another, in event order).
+   * The result is ordered by endpoint, then event.
+   *
+   * Planned for its values on every call: a plan prepared while the messages table was small (a fresh
+   * start, a burst) walked all of it on every claim until the table was next analysed.
    */
-  claimDue(now: Date, leaseUntil: Date, max: number, perEndpoint: number): Promise<DueMessage[]> {
+  claimDue(
+    now: Date,
+    leaseUntil: Date,
+    max: number,
+    perEndpoint: number,
+    limits: ReadonlyMap<string, number> = new Map(),
+  ): Promise<DueMessage[]> {
     return this.db.query<DueMessage>(
       `WITH ready AS MATERIALIZED (
          SELECT e.id, e.failing_since IS NOT NULL AS failing FROM notification_endpoints e
@@ -282,41 +293,43 @@ export class NotificationsRepository {
             AND EXISTS (SELECT 1 FROM notification_messages m
                          WHERE m.endpoint_id = e.id AND m.status = 'pending' AND m.next_attempt_at <= $1)
           ORDER BY e.held_until NULLS FIRST, e.id LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED),
-       picked AS MATERIALIZED (
-         SELECT m.id, r.id AS endpoint_id FROM ready r CROSS JOIN LATERAL (
-           (SELECT m.id FROM notification_messages m
+       candidate AS MATERIALIZED (
+         SELECT m.id, r.id AS endpoint_id, m.run_id, m.event_id FROM ready r CROSS JOIN LATERAL (
+           (SELECT m.id, m.run_id, m.event_id FROM notification_messages m
              WHERE NOT r.failing AND m.endpoint_id = r.id AND m.status = 'pending' AND m.next_attempt_at <= $1
-               AND (m.leased_until IS NULL OR m.leased_until < $1)
-               AND (m.run_id IS NULL OR NOT EXISTS (
-                     SELECT 1 FROM notification_messages p
-                      WHERE p.endpoint_id = m.endpoint_id AND p.run_id = m.run_id AND p.status = 'pending' AND p.event_id < m.event_id))
-             ORDER BY m.next_attempt_at, m.event_id LIMIT $4)
+             ORDER BY m.next_attempt_at, m.event_id LIMIT coalesce(($5::jsonb ->> r.id::text)::int, $4))
            UNION ALL
            -- A failing endpoint takes its queue in order: the oldest pending message goes first and alone.
-           (SELECT o.id FROM (
-              SELECT m.id, m.next_attempt_at, m.leased_until FROM notification_messages m
+           (SELECT o.id, o.run_id, o.event_id FROM (
+              SELECT m.id, m.run_id, m.event_id, m.next_attempt_at FROM notification_messages m
                WHERE r.failing AND m.endpoint_id = r.id AND m.status = 'pending'
                ORDER BY m.event_id LIMIT 1) o
-             WHERE o.next_attempt_at <= $1 AND (o.leased_until IS NULL OR o.leased_until < $1))) m
+             WHERE o.next_attempt_at <= $1)) m
           LIMIT $3),
+       picked AS MATERIALIZED (
+         SELECT c.id, c.endpoint_id FROM candidate c
+          WHERE c.run_id IS NULL OR NOT EXISTS (
+                SELECT 1 FROM notification_messages p
+                 WHERE p.endpoint_id = c.endpoint_id AND p.run_id = c.run_id AND p.status = 'pending'
+                   AND p.event_id < c.event_id AND p.id NOT IN (SELECT id FROM candidate))),
        held AS (
          UPDATE notification_endpoints e SET held_until = $2 WHERE e.id IN (SELECT endpoint_id FROM picked))
-       UPDATE notification_messages m SET leased_until = $2, attempts = m.attempts + 1
-         FROM picked, notification_endpoints e
-        WHERE m.id = picked.id AND e.id = m.endpoint_id
-       RETURNING m.id, m.event_id, m.endpoint_id, m.type, m.run_id, m.payload, m.event_at, m.status, m.attempts,
-                 m.next_attempt_at, m.created_at, m.delivered_at, e.url, e.secret, e.secret_version_id, e.failing_since`,
-      [now, leaseUntil, max, perEndpoint],
+       SELECT m.id, m.event_id, m.endpoint_id, m.type, m.run_id, m.payload, m.event_at, m.status, m.attempts,
+              m.next_attempt_at, m.created_at, m.delivered_at, e.url, e.secret, e.secret_version_id, e.failing_since
+         FROM picked JOIN notification_messages m ON m.id = picked.id JOIN notification_endpoints e ON e.id = m.endpoint_id
+        ORDER BY m.endpoint_id, m.event_id`,
+      [now, leaseUntil, max, perEndpoint, JSON.stringify(Object.fromEntries(limits))],
+      { planEachTime: true },
     );
   }
 
   /**
    * Records what became of claimed messages, one statement for any number of endpoints: the attempt
-   * log; each message delivered, due again at its `retry_at`, or (neither) failed for good; the
-   * messages held back (claimed, never attempted: their claim is undone, no attempt logged); and each
-   * endpoint: released (`held_until`), failing or not, its run of failed messages (a failed one counts
-   * towards disabling it after `disableAfter` in a row, a delivery ends the run). Returns the
-   * endpoints this disabled.
+   * log; each attempted message delivered, due again at its `retry_at`, or (neither) failed for good,
+   * and its attempt counted (messages held back were not attempted: nothing of theirs changes); and
+   * each endpoint: released (`held_until`), failing or not, its run of failed messages (a failed one
+   * counts towards disabling it after `disableAfter` in a row, a delivery ends the run). Returns the
+   * endpoints this disabled. Planned for its values on every call (see claimDue).
    */
   async recordAttempts(outcomes: EndpointOutcome[], disableAfter: number): Promise<string[]> {
     if (!outcomes.length) return [];
@@ -365,24 +378,21 @@ export class NotificationsRepository {
         held_until: o.heldUntil,
       })),
     );
-    const heldBack = p.add(outcomes.flatMap((o) => o.heldBack.map((m) => m.id)));
     const limit = p.add(disableAfter);
     const rows = await this.db.query<{ id: string; disabled: boolean }>(
       `WITH t AS MATERIALIZED (SELECT * FROM ${attempts}),
-       logged AS (
-         INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, error, response_excerpt)
-         SELECT t.message_id, t.endpoint_id, t.attempted_at, t.succeeded, t.status_code, t.latency_ms, t.error, t.response_excerpt
-           FROM t
-          -- A message whose endpoint was deleted during the attempt is gone: nothing to log.
-          WHERE EXISTS (SELECT 1 FROM notification_messages n WHERE n.id = t.message_id)),
        ended AS (
          UPDATE notification_messages m SET
                 status = CASE WHEN t.succeeded THEN 'delivered' WHEN t.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
+                attempts = m.attempts + 1,
                 delivered_at = CASE WHEN t.succeeded THEN t.attempted_at ELSE m.delivered_at END,
-                next_attempt_at = CASE WHEN t.succeeded THEN NULL ELSE t.retry_at END, leased_until = NULL
-           FROM t WHERE m.id = t.message_id),
-       unclaimed AS (
-         UPDATE notification_messages SET attempts = attempts - 1, leased_until = NULL WHERE id = ANY(${heldBack}::uuid[])),
+                next_attempt_at = CASE WHEN t.succeeded THEN NULL ELSE t.retry_at END
+           FROM t WHERE m.id = t.message_id RETURNING m.id),
+       -- Only messages that still exist: one whose endpoint was deleted during the attempt is gone.
+       logged AS (
+         INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, error, response_excerpt)
+         SELECT t.message_id, t.endpoint_id, t.attempted_at, t.succeeded, t.status_code, t.latency_ms, t.error, t.response_excerpt
+           FROM t JOIN ended ON ended.id = t.message_id),
        s AS (
          SELECT s.*, CASE WHEN s.delivered THEN 0 ELSE e.consecutive_failures END + s.given_up AS run
            FROM ${endpoints} JOIN notification_endpoints e ON e.id = s.endpoint_id)
@@ -393,6 +403,7 @@ export class NotificationsRepository {
          FROM s WHERE e.id = s.endpoint_id
        RETURNING e.id, s.given_up > 0 AND s.run >= ${limit}::int AND s.run - s.given_up < ${limit}::int AS disabled`,
       p.values,
+      { planEachTime: true },
     );
     return rows.filter((r) => r.disabled).map((r) => r.id);
   }

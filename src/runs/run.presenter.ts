@@ -1,6 +1,7 @@
 import { redactMcpCredentials } from '../secrets/mcp-credentials.js';
 import type { AgentConfig, Run, RunSchedule } from './run.js';
 import { isTerminal } from './run-state.js';
+import { isoDuration } from '../common/durations.js';
 
 /** RunItem on the wire (CONTRACT.md §1): snake_case, RFC 3339 UTC, optional fields only when known. */
 export interface RunItem {
@@ -100,13 +101,4 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
 /** A run's page in the dashboard. */
 export function runPageUrl(publicBaseUrl: string, runId: string): string {
   return `${publicBaseUrl}/ui/runs/${runId}`;
-}
-
-/** ISO 8601 duration, e.g. PT1M5.250S. */
-export function isoDuration(ms: number): string {
-  const total = Math.max(0, ms) / 1000;
-  const hours = Math.floor(total / 3600);
-  const minutes = Math.floor((total % 3600) / 60);
-  const seconds = Number((total % 60).toFixed(3));
-  return `PT${hours ? `${hours}H` : ''}${minutes ? `${minutes}M` : ''}${seconds || (!hours && !minutes) ? `${seconds}S` : ''}`;
 }

@@ -165,7 +165,7 @@ export class RunsController {
   @ApiOperation({ summary: 'Start an agent run (POST /agent/run is an alias)' })
   @ApiJsonBody('RunCreateRequest')
   @ApiJsonOk('RunCreateResponse', 'The run is QUEUED')
-  @ApiProblems(403, 404)
+  @ApiProblems(403, 404, 429)
   @RequireScope('runs:write')
   @BodyLimit(RUN_CREATE_BODY_LIMIT)
   create(@Auth() auth: AuthContext, @Body() body: unknown, @Req() req: FastifyRequest) {

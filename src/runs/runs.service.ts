@@ -17,6 +17,7 @@ import {
   type NewRun,
   type Run,
 } from './run.js';
+import { TeamQueueCap } from './team-queue-cap.js';
 import { RunsRepository } from './runs.repository.js';
 import { RunsSignal } from './runs-signal.js';
 import { NamedAgents, namedAgentMarks, withAgentDefaults } from './named-agents.js';
@@ -52,6 +53,7 @@ export class RunsService {
     @Inject(RunsSignal) private readonly signal: RunsSignal,
     @Inject(NamedAgents) private readonly namedAgents: NamedAgents,
     @Inject(AuthRepository) private readonly authRepo: AuthRepository,
+    @Inject(TeamQueueCap) private readonly queueCap: TeamQueueCap,
   ) {}
 
   /** POST /agent/runs: a QUEUED run owned by the caller's team. */
@@ -116,6 +118,7 @@ export class RunsService {
       attachments: attachmentsOf(req),
       ...(agent && namedAgentMarks(req.metadata, agent)),
     };
+    await this.queueCap.ensureRoom(teamId);
     const id = await this.runs.create(run, this.clock.now());
     return { run_id: id, task_id: id, state: 'QUEUED' };
   }

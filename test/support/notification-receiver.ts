@@ -5,6 +5,10 @@ import { Webhook } from 'standardwebhooks';
 /** One POST the receiver got, its signature checked with the standardwebhooks library. */
 export interface Received {
   id: string;
+  /** When it arrived (ms since the epoch). */
+  at: number;
+  /** When the connection it came on was opened (ms since the epoch): which sender process it was. */
+  connectedAt: number;
   verified: boolean;
   body: { type: string; timestamp: string; data: Record<string, any> };
 }
@@ -20,6 +24,9 @@ export class NotificationReceiver {
   readonly received: Received[] = [];
   secret = '';
   behaviour: Behaviour = () => 200;
+  /** How long each answer takes (a receiver doing some work): attempts stay in flight meanwhile. */
+  delayMs = 0;
+  private readonly opened = new WeakMap<object, number>();
   private readonly server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -33,15 +40,25 @@ export class NotificationReceiver {
       } catch {
         verified = false;
       }
-      const got: Received = { id: headers['webhook-id'] ?? '', verified, body: JSON.parse(raw) };
+      const got: Received = {
+        id: headers['webhook-id'] ?? '',
+        at: Date.now(),
+        connectedAt: this.opened.get(req.socket) ?? 0,
+        verified,
+        body: JSON.parse(raw),
+      };
       this.received.push(got);
       const answer = this.behaviour(this.received.length, got);
       if (answer === 'hang') return;
-      res.writeHead(answer, { 'content-type': 'text/plain' }).end(answer < 300 ? 'ok' : `nope ${answer}`);
+      const reply = () =>
+        res.writeHead(answer, { 'content-type': 'text/plain' }).end(answer < 300 ? 'ok' : `nope ${answer}`);
+      if (this.delayMs) setTimeout(reply, this.delayMs);
+      else reply();
     });
   });
 
   async start(): Promise<string> {
+    this.server.on('connection', (socket) => this.opened.set(socket, Date.now()));
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
   }

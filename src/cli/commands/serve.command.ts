@@ -12,20 +12,47 @@ export function registerServeCommand(program: Command): void {
     .description(
       'Start the API, webhook ingress, reconciler and service-hosted workers (what `npm start` runs).',
     )
-    .addHelpText('after', '\nExample:\n  PORT=9000 npx factoryd serve')
+    .option(
+      '--role <role>',
+      'all (the default): everything; api: everything but the notification dispatcher; ' +
+        'notifications: the notification dispatcher alone (no HTTP), on the database of the others',
+      'all',
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  PORT=9000 npx factoryd serve\n' +
+        '  DATABASE_URL=postgres://… npx factoryd serve --role api            # API replicas\n' +
+        '  DATABASE_URL=postgres://… npx factoryd serve --role notifications  # as many dispatchers as wanted',
+    )
     .action(serve);
 }
 
-async function serve(): Promise<void> {
+const ROLES = ['all', 'api', 'notifications'] as const;
+
+async function serve(opts: { role: string }): Promise<void> {
+  if (!(ROLES as readonly string[]).includes(opts.role)) {
+    process.stderr.write(`factoryd: --role must be one of ${ROLES.join(', ')}, got "${opts.role}"\n`);
+    process.exit(2);
+  }
   let config;
   try {
-    config = loadConfig();
+    config = { ...loadConfig(), notificationsDispatcher: opts.role !== 'api' };
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`factoryd: configuration error: ${err.message}\n`);
       process.exit(2);
     }
     throw err;
+  }
+  if (opts.role === 'notifications') {
+    if (!config.databaseUrl) {
+      process.stderr.write(
+        'factoryd: --role notifications sends from the database of the API processes: set DATABASE_URL to it ' +
+          '(the embedded database serves `factoryd serve` alone, which sends its notifications itself)\n',
+      );
+      process.exit(2);
+    }
+    return serveNotifications();
   }
   // Loaded here, not at the top: every other command (an API client, say) starts without NestJS.
   const { startService } = await import('../../service.js');
@@ -90,6 +117,58 @@ async function serve(): Promise<void> {
       );
   };
   onSignal = shutdown;
+}
+
+/**
+ * `factoryd serve --role notifications`: a notification dispatcher alone, on the database the API
+ * processes use (DATABASE_URL). Any number of
+ * them share the work (docs/notifications.md, "Delivery model"). SIGTERM or SIGINT: it stops claiming,
+ * finishes and records the attempts in flight, and exits.
+ */
+async function serveNotifications(): Promise<void> {
+  const { withDatabase } = await import('../context.js');
+  const [
+    { Notifications },
+    { NotificationsRepository },
+    { configuredDispatcher },
+    secretsKey,
+    cipherMod,
+    secretsMod,
+    secretsRepoMod,
+  ] = await Promise.all([
+    import('../../database/notifications.js'),
+    import('../../notifications/notifications.repository.js'),
+    import('../../notifications/dispatcher-setup.js'),
+    import('../../secrets/secrets-key.js'),
+    import('../../secrets/secret-cipher.js'),
+    import('../../secrets/secrets.service.js'),
+    import('../../secrets/secrets.repository.js'),
+  ]);
+  await withDatabase(async (db, config) => {
+    const cipher = new cipherMod.SecretCipher(secretsKey.loadSecretsKey(config));
+    const secrets = new secretsMod.SecretsService(new secretsRepoMod.SecretsRepository(db), cipher, db);
+    const say = (line: string) => process.stderr.write(`factoryd notifications: ${line}\n`);
+    const dispatcher = configuredDispatcher(
+      new NotificationsRepository(db),
+      cipher,
+      secrets,
+      config,
+      () => new Date(),
+      say,
+    );
+    const notifications = new Notifications(db);
+    dispatcher.start(notifications);
+    await notifications.start();
+    process.stdout.write(`factoryd notifications: dispatcher up (pid ${process.pid})\n`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+    await dispatcher.stop();
+    await notifications.stop();
+    process.stdout.write('factoryd notifications: stopped\n');
+  });
+  process.exit(0);
 }
 
 /**

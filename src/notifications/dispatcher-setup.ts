@@ -1,0 +1,44 @@
+import type { Config } from '../config/config.js';
+import type { SecretCipher } from '../secrets/secret-cipher.js';
+import type { SecretsService } from '../secrets/secrets.service.js';
+import { NotificationDispatcher } from './notification-dispatcher.js';
+import { NotificationSender } from './notification-sender.js';
+import type { NotificationsRepository } from './notifications.repository.js';
+
+/** Connections to one endpoint at once, in each dispatcher (docs/notifications.md, "Bounds"). */
+const CONNECTIONS_PER_ENDPOINT = 32;
+
+/**
+ * The dispatcher as configured, wherever it runs: inside `factoryd serve`, or in a process of its own
+ * (`factoryd serve --role notifications`). `warn` gets its errors and the endpoints it disables.
+ */
+export function configuredDispatcher(
+  repo: NotificationsRepository,
+  cipher: SecretCipher,
+  secrets: Pick<SecretsService, 'valueOf'>,
+  config: Config,
+  now: () => Date,
+  warn: (line: string) => void,
+): NotificationDispatcher {
+  return new NotificationDispatcher(
+    repo,
+    new NotificationSender({
+      allowPrivate: config.notificationsAllowPrivateUrls,
+      timeoutMs: config.notificationsTimeoutMs,
+      connectionsPerEndpoint: CONNECTIONS_PER_ENDPOINT,
+      now,
+    }),
+    cipher,
+    secrets,
+    {
+      retryScheduleMs: config.notificationsRetryScheduleMs,
+      disableAfter: config.notificationsDisableAfter,
+      timeoutMs: config.notificationsTimeoutMs,
+      connectionsPerEndpoint: CONNECTIONS_PER_ENDPOINT,
+      now,
+      onError: (err) => warn(`dispatcher: ${err instanceof Error ? err.message : String(err)}`),
+      onDisabled: (id) =>
+        warn(`endpoint ${id} disabled: ${config.notificationsDisableAfter} messages in a row failed`),
+    },
+  );
+}
