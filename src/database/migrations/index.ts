@@ -28,7 +28,7 @@ import { Environments1763689200000 } from './1763689200000-environments.js';
 import { RepositoryCredentials1763690320000 } from './1763690320000-repository-credentials.js';
 import { RunItemFields1763690400000 } from './1763690400000-run-item-fields.js';
 import { RunErrorCodes1763690410000 } from './1763690410000-run-error-codes.js';
-import { NotificationClaimsPerEndpoint1763690400000 } from './1763690400000-notification-claims-per-endpoint.js';
+import { NotificationClaimsPerEndpoint1763690420000 } from './1763690420000-notification-claims-per-endpoint.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -60,5 +60,5 @@ export const MIGRATIONS = [
   RepositoryCredentials1763690320000,
   RunItemFields1763690400000,
   RunErrorCodes1763690410000,
-  NotificationClaimsPerEndpoint1763690400000,
+  NotificationClaimsPerEndpoint1763690420000,
 ];
