@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // Builds `dist/` (the service: tsc; the dashboard: vite) only where a source is newer than what was
 // built from it: `npm start` then costs no build on a restart, and the test setup builds once, before
-// any test file spawns the binary. Run as a script (`npm start`'s prestart), or imported (tests).
+// any test file spawns the binary. Run as a script (the first step of `npm start`), or imported (tests).
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -15,7 +15,7 @@ export function buildIfStale() {
   const service = [at('tsconfig.json'), at('tsconfig.build.json'), ...files(at('src'))];
   if (stale(at('dist', 'cli', 'main.js'), service))
     build('the service', 'typescript/bin/tsc', ['-p', at('tsconfig.build.json')]);
-  if (stale(at('dist', 'web', 'index.html'), files(at('web'))))
+  if (stale(at('dist', 'web', 'index.html'), [...files(at('web')), ...sharedWithWeb()]))
     build('the dashboard', 'vite/bin/vite.js', ['build', '--config', at('web', 'vite.config.ts')]);
 }
 
@@ -30,6 +30,17 @@ function build(what, tool, args) {
     stdio: ['ignore', 'ignore', 'inherit'],
     cwd: root,
   });
+}
+
+/** The service's files the dashboard imports (`../../src/…`, import-free modules both builds share). */
+function sharedWithWeb() {
+  const shared = new Set();
+  for (const file of files(at('web', 'src'))) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/from '((?:\.\.\/)+src\/[^']+)'/g))
+      shared.add(join(dirname(file), `${m[1].replace(/\.js$/, '')}.ts`));
+  }
+  return [...shared];
 }
 
 function files(dir) {

@@ -14,16 +14,16 @@ describe('what a request line holds', () => {
     expect(loggedUrl('/healthz')).toEqual({ url: '/healthz' });
   });
 
-  it('a 503 at warn (the service is away for a while, as docs/operations.md says), other 5xx at error', () => {
+  it('answered requests at debug (issue #30, 4), a 503 at warn (the service is away for a while, as docs/operations.md says), other 5xx at error', () => {
     expect([200, 404, 429, 500, 502, 503, 504, undefined].map(requestLevel)).toEqual([
-      'info',
+      'debug',
       'warn',
       'warn',
       'error',
       'error',
       'warn',
       'error',
-      'info',
+      'debug',
     ]);
   });
 });

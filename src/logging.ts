@@ -23,14 +23,16 @@ export function loggedUrl(url: string): { url: string; query?: string[] } {
 
 /**
  * A request's level: a bug (5xx) at error; the caller's mistake (4xx) and a 503 — the database or a
- * backend is away for a while, answered with Retry-After (docs/operations.md) — at warn; the rest at info.
+ * backend is away for a while, answered with Retry-After (docs/operations.md) — at warn; an answered
+ * request, and a caller gone before its answer, at debug: at info a dashboard's polling alone wrote
+ * hundreds of lines an hour (slow requests show in /metrics, docs/operations.md).
  */
-export function requestLevel(status: number | undefined): 'info' | 'warn' | 'error' {
-  if (status === undefined || status < 400) return 'info';
+export function requestLevel(status: number | undefined): 'debug' | 'warn' | 'error' {
+  if (status === undefined || status < 400) return 'debug';
   return status < 500 || status === 503 ? 'warn' : 'error';
 }
 
-const LOGGED_HEADERS = ['user-agent', 'content-type', 'content-length', 'x-team-uid'];
+const LOGGED_HEADERS = ['user-agent', 'content-type', 'content-length', 'x-team-uid', 'x-warp-team-uid'];
 
 /**
  * JSON logs (pino) for the application's own lines and one line per request. Requests are logged
@@ -58,7 +60,7 @@ export function installLogging(app: NestFastifyApplication, config: Config): voi
   });
 }
 
-/** The request's line, at its `requestLevel` (a caller gone before the answer: info). */
+/** The request's line, at its `requestLevel`. */
 function logRequest(logger: Pino, req: FastifyRequest, reply?: FastifyReply): void {
   const status = reply?.statusCode;
   const level = requestLevel(status);

@@ -1,12 +1,15 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildProgram } from '../src/cli/program.js';
 import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
+import { SecretsService } from '../src/secrets/secrets.service.js';
+import { CLI } from './support/cli.js';
+import { eventually } from './support/eventually.js';
 import { baseFactory, TestRepo } from './support/git-repo.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -78,6 +81,28 @@ describe('factoryd factories / secrets / plan / apply', () => {
       /--generate must be one of/,
     );
   });
+
+  // util-linux's `script` gives the CLI a terminal, as a person pasting validate's advice has one.
+  it.skipIf(!existsSync('/usr/bin/script'))(
+    'at a terminal, secrets set asks for the value and echoes none of it: the advice `npx factoryd secrets set NAME --team T` works as pasted (issue #30, 3)',
+    async () => {
+      const terminal = spawn('/usr/bin/script', [
+        '-qec',
+        `${process.execPath} ${CLI} secrets set typed-secret --team default`,
+        '/dev/null',
+      ]);
+      let screen = '';
+      terminal.stdout.on('data', (c: Buffer) => (screen += c.toString()));
+      const exit = new Promise<number | null>((resolve) => terminal.on('close', resolve));
+      await eventually(() => screen.includes('(typed or pasted; not shown), then Enter: '), 'the prompt');
+      terminal.stdin.write('typed-value-123\r');
+      expect(await exit).toBe(0);
+      expect(screen).toContain('Set secret typed-secret of team default (version 1).');
+      expect(screen).not.toContain('typed-value-123');
+      const stored = await t.service.app.get(SecretsService).current(t.defaultTeam.id, 'typed-secret');
+      expect(stored?.value).toBe('typed-value-123');
+    },
+  );
 
   it('adds a factory, plans and applies it, lists it', async () => {
     repo.commit(baseFactory());

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../src/cli/program.js';
+import { fromRoot } from '../src/common/paths.js';
 
 /** Every command of the binary, by its full name (`factoryd webhooks create`). */
 function commandsOf(cmd: Command, prefix = 'factoryd'): Array<[string, Command]> {
@@ -54,6 +56,27 @@ describe('factoryd --help', () => {
     ]) {
       expect(names).toContain(expected);
     }
+  });
+
+  it('every command and subcommand is in the README’s command table (issue #30, 8)', () => {
+    const readme = readFileSync(fromRoot('README.md'), 'utf8');
+    const table = readme.slice(
+      readme.indexOf('| Command '),
+      readme.indexOf('\n\n', readme.indexOf('| Command ')),
+    );
+    // The words of the table's code spans: `runs create`, `list`, … name `runs list` too.
+    const words = new Set([...table.matchAll(/`([^`]+)`/g)].flatMap((m) => m[1]!.split(/[\s,|\\[\]]+/)));
+    const missing = all
+      .map(([name]) => name.split(' ').slice(1))
+      .filter((path) => path.at(-1) !== 'help' && path.some((part) => !words.has(part)))
+      .map((path) => path.join(' '));
+    expect(missing).toEqual([]);
+  });
+
+  it('calls validate what it is: its checks of secrets and UIDs need the running service', () => {
+    const validate = all.find(([name]) => name === 'factoryd validate')![1];
+    expect(validate.description()).not.toMatch(/folder offline/);
+    expect(validate.description()).toContain('against a factoryd serve running on this DATA_DIR');
   });
 
   it.each(all.map(([name, cmd]) => [name, cmd] as const))(

@@ -78,10 +78,10 @@ describe('factoryd serve', () => {
     expect((err as { stdout: string }).stdout).toBe('');
   });
 
-  it('writes JSON logs with request ids and never the Authorization header or a URL token', async () => {
+  it('writes JSON logs with request ids (at debug) and never the Authorization header or a URL token', async () => {
     const db = await createTestDatabase();
     try {
-      const s = await serve({ DATABASE_URL: db.url, LOG_LEVEL: 'info', DATA_DIR: tempDir() });
+      const s = await serve({ DATABASE_URL: db.url, LOG_LEVEL: 'debug', DATA_DIR: tempDir() });
       expect(s.adminKey).toMatch(/\S{20,}/);
       const token = 'url-token-SECRET-4b1d9e7a';
       const ok = await fetch(`${s.url}/api/v1/agent/runs`, {

@@ -59,6 +59,40 @@ describe('factoryd runs', () => {
     expect(result.stderr).toContain('CANCELLED');
   });
 
+  it('show and watch say a run time as people read it, not as ISO 8601 (issue #30, 7)', async () => {
+    const { body } = await t.call('POST', '/api/v1/agent/runs', { prompt: 'timed' });
+    // A run that ran for 57.638 s (the API's run_time: PT57.638S).
+    await t.service.db.execute(
+      `UPDATE runs SET state = 'SUCCEEDED', started_at = now() - interval '57.638 seconds', ended_at = now() WHERE id = $1`,
+      [body.run_id],
+    );
+    expect((await t.call('GET', `/api/v1/agent/runs/${body.run_id}`)).body.run_time).toBe('PT57.638S');
+    const show = await runCli(['runs', 'show', body.run_id], { env });
+    expect(show.stdout).toMatch(/^Run time {2}58 s$/m);
+    const watched = await runCli(['runs', 'watch', body.run_id], { env });
+    expect(watched.stderr).toContain(`${body.run_id}  SUCCEEDED  58 s`);
+    expect(show.stdout + watched.stderr + watched.stdout).not.toContain('PT57');
+  });
+
+  it('--team takes a team’s name or its UID, as the commands on the database do (issue #30, 8)', async () => {
+    const { team } = await t.newTeam('acme');
+    const key = await t.newKey([t.defaultTeam, team], ['runs:read', 'runs:write']);
+    const { body } = await t.call('POST', '/api/v1/agent/runs', { prompt: 'acme’s own' }, key, {
+      'x-team-uid': team.uid,
+    });
+    const teamEnv = { ...env, FACTORYD_API_KEY: key };
+    for (const given of ['acme', team.uid]) {
+      const r = await runCli(['runs', 'list', '--team', given, '--json'], { env: teamEnv });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).runs.map((x: { run_id: string }) => x.run_id)).toEqual([body.run_id]);
+    }
+    const unknown = await runCli(['runs', 'list', '--team', 'nope'], { env: teamEnv });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('--team nope: the API key belongs to no such team; its teams: ');
+    expect(unknown.stderr).toContain(`default (${t.defaultTeam.uid})`);
+    expect(unknown.stderr).toContain(`acme (${team.uid})`);
+  });
+
   it('reports API errors on stderr with a non-zero exit, and a missing key clearly', async () => {
     const missing = await runCli(['runs', 'show', '00000000-0000-0000-0000-000000000000'], { env });
     expect(missing.code).not.toBe(0);

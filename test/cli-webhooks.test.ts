@@ -66,12 +66,16 @@ describe('factoryd webhooks (spawned)', () => {
     expect(uid && secret, created.stdout).toBeTruthy();
     hook = { uid: uid!, secret: secret! };
     expect(created.stdout).toContain(`Senders POST to ${t.url}/webhooks/w/${uid} with the header`);
+    // The factory by name, and the line the README's walkthrough pastes (issue #30, 8).
+    expect(created.stdout).toMatch(new RegExp(`^Factory {5}ops \\(\\w{22}\\)$`, 'm'));
+    expect(created.stdout.trimEnd().split('\n').at(-1)).toBe(`  export HOOK=${uid} SECRET=${secret}`);
 
     const list = await cli(['webhooks', 'list', '--factory', 'ops']);
     expect(list.stdout).toMatch(/^UID\s+NAME\s+AUTH\s+ENABLED\s+SECRET\s+URL/);
     expect(list.stdout).toMatch(new RegExp(`${uid}\\s+ci-alerts\\s+token\\s+yes\\s+webhook-ci-alerts`));
     const show = await cli(['webhooks', 'show', uid!]);
     expect(show.stdout).toMatch(/^Name\s+ci-alerts$/m);
+    expect(show.stdout).toMatch(/^Factory\s+ops \(\w{22}\)$/m);
     expect(show.stdout).toContain('its value is never shown again');
     expect(`${list.stdout}${show.stdout}`).not.toContain(secret);
 
@@ -142,6 +146,12 @@ describe('factoryd webhooks (spawned)', () => {
     const unknown = await cli(['webhooks', 'test-filter', hook.uid, '--automation', 'nope']);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/^factoryd: 400 invalid_request: .*triage/);
+    // The service reads the filter's text, as it reads automation files: a mistake by its line.
+    const broken = await cli(['webhooks', 'test-filter', hook.uid, '--filter', 'payload:\n\tlevel: [error]']);
+    expect(broken.code).not.toBe(0);
+    expect(broken.stderr).toContain(
+      'filter, line 2: not valid YAML: this line is indented with a tab, and YAML indents with spaces only',
+    );
   });
 
   it('rotate cuts the old secret at once; disable and enable; delete answers senders 404', async () => {
@@ -178,7 +188,7 @@ describe('factoryd webhooks (spawned)', () => {
     expect(created.code, created.stderr).toBe(0);
     const uid = /\((\w{22})\)/.exec(created.stdout)![1];
     expect(created.stdout).toContain(
-      `Disabled until its signing secret is set: factoryd webhooks set-secret ${uid}`,
+      `Disabled until its signing secret is set: npx factoryd webhooks set-secret ${uid}`,
     );
     const set = await json(['webhooks', 'set-secret', uid], 'gh-issued-secret\n');
     expect(set.webhook).toMatchObject({ enabled: true, awaiting_secret: false });

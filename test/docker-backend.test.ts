@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
+import { ManagedFactories } from '../src/management/managed-factories.js';
 import { eventually } from './support/eventually.js';
 // @ts-expect-error plain JS shared with bench/
 import { containersNamed, dockerUnavailable, localImage } from './support/local-image.js';
@@ -114,6 +115,46 @@ describe.skipIf(unavailable)('the Docker backend (factoryd worker --backend dock
     expect(seen.cwd).toContain(id);
     expect(seen.seen).toEqual({ ...Object.fromEntries(hostOnly.map((p) => [p, false])), [FIXTURES]: true });
     await eventually(() => containersNamed(id).length === 0, 'the succeeded run’s container removed');
+  });
+
+  it("runs an environment's setup commands in order, each in a container of the run's image, with the run's way out", async () => {
+    const { factory } = await t.service.app.get(ManagedFactories).create({
+      team: t.defaultTeam,
+      name: 'docker-setup',
+      branch: 'main',
+      author: { name: 'Setup', email: 'setup@example.com' },
+    });
+    const env = await t.call('POST', '/api/v1/agent/environments', {
+      name: 'in-image',
+      factory_uid: factory.uid,
+      docker_image: image,
+      setup_commands: [
+        'cat /etc/image-marker > marker.txt; id -u > setup-uid.txt',
+        'cat marker.txt > second.txt',
+        // Its way out is the run's: the forwarder listens at HTTPS_PROXY inside the setup's container.
+        `perl -MIO::Socket::INET -e 'exit(IO::Socket::INET->new(shift) ? 0 : 1)' "\${HTTPS_PROXY#http://}" && echo reached > proxy.txt`,
+      ],
+    });
+    expect(env.status).toBe(201);
+    const w = worker('dock-setup', await t.workerKey('dock-setup'), {
+      HARNESS_COMMAND:
+        'echo "{\\"type\\":\\"result\\",\\"status\\":\\"succeeded\\",' +
+        '\\"message\\":\\"saw $(cat second.txt) as $(cat setup-uid.txt), proxy $(cat proxy.txt)\\"}"',
+    });
+    const id = await create('set up', 'dock-setup', { environment_id: env.body.uid });
+    const run = await ended(id);
+    expect(run.state, w.output()).toBe('SUCCEEDED');
+    expect(run.status_message?.message).toBe('saw inside the test image as 65534, proxy reached');
+    const setups = (await t.call('GET', `/api/v1/agent/runs/${id}/conversation`)).body.messages.filter(
+      (m: { kind: string }) => m.kind === 'environment_setup',
+    );
+    expect(setups.map((m: { input: { index: number; exit_code: number } }) => m.input)).toMatchObject([
+      { index: 0, exit_code: 0 },
+      { index: 1, exit_code: 0 },
+      { index: 2, exit_code: 0 },
+    ]);
+    // Each setup's container (`<the run's>-setup-<n>`) is removed once it succeeded, and the run's too.
+    await eventually(() => containersNamed(id).length === 0, 'the setup and run containers removed');
   });
 
   it('runs the example harness inside, follows a follow-up; cancel leaves no container behind', async () => {

@@ -73,7 +73,12 @@ describe('factory API', () => {
       name: 'alpha',
       ready: true,
       reason: 'Applied',
-      agent_defaults: { model: 'base-model' },
+      team_uid: t.defaultTeam.uid,
+      default_model: 'base-model',
+      default_environment: null,
+      agent_defaults: { default_runner_uid: '', mcp_servers: {}, secrets: [], worker_host: 'warp' },
+      code_forge: 'NONE',
+      repositories: [],
     });
     expect(res.body.last_applied_revision).toMatch(/^[0-9a-f]{40}$/);
     expect((await t.call('GET', '/api/v1/factory/nope')).status).toBe(404);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -118,6 +118,39 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
     expect(offline.stdout).toContain('were not checked: offline (--offline)');
   });
 
+  it('validate says what to fix: the line of a YAML mistake in words, why a check was skipped, advice that works when pasted (issue #30, 3)', async () => {
+    const broken = mkdtempSync(join(tmpdir(), 'factoryd-broken-'));
+    try {
+      cpSync(join(dataDir, 'factories', 'example'), broken, {
+        recursive: true,
+        filter: (from) => !from.endsWith('.git'),
+      });
+      // Line 7 (agentDefaults:) indented under the repositories list above it.
+      const factoryYaml = readFileSync(join(broken, 'factory.yaml'), 'utf8').split('\n');
+      expect(factoryYaml[6]).toBe('agentDefaults:');
+      factoryYaml[6] = `    ${factoryYaml[6]}`;
+      writeFileSync(join(broken, 'factory.yaml'), factoryYaml.join('\n'));
+      const hook = join(broken, 'webhooks', 'ci-alerts.yaml');
+      writeFileSync(hook, readFileSync(hook, 'utf8').replace('example-ci-token', 'missing-ci-token'));
+
+      const r = await cli(['validate', broken], { DATABASE_URL: db.url });
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim().split('\n')).toEqual([
+        'factory.yaml:7: not valid YAML: this line is indented 4 spaces, deeper than line 6 above it (2), which already has its value: YAML reads this line as more of that value. Indent it like the keys it belongs with',
+        'webhooks/ci-alerts.yaml:4: secret "missing-ci-token" does not exist in team default: create it with `npx factoryd secrets set missing-ci-token --team default --generate token`',
+      ]);
+      expect(r.stdout).toContain(
+        'skipped: webhook UIDs in triggers were not checked: factory.yaml cannot be read (its error is above), so the factory to check against is unknown: name it with --factory NAME',
+      );
+      const named = await cli(['validate', broken, '--factory', 'nope'], { DATABASE_URL: db.url });
+      expect(named.stdout).toContain(
+        'were not checked: team default has no factory named nope (`npx factoryd factories list`; --factory NAME names another)',
+      );
+    } finally {
+      rmSync(broken, { recursive: true, force: true });
+    }
+  });
+
   it('on SIGTERM says each stage as it ends and forgets its address; a record left by a dead process is ignored', async () => {
     child.kill('SIGTERM');
     expect(await exit).toBe(0);
@@ -136,6 +169,43 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
     const r = await cli(['runs', 'list'], { PORT: '9' });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('cannot reach factoryd at http://127.0.0.1:9 ');
+  });
+
+  it('starts quietly: the banner within its first lines, a restart in under 20, requests at debug (issue #30, 4)', async () => {
+    // The first start: a few lines of what matters (the sandbox, the network, a passwordless
+    // database), then the banner; the requests the CLI made since are not in the log at info.
+    const before = out.slice(0, out.indexOf(RULE)).trim().split('\n');
+    expect(before.length, before.join('\n')).toBeLessThanOrEqual(4);
+    expect(out).not.toContain('request completed');
+    expect(out).not.toContain('Mapped {');
+
+    const again = spawn(process.execPath, [CLI, 'serve'], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        PORT: '0',
+        DATABASE_URL: db.url,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'info',
+        FACTORY_POLL_SECONDS: '3600',
+      },
+    });
+    let said = '';
+    again.stdout!.on('data', (d: Buffer) => (said += d.toString()));
+    again.stderr!.on('data', (d: Buffer) => (said += d.toString()));
+    const ended = new Promise((resolve) => again.on('exit', resolve));
+    try {
+      await eventually(() => said.split(RULE).length >= 3, 'the restart’s banner', { timeoutMs: 90_000 });
+      const upToBanner = said.slice(0, said.lastIndexOf(RULE) + RULE.length).split('\n');
+      expect(upToBanner.length, said).toBeLessThan(20);
+      expect(said).toContain('factoryd is up: API');
+      const restarted = /factoryd is up: API (\S+)\/api\/v1/.exec(said)![1];
+      expect((await fetch(`${restarted}/healthz`)).status).toBe(200);
+      expect(said).not.toContain('request completed');
+    } finally {
+      again.kill('SIGTERM');
+      await ended;
+    }
   });
 });
 

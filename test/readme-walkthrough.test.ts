@@ -7,7 +7,9 @@ import {
   readFileSync,
   readlinkSync,
   rmSync,
+  statSync,
   symlinkSync,
+  utimesSync,
 } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,8 +26,8 @@ import { eventually } from './support/eventually.js';
  * secret, an entry id, a run id) is read from the output of the command before, as they would.
  *
  * Two things differ from a person's machine, each said where it happens: `npm ci` is not run again
- * (the copy shares this checkout's installed node_modules and built dist, and `npm start`'s own build
- * step is skipped with --ignore-scripts, as `npm test` has just built), and the service listens on a
+ * (the copy shares this checkout's installed node_modules and built dist, its files keep their times
+ * so that `npm start`'s own build step finds dist up to date, as `npm test` has just built it), and the service listens on a
  * free port rather than 8080, so the README's `127.0.0.1:8080` is read as that port.
  */
 
@@ -109,6 +111,10 @@ describe.skipIf(!hasCurl)(
       for (const file of tracked.filter((f) => f && existsSync(fromRoot(f)))) {
         mkdirSync(dirname(join(dir, file)), { recursive: true });
         copyFileSync(fromRoot(file), join(dir, file));
+        // As old as the original: the shared dist was built from these sources, so npm start's
+        // bin/build-if-stale.js finds nothing to build (a copy's new times would rebuild it).
+        const { atime, mtime } = statSync(fromRoot(file));
+        utimesSync(join(dir, file), atime, mtime);
       }
       // What `npm ci && npm run build` leave in it, shared with this checkout instead of made again.
       symlinkSync(fromRoot('node_modules'), join(dir, 'node_modules'));
@@ -147,8 +153,8 @@ describe.skipIf(!hasCurl)(
     });
 
     it('first terminal: npm start serves the example factory on the embedded PostgreSQL', async () => {
-      // `npm ci` was run for this checkout; `npm start` without its prestart build (npm test built dist).
-      server = spawn('npm', ['start', '--ignore-scripts'], {
+      // `npm ci` was run for this checkout; `npm start` finds dist up to date (npm test built it).
+      server = spawn('npm', ['start'], {
         cwd: dir,
         env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? dir, PORT: String(port) },
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -175,15 +181,18 @@ describe.skipIf(!hasCurl)(
 
     it('second terminal: a managed factory and a webhook, its UID, URL and secret printed once', async () => {
       const lines = walkthroughBlocks()[1]!.trimEnd().split('\n');
-      // The last line is the reader's own: `export HOOK=…  SECRET=…`, filled in from the output.
-      const fillIn = lines.pop()!;
-      expect(fillIn).toMatch(/^export HOOK=…\s+SECRET=…$/);
+      // The last line stands for the one the CLI prints last, which the reader pastes as it is.
+      const pasted = lines.pop()!;
+      expect(pasted).toMatch(/^export HOOK=…\s+SECRET=…$/);
       const out = await ok(lines.join('\n'));
       hook = /^Created webhook ci-alerts \((\w{22})\)\.$/m.exec(out)?.[1] ?? '';
       secret = /^ {2}([A-Za-z0-9]{40})$/m.exec(out)?.[1] ?? '';
       expect(hook && secret, out).toBeTruthy();
       expect(out).toContain(`/webhooks/w/${hook}`);
-      await ok(fillIn.replace('HOOK=…', `HOOK=${hook}`).replace('SECRET=…', `SECRET=${secret}`));
+      expect(out).toMatch(/^Factory {5}ops \(\w{22}\)$/m);
+      const printed = out.trimEnd().split('\n').at(-1)!.trim();
+      expect(printed).toBe(`export HOOK=${hook} SECRET=${secret}`);
+      await ok(printed);
     });
 
     it('second terminal: the automation committed to the factory repository and applied', async () => {

@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordLocalService } from '../src/cli/local-service.js';
 import { fromRoot } from '../src/common/paths.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -43,5 +44,25 @@ describe('the README’s client snippet', () => {
     expect(stdout).toMatch(
       /^[0-9a-f-]{36} SUCCEEDED Done \(the example harness, no model\): summary\.md records/,
     );
+  });
+
+  it('without FACTORYD_API_URL finds the service where `npm start` in the folder recorded it, on any port (issue #30, 8)', async () => {
+    writeFileSync(join(dir, 'first-run.mjs'), readmeSnippet());
+    expect(new URL(t.url).port).not.toBe('8080');
+    // What a serve running in this folder writes (DATA_DIR ./var).
+    const forget = recordLocalService(join(dir, 'var'), {
+      url: t.url,
+      pid: process.pid,
+      database: 'DATABASE_URL',
+    });
+    try {
+      const { stdout } = await run(process.execPath, ['first-run.mjs'], {
+        cwd: dir,
+        env: { PATH: process.env.PATH, FACTORYD_API_KEY: t.adminKey },
+      });
+      expect(stdout).toMatch(/^[0-9a-f-]{36} SUCCEEDED /);
+    } finally {
+      forget();
+    }
   });
 });

@@ -409,7 +409,7 @@ describe('POST /agent/runs/{runId}/cancel', () => {
 });
 
 describe('POST /agent/runs/{runId}/followups', () => {
-  it('stores a follow-up for a live run and answers {}', async () => {
+  it('stores a follow-up for a live run and answers with it: its id, delivered to the live harness', async () => {
     const id = await create();
     await setState(id, 'INPROGRESS');
     const res = await t.call('POST', `${RUNS}/${id}/followups`, {
@@ -417,12 +417,12 @@ describe('POST /agent/runs/{runId}/followups', () => {
       mode: 'plan',
     });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({});
-    const rows = await t.service.db.query<{ message: string; mode: string }>(
-      `SELECT message, mode FROM run_followups WHERE run_id = $1`,
+    const rows = await t.service.db.query<{ id: string; message: string; mode: string }>(
+      `SELECT id, message, mode FROM run_followups WHERE run_id = $1`,
       [id],
     );
-    expect(rows).toEqual([{ message: 'also fix the docs', mode: 'plan' }]);
+    expect(rows).toEqual([{ id: expect.any(String), message: 'also fix the docs', mode: 'plan' }]);
+    expect(res.body).toEqual({ followup_id: rows[0]!.id, outcome: 'live_session' });
     expect((await t.call('GET', `${RUNS}/${id}`)).body.state).toBe('INPROGRESS');
   });
 
@@ -437,6 +437,7 @@ describe('POST /agent/runs/{runId}/followups', () => {
       const before = (await t.call('GET', `${RUNS}/${id}`)).body;
       const res = await t.call('POST', `${RUNS}/${id}/followups`, { message: 'one more thing' });
       expect(res.status).toBe(200);
+      expect(res.body).toEqual({ followup_id: expect.any(String), outcome: 'handoff_execution' });
       const after = (await t.call('GET', `${RUNS}/${id}`)).body;
       expect(after.state).toBe('QUEUED');
       expect(after.conversation_id).toBe(before.conversation_id);
@@ -451,6 +452,8 @@ describe('POST /agent/runs/{runId}/followups', () => {
     const id = await create();
     const res = await t.call('POST', `${RUNS}/${id}/followups`, {});
     expect(res.status).toBe(200);
+    // Nothing stored: the QUEUED run just goes on waiting for a worker.
+    expect(res.body).toEqual({ followup_id: null, outcome: 'queue_pending' });
     const empty = await t.call('POST', `${RUNS}/${id}/followups`, { message: '' });
     expectProblem(empty, 400, 'invalid_request');
     const extra = await t.call('POST', `${RUNS}/${id}/followups`, { message: 'x', urgent: true });

@@ -652,7 +652,7 @@ describe('webhook management (CONTRACT.md Â§2 "Webhook and factory resources", Â
           'POST',
           `/api/v1/webhooks/${uid}/rotate`,
           undefined,
-          /factoryd secrets set hook-secret --team default --generate token/,
+          /`npx factoryd secrets set hook-secret --team default --generate token`/,
         ],
       ];
       for (const [method, path, body, detail] of expectations) {
@@ -778,6 +778,62 @@ describe('webhook management (CONTRACT.md Â§2 "Webhook and factory resources", Â
         result: 'would_trigger',
         webhook_check: { passed: true, message: expect.stringMatching(/names no webhook_ids/) },
       });
+    });
+
+    it('a filter as text, as an automation file writes it (YAML), read by the rules of definition files (issue #30, 2)', async () => {
+      const text = [
+        `webhook_ids: [${hook.uid}]`,
+        'payload:',
+        '  issue:',
+        '    number: [7]',
+        '  label: { in: [bug] }',
+      ].join('\n');
+      const first = (
+        await t.call('GET', `/api/v1/webhooks/${hook.uid}/deliveries?status=accepted`)
+      ).body.deliveries.at(-1).id;
+      const res = await testFilter({ delivery: first, filter: text });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        result: 'would_not_trigger',
+        webhook_check: { passed: true },
+        payload_check: {
+          mismatches: [{ path: 'label', condition: 'in', expected: ['bug'], present: false }],
+          // Every path the filter tests, passed or not: what the dashboard lists.
+          paths: ['issue.number', 'label'],
+        },
+      });
+      // JSON is YAML too, and gives the verdict the same filter as an object gives.
+      const asJson = await testFilter({
+        delivery: first,
+        filter: JSON.stringify({ payload: { issue: { number: [7] } } }),
+      });
+      const asObject = await testFilter({ delivery: first, filter: { payload: { issue: { number: [7] } } } });
+      expect(asJson.body).toEqual(asObject.body);
+      expect(asJson.body.result).toBe('would_trigger');
+
+      const cases: Array<[string, RegExp]> = [
+        // The syntax error at its line, in words.
+        [
+          'payload:\n  action: [opened]\n    sender: x\n',
+          /^filter, line 3: not valid YAML: this line is indented 4 spaces, deeper than line 2 above it \(2\)/,
+        ],
+        [
+          'payload: {action: [opened]\n',
+          /^filter, line 1: not valid YAML: the "\{" on this line is never closed/,
+        ],
+        // Text that is no map, and a map that is no filter: the same checks as an object.
+        ['- opened\n', /the text is a map of webhook_ids, payload and headers/],
+        [
+          'action: [opened]\n',
+          /^filter\.action is not a known field; the known fields are webhook_ids, payload, headers$/,
+        ],
+        ['payload:\n  a: { in: [{}] }\n', /must match exactly one allowed shape/],
+      ];
+      for (const [filter, detail] of cases) {
+        const bad = await testFilter({ filter });
+        expect(bad.status, filter).toBe(400);
+        expect(bad.body.detail, filter).toMatch(detail);
+      }
     });
 
     it('the webhook check fails for another webhookâ€™s filter and for a disabled automation, saying why', async () => {

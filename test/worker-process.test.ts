@@ -32,6 +32,11 @@ interface Worker extends ChildProcess {
   id(): Promise<string>;
   /** What it printed so far (for a failure's message). */
   output(): string;
+  /**
+   * A service-hosted worker's slots started: after it asked each installed agent CLI its version,
+   * which takes seconds on a loaded machine (the runs' own waits should not include that).
+   */
+  slotsStarted(): Promise<unknown>;
 }
 
 function worker(args: string[], env: Record<string, string> = {}): Worker {
@@ -56,6 +61,8 @@ function worker(args: string[], env: Record<string, string> = {}): Worker {
   });
   child.output = () => `stdout: ${out}\nstderr: ${err}`;
   child.id = async () => (await eventually(() => /^factoryd worker (\S+):/.exec(out), 'its worker id'))[1]!;
+  child.slotsStarted = () =>
+    eventually(() => /service-hosted slot\(s\)/.test(out), 'its slots started', { timeoutMs: 120_000 });
   children.push(child);
   return child;
 }
@@ -122,6 +129,7 @@ describe('factoryd worker (service-hosted, on the database)', () => {
       DATABASE_URL: t.service.databaseServer.url,
       HARNESS_COMMAND: STUBBORN_HARNESS,
     });
+    await w.slotsStarted();
     const done = await create({ prompt: 'Quick one' });
     expect((await runIn(done, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
 
@@ -138,7 +146,11 @@ describe('factoryd worker (service-hosted, on the database)', () => {
     // Nothing renews the lease now; the service's reaper ends the run.
     const run = await runIn(id, ['ERROR', 'SUCCEEDED', 'FAILED']);
     expect(run.state).toBe('ERROR');
-    expect(run.status_message).toMatchObject({ error_code: 'lease_expired', retryable: true });
+    expect(run.status_message).toMatchObject({
+      reason: 'lease_expired',
+      error_code: 'resource_unavailable',
+      retryable: true,
+    });
     expect(run.status_message.message).toMatch(/stopped renewing its lease/);
   });
 });
@@ -146,7 +158,7 @@ describe('factoryd worker (service-hosted, on the database)', () => {
 describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
   it("takes only its own host's runs in its own team, and shows up as connected", async () => {
     const other = await t.newTeam('other-team');
-    worker(await selfHosted('box-a'));
+    const w = worker(await selfHosted('box-a'));
     const mine = await create({ prompt: 'On box a', config: { worker_host: 'box-a' } });
     const elsewhere = await create({ prompt: 'On box b', config: { worker_host: 'box-b' } });
     const serviceHosted = await create({ prompt: 'On the service' });
@@ -157,6 +169,12 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
 
     const run = await runIn(mine, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state).toBe('SUCCEEDED');
+    // What it did, a line each, in the terminal it runs in (issue #30, 8).
+    await eventually(
+      () => w.output().includes(`factoryd worker: run ${mine}: harness ended (exit 0)`),
+      'the end said',
+    );
+    expect(w.output()).toContain(`factoryd worker: run ${mine}: taken, its harness starting`);
     expect(run.execution_location).toBe('REMOTE');
     expect(run.agent_config.worker_host).toBe('box-a');
     expect(
@@ -233,8 +251,13 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     });
     expect((await runIn(long, ['CANCELLED'])).state).toBe('CANCELLED');
 
+    await eventually(
+      () => w.output().includes(`factoryd worker: run ${long}: stopped: cancelled`),
+      'the cancel said',
+    );
     w.kill('SIGTERM');
     await new Promise((r) => w.once('exit', r));
+    expect(w.output()).toMatch(/factoryd worker: SIGTERM: stopping\nfactoryd worker: stopped\n/);
     w = worker(args);
     const later = await create({ prompt: 'After the restart', config: { worker_host: 'box-c' } });
     expect((await runIn(later, ['SUCCEEDED', 'FAILED'])).state).toBe('SUCCEEDED');
@@ -369,7 +392,7 @@ describe('restarts', () => {
 
       expect((await runToEnd('After the API restart', 'box-r', api)).state).toBe('SUCCEEDED');
       const reaped = await runIn(orphan, ['ERROR'], undefined, api);
-      expect(reaped.status_message.error_code).toBe('lease_expired');
+      expect(reaped.status_message.reason).toBe('lease_expired');
     } finally {
       for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
       await api.stop();
@@ -396,7 +419,7 @@ describe('restarts', () => {
 
       const second = worker(args, env);
       const lost = await runIn(old, ['ERROR', 'SUCCEEDED', 'FAILED'], undefined, api);
-      expect(lost.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
+      expect(lost.status_message).toMatchObject({ reason: 'worker_lost', retryable: true });
       expect(lost.status_message.message).toMatch(/died while running this run/);
       await eventually(() => !existsSync(firstFolder), "the dead worker's folder removed");
 
@@ -413,7 +436,7 @@ describe('restarts', () => {
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
       const stopped = await runIn(held, ['ERROR', 'SUCCEEDED', 'FAILED'], undefined, api);
-      expect(stopped.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
+      expect(stopped.status_message).toMatchObject({ reason: 'worker_lost', retryable: true });
       expect(stopped.status_message.message).toMatch(/shut down while running this run/);
       expect(existsSync(secondFolder)).toBe(false);
     } finally {

@@ -172,7 +172,7 @@ describe('service-hosted workers running the example harness', () => {
     await eventually(() => running(sleep.processArgs), 'the harness at work');
     const run = await waitFor(id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
     expect(run.state).toBe('FAILED');
-    expect(run.status_message.error_code).toBe('idle_timeout');
+    expect(run.status_message.reason).toBe('idle_timeout');
     expect(run.status_message.message).toMatch(
       /idle \(no output, no input\) for longer than idle_timeout_minutes/,
     );
@@ -345,7 +345,7 @@ describe('the self-hosted worker API', () => {
     expect(res.body).toEqual({ lost_runs: 1 });
     const run = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
     expect(run.state).toBe('ERROR');
-    expect(run.status_message).toMatchObject({ error_code: 'worker_lost', retryable: true });
+    expect(run.status_message).toMatchObject({ reason: 'worker_lost', retryable: true });
     expect(run.status_message.message).toMatch(/died while running this run/);
   });
 

@@ -69,9 +69,11 @@ export class AgentCatalogRepository {
   }
 
   /** The team's run with this session, and whether it has ended. */
-  runOfSession(teamId: string, sessionId: string) {
+  /** The run of this session, in the team (null: whichever team's, for the holder of the session id). */
+  runOfSession(teamId: string | null, sessionId: string) {
     return this.db.query<{ id: string; conversation_id: string; ended: boolean }>(
-      `SELECT id, conversation_id, state IN ${ENDED} AS ended FROM runs WHERE session_id = $1 AND team_id = $2`,
+      `SELECT id, conversation_id, state IN ${ENDED} AS ended FROM runs
+        WHERE session_id = $1 AND ($2::uuid IS NULL OR team_id = $2)`,
       [sessionId, teamId],
     );
   }

@@ -136,6 +136,7 @@ export class AgentIdentitiesService implements NamedAgentSource, OnModuleInit {
           name: agent.name,
           config: factoryAgentConfig(agent),
           metadata: { factory_uid: agent.factory_uid },
+          factoryUid: agent.factory_uid,
         };
     }
     const identity = await this.repo.find(teamId, uid);
@@ -153,7 +154,8 @@ export class AgentIdentitiesService implements NamedAgentSource, OnModuleInit {
       ?.attached_stores;
     if (stores?.length) config.memory_stores = stores;
     if (identity.mcpSealed) config.mcp_servers = this.open(identity);
-    return { uid, name: identity.name, config };
+    const factoryUid = typeof d.factory_uid === 'string' && d.factory_uid ? d.factory_uid : undefined;
+    return { uid, name: identity.name, config, ...(factoryUid ? { factoryUid } : {}) };
   }
 
   /** The team's own identity, or 404; a factory's agent is 409 (its file is its source). */

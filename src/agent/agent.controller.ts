@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags }
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
-import { AuthService } from '../auth/auth.service.js';
+import { AuthService, teamHeader } from '../auth/auth.service.js';
 import { invalidParam } from '../common/problem.js';
 import { publicBaseUrl } from '../common/base-url.js';
 import { QueryParams } from '../common/query-params.js';
@@ -19,9 +19,11 @@ const object = (properties: Record<string, unknown>, required = Object.keys(prop
   required,
   properties,
 });
+const WITH_KEY =
+  'With an API key: JSON within the key’s team, or 302 to the dashboard’s run page (`/ui/runs/<id>`) when the caller asks for HTML.';
 const REDIRECT = {
-  description:
-    'With an API key: JSON, or 302 to the dashboard’s run page (`/ui/runs/<id>`) when the caller asks for HTML. Without one: `{}`.',
+  session: `${WITH_KEY} Without one (as the clients send it): the session id is the credential, and an ended run’s session names its conversation; a live or unknown one is \`{}\`.`,
+  conversation: `${WITH_KEY} Without one: \`{}\`.`,
 };
 
 /** The rest of the clients' `client.agent.*`: skills, environments, artifacts, handoff files, redirects. */
@@ -98,14 +100,35 @@ export class AgentController {
     return this.artifacts.get(auth, uid, publicBaseUrl(req, this.config.publicBaseUrl));
   }
 
+  @Get('run-by-external-reference')
+  @ApiOperation({ summary: 'The run that reported an external reference artifact with this URL' })
+  @ApiQuery({ name: 'url', required: true, schema: { type: 'string' }, description: 'Matched exactly' })
+  @ApiJsonOk(object({ run_id: { type: 'string', format: 'uuid' } }))
+  @ApiProblems(403, 404)
+  @RequireScope('runs:read')
+  runByExternalReference(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
+    return this.artifacts.runOfExternalReference(auth, QueryParams.of(req).one('url'));
+  }
+
   @Get('artifacts/:artifactUid/download')
   @Public()
-  @ApiOperation({ summary: 'An artifact’s content, through the signed link `download_url` gives' })
+  @ApiOperation({
+    summary:
+      'An artifact’s content: with an API key of its team, or through the signed link `download_url` gives',
+  })
   @ApiParam({ name: 'artifactUid', schema: { type: 'string' } })
-  @ApiQuery({ name: 'expires', required: true, schema: { type: 'string' } })
-  @ApiQuery({ name: 'signature', required: true, schema: { type: 'string' } })
+  @ApiQuery({ name: 'expires', required: false, schema: { type: 'string' }, description: 'Of a signed link' })
+  @ApiQuery({
+    name: 'signature',
+    required: false,
+    schema: { type: 'string' },
+    description: 'Of a signed link',
+  })
   @ApiResponse({ status: 200, description: 'The content', content: { 'application/octet-stream': {} } })
-  @ApiProblem(403, 'The link is invalid or has expired')
+  @ApiProblem(
+    403,
+    'Neither an API key nor a signed link; the link is invalid or has expired; the key lacks runs:read',
+  )
   @ApiProblem(404)
   @ApiProblem(500)
   async download(
@@ -114,7 +137,18 @@ export class AgentController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const q = QueryParams.of(req);
-    const file = await this.artifacts.download(uid, q.one('expires'), q.one('signature'));
+    const [expires, signature] = [q.one('expires'), q.one('signature')];
+    const signed = expires !== undefined || signature !== undefined;
+    const auth = signed ? undefined : await this.optionalAuth(req);
+    // Without either it is a link without its signature: refused like a changed one (the route is
+    // public, so it never asks for a key with a 401).
+    if (!signed && !auth)
+      throw new NotAuthorized(
+        'This download needs an API key of the artifact’s team ("Authorization: Bearer <key>") or the signed download_url that GET /api/v1/agent/artifacts/{uid} gives.',
+      );
+    const file = auth
+      ? await this.artifacts.downloadWithKey(auth, uid)
+      : await this.artifacts.download(uid, expires, signature);
     void reply
       .header('Content-Type', file.type)
       .header('Content-Disposition', `attachment; filename="${file.name.replace(/[^A-Za-z0-9._-]/g, '_')}"`)
@@ -136,7 +170,7 @@ export class AgentController {
   @Public()
   @ApiOperation({ summary: 'Whether a session redirects to its conversation (its run has ended)' })
   @ApiParam({ name: 'sessionUuid', schema: { type: 'string' } })
-  @ApiJsonOk(object({ conversation_id: { type: 'string' } }, []), REDIRECT.description)
+  @ApiJsonOk(object({ conversation_id: { type: 'string' } }, []), REDIRECT.session)
   @ApiResponse({ status: 302, description: 'To the dashboard’s run page' })
   @ApiProblems(403, 404)
   async sessionRedirect(
@@ -145,7 +179,7 @@ export class AgentController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const auth = await this.optionalAuth(req);
-    if (!auth) return {};
+    if (!auth) return this.redirects.sessionWithoutKey(id);
     const { runId, body } = await this.redirects.session(auth.team.id, id);
     return this.answer(req, reply, runId, body);
   }
@@ -154,7 +188,7 @@ export class AgentController {
   @Public()
   @ApiOperation({ summary: 'Whether a conversation redirects to a live session (its newest run is live)' })
   @ApiParam({ name: 'conversationId', schema: { type: 'string' } })
-  @ApiJsonOk(object({ session_id: { type: 'string' } }, []), REDIRECT.description)
+  @ApiJsonOk(object({ session_id: { type: 'string' } }, []), REDIRECT.conversation)
   @ApiResponse({ status: 302, description: 'To the dashboard’s run page' })
   @ApiProblems(403, 404)
   async conversationRedirect(
@@ -169,17 +203,13 @@ export class AgentController {
   }
 
   /**
-   * The newest client calls the redirects without a key (Oz serves them to anonymous viewers of a
-   * publicly shared link). factoryd shares nothing publicly, so without a key the answer is "no
-   * redirect"; with one (the Python client sends it) the lookup is the team's, like every read.
+   * The key of a route that also answers without one (the redirects, which the newest clients call
+   * without a key, and a download through a signed link): when sent, it is checked as on every read
+   * (runs:read) and the lookup is its team's.
    */
   private async optionalAuth(req: FastifyRequest): Promise<AuthContext | undefined> {
     if (req.headers.authorization === undefined) return undefined;
-    const team = req.headers['x-team-uid'];
-    const auth = await this.auth.authenticate(
-      req.headers.authorization,
-      Array.isArray(team) ? team[0] : team,
-    );
+    const auth = await this.auth.authenticate(req.headers.authorization, teamHeader(req.headers));
     if (!auth.scopes.has('runs:read'))
       throw new NotAuthorized(
         `This API key lacks the scope runs:read (it has ${[...auth.scopes].join(', ')}).`,

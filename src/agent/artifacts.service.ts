@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Clock } from '../common/clock.js';
 import { UUID_PATTERN } from '../common/ids.js';
-import { NotAuthorized, NotFound } from '../common/problem.js';
+import { invalidParam, NotAuthorized, NotFound } from '../common/problem.js';
 import { RunArtifacts, type StoredArtifact } from '../runs/run-artifacts.repository.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { UrlSigner } from '../secrets/url-signer.js';
@@ -49,6 +49,14 @@ export class ArtifactsService {
     }
   }
 
+  /** AgentGetRunByExternalReferenceResponse: the run that reported an external reference to `url`. */
+  async runOfExternalReference(auth: AuthContext, url: string | undefined): Promise<{ run_id: string }> {
+    if (!url) throw invalidParam('url', 'url is required: the URL of the external reference to look up');
+    const runId = await this.artifacts.runOfExternalReference(auth.team.id, url);
+    if (!runId) throw new NotFound(`no run of this team reported an external reference to ${url}`);
+    return { run_id: runId };
+  }
+
   /** RunListHandoffAttachmentsResponse: the files the run's latest ended execution left. */
   async handoff(auth: AuthContext, runId: string, base: string) {
     const run = UUID_PATTERN.test(runId) ? await this.runs.findForTeam(auth.team.id, runId) : undefined;
@@ -70,8 +78,22 @@ export class ArtifactsService {
       throw new NotAuthorized(
         'This download link is invalid or has expired; GET /api/v1/agent/artifacts/{uid} gives a new one.',
       );
+    return this.contentOf(uid);
+  }
+
+  /** The content for a key of the artifact's team: the clients' `downloadArtifact` sends the key, no link. */
+  async downloadWithKey(auth: AuthContext, uid: string) {
+    const a = UUID_PATTERN.test(uid) ? await this.artifacts.find(auth.team.id, uid) : undefined;
+    if (!a) throw new NotFound(`artifact ${uid} does not exist`);
+    return this.contentOf(uid);
+  }
+
+  private async contentOf(uid: string) {
     const content = await this.artifacts.content(uid);
-    if (!content) throw new NotFound(`artifact ${uid} has no content`);
+    if (!content)
+      throw new NotFound(
+        `artifact ${uid} has no content to download (only files, screenshots and plans have)`,
+      );
     return content;
   }
 

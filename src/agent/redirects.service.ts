@@ -21,6 +21,17 @@ export class RedirectsService {
     return { runId: run.id, body: run.ended ? { conversation_id: run.conversation_id } : {} };
   }
 
+  /**
+   * The same check for a caller without a key, as the clients make it: the session id (a random UUID
+   * only its run's readers have seen, in its `session_id` and `session_link`) is the credential. Once
+   * the run has ended it names the conversation, which a key of another team still cannot read; an
+   * unknown or live session is `{}` alike, so the answer tells nothing more.
+   */
+  async sessionWithoutKey(sessionId: string): Promise<{ conversation_id?: string }> {
+    const [run] = UUID_PATTERN.test(sessionId) ? await this.catalog.runOfSession(null, sessionId) : [];
+    return run?.ended ? { conversation_id: run.conversation_id } : {};
+  }
+
   async conversation(
     teamId: string,
     conversationId: string,

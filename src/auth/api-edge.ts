@@ -8,7 +8,7 @@ import type { EdgeRouteConfig } from '../common/route-config.js';
 import { findInputProblem, unstorableText, type InputProblem } from '../common/storable.js';
 import { WORKER_SCOPE, workerKeyCommand, type Scope } from './api-key.js';
 import type { AuthContext } from './auth-context.js';
-import { AuthService } from './auth.service.js';
+import { AuthService, teamHeader } from './auth.service.js';
 
 type AuthedRequest = FastifyRequest & { auth?: AuthContext };
 
@@ -42,11 +42,7 @@ export class ApiEdge implements OnModuleInit {
     const scope = scopeOf(req);
     if (!scope) return;
     try {
-      const team = req.headers['x-team-uid'];
-      const auth = await this.auth.authenticate(
-        req.headers.authorization,
-        Array.isArray(team) ? team[0] : team,
-      );
+      const auth = await this.auth.authenticate(req.headers.authorization, teamHeader(req.headers));
       if (!auth.scopes.has(scope)) throw new NotAuthorized(refusal(scope, auth));
       req.auth = auth;
     } catch (err) {

@@ -116,3 +116,12 @@ export class AuthService {
     return { id: keyId, key: generated.key, prefix: generated.prefix, principalUid };
   }
 }
+
+/**
+ * The team a request selects: `X-Team-Uid`, else `X-Warp-Team-Uid`, the header the Oz clients send for
+ * their `team_uid` parameter.
+ */
+export function teamHeader(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const team = headers['x-team-uid'] ?? headers['x-warp-team-uid'];
+  return Array.isArray(team) ? team[0] : team;
+}

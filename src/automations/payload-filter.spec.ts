@@ -159,9 +159,10 @@ describe('payload filter (CONTRACT.md §3)', () => {
         { path: 'issue.number', condition: 'in', expected: [1, 2], present: false },
         { path: 'label', condition: 'exists', expected: true, present: false },
       ],
+      paths: ['action', 'sender.type', 'issue.pull_request', 'issue.number', 'label'],
     });
-    expect(explainPayloadFilter(filter, 'not an object')).toEqual({ passed: false, mismatches: [] });
-    expect(explainPayloadFilter(undefined, 'anything')).toEqual({ passed: true, mismatches: [] });
+    expect(explainPayloadFilter(filter, 'not an object')).toMatchObject({ passed: false, mismatches: [] });
+    expect(explainPayloadFilter(undefined, 'anything')).toEqual({ passed: true, mismatches: [], paths: [] });
   });
 });
 

@@ -57,12 +57,20 @@ export function compilePayloadFilter(filter: Record<string, unknown> | undefined
 export function explainPayloadFilter(
   filter: Record<string, unknown> | undefined | null,
   body: unknown,
-): { passed: boolean; mismatches: Mismatch[] } {
-  if (filter === undefined || filter === null) return { passed: true, mismatches: [] };
-  if (!isObject(body)) return { passed: false, mismatches: [] };
+): { passed: boolean; mismatches: Mismatch[]; paths: string[] } {
+  if (filter === undefined || filter === null) return { passed: true, mismatches: [], paths: [] };
+  const parsed = parseFields(filter);
+  const paths = conditionPaths(parsed, []);
+  if (!isObject(body)) return { passed: false, mismatches: [], paths };
   const mismatches: Mismatch[] = [];
-  explain(parseFields(filter), body, true, [], mismatches);
-  return { passed: mismatches.length === 0, mismatches };
+  explain(parsed, body, true, [], mismatches);
+  return { passed: mismatches.length === 0, mismatches, paths };
+}
+
+/** The dotted path of every field the filter tests, in its order (a mismatch names one of these). */
+function conditionPaths(condition: Condition, path: string[]): string[] {
+  if (condition.kind === 'operators') return [path.join('.')];
+  return condition.fields.flatMap(({ key, condition: c }) => conditionPaths(c, [...path, key]));
 }
 
 function parseFields(filter: Record<string, unknown>): Condition {

@@ -69,6 +69,7 @@ export function webhookRun(target: AutomationTarget, delivery: DeliveryRef): New
       automation_id: target.automationId,
       ...(target.factoryUid ? { factory_uid: target.factoryUid } : {}),
     },
+    ...(target.factoryUid ? { factoryUid: target.factoryUid } : {}),
     attachments: [
       {
         fileName: EVENT_PAYLOAD_FILE,

@@ -28,6 +28,8 @@ export class ApiCallFailed extends Error {
 export class ApiClient {
   readonly base: string;
   private readonly key: string;
+  /** --team as the X-Team-Uid the API takes, found once (a name is looked up among the key's teams). */
+  private teamUid?: Promise<string | undefined>;
 
   constructor(private readonly opts: ApiOptions) {
     this.base = serviceRoot(opts.api);
@@ -38,6 +40,38 @@ export class ApiClient {
   }
 
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    this.teamUid ??=
+      this.opts.team === undefined ? Promise.resolve(undefined) : this.findTeam(this.opts.team);
+    return this.send<T>(method, path, body, await this.teamUid);
+  }
+
+  /**
+   * `--team` takes a team's name or UID, as the commands on the database do; the API takes a UID
+   * (X-Team-Uid). The key's teams say which: a key that may not list them (a worker key) sends the
+   * value as it is.
+   */
+  private async findTeam(team: string): Promise<string> {
+    let teams: Array<{ uid: string; name: string }>;
+    try {
+      ({ teams } = await this.send<{ teams: Array<{ uid: string; name: string }> }>(
+        'GET',
+        '/api-key',
+        undefined,
+        undefined,
+      ));
+    } catch (err) {
+      if (err instanceof ApiCallFailed && err.status === 403) return team;
+      throw err;
+    }
+    const found = teams.find((t) => t.uid === team) ?? teams.find((t) => t.name === team);
+    if (!found)
+      throw new Error(
+        `--team ${team}: the API key belongs to no such team; its teams: ${teams.map((t) => `${t.name} (${t.uid})`).join(', ')}`,
+      );
+    return found.uid;
+  }
+
+  private async send<T>(method: string, path: string, body: unknown, team: string | undefined): Promise<T> {
     let res: Response;
     try {
       res = await fetch(`${this.base}/api/v1${path}`, {
@@ -45,7 +79,7 @@ export class ApiClient {
         headers: {
           authorization: `Bearer ${this.key}`,
           'user-agent': CLI_USER_AGENT,
-          ...(this.opts.team ? { 'x-team-uid': this.opts.team } : {}),
+          ...(team ? { 'x-team-uid': team } : {}),
           ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -88,5 +122,5 @@ export function apiOptions<T extends { option(flags: string, description: string
       `${API_OPTION_HELP}; default: the factoryd serve running in this folder (DATA_DIR), else http://127.0.0.1:$PORT`,
     )
     .option('--api-key <key>', 'API key (env FACTORYD_API_KEY)')
-    .option('--team <uid>', 'team uid, when the key belongs to several (X-Team-Uid)');
+    .option('--team <team>', 'team name or uid, when the key belongs to several');
 }

@@ -1,3 +1,6 @@
+import { createInterface } from 'node:readline';
+import { Writable } from 'node:stream';
+
 /** All of stdin as text, for commands that take a prompt, a message or a secret from a pipe. */
 export async function readStdin(what: string): Promise<string> {
   if (process.stdin.isTTY) throw new Error(`pipe ${what} on stdin`);
@@ -6,7 +9,30 @@ export async function readStdin(what: string): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** A secret from stdin: one trailing newline (what `echo` adds) is not part of it. */
-export async function readSecretFromStdin(what: string): Promise<string> {
+/**
+ * A secret: asked for at a terminal (typed or pasted, not echoed), else all of stdin; one trailing
+ * newline (what `echo` adds) is not part of it.
+ */
+export async function readSecret(what: string): Promise<string> {
+  if (process.stdin.isTTY) return askUnechoed(`${what} (typed or pasted; not shown), then Enter: `);
   return (await readStdin(what)).replace(/\r?\n$/, '');
+}
+
+/** One line read at a terminal with nothing echoed: readline writes its echo to a stream that drops it. */
+async function askUnechoed(question: string): Promise<string> {
+  process.stderr.write(question);
+  const dropped = new Writable({ write: (_chunk, _encoding, done) => done() });
+  const rl = createInterface({ input: process.stdin, output: dropped, terminal: true });
+  try {
+    const value = await new Promise<string>((resolve, reject) => {
+      rl.once('line', resolve);
+      rl.once('SIGINT', () => reject(new Error('cancelled: nothing was set')));
+      rl.once('close', () => reject(new Error('no value given: nothing was set')));
+    });
+    if (value === '') throw new Error('an empty value: nothing was set');
+    return value;
+  } finally {
+    process.stderr.write('\n');
+    rl.close();
+  }
 }

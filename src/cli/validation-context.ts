@@ -1,6 +1,6 @@
-import { parse } from 'yaml';
 import { AuthRepository } from '../auth/auth.repository.js';
 import { dataDirOf } from '../config/config.js';
+import { SourceFile } from '../definitions/source-file.js';
 import { isUrlSafe, type ValidationContext } from '../definitions/validate-definition.js';
 import type { Config } from '../config/config.js';
 import type { Database } from '../database/database.js';
@@ -53,10 +53,15 @@ export async function serviceChecksFor(
     }
     const context: ValidationContext = { secrets: current, team: team.name };
 
-    const factoryName = opts.factory ?? nameIn(tree.get('factory.yaml'));
+    const named = opts.factory !== undefined ? { name: opts.factory, why: '' } : factoryNameIn(tree);
+    if (named.name === undefined) {
+      context.uncheckedBecause = `${named.why}, so the factory to check against is unknown: name it with --factory NAME`;
+      return { context, checkedAgainst: `team ${team.name}` };
+    }
+    const factoryName = named.name;
     const factory = (await store.listAll()).find((f) => f.teamId === team.id && f.name === factoryName);
     if (!factory) {
-      context.uncheckedBecause = `team ${team.name} has no factory named ${factoryName ?? '(factory.yaml has no name)'} (--factory NAME)`;
+      context.uncheckedBecause = `team ${team.name} has no factory named ${factoryName} (\`npx factoryd factories list\`; --factory NAME names another)`;
       return { context, checkedAgainst: `team ${team.name}` };
     }
     const applied = await db.transaction((tx) => store.appliedState(tx, factory.id));
@@ -70,11 +75,14 @@ export async function serviceChecksFor(
   });
 }
 
-function nameIn(factoryYaml: string | undefined): string | undefined {
-  try {
-    const name = (parse(factoryYaml ?? '') as { name?: unknown } | null)?.name;
-    return typeof name === 'string' ? name : undefined;
-  } catch {
-    return undefined; // the file's own errors are reported by the validation
-  }
+/** factory.yaml's name, read as the validation reads it; else why there is none. */
+function factoryNameIn(tree: Map<string, string>): { name?: string; why: string } {
+  const text = tree.get('factory.yaml');
+  if (text === undefined) return { why: 'the folder has no factory.yaml' };
+  const file = SourceFile.yaml('factory.yaml', text);
+  const name = (file.data as { name?: unknown } | undefined)?.name;
+  if (typeof name === 'string') return { name, why: '' };
+  return {
+    why: file.errors.length ? 'factory.yaml cannot be read (its error is above)' : 'factory.yaml has no name',
+  };
 }

@@ -13,6 +13,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   403: 'The key lacks the scope, or is not a member of the team in X-Team-Uid',
   404: 'No such resource in the caller’s team',
   409: 'Conflict with the resource’s state; `retryable` says whether to retry',
+  429: 'The team has TEAM_MAX_QUEUED_RUNS runs queued; retry after `Retry-After` seconds',
   500: 'Internal error; the body names only the trace id',
   503: 'Not now: the database is out of reach, or the work took longer than its limit; retry after `Retry-After` seconds',
 };

@@ -25,9 +25,20 @@ export class QueryParams {
     return all[0];
   }
 
-  /** Every value of a repeatable parameter, in order. */
+  /**
+   * Every value of a repeatable parameter, in order: repeated (`a=1&a=2`, as the Oz clients send an
+   * array) or comma-separated (`a=1,2`); empty values dropped.
+   */
   all(name: string): string[] {
-    return this.search.getAll(name);
+    return this.search
+      .getAll(name)
+      .flatMap((v) => v.split(','))
+      .filter((v) => v !== '');
+  }
+
+  /** Whether the parameter is given at all (even empty). */
+  has(name: string): boolean {
+    return this.search.has(name);
   }
 
   /** Every (name, value) pair, in order. */

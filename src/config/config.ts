@@ -92,6 +92,8 @@ export interface Config {
    * its own (`teams set-slots`). Unset: all slots but one while other teams exist (see docs/workers.md).
    */
   teamMaxSlots?: number;
+  /** TEAM_MAX_QUEUED_RUNS: the most runs a team may have queued; one more through the API or a dispatch is a 429. */
+  teamMaxQueuedRuns: number;
   /**
    * What one run's harness output may store in its conversation and transcript, over all its
    * executions (RUN_TRANSCRIPT_MAX_BYTES, RUN_TRANSCRIPT_MAX_EVENTS); later output is dropped, with a note.
@@ -187,6 +189,7 @@ export const SERVICE_VARIABLES = [
   'RUN_IDLE_TIMEOUT_MINUTES',
   'RUN_MAX_DURATION_MINUTES',
   'TEAM_MAX_SLOTS',
+  'TEAM_MAX_QUEUED_RUNS',
   'RUN_TRANSCRIPT_MAX_BYTES',
   'RUN_TRANSCRIPT_MAX_EVENTS',
   'API_KEY_CACHE_SECONDS',
@@ -262,6 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     runMaxDurationMinutes: int(env, 'RUN_MAX_DURATION_MINUTES', 240, 0, 10_080),
     teamMaxSlots:
       str(env, 'TEAM_MAX_SLOTS') === undefined ? undefined : int(env, 'TEAM_MAX_SLOTS', 0, 1, 10_000),
+    teamMaxQueuedRuns: int(env, 'TEAM_MAX_QUEUED_RUNS', 10_000, 1, 10_000_000),
     runTranscriptMaxBytes: int(env, 'RUN_TRANSCRIPT_MAX_BYTES', 16 * 1024 * 1024, 65_536, 1024 ** 3),
     runTranscriptMaxEvents: int(env, 'RUN_TRANSCRIPT_MAX_EVENTS', 20_000, 100, 10_000_000),
     apiKeyCacheSeconds: int(env, 'API_KEY_CACHE_SECONDS', 10, 0, 60),

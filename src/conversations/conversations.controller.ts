@@ -13,8 +13,31 @@ export class ConversationsController {
   constructor(@Inject(ConversationsService) private readonly conversations: ConversationsService) {}
 
   @Get('agent/runs/:runId/conversation')
-  @ApiOperation({ summary: "A run's conversation: messages and actions, in order" })
-  @ApiJsonOk({ type: 'object' })
+  @ApiOperation({
+    summary:
+      "A run's conversation, in order: the Oz clients' `steps` (one per execution) and factoryd's flat `messages`",
+  })
+  @ApiJsonOk({
+    type: 'object',
+    required: ['run_id', 'conversation_id', 'steps', 'messages'],
+    properties: {
+      run_id: { type: 'string', format: 'uuid' },
+      conversation_id: { type: 'string', format: 'uuid' },
+      session_id: { type: 'string', format: 'uuid' },
+      steps: {
+        type: 'array',
+        description:
+          'ConversationStep: {id, messages: [{role, content: [text | action | action_result blocks], message_ids, timestamp}], steps: [], started_at, completed_at}',
+        items: { type: 'object' },
+      },
+      messages: {
+        type: 'array',
+        description:
+          '{type: message, role, text, execution, created_at} | {type: action, kind, input, execution, created_at}',
+        items: { type: 'object' },
+      },
+    },
+  })
   @RequireScope('runs:read')
   conversation(@Auth() auth: AuthContext, @Param('runId') runId: string) {
     return this.conversations.conversation(auth.team.id, runId);

@@ -1,10 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database.js';
+import type { ConversationEvent } from './conversation-steps.js';
 import type { ManagedFactory, SkillLoad } from './skill-usage.js';
-
-export type ConversationItem =
-  | { type: 'message'; role: string; text: string; execution: number; created_at: string }
-  | { type: 'action'; kind: string; input: Record<string, unknown>; execution: number; created_at: string };
 
 /** Reads what workers recorded in run_events: conversations and skill loads. */
 @Injectable()
@@ -22,35 +19,13 @@ export class ConversationsRepository {
     return rows[0];
   }
 
-  async items(runId: string): Promise<ConversationItem[]> {
-    const rows = await this.db.query<{
-      type: string;
-      role: string;
-      kind: string;
-      body: Record<string, unknown>;
-      execution: number;
-      created_at: Date;
-    }>(
-      `SELECT type, role, kind, body, execution, created_at FROM run_events
-        WHERE run_id = $1 AND type IN ('message', 'action') ORDER BY id`,
+  /** The run's recorded messages and actions, in order. */
+  async conversation(runId: string): Promise<ConversationEvent[]> {
+    return this.db.query<ConversationEvent>(
+      // Ordered by the column (a bigint), not by the text of the same name the select list makes.
+      `SELECT e.id::text AS id, e.type, e.role, e.kind, e.body, e.execution, e.created_at FROM run_events e
+        WHERE e.run_id = $1 AND e.type IN ('message', 'action') ORDER BY e.id`,
       [runId],
-    );
-    return rows.map((r) =>
-      r.type === 'message'
-        ? {
-            type: 'message',
-            role: r.role,
-            text: String(r.body.text ?? ''),
-            execution: r.execution,
-            created_at: r.created_at.toISOString(),
-          }
-        : {
-            type: 'action',
-            kind: r.kind,
-            input: (r.body.input ?? {}) as Record<string, unknown>,
-            execution: r.execution,
-            created_at: r.created_at.toISOString(),
-          },
     );
   }
 

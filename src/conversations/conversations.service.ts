@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InvalidRequest, NotFound } from '../common/problem.js';
 import { UUID_PATTERN } from '../common/ids.js';
+import { conversationItems, conversationSteps } from './conversation-steps.js';
 import { ConversationsRepository } from './conversations.repository.js';
 import { skillUsage, type SkillUsageReport } from './skill-usage.js';
 
@@ -8,15 +9,20 @@ import { skillUsage, type SkillUsageReport } from './skill-usage.js';
 export class ConversationsService {
   constructor(@Inject(ConversationsRepository) private readonly repo: ConversationsRepository) {}
 
-  /** A run's conversation: the prompt, follow-ups, the agent's messages and actions, in order. */
+  /**
+   * A run's conversation: the prompt, follow-ups, the agent's messages and actions, in order; as the
+   * Oz clients' `steps` and as factoryd's flat `messages`.
+   */
   async conversation(teamId: string, runId: string) {
     const run = UUID_PATTERN.test(runId) ? await this.repo.findRun(teamId, runId) : undefined;
     if (!run) throw new NotFound(`run ${runId} does not exist`);
+    const events = await this.repo.conversation(run.id);
     return {
       run_id: run.id,
       conversation_id: run.conversation_id,
       ...(run.session_id ? { session_id: run.session_id } : {}),
-      messages: await this.repo.items(run.id),
+      steps: conversationSteps(run.id, events),
+      messages: conversationItems(events),
     };
   }
 

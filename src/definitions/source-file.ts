@@ -14,6 +14,7 @@ import {
   type Node,
 } from 'yaml';
 import { bytes, DEFINITION_LIMITS, type DefinitionError } from './definition.js';
+import { yamlSyntaxError } from './yaml-syntax.js';
 
 /**
  * One definition file parsed with positions: the data (YAML, or a Markdown file's front matter), the
@@ -194,11 +195,11 @@ function parseYaml(
       nodes: 0,
     };
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
-  const errors: DefinitionError[] = doc.errors.map((e) => ({
-    path,
-    line: lineOfOffset(lines, e.pos[0]),
-    message: `${what}: ${firstLine(e.message)}`,
-  }));
+  const errors: DefinitionError[] = [];
+  if (doc.errors.length) {
+    const { line, message } = yamlSyntaxError(doc.errors[0], text, lines);
+    errors.push({ path, line, message: `${what}: ${message}` });
+  }
   const lineOf = (node: Node) => (node.range ? lineOfOffset(lines, node.range[0]) : 1);
   let firstAlias: number | undefined;
   let nodes = 0;
@@ -252,6 +253,6 @@ function lineOfOffset(lines: LineCounter, offset: number): number {
   return lines.linePos(offset).line;
 }
 
-function firstLine(message: string): string {
-  return message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
+function firstLine(text: string): string {
+  return text.split('\n')[0];
 }

@@ -270,7 +270,7 @@ describe('factory definition validation', () => {
 
   it('wants secrets that exist, URL-safe for url_token', () => {
     expect(check({ 'webhooks/ci.yaml': 'authMode: token\nsecretName: nope\n' }).lines).toEqual([
-      'webhooks/ci.yaml:2: secret "nope" does not exist in team default: create it with `factoryd secrets set nope --team default`',
+      'webhooks/ci.yaml:2: secret "nope" does not exist in team default: create it with `npx factoryd secrets set nope --team default --generate token`',
     ]);
     expect(check({ 'webhooks/ci.yaml': 'authMode: url_token\nsecretName: plain\n' }).lines[0]).toMatch(
       /^webhooks\/ci\.yaml:2: secret "plain" is not URL-safe/,

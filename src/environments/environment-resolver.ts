@@ -2,6 +2,7 @@ import type { Database } from '../database/database.js';
 import type { EnvironmentDefinition } from '../definitions/definition.js';
 import type { SecretsService } from '../secrets/secrets.service.js';
 import type { ResolvedEnvironment } from './resolved-environment.js';
+import { setSecretCommand } from '../secrets/secret-commands.js';
 
 export type { ResolvedEnvironment, ResolvedRepository } from './resolved-environment.js';
 
@@ -66,7 +67,7 @@ export class EnvironmentResolver {
       if (!secret)
         return {
           environment,
-          problem: `The environment ${environment.name} names the team secret "${name}", which does not exist: create it with \`factoryd secrets set ${name}\``,
+          problem: `The environment ${environment.name} names the team secret "${name}", which does not exist: create it with ${setSecretCommand(name)}`,
         };
       secretValues[name] = secret.value;
     }

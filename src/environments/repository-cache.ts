@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
-import type { GitRunner } from '../git/git-runner.js';
+import type { GitCredentials, GitRunner } from '../git/git-runner.js';
 import { isRemote, RepositoryRefused } from '../git/repository-url.js';
 import type { ResolvedRepository } from './resolved-environment.js';
 
@@ -80,7 +80,7 @@ export class RepositoryCache {
     const work = previous
       .catch(() => undefined)
       .then(() =>
-        this.withCredential(teamDir, r, secret, async (env) => {
+        this.withCredential(teamDir, r, secret, async (env, credentials) => {
           const transport = local ? LOCAL : [];
           if (existsSync(mirror))
             await this.git.run(
@@ -88,6 +88,7 @@ export class RepositoryCache {
               mirror,
               undefined,
               env,
+              credentials,
             );
           else {
             mkdirSync(teamDir, { recursive: true, mode: 0o700 });
@@ -99,6 +100,7 @@ export class RepositoryCache {
                 teamDir,
                 undefined,
                 env,
+                credentials,
               );
               renameSync(fresh, mirror);
             } finally {
@@ -141,13 +143,17 @@ export class RepositoryCache {
     return { from: dest, path: r.path, commit };
   }
 
-  /** Runs `work` with the environment git needs for `r`'s credential, if any. */
+  /**
+   * Runs `work` with what git needs for `r`'s credential, if any: an ssh key through GIT_SSH_COMMAND,
+   * or an https token through git-runner's credential helper (for the repository's host only).
+   */
   private async withCredential<T>(
     teamDir: string,
     r: ResolvedRepository,
     secret: string | undefined,
-    work: (env: Record<string, string>) => Promise<T>,
+    work: (env: Record<string, string>, credentials?: GitCredentials & { host: string }) => Promise<T>,
   ): Promise<T> {
+    // An empty helper drops any the machine configured: nothing is asked of, or stored by, them.
     const base = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'credential.helper', GIT_CONFIG_VALUE_0: '' };
     if (secret === undefined) return work(base);
     if (isSsh(r.url)) {
@@ -163,18 +169,9 @@ export class RepositoryCache {
         rmSync(keyFile, { force: true });
       }
     }
-    // An https token: the helper prints what git asks for from this call's environment. An empty
-    // helper first drops any the machine configured.
-    return work({
-      GIT_CONFIG_COUNT: '2',
-      GIT_CONFIG_KEY_0: 'credential.helper',
-      GIT_CONFIG_VALUE_0: '',
-      GIT_CONFIG_KEY_1: 'credential.helper',
-      GIT_CONFIG_VALUE_1:
-        '!f() { test "$1" = get && printf "username=%s\\npassword=%s\\n" "$FACTORYD_GIT_USERNAME" "$FACTORYD_GIT_TOKEN"; }; f',
-      FACTORYD_GIT_USERNAME: r.username ?? 'x-access-token',
-      FACTORYD_GIT_TOKEN: secret,
-    });
+    const url = URL.canParse(r.url) ? new URL(r.url) : undefined;
+    if (!url || !/^https?:$/.test(url.protocol)) return work(base); // a local path asks for nothing
+    return work({}, { host: url.host, username: r.username ?? 'x-access-token', password: secret });
   }
 
   /** A URL git fetches over the network, or a local path under FACTORY_REPO_ROOTS (else refused). */

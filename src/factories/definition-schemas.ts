@@ -39,3 +39,16 @@ export function bundleSchema(registry: SchemaRegistry, id: string): Record<strin
   const root = rewrite(registry.schemas[id]) as Record<string, unknown>;
   return { ...root, $defs: { ...(root.$defs as object | undefined), ...defs } };
 }
+
+/** The one version of the definition files there is: factory.yaml's `schemaVersion`, as its schema fixes it. */
+export function schemaVersion(registry: SchemaRegistry): string {
+  const factory = registry.schemas.FactoryFile as { properties: { schemaVersion: { const: string } } };
+  return factory.properties.schemaVersion.const;
+}
+
+/** Every definition schema of the version, bundled, by file name (the clients' schema bundle). */
+export function schemaDocuments(registry: SchemaRegistry): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(
+    DEFINITION_SCHEMAS.map((s) => [`${s.name}.schema.json`, bundleSchema(registry, s.id)]),
+  );
+}

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database.js';
-import { toFactory, type FactoryRecord } from '../reconciler/definition-store.js';
+import { FACTORY_COLUMNS, toFactory, type FactoryRecord } from '../reconciler/definition-store.js';
 
 export interface WebhookRow {
   uid: string;
@@ -50,9 +50,6 @@ export interface DefinitionRows {
   webhookNames: Array<{ uid: string; name: string; deleted: boolean }>;
 }
 
-const COLUMNS = `f.id, f.uid, f.team_id, t.name AS team_name, f.name, f.repo_url, f.branch, f.managed, f.description,
-  f.definition, f.last_attempted_revision, f.last_applied_revision, f.ready, f.reason, f.message, f.created_at, f.updated_at`;
-
 /** Reads of the applied factory state for the factory API (writes belong to the reconciler). */
 @Injectable()
 export class FactoriesRepository {
@@ -66,7 +63,7 @@ export class FactoriesRepository {
     limit: number,
   ): Promise<FactoryRecord[]> {
     const rows = await this.db.query(
-      `SELECT ${COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id
+      `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id
         WHERE f.team_id = $1
           AND ($2::text IS NULL OR f.name ILIKE '%' || $2 || '%' OR coalesce(f.description, '') ILIKE '%' || $2 || '%')
           AND ($3::text IS NULL OR (f.name, f.id::text) > ($3, $4))
@@ -84,7 +81,7 @@ export class FactoriesRepository {
 
   async findByUid(teamId: string, uid: string): Promise<FactoryRecord | undefined> {
     const rows = await this.db.query(
-      `SELECT ${COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id WHERE f.team_id = $1 AND f.uid = $2`,
+      `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id WHERE f.team_id = $1 AND f.uid = $2`,
       [teamId, uid],
     );
     return rows[0] ? toFactory(rows[0]) : undefined;

@@ -1,9 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Clock } from '../common/clock.js';
+import { newUid } from '../common/ids.js';
 import { isoKey, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
 import { Conflict, NotFound } from '../common/problem.js';
 import { titleFromPrompt } from '../runs/run.js';
+import { TeamQueueCap } from '../runs/team-queue-cap.js';
 import { Database } from '../database/database.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
 import type { AgentOverrides } from '../definitions/definition.js';
@@ -20,6 +22,14 @@ import {
 /** Cursor scopes of the two listings (a cursor of one is refused by the other). */
 export const FACTORIES_SCOPE = 'factories:name';
 export const APPLIES_SCOPE = 'factory-applies';
+
+/** POST /factory/{uid}/runs. */
+export interface FactoryRunRequest {
+  prompt: string;
+  title?: string;
+  ticket_ref?: string;
+  ticket_url?: string;
+}
 
 /** GET /factory: a page of the team's factories by name, optionally those matching `search`. */
 export interface FactoryListQuery extends PageRequest {
@@ -38,6 +48,7 @@ export class FactoriesService {
     @Inject(Reconciler) private readonly reconciler: Reconciler,
     @Inject(Database) private readonly db: Database,
     @Inject(Clock) private readonly clock: Clock,
+    @Inject(TeamQueueCap) private readonly queueCap: TeamQueueCap,
   ) {}
 
   async list(
@@ -90,8 +101,11 @@ export class FactoriesService {
     return { applies: items, pageInfo };
   }
 
-  /** A QUEUED run of the foreman, source FACTORY, with the foreman's resolved config. */
-  async dispatch(auth: AuthContext, uid: string, req: { prompt: string; title?: string }) {
+  /**
+   * A QUEUED run of the foreman, source FACTORY, with the foreman's resolved config, linked to the
+   * ticket it works on: the caller's `ticket_ref` (`<source>:<id>`), else a minted `adhoc:<id>`.
+   */
+  async dispatch(auth: AuthContext, uid: string, req: FactoryRunRequest) {
     const f = await this.get(auth, uid);
     const foreman = await this.repo.foreman(f.id);
     if (!foreman) {
@@ -106,6 +120,9 @@ export class FactoriesService {
       overrides: foreman.overrides as AgentOverrides,
       basePrompt: foreman.base_prompt,
     });
+    await this.queueCap.ensureRoom(auth.team.id);
+    const ticketRef = req.ticket_ref ?? `adhoc:${newUid()}`;
+    const separator = ticketRef.indexOf(':');
     const runId = await this.db.transaction((tx) =>
       this.runs.insert(
         tx,
@@ -116,13 +133,26 @@ export class FactoriesService {
           source: 'FACTORY',
           creatorId: auth.principal.id,
           agentConfig: config,
-          // The Oz clients filter runs by it (GET /agent/runs?factory_uid=).
-          metadata: { factory_uid: f.uid },
+          // The clients read these back (`metadata[ticket_id]=…` finds a ticket's runs).
+          metadata: {
+            factory_uid: f.uid,
+            ticket_source: ticketRef.slice(0, separator),
+            ticket_id: ticketRef.slice(separator + 1),
+            ...(req.ticket_url ? { ticket_url: req.ticket_url } : {}),
+          },
+          factoryUid: f.uid,
         },
         this.clock.now(),
       ),
     );
-    return { factory_uid: f.uid, foreman_agent: foreman.name, run_id: runId, state: 'QUEUED' };
+    return {
+      factory_uid: f.uid,
+      foreman_agent: foreman.name,
+      run_id: runId,
+      state: 'QUEUED',
+      ticket_ref: ticketRef,
+      ...(req.ticket_url ? { ticket_url: req.ticket_url } : {}),
+    };
   }
 
   /** The applied agents, automations and skills of a factory. */

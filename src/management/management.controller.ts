@@ -8,6 +8,7 @@ import { ApiJsonBody, ApiJsonOk, ApiProblems, schemaRef } from '../common/openap
 import { RequestValidator } from '../common/request-validation.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { FilterTests, type TestFilterRequest } from './test-filter.service.js';
+import { filterFromText, type GivenFilter } from './test-filter.js';
 import {
   WebhookManagement,
   type WebhookCreateRequest,
@@ -192,10 +193,15 @@ export class ManagementController {
   @ApiJsonOk('WebhookTestFilterResponse')
   @ApiProblems(403, 404)
   testFilter(@Auth() auth: AuthContext, @Param('uid') uid: string, @Body() body: unknown) {
-    return this.filters.run(
-      auth,
-      uid,
-      this.validate.body<TestFilterRequest>('WebhookTestFilterRequest', body ?? {}),
-    );
+    const request = this.validate.body<TestFilterRequest>('WebhookTestFilterRequest', body ?? {});
+    // A filter's text is read, then held to the same schema as a filter given as an object.
+    const given =
+      typeof request.filter === 'string'
+        ? this.validate.body<TestFilterRequest & { filter?: GivenFilter }>('WebhookTestFilterRequest', {
+            ...request,
+            filter: filterFromText(request.filter),
+          })
+        : (request as TestFilterRequest & { filter?: GivenFilter });
+    return this.filters.run(auth, uid, given);
   }
 }

@@ -13,7 +13,8 @@ import { WebhookManagement } from './webhook-management.service.js';
 export interface TestFilterRequest {
   delivery?: string;
   automation?: string;
-  filter?: GivenFilter;
+  /** The filter, or its text as an automation file writes it (YAML). */
+  filter?: GivenFilter | string;
 }
 
 export type TestFilterResponse = FilterTestResult & {
@@ -30,7 +31,11 @@ export class FilterTests {
     @Inject(DeliveryLog) private readonly log: DeliveryLog,
   ) {}
 
-  async run(auth: AuthContext, uid: string, req: TestFilterRequest): Promise<TestFilterResponse> {
+  async run(
+    auth: AuthContext,
+    uid: string,
+    req: TestFilterRequest & { filter?: GivenFilter },
+  ): Promise<TestFilterResponse> {
     if ((req.automation === undefined) === (req.filter === undefined))
       throw new RequestInvalid([
         {

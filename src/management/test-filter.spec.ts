@@ -28,6 +28,7 @@ describe('testFilter', () => {
         passed: true,
         message: 'the payload matches the payload filter of triggers[0]',
         mismatches: [],
+        paths: ['action'],
       },
       header_check: {
         passed: true,
@@ -67,6 +68,7 @@ describe('testFilter', () => {
       passed: false,
       message: 'automation triage has no webhook trigger',
       mismatches: [],
+      paths: [],
     });
   });
 
@@ -83,6 +85,7 @@ describe('testFilter', () => {
       passed: false,
       message: 'the payload is not a JSON object, and a payload filter matches only objects',
       mismatches: [],
+      paths: [],
     });
   });
 

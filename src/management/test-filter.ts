@@ -1,6 +1,8 @@
 import { explainHeaderFilter, type HeaderOutcome } from '../automations/header-filter.js';
 import { explainPayloadFilter, type Mismatch } from '../automations/payload-filter.js';
 import { webhookTriggers, type WebhookTriggerFilter } from '../automations/trigger-index.js';
+import { RequestInvalid } from '../common/problem.js';
+import { SourceFile } from '../definitions/source-file.js';
 
 export interface Check {
   passed: boolean;
@@ -10,7 +12,8 @@ export interface Check {
 export interface FilterTestResult {
   result: 'would_trigger' | 'would_not_trigger';
   webhook_check: Check;
-  payload_check: Check & { mismatches: Mismatch[] };
+  /** `paths`: every field the payload filter tests, passed or not; `mismatches`: the failing ones. */
+  payload_check: Check & { mismatches: Mismatch[]; paths: string[] };
   /** Each header path of the header filter, passed or not (empty without a header filter). */
   header_check: Check & { headers: HeaderOutcome[] };
 }
@@ -74,6 +77,7 @@ export function testFilter(
           passed: false,
           message: `automation ${a.name} has no webhook trigger`,
           mismatches: [],
+          paths: [],
         },
         header_check: { passed: false, message: `automation ${a.name} has no webhook trigger`, headers: [] },
       });
@@ -123,7 +127,7 @@ function filterChecks(
 
 function payloadCheck(
   filter: LabelledFilter,
-  explained: { passed: boolean; mismatches: Mismatch[] },
+  explained: { passed: boolean; mismatches: Mismatch[]; paths: string[] },
   of: string,
 ): FilterTestResult['payload_check'] {
   if (explained.passed) {
@@ -134,6 +138,7 @@ function payloadCheck(
           ? `${filter.label} has no payload filter: every body passes`
           : `the payload matches the payload filter of ${filter.label}`,
       mismatches: [],
+      paths: explained.paths,
     };
   }
   const n = explained.mismatches.length;
@@ -144,6 +149,7 @@ function payloadCheck(
         ? `the payload is not a JSON object, and a payload filter matches only objects${of}`
         : `${n} condition${n === 1 ? '' : 's'} of the payload filter ${n === 1 ? 'fails' : 'fail'}: ${explained.mismatches.map((m) => m.path).join(', ')}${of}`,
     mismatches: explained.mismatches,
+    paths: explained.paths,
   };
 }
 
@@ -184,4 +190,26 @@ function result(
     webhook_check,
     ...checks,
   };
+}
+
+/**
+ * A filter given as text (what an automation file's `filter:` holds), read as definition files are:
+ * the same YAML rules and limits, a syntax error named by its line. Its shape is checked after.
+ */
+export function filterFromText(text: string): unknown {
+  const file = SourceFile.yaml('filter', text);
+  if (file.errors.length)
+    throw new RequestInvalid(
+      file.errors.map((e) => ({ path: 'filter', message: `filter, line ${e.line}: ${e.message}` })),
+    );
+  const data = file.data;
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    throw new RequestInvalid([
+      {
+        path: 'filter',
+        message:
+          'filter: the text is a map of webhook_ids, payload and headers (what an automation trigger’s filter: holds), e.g. "payload: {action: [opened]}"',
+      },
+    ]);
+  return data;
 }

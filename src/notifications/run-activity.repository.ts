@@ -11,7 +11,7 @@ export interface StateChange {
   state: RunState;
   execution: number;
   worker_id: string | null;
-  status_message: { message: string; error_code?: string } | null;
+  status_message: { message: string; error_code?: string; reason?: string } | null;
   at: Date;
   /** For the team streams' filters (run-stream-filter.ts); never sent. */
   run: {
@@ -20,6 +20,7 @@ export interface StateChange {
     environment_id: string | null;
     skill_spec: string | null;
     source: string;
+    factory_uid: string | null;
     metadata: Record<string, string> | null;
     created_at: Date;
     creator_uid: string | null;
@@ -55,7 +56,8 @@ export interface Followup {
 /** A state change's columns (`t` its run_transitions row, `r` its run, `p` the run's creator) but its id and team. */
 const CHANGE_COLUMNS = `t.run_id, t.previous_state, t.state, t.execution, t.worker_id, t.status_message, t.at,
        json_build_object('config_name', r.config_name, 'model_id', r.model_id, 'environment_id', r.environment_id,
-                         'skill_spec', r.skill_spec, 'source', r.source, 'metadata', r.metadata,
+                         'skill_spec', r.skill_spec, 'source', r.source, 'factory_uid', r.factory_uid,
+                         'metadata', r.metadata,
                          'created_at', r.created_at, 'creator_uid', p.uid) AS run`;
 
 const CHANGE_SELECT = `SELECT t.id::float8 AS id, t.team_id, ${CHANGE_COLUMNS}

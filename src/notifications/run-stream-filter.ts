@@ -1,6 +1,7 @@
 import { invalidParam } from '../common/problem.js';
 import type { QueryParams } from '../common/query-params.js';
 import { parseRunListQuery, type RunListFilters } from '../runs/run-list.js';
+import type { RunSource } from '../runs/run.js';
 import type { StateChange } from './run-activity.repository.js';
 
 /** The run list's filters a team stream takes; the list's paging, sorting and search do not apply. */
@@ -18,6 +19,7 @@ export type RunStreamFilter = Pick<
   | 'metadata'
   | 'automationId'
   | 'factoryUid'
+  | 'factoryOnly'
   | 'executionLocation'
 >;
 
@@ -32,12 +34,14 @@ const LIST_ONLY = [
   'updated_after',
   'ancestor_run_id',
   'executor',
+  // A task's status depends on its descendants, which a run's change does not carry.
+  'task_status',
 ];
 
 /** A team stream's query string, parsed as the run list parses it (same names, same 400s). */
 export function parseRunStreamQuery(query: QueryParams): RunStreamFilter {
   for (const name of LIST_ONLY)
-    if (query.all(name).length)
+    if (query.has(name))
       throw invalidParam(name, `${name} applies to the run list, not to a stream of run changes`);
   return parseRunListQuery(query).filters;
 }
@@ -52,7 +56,7 @@ export function matchesRunStream(f: RunStreamFilter, c: StateChange): boolean {
   if (f.name !== undefined && r.config_name !== f.name) return false;
   if (f.modelId !== undefined && r.model_id !== f.modelId) return false;
   if (f.creator !== undefined && r.creator_uid !== f.creator) return false;
-  if (f.source !== undefined && r.source !== f.source) return false;
+  if (f.source !== undefined && !f.source.includes(r.source as RunSource)) return false;
   if (f.environmentId !== undefined && r.environment_id !== f.environmentId) return false;
   if (f.skillSpec !== undefined && r.skill_spec !== f.skillSpec) return false;
   if (f.createdAfter || f.createdBefore) {
@@ -65,7 +69,9 @@ export function matchesRunStream(f: RunStreamFilter, c: StateChange): boolean {
   const stamped = (key: string) =>
     r.metadata && Object.hasOwn(r.metadata, key) ? r.metadata[key] : undefined;
   if (f.automationId !== undefined && stamped('automation_id') !== f.automationId) return false;
-  if (f.factoryUid !== undefined && stamped('factory_uid') !== f.factoryUid) return false;
+  if (f.factoryUid !== undefined && !(r.factory_uid !== null && f.factoryUid.includes(r.factory_uid)))
+    return false;
+  if (f.factoryOnly && r.factory_uid === null) return false;
   for (const [key, value] of f.metadata ?? []) {
     if (!r.metadata || !Object.hasOwn(r.metadata, key) || r.metadata[key] !== value) return false;
   }

@@ -54,6 +54,34 @@ const TIMELINE_ENTRY = {
   },
 };
 
+/** The clients' RunGetTimelineResponse event. */
+const TIMELINE_EVENT = {
+  type: 'object',
+  required: ['event_uuid', 'event_type', 'occurred_at', 'run_id'],
+  properties: {
+    event_uuid: { type: 'string', format: 'uuid', description: 'Stable: the same state change, the same id' },
+    event_type: {
+      enum: [
+        'oz_run_created',
+        'oz_run_claimed',
+        'agent_started',
+        'oz_run_blocked',
+        'oz_run_cancelled',
+        'oz_run_done',
+        'oz_run_failed',
+        'oz_run_errored',
+      ],
+    },
+    occurred_at: { type: 'string', format: 'date-time' },
+    run_id: { type: 'string', format: 'uuid' },
+    execution_id: { type: 'integer', description: 'The execution (1, 2, … as follow-ups continue the run)' },
+    payload: {
+      type: 'object',
+      description: 'factoryd’s details: state, previous_state, worker_id, status_message',
+    },
+  },
+};
+
 /** The run timeline and the live streams (docs/run-api.md "Timeline" and "Live streams"). */
 @ApiTags('Runs')
 @ApiBearerAuth()
@@ -82,17 +110,24 @@ export class RunStreamsController {
   }
 
   @Get('runs/:runId/timeline')
-  @ApiOperation({ summary: 'Every lifecycle event of a run, oldest first' })
+  @ApiOperation({
+    summary:
+      'Every lifecycle event of a run, oldest first: as the Oz clients’ `events`, and factoryd’s `timeline`',
+  })
   @RUN_ID
   @ApiJsonOk({
     type: 'object',
-    required: ['run_id', 'timeline'],
-    properties: { run_id: { type: 'string' }, timeline: { type: 'array', items: TIMELINE_ENTRY } },
+    required: ['run_id', 'events', 'timeline'],
+    properties: {
+      run_id: { type: 'string' },
+      events: { type: 'array', items: TIMELINE_EVENT },
+      timeline: { type: 'array', items: TIMELINE_ENTRY },
+    },
   })
   @ApiProblems(403, 404)
   @RequireScope('runs:read')
   async timeline(@Auth() auth: AuthContext, @Param('runId') runId: string) {
-    return { run_id: runId, timeline: await this.streams.timeline(auth, runId) };
+    return { run_id: runId, ...(await this.streams.timeline(auth, runId)) };
   }
 
   @Get('runs/:runId/events')

@@ -7,7 +7,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
-import { UUID_PATTERN } from '../common/ids.js';
+import { UUID_PATTERN, uuidFrom } from '../common/ids.js';
 import { Periodic } from '../common/periodic.js';
 import { invalidParam, NotFound } from '../common/problem.js';
 import { isTerminal } from '../runs/run-state.js';
@@ -28,6 +28,50 @@ export const HEARTBEAT_MS = 15_000;
 export type TimelineEntry =
   | ({ type: 'state'; event: string } & ReturnType<typeof presentChange>)
   | { type: 'followup'; at: string; message: string; mode?: string; delivered_at?: string };
+
+/**
+ * A state change as the clients' RunGetTimelineResponse event: the changes their `event_type` has a
+ * value for (created, claimed, agent started, blocked, cancelled, and the three ends); factoryd's
+ * details in `payload`. A resume, a continuation and a follow-up have none: they are in `timeline`.
+ */
+export interface TimelineEvent {
+  event_uuid: string;
+  event_type: string;
+  occurred_at: string;
+  run_id: string;
+  execution_id?: number;
+  payload: Record<string, unknown>;
+}
+
+const END_EVENT_TYPES: Partial<Record<string, string>> = {
+  SUCCEEDED: 'oz_run_done',
+  FAILED: 'oz_run_failed',
+  ERROR: 'oz_run_errored',
+  CANCELLED: 'oz_run_cancelled',
+};
+
+function eventType(c: StateChange): string | undefined {
+  if (c.previous_state === null) return 'oz_run_created';
+  if (c.state === 'CLAIMED') return 'oz_run_claimed';
+  if (c.state === 'INPROGRESS') return c.previous_state === 'BLOCKED' ? undefined : 'agent_started';
+  if (c.state === 'BLOCKED') return 'oz_run_blocked';
+  return END_EVENT_TYPES[c.state];
+}
+
+function timelineEvent(c: StateChange): TimelineEvent | undefined {
+  const type = eventType(c);
+  if (!type) return undefined;
+  const { run_id, at, execution, ...payload } = presentChange(c);
+  return {
+    // Stable across reads: the state change's own id, as a UUID.
+    event_uuid: uuidFrom(`run-transition:${c.id}`),
+    event_type: type,
+    occurred_at: at,
+    run_id,
+    ...(execution ? { execution_id: execution } : {}),
+    payload,
+  };
+}
 
 /** What the state it entered means in a run's life (the timeline's `event`). */
 function lifecycleEvent(c: StateChange): string {
@@ -154,10 +198,18 @@ export class RunStreamsService implements OnModuleInit, BeforeApplicationShutdow
     await this.heartbeats.stop();
   }
 
-  async timeline(auth: AuthContext, runId: string): Promise<TimelineEntry[]> {
+  /**
+   * A run's life, oldest first: as the clients' `events`, and as factoryd's fuller `timeline` (every
+   * state entered and every follow-up sent).
+   */
+  async timeline(
+    auth: AuthContext,
+    runId: string,
+  ): Promise<{ events: TimelineEvent[]; timeline: TimelineEntry[] }> {
     await this.mustSee(auth, runId);
+    const changes = await this.all((after) => this.activity.changesOfRun(runId, after));
     const entries: Array<TimelineEntry & { order: number }> = [];
-    for (const c of await this.all((after) => this.activity.changesOfRun(runId, after)))
+    for (const c of changes)
       entries.push({ type: 'state', event: lifecycleEvent(c), ...presentChange(c), order: 1 });
     for (const f of await this.activity.followups(runId))
       entries.push({
@@ -170,7 +222,10 @@ export class RunStreamsService implements OnModuleInit, BeforeApplicationShutdow
       });
     // By time; at the same instant the follow-up first: it is what continued an ended run.
     entries.sort((a, b) => a.at.localeCompare(b.at) || a.order - b.order);
-    return entries.map(({ order: _, ...e }) => e as TimelineEntry);
+    return {
+      events: changes.map(timelineEvent).filter((e) => e !== undefined),
+      timeline: entries.map(({ order: _, ...e }) => e as TimelineEntry),
+    };
   }
 
   /** Checked before the response starts, so that a refusal is an ordinary problem+json. */

@@ -11,6 +11,7 @@ export interface FactoryRecord {
   uid: string;
   teamId: string;
   teamName: string;
+  teamUid: string;
   name: string;
   repoUrl: string;
   /** The team secret holding the repository's credentials (repository-credentials.ts), if it needs any. */
@@ -51,7 +52,8 @@ export interface ApplyRecord {
   durationMs: number;
 }
 
-const FACTORY_COLUMNS = `f.id, f.uid, f.team_id, t.name AS team_name, f.name, f.repo_url, f.repo_credentials_secret, f.branch, f.managed,
+/** A factory's columns (`f` factories, `t` its team). */
+export const FACTORY_COLUMNS = `f.id, f.uid, f.team_id, t.name AS team_name, t.uid AS team_uid, f.name, f.repo_url, f.repo_credentials_secret, f.branch, f.managed,
   f.description, f.definition, f.last_attempted_revision, f.last_applied_revision, f.ready, f.reason, f.message,
   f.created_at, f.updated_at`;
 
@@ -61,6 +63,7 @@ export function toFactory(r: Record<string, unknown>): FactoryRecord {
     uid: r.uid as string,
     teamId: r.team_id as string,
     teamName: r.team_name as string,
+    teamUid: r.team_uid as string,
     name: r.name as string,
     repoUrl: r.repo_url as string,
     repoCredentialsSecret: r.repo_credentials_secret as string | null,

@@ -22,6 +22,7 @@ import { GitSource, type ListedBlob } from './git-source.js';
 import { isEmpty, planChanges, summarize, type AppliedState, type Plan, type PlanSummary } from './plan.js';
 import { credentialsOf, keepCredentials, splitCredentials } from './repository-credentials.js';
 import { RepositoryPolicy, RepositoryRefused } from './repository-policy.js';
+import { setSecretCommand } from '../secrets/secret-commands.js';
 
 /** The repository may not be read (RepositoryPolicy): nothing was fetched. */
 export interface SourceRefused {
@@ -307,7 +308,7 @@ export class Reconciler {
     const secret = await this.secrets.current(factory.teamId, name);
     if (!secret)
       throw new Error(
-        `the team secret ${name}, which holds the credentials of the repository, does not exist: set it to USERNAME:PASSWORD (or a token alone) with \`printf %s USERNAME:PASSWORD | factoryd secrets set ${name} --team ${factory.teamName}\``,
+        `the team secret ${name}, which holds the credentials of the repository, does not exist: set it to USERNAME:PASSWORD (or a token alone) with ${setSecretCommand(name, { team: factory.teamName })}`,
       );
     return credentialsOf(secret.value);
   }

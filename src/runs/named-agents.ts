@@ -11,6 +11,8 @@ export interface NamedAgentDefaults {
   config: AgentConfig;
   /** Metadata a run of this agent is stamped with (a factory's agent: `factory_uid`). */
   metadata?: Record<string, string>;
+  /** The factory the agent belongs to (a factory's agent) or is linked to (the team's own, `factory_uid`). */
+  factoryUid?: string;
 }
 
 export interface NamedAgentSource {
@@ -52,15 +54,17 @@ export function withAgentDefaults(run: AgentConfig, agent: AgentConfig): AgentCo
 /**
  * What a run started as the named agent `agent` (`agent_identity_uid`, a schedule's `agent_uid`)
  * carries besides its config (merged by withAgentDefaults): the agent's metadata stamps under the
- * run's own (all of them or, past the key limit, none) and the agent as the run's executor.
+ * run's own (all of them or, past the key limit, none), the agent as the run's executor, and the
+ * agent's factory as the factory that executed it.
  */
 export function namedAgentMarks(
   metadata: Record<string, string> | undefined,
   agent: NamedAgentDefaults,
-): Pick<NewRun, 'metadata' | 'executor'> {
+): Pick<NewRun, 'metadata' | 'executor' | 'factoryUid'> {
   const all = agent.metadata ? { ...agent.metadata, ...metadata } : metadata;
   return {
     metadata: all && Object.keys(all).length <= MAX_RUN_METADATA_KEYS ? all : metadata,
     executor: { type: 'service_account', uid: agent.uid, display_name: agent.name },
+    ...(agent.factoryUid ? { factoryUid: agent.factoryUid } : {}),
   };
 }

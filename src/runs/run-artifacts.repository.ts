@@ -93,6 +93,17 @@ export class RunArtifacts {
     return rows[0] ? toArtifact(rows[0]) : undefined;
   }
 
+  /** The run that most recently reported an external reference to this URL, in the team. */
+  async runOfExternalReference(teamId: string, url: string): Promise<string | undefined> {
+    const rows = await this.db.query<{ run_id: string }>(
+      `SELECT run_id FROM run_artifacts
+        WHERE team_id = $1 AND artifact_type = 'EXTERNAL_REFERENCE' AND data->>'url' = $2
+        ORDER BY created_at DESC, id DESC LIMIT 1`,
+      [teamId, url],
+    );
+    return rows[0]?.run_id;
+  }
+
   /** An artifact's content, for a download whose signed link names it. */
   async content(uid: string): Promise<{ type: string; bytes: Buffer; name: string } | undefined> {
     const rows = await this.db.query<{ content_type: string; content: Buffer; data: { filename?: string } }>(

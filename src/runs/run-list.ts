@@ -82,10 +82,45 @@ const MAX_METADATA_FILTERS = 5;
 /** What `q` searches: title, authored prompt and skill, kept in the column the `runs_search` trigram index covers. */
 export const RUN_SEARCH_TEXT = `r.search_text`;
 
+/** A repeatable parameter whose values come from a fixed set (400 naming the first that does not). */
+const oneOfEach = <T extends string>(param: string, allowed: readonly T[]) =>
+  filter<T[]>({
+    parse: (q) => {
+      const values = q.all(param);
+      for (const v of values) {
+        if (!(allowed as readonly string[]).includes(v))
+          throw invalidParam(param, `${param} must be one of ${allowed.join(', ')}, got "${v}"`);
+      }
+      return values.length ? ([...new Set(values)] as T[]) : undefined;
+    },
+    where: (v, p) => `r.${param} = ANY(${p(v)}::text[])`,
+  });
+
+/** The states in which a run or one of its descendants makes its task `running`. */
+const LIVE_STATES: readonly RunState[] = ['QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS'];
+
+/** The clients' `task_status`: the run (the root of its own task) by its state or its descendants'. */
+export const TASK_STATUSES = ['running', 'failed', 'blocked', 'cancelled', 'complete'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+const TASK_STATES: Record<Exclude<TaskStatus, 'running'>, RunState[]> = {
+  failed: ['FAILED', 'ERROR'],
+  blocked: ['BLOCKED'],
+  cancelled: ['CANCELLED'],
+  complete: ['SUCCEEDED'],
+};
+
+/** The run `q` names, if it is a run id or a run's URL (its `session_link`, `…/ui/runs/<id>`). */
+export function runIdIn(q: string): string | undefined {
+  const s = q.trim();
+  if (UUID_PATTERN.test(s)) return s;
+  const id = /^https?:\/\/\S*\/runs\/([^/]+)\/?$/i.exec(s)?.[1];
+  return id && UUID_PATTERN.test(id) ? id : undefined;
+}
+
 export const RUN_FILTERS = {
   state: filter<RunState[]>({
     parse: (q) => {
-      const states = q.all('state').flatMap((s) => s.split(','));
+      const states = q.all('state');
       for (const s of states) {
         if (!(RUN_STATES as readonly string[]).includes(s))
           throw invalidParam('state', `state must be one of ${RUN_STATES.join(', ')}, got "${s}"`);
@@ -101,14 +136,14 @@ export const RUN_FILTERS = {
     parse: (q) => q.one('creator'),
     where: (v, p) => `r.creator_id = (SELECT id FROM principals WHERE uid = ${p(v)})`,
   }),
-  source: filter<RunSource>({
+  // The newest TypeScript client's CUSTOM_WEBHOOK names runs a factory automation starts from a custom
+  // webhook: factoryd's WEBHOOK runs, which it selects (docs/run-api.md, "Run sources").
+  source: filter<RunSource[]>({
     parse: (q) => {
-      const source = q.one('source');
-      if (source !== undefined && !(RUN_SOURCES as readonly string[]).includes(source))
-        throw invalidParam('source', `source must be one of ${RUN_SOURCES.join(', ')}, got "${source}"`);
-      return source as RunSource | undefined;
+      const sources = oneOfEach('source', RUN_SOURCES).parse(q);
+      return sources && [...new Set(sources.map((s) => (s === 'CUSTOM_WEBHOOK' ? 'WEBHOOK' : s)))];
     },
-    where: (v, p) => `r.source = ${p(v)}`,
+    where: (v, p) => `r.source = ANY(${p(v)}::text[])`,
   }),
   /** null: runs with no environment (`empty-environment`). */
   environmentId: filter<string | null>({
@@ -153,7 +188,11 @@ export const RUN_FILTERS = {
       if (q !== undefined && q.length > 200) throw invalidParam('q', 'q must be at most 200 characters');
       return q === '' ? undefined : q;
     },
-    where: (v, p) => `${RUN_SEARCH_TEXT} ILIKE ${p(`%${v.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`,
+    where: (v, p) => {
+      const text = `${RUN_SEARCH_TEXT} ILIKE ${p(`%${v.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`;
+      const id = runIdIn(v);
+      return id ? `(${text} OR r.id = ${p(id)}::uuid)` : text;
+    },
   }),
   artifactType: filter<ArtifactType>({
     parse: (q) => {
@@ -182,7 +221,39 @@ export const RUN_FILTERS = {
   }),
   // Stamped on the runs an automation or a factory started (metadata automation_id, factory_uid).
   automationId: stamped('automation_id', 'automation_id'),
-  factoryUid: stamped('factory_uid', 'factory_uid'),
+  // The factory whose agent executed the run (never the caller's metadata).
+  factoryUid: filter<string[]>({
+    parse: (q) => {
+      const uids = q.all('factory_uid');
+      return uids.length ? [...new Set(uids)] : undefined;
+    },
+    where: (v, p) => `r.factory_uid = ANY(${p(v)}::text[])`,
+  }),
+  factoryOnly: filter<true>({
+    parse: (q) => {
+      const only = q.one('factory_only');
+      if (only !== undefined && only !== 'true' && only !== 'false')
+        throw invalidParam('factory_only', `factory_only must be true or false, got "${only}"`);
+      return only === 'true' ? true : undefined;
+    },
+    where: () => `r.factory_uid IS NOT NULL`,
+  }),
+  taskStatus: filter<TaskStatus[]>({
+    parse: (q) => oneOfEach('task_status', TASK_STATUSES).parse(q),
+    where: (v, p) => {
+      const states = v.flatMap((s) => (s === 'running' ? LIVE_STATES : TASK_STATES[s]));
+      const byState = `r.state = ANY(${p(states)}::text[])`;
+      if (!v.includes('running')) return byState;
+      // Or one of its descendants is live: every ancestor of the team's live child runs.
+      const live = p(LIVE_STATES);
+      return `(${byState} OR r.id IN (WITH RECURSIVE up(id) AS (
+          SELECT c.parent_run_id FROM runs c
+           WHERE c.team_id = $1 AND c.parent_run_id IS NOT NULL AND c.state = ANY(${live}::text[])
+          UNION SELECT a.parent_run_id FROM runs a JOIN up ON a.id = up.id
+           WHERE a.team_id = $1 AND a.parent_run_id IS NOT NULL)
+        SELECT id FROM up))`;
+    },
+  }),
   // Every factoryd run runs on a worker (REMOTE); none in a caller's own app (LOCAL).
   executionLocation: filter<'LOCAL' | 'REMOTE'>({
     parse: (q) => {

@@ -1,6 +1,7 @@
 import { redactMcpCredentials } from '../secrets/mcp-credentials.js';
-import type { AgentConfig, Run } from './run.js';
+import type { AgentConfig, Run, RunSchedule } from './run.js';
 import { isTerminal } from './run-state.js';
+import { isoDuration } from '../common/durations.js';
 
 /** RunItem on the wire (CONTRACT.md §1): snake_case, RFC 3339 UTC, optional fields only when known. */
 export interface RunItem {
@@ -11,6 +12,10 @@ export interface RunItem {
   state: string;
   created_at: string;
   updated_at: string;
+  /** When it last ended; null while it is live. */
+  finished_at: string | null;
+  /** The top of its parent_run_id chain (its own id for a top-level run). */
+  root_run_id: string;
   started_at?: string | null;
   run_time?: string;
   source?: string;
@@ -21,7 +26,7 @@ export interface RunItem {
   conversation_id?: string;
   parent_run_id?: string;
   metadata?: Record<string, string>;
-  status_message?: { message: string; error_code?: string; retryable?: boolean };
+  status_message?: { message: string; error_code?: string; reason?: string; retryable?: boolean };
   execution_location?: 'LOCAL' | 'REMOTE';
   executor?: { type: string; uid: string; display_name: string };
   is_run_type_cancellable?: boolean;
@@ -31,6 +36,8 @@ export interface RunItem {
     model_token_usage: Array<{ model_id: string; total_tokens: number; usage_type: 'byok' }>;
     total_tokens: number;
   };
+  factory_uid?: string;
+  schedule?: RunSchedule;
   /** factoryd's own: the environment the run used, as resolved (image, repositories at their commits, setup commands). */
   environment?: Record<string, unknown>;
 }
@@ -44,6 +51,8 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
     state: run.state,
     created_at: run.createdAt.toISOString(),
     updated_at: run.updatedAt.toISOString(),
+    finished_at: isTerminal(run.state) && run.endedAt ? run.endedAt.toISOString() : null,
+    root_run_id: run.rootRunId ?? run.id,
     source: run.source,
     agent_config: redactMcpCredentials(run.agentConfig),
     conversation_id: run.conversationId,
@@ -63,9 +72,11 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
   if (run.sessionId) {
     item.session_id = run.sessionId;
     // The run's page in the dashboard (a browser cannot send the API key an API URL needs).
-    item.session_link = `${publicBaseUrl}/ui/runs/${run.id}`;
+    item.session_link = runPageUrl(publicBaseUrl, run.id);
   }
   if (run.parentRunId) item.parent_run_id = run.parentRunId;
+  if (run.factoryUid) item.factory_uid = run.factoryUid;
+  if (run.schedule) item.schedule = run.schedule;
   if (run.metadata) item.metadata = run.metadata;
   if (run.statusMessage) item.status_message = run.statusMessage;
   if (run.artifacts) item.artifacts = run.artifacts;
@@ -87,11 +98,7 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
   return item;
 }
 
-/** ISO 8601 duration, e.g. PT1M5.250S. */
-export function isoDuration(ms: number): string {
-  const total = Math.max(0, ms) / 1000;
-  const hours = Math.floor(total / 3600);
-  const minutes = Math.floor((total % 3600) / 60);
-  const seconds = Number((total % 60).toFixed(3));
-  return `PT${hours ? `${hours}H` : ''}${minutes ? `${minutes}M` : ''}${seconds || (!hours && !minutes) ? `${seconds}S` : ''}`;
+/** A run's page in the dashboard. */
+export function runPageUrl(publicBaseUrl: string, runId: string): string {
+  return `${publicBaseUrl}/ui/runs/${runId}`;
 }

@@ -19,8 +19,20 @@ export const RUN_SOURCES = [
   'AUTOFIX',
   'RUN_SCORER',
   'ORCHESTRATION',
+  'TEAMS',
+  'AZURE_DEVOPS_WEBHOOK',
+  'BENCHMARK_TRIAL',
+  'CREATE_BENCHMARK_TASK',
+  'CUSTOM_WEBHOOK',
 ] as const;
 export type RunSource = (typeof RUN_SOURCES)[number];
+
+/** The schedule that fired a run, as it was then (the clients' `RunItem.schedule`). */
+export interface RunSchedule {
+  schedule_id: string;
+  schedule_name: string;
+  cron_schedule: string;
+}
 
 /** AmbientAgentConfig as stored on a run (the resolved config). */
 export interface AgentConfig {
@@ -47,6 +59,16 @@ export interface AgentConfig {
 
 export { SERVICE_WORKER_HOST } from '../common/worker-host.js';
 
+/**
+ * A config that names its skills in `skills` only, with the first as `skill_spec` too: the clients
+ * read a run's primary skill there, and the list filters, sorts and searches by it.
+ */
+export function withPrimarySkill(config: AgentConfig): AgentConfig {
+  return config.skill_spec === undefined && config.skills?.length
+    ? { ...config, skill_spec: config.skills[0] }
+    : config;
+}
+
 /** A run's default title: the prompt's first line, at most 100 characters; `fallback` when there is none. */
 export function titleFromPrompt(prompt: string, fallback: string): string {
   const firstLine = prompt.trim().split('\n')[0]?.trim() ?? '';
@@ -70,7 +92,7 @@ export interface Run {
   parentRunId: string | null;
   mode: string | null;
   sessionId: string | null;
-  statusMessage: { message: string; error_code?: string; retryable?: boolean } | null;
+  statusMessage: { message: string; error_code?: string; reason?: string; retryable?: boolean } | null;
   /**
    * The environment the run used, as resolved when it was claimed (docs/environments.md), with the
    * commits its worker checked out; secrets by name only. Null: it named no environment.
@@ -87,6 +109,11 @@ export interface Run {
   endedAt: Date | null;
   /** Tokens per model its harness reported (run_token_usage); null: none reported. */
   modelTokenUsage: Array<{ model_id: string; total_tokens: number }> | null;
+  /** The factory whose agent executed it; null: no factory's. */
+  factoryUid: string | null;
+  /** The top of its parent_run_id chain; null: it is a top-level run (its own root). */
+  rootRunId: string | null;
+  schedule: RunSchedule | null;
 }
 
 export interface NewAttachment {
@@ -121,4 +148,8 @@ export interface NewRun {
   attachments?: NewAttachment[];
   /** Who executes it when not its creator: a named agent's service account (`executor` on the wire). */
   executor?: { type: 'service_account'; uid: string; display_name: string };
+  /** The factory whose agent executes it (never taken from the caller's metadata). */
+  factoryUid?: string;
+  /** The schedule firing it. */
+  schedule?: RunSchedule;
 }

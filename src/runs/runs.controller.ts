@@ -28,7 +28,7 @@ import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorator
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { QueryParams } from '../common/query-params.js';
 import { RequestValidator } from '../common/request-validation.js';
-import { parseRunListQuery } from './run-list.js';
+import { parseRunListQuery, TASK_STATUSES } from './run-list.js';
 import { RUN_SOURCES } from './run.js';
 import { ARTIFACT_TYPES } from './artifact.js';
 import { CONFIG, type Config } from '../config/config.js';
@@ -76,9 +76,11 @@ const LIST_QUERY = [
   ApiQuery({
     name: 'source',
     required: false,
-    schema: {
-      enum: [...RUN_SOURCES],
-    },
+    description:
+      'Repeatable (or comma-separated): any of the given sources. CUSTOM_WEBHOOK selects the WEBHOOK runs',
+    schema: { type: 'array', items: { enum: [...RUN_SOURCES] } },
+    style: 'form',
+    explode: true,
   }),
   ApiQuery({
     name: 'environment_id',
@@ -108,12 +110,35 @@ const LIST_QUERY = [
     name: 'q',
     required: false,
     schema: { type: 'string', maxLength: 200 },
-    description: 'Case-insensitive substring of title, prompt or skill spec',
+    description:
+      'Case-insensitive substring of title, prompt or skill spec; a run id or run URL finds that run',
   }),
   ApiQuery({ name: 'artifact_type', required: false, schema: { enum: [...ARTIFACT_TYPES] } }),
   ApiQuery({ name: 'ancestor_run_id', required: false, schema: { type: 'string', format: 'uuid' } }),
   ApiQuery({ name: 'automation_id', required: false, schema: { type: 'string' } }),
-  ApiQuery({ name: 'factory_uid', required: false, schema: { type: 'string' } }),
+  ApiQuery({
+    name: 'factory_uid',
+    required: false,
+    description: 'Repeatable: runs executed by an agent of any of these factories',
+    schema: { type: 'array', items: { type: 'string' } },
+    style: 'form',
+    explode: true,
+  }),
+  ApiQuery({
+    name: 'factory_only',
+    required: false,
+    description: 'true: only runs executed by an agent of a factory',
+    schema: { type: 'boolean' },
+  }),
+  ApiQuery({
+    name: 'task_status',
+    required: false,
+    description:
+      'Repeatable: `running` (the run or a descendant is QUEUED, PENDING, CLAIMED or INPROGRESS), `failed` (FAILED, ERROR), `blocked`, `cancelled`, `complete` (SUCCEEDED)',
+    schema: { type: 'array', items: { enum: [...TASK_STATUSES] } },
+    style: 'form',
+    explode: true,
+  }),
   ApiQuery({ name: 'executor', required: false, schema: { type: 'string' }, description: 'executor uid' }),
   ApiQuery({ name: 'execution_location', required: false, schema: { enum: ['LOCAL', 'REMOTE'] } }),
   ApiQuery({ name: 'schedule_id', required: false, schema: { type: 'string' } }),
@@ -140,7 +165,7 @@ export class RunsController {
   @ApiOperation({ summary: 'Start an agent run (POST /agent/run is an alias)' })
   @ApiJsonBody('RunCreateRequest')
   @ApiJsonOk('RunCreateResponse', 'The run is QUEUED')
-  @ApiProblems(403, 404)
+  @ApiProblems(403, 404, 429)
   @RequireScope('runs:write')
   @BodyLimit(RUN_CREATE_BODY_LIMIT)
   create(@Auth() auth: AuthContext, @Body() body: unknown, @Req() req: FastifyRequest) {
@@ -182,14 +207,31 @@ export class RunsController {
   @ApiOperation({ summary: 'Send a follow-up; an ended run continues in the same conversation (QUEUED)' })
   @RUN_ID
   @ApiJsonBody('RunFollowupRequest')
-  @ApiJsonOk({ type: 'object', additionalProperties: false }, 'Stored')
+  @ApiJsonOk(
+    {
+      type: 'object',
+      required: ['followup_id', 'outcome'],
+      properties: {
+        followup_id: {
+          type: ['string', 'null'],
+          format: 'uuid',
+          description: 'The stored follow-up; null when the request carried no message',
+        },
+        outcome: {
+          enum: ['live_session', 'handoff_execution', 'queue_pending'],
+          description:
+            'live_session: the run’s live harness gets it (INPROGRESS, BLOCKED); handoff_execution: the ended run continues in a new execution; queue_pending: the run gets it once it starts',
+        },
+      },
+    },
+    'Accepted',
+  )
   @ApiProblems(403, 404)
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
-  async followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
+  followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
     const req = this.validate.body<{ message?: string; mode?: string }>('RunFollowupRequest', body ?? {});
-    await this.runs.followup(auth, runId, req.message, req.mode);
-    return {};
+    return this.runs.followup(auth, runId, req.message, req.mode);
   }
 
   /** 202: the worker stops the turn asynchronously (the harness answers BLOCKED), as the clients expect. */

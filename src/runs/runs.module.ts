@@ -8,11 +8,20 @@ import { RunsService } from './runs.service.js';
 import { RunsSignal } from './runs-signal.js';
 import { NamedAgents } from './named-agents.js';
 import { RunArtifacts } from './run-artifacts.repository.js';
+import { TeamQueueCap } from './team-queue-cap.js';
 
 @Module({
   imports: [AuthModule, SecretsModule],
   controllers: [RunsController],
-  providers: [RunsRepository, RunListRepository, RunsService, RunsSignal, NamedAgents, RunArtifacts],
-  exports: [RunsRepository, RunsService, RunsSignal, NamedAgents, RunArtifacts],
+  providers: [
+    RunsRepository,
+    RunListRepository,
+    RunsService,
+    RunsSignal,
+    NamedAgents,
+    RunArtifacts,
+    TeamQueueCap,
+  ],
+  exports: [RunsRepository, RunsService, RunsSignal, NamedAgents, RunArtifacts, TeamQueueCap],
 })
 export class RunsModule {}

@@ -12,7 +12,8 @@ import { MODEL_TOKEN_USAGE_COLUMN } from './run-usage.repository.js';
 /** The columns every run read selects, creator joined; `r` is runs, `p` principals. */
 export const RUN_COLUMNS = `r.id, r.team_id, r.title, r.prompt, r.state, r.source, r.agent_config, r.worker_host,
   r.metadata, r.conversation_id, r.parent_run_id, r.mode, r.session_id, r.status_message, r.artifacts,
-  r.agent_skill, r.execution_location, r.executor, r.environment, r.created_at, r.updated_at, r.started_at, r.ended_at,
+  r.agent_skill, r.execution_location, r.executor, r.environment, r.factory_uid, r.root_run_id, r.schedule,
+  r.created_at, r.updated_at, r.started_at, r.ended_at,
   p.type AS creator_type, p.uid AS creator_uid, p.display_name AS creator_name, ${MODEL_TOKEN_USAGE_COLUMN}`;
 
 export const RUN_FROM = `runs r LEFT JOIN principals p ON p.id = r.creator_id`;
@@ -36,6 +37,8 @@ const NEW_RUN_COLUMNS = {
   parent_run_id: 'uuid',
   mode: 'text',
   executor: 'jsonb',
+  factory_uid: 'text',
+  schedule: 'jsonb',
   authored: 'text',
   keep_key: 'uuid',
 } as const;
@@ -81,6 +84,9 @@ export function toRun(row: Record<string, unknown>): Run {
     startedAt: row.started_at as Date | null,
     endedAt: row.ended_at as Date | null,
     modelTokenUsage: (row.model_token_usage as Run['modelTokenUsage']) ?? null,
+    factoryUid: row.factory_uid as string | null,
+    rootRunId: row.root_run_id as string | null,
+    schedule: row.schedule as Run['schedule'],
   };
 }
 
@@ -142,6 +148,8 @@ export class RunsRepository {
         parent_run_id: r.parentRunId,
         mode: r.mode,
         executor: r.executor,
+        factory_uid: r.factoryUid,
+        schedule: r.schedule,
         authored: r.authoredPrompt ?? r.prompt,
         keep_key: keep?.keys[i],
       })),
@@ -167,10 +175,12 @@ export class RunsRepository {
     const ctes = `new_runs AS (
          INSERT INTO runs (id, team_id, title, prompt, state, source, creator_id, agent_config, config_name, model_id,
                            environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
-                           executor, created_at, updated_at, search_text)
+                           executor, factory_uid, schedule, root_run_id, created_at, updated_at, search_text)
          SELECT id, team_id, title, prompt, 'QUEUED', source, creator_id, agent_config, config_name, model_id,
                 environment_id, skill_spec, worker_host, metadata, conversation_id, parent_run_id, mode,
-                executor, ${created}::timestamptz, ${created}::timestamptz, title || ' ' || authored || ' ' || coalesce(skill_spec, '')
+                executor, factory_uid, schedule,
+                (SELECT coalesce(p.root_run_id, p.id) FROM runs p WHERE p.id = r.parent_run_id),
+                ${created}::timestamptz, ${created}::timestamptz, title || ' ' || authored || ' ' || coalesce(skill_spec, '')
            FROM ${newRuns}
           ${keep ? `WHERE r.keep_key IN (SELECT id FROM ${keep.cte})` : ''}
          RETURNING id
@@ -289,12 +299,18 @@ export class RunsRepository {
     await q.execute(`UPDATE runs SET status_message = NULL WHERE id = $1`, [runId]);
   }
 
-  async addFollowup(tx: Queryable, runId: string, message: string, mode: string | undefined): Promise<void> {
-    await tx.execute(`INSERT INTO run_followups (run_id, message, mode) VALUES ($1, $2, $3)`, [
-      runId,
-      message,
-      mode ?? null,
-    ]);
+  /** Stores a follow-up for the run's agent; its id. */
+  async addFollowup(
+    tx: Queryable,
+    runId: string,
+    message: string,
+    mode: string | undefined,
+  ): Promise<string> {
+    const [row] = await tx.query<{ id: string }>(
+      `INSERT INTO run_followups (run_id, message, mode) VALUES ($1, $2, $3) RETURNING id`,
+      [runId, message, mode ?? null],
+    );
+    return row!.id;
   }
 
   /** Asks the worker of the run's current execution to stop its turn (handed over by its next control). */

@@ -8,8 +8,16 @@ import { Conflict, InvalidRequest, NotFound } from '../common/problem.js';
 import { RequestInvalid } from '../common/request-validation.js';
 import { Database } from '../database/database.js';
 import { RunListRepository, type RunListQuery } from './run-list.js';
-import { isTerminal } from './run-state.js';
-import { titleFromPrompt, type AgentConfig, type NewAttachment, type NewRun, type Run } from './run.js';
+import { isTerminal, type RunState } from './run-state.js';
+import {
+  titleFromPrompt,
+  withPrimarySkill,
+  type AgentConfig,
+  type NewAttachment,
+  type NewRun,
+  type Run,
+} from './run.js';
+import { TeamQueueCap } from './team-queue-cap.js';
 import { RunsRepository } from './runs.repository.js';
 import { RunsSignal } from './runs-signal.js';
 import { NamedAgents, namedAgentMarks, withAgentDefaults } from './named-agents.js';
@@ -45,6 +53,7 @@ export class RunsService {
     @Inject(RunsSignal) private readonly signal: RunsSignal,
     @Inject(NamedAgents) private readonly namedAgents: NamedAgents,
     @Inject(AuthRepository) private readonly authRepo: AuthRepository,
+    @Inject(TeamQueueCap) private readonly queueCap: TeamQueueCap,
   ) {}
 
   /** POST /agent/runs: a QUEUED run owned by the caller's team. */
@@ -74,6 +83,7 @@ export class RunsService {
       }
       config.skill_spec = req.skill;
     }
+    config = withPrimarySkill(config);
     if (config.skill_spec !== undefined && config.name === undefined)
       config.name = skillName(config.skill_spec);
     if (req.conversation_id && !(await this.runs.conversationExists(teamId, req.conversation_id))) {
@@ -108,6 +118,7 @@ export class RunsService {
       attachments: attachmentsOf(req),
       ...(agent && namedAgentMarks(req.metadata, agent)),
     };
+    await this.queueCap.ensureRoom(teamId);
     const id = await this.runs.create(run, this.clock.now());
     return { run_id: id, task_id: id, state: 'QUEUED' };
   }
@@ -140,24 +151,27 @@ export class RunsService {
 
   /**
    * A follow-up is stored, then routed by state: a queued or live run gets it as its next input; an
-   * ended run continues in the same conversation (back to QUEUED).
+   * ended run continues in the same conversation (back to QUEUED). Answers as the clients'
+   * RunSubmitFollowupResponse: the stored follow-up and how it travels.
    */
   async followup(
     auth: AuthContext,
     runId: string,
     message: string | undefined,
     mode?: string,
-  ): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  ): Promise<{ followup_id: string | null; outcome: FollowupOutcome }> {
+    const answer = await this.db.transaction(async (tx) => {
       const state = UUID_PATTERN.test(runId)
         ? await this.runs.lockForUpdate(tx, auth.team.id, runId)
         : undefined;
       if (!state) throw new NotFound(`run ${runId} does not exist`);
       if (isTerminal(state)) await this.runs.transition(tx, runId, state, 'continue', this.clock.now());
       // Without a message (the Oz clients make it optional) an ended run continues with no new input.
-      if (message !== undefined) await this.runs.addFollowup(tx, runId, message, mode);
+      const id = message !== undefined ? await this.runs.addFollowup(tx, runId, message, mode) : null;
+      return { followup_id: id, outcome: followupOutcome(state) };
     });
     await this.signal.control(runId, 'followup');
+    return answer;
   }
 
   /**
@@ -204,6 +218,17 @@ export class RunsService {
     });
     await this.signal.control(runId, 'cancel');
   }
+}
+
+/**
+ * How a follow-up reaches the agent, in the clients' words: an ended run continues in a new execution;
+ * a running or blocked one has it delivered to its live harness; one that has not started gets it
+ * once it does (factoryd never appends a follow-up to the prompt: `queued_prompt` does not occur).
+ */
+export type FollowupOutcome = 'live_session' | 'handoff_execution' | 'queue_pending';
+export function followupOutcome(state: RunState): FollowupOutcome {
+  if (isTerminal(state)) return 'handoff_execution';
+  return state === 'INPROGRESS' || state === 'BLOCKED' ? 'live_session' : 'queue_pending';
 }
 
 /** `owner/repo:name` → name; `owner/repo:path/to/name/SKILL.md` → name; `owner/repo:SKILL.md` → repo. */

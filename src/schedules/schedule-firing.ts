@@ -3,7 +3,7 @@ import { isDatabaseUnreachable } from '../common/problem.js';
 import { StatementParams } from '../database/multi-row.js';
 import { parseCron } from '../definitions/cron.js';
 import { NamedAgents, namedAgentMarks, withAgentDefaults } from '../runs/named-agents.js';
-import type { AgentConfig, NewRun } from '../runs/run.js';
+import { withPrimarySkill, type NewRun } from '../runs/run.js';
 import { RunsRepository } from '../runs/runs.repository.js';
 import { skillName } from '../runs/runs.service.js';
 import { McpCredentials } from '../secrets/mcp-credentials.js';
@@ -118,7 +118,7 @@ export class ScheduleFiring {
 
 /** The run a firing starts: the schedule's prompt and config, `source` SCHEDULED_AGENT, `schedule_id` in its metadata. */
 export function runOf(s: DueSchedule): NewRun {
-  const config: AgentConfig = { ...s.agentConfig };
+  const config = withPrimarySkill({ ...s.agentConfig });
   if (config.skill_spec !== undefined && config.name === undefined)
     config.name = skillName(config.skill_spec);
   return {
@@ -134,6 +134,8 @@ export function runOf(s: DueSchedule): NewRun {
       schedule_id: s.id,
     },
     mode: s.mode ?? undefined,
+    schedule: { schedule_id: s.id, schedule_name: s.name, cron_schedule: s.cronSchedule },
+    ...(s.factoryUid ? { factoryUid: s.factoryUid } : {}),
   };
 }
 

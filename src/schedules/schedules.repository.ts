@@ -63,6 +63,8 @@ export interface DueSchedule extends ScheduleFields {
   dueAt: Date;
   /** The owning automation's name, for a factory's schedule. */
   automation: string | null;
+  /** The uid of the factory whose automation owns it. */
+  factoryUid: string | null;
 }
 
 /** A factory's schedule as the reconciled trigger it stands for. */
@@ -220,8 +222,9 @@ export class SchedulesRepository {
   async claimDue(tx: Queryable, now: Date, limit: number): Promise<DueSchedule[]> {
     const rows = await tx.query(
       `SELECT s.id, s.team_id, s.name, s.cron_schedule, s.prompt, s.agent_config, s.metadata, s.mode, s.creator_id,
-              s.agent_uid, s.enabled, s.next_fire_at, a.name AS automation
+              s.agent_uid, s.enabled, s.next_fire_at, a.name AS automation, f.uid AS factory_uid
          FROM schedules s LEFT JOIN automations a ON a.id = s.automation_id
+         LEFT JOIN factories f ON f.id = a.factory_id
         WHERE s.next_fire_at <= $1
         ORDER BY s.next_fire_at
         LIMIT $2
@@ -235,6 +238,7 @@ export class SchedulesRepository {
       creatorId: r.creator_id as string | null,
       dueAt: r.next_fire_at as Date,
       automation: r.automation as string | null,
+      factoryUid: r.factory_uid as string | null,
     }));
   }
 

@@ -2,8 +2,8 @@
  * factoryd's egress proxy: the one way out of a sandboxed harness's network namespace (docs/security.md,
  * "A harness's network"). It runs in the worker process; each run gets a Unix socket of its own
  * (`open`), bound into its sandbox, so a connection's team and run are known from the socket it
- * came in on. Inside, the forwarder (egress-forwarder.ts) turns the sandbox's own loopback port into
- * connections to that socket.
+ * came in on. Inside, the forwarder (bin/egress-forwarder.pl) turns the sandbox's own loopback port
+ * into connections to that socket.
  *
  * It speaks HTTP CONNECT (any TCP, TLS included: the harness talks TLS to the real host) and plain
  * HTTP forwarding (`GET http://host/path`). Each destination is checked against the policy
@@ -19,7 +19,6 @@ import { lookup } from 'node:dns/promises';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer, isIP, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { fromRoot } from '../common/paths.js';
 import { reachableCopy } from '../common/shared-runtime.js';
 import {
@@ -243,14 +242,23 @@ function answer(client: Socket, status: number, message: string): void {
   );
 }
 
-/** The forwarder's built file: beside this module in dist/; when running from the sources, the build's. */
+/**
+ * The forwarder's interpreter, found once: perl (perl-base, part of every Debian and Ubuntu system),
+ * which starts a run's forwarder in a few milliseconds where Node took about 60 ms of CPU, on every
+ * run (docs/security.md, "Measured"). Undefined where there is none: harnesses then get no way out.
+ */
+export const forwarderInterpreter: () => string | undefined = (() => {
+  let found: string | undefined | null = null;
+  return () => {
+    if (found === null)
+      found = ['/usr/bin/perl', '/bin/perl', '/usr/local/bin/perl'].find((p) => existsSync(p));
+    return found;
+  };
+})();
+
+/** The forwarder, from a copy the harness's uid reaches when the checkout keeps it out (shared-runtime.ts). */
 export function forwarderPath(): string {
-  const beside = fileURLToPath(new URL('./egress-forwarder.js', import.meta.url));
-  // Run as the harness's uid: from a copy it reaches when the checkout keeps it out (shared-runtime.ts).
-  return reachableCopy(
-    existsSync(beside) ? beside : fromRoot('dist', 'workers', 'egress-forwarder.js'),
-    'egress-forwarder',
-  );
+  return reachableCopy(fromRoot('bin', 'egress-forwarder.pl'), 'egress-forwarder');
 }
 
 /** The port the forwarder listens on inside the sandbox (its own loopback): the proxy's. */
@@ -271,14 +279,9 @@ export function forwarderCommand(policy: EgressPolicy, socketInside = EGRESS_SOC
   const maps = loopback
     .filter((t) => !ports.has(t.port) && ports.add(t.port))
     .map((t) => `${t.port}=${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`);
-  return [
-    reachableCopy(process.execPath, 'node'),
-    forwarderPath(),
-    socketInside,
-    String(EGRESS_PROXY_PORT),
-    ...maps,
-    '--',
-  ];
+  const perl = forwarderInterpreter();
+  if (!perl) throw new Error('the egress forwarder needs perl, and there is none on this machine');
+  return [perl, forwarderPath(), socketInside, String(EGRESS_PROXY_PORT), ...maps, '--'];
 }
 
 /** The variables that point a harness's HTTP clients at the proxy (both spellings: curl reads the lower-case ones). */

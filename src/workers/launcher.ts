@@ -12,6 +12,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
+  chmodSync,
   chownSync,
   lchownSync,
   lstatSync,
@@ -206,6 +207,9 @@ function startHarness(req: SpawnRequest): void {
     for (const r of req.repositories ?? []) placeRepository(req.cwd, r, owner);
     // The run's proxy socket is its harness's alone (mode 0600): in `user` mode other uids share the machine.
     if (req.egress && owner) chownSync(req.egress.socket, owner.uid, owner.gid);
+    // A container's uid is not the service's: the socket is bound into this container alone, and its
+    // folder on the host stays closed to other users.
+    else if (req.egress && req.sandbox.mode === 'docker') chmodSync(req.egress.socket, 0o666);
   } catch (err) {
     if (leased !== undefined) releaseUid(leased);
     const message = `factoryd could not prepare the workspace: ${(err as Error).message}`;

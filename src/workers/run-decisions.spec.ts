@@ -40,7 +40,7 @@ describe('a harness that exited by itself', () => {
     const lines = ['1', '2', '3', '4', '5', '6'];
     expect(decide.harnessEnd(exited(3, { lastLines: lines })).statusMessage).toEqual({
       message: 'The agent exited with status 3:\n2\n3\n4\n5\n6',
-      error_code: 'agent_failed',
+      reason: 'agent_failed',
     });
     const killed = decide.harnessEnd(exited(null, { signal: 'SIGKILL' }));
     expect(walk(killed.from, killed.path)).toBe('FAILED');
@@ -58,7 +58,11 @@ describe('a run its worker stopped, as the worker still holds it', () => {
         policy,
       );
       expect(walk(state, end.path)).toBe('ERROR');
-      expect(end.statusMessage).toMatchObject({ error_code: 'worker_lost', retryable: true });
+      expect(end.statusMessage).toMatchObject({
+        error_code: 'resource_unavailable',
+        reason: 'worker_lost',
+        retryable: true,
+      });
       expect(end.statusMessage.message).toContain('w1');
     }
   });
@@ -71,7 +75,8 @@ describe('a run its worker stopped, as the worker still holds it', () => {
       policy,
     );
     expect(own.path).toEqual(['resume', 'fail']);
-    expect(own.statusMessage.error_code).toBe('idle_timeout');
+    expect(own.statusMessage).toMatchObject({ reason: 'idle_timeout' });
+    expect(own.statusMessage).not.toHaveProperty('error_code');
     expect(own.statusMessage.message).toContain("(5 minute(s): the run's idle_timeout_minutes)");
     const dflt = decide.workerEnd(
       { state: 'CLAIMED', agentConfig: {} },
@@ -91,7 +96,7 @@ describe('a run its worker stopped, as the worker still holds it', () => {
       policy,
     );
     expect(long.path).toEqual(['fail']);
-    expect(long.statusMessage).toMatchObject({ error_code: 'max_duration' });
+    expect(long.statusMessage).toMatchObject({ error_code: 'budget_exceeded', reason: 'max_duration' });
     expect(long.statusMessage.message).toContain('60 minute(s)');
     const ok = decide.workerEnd(
       { state: 'BLOCKED', agentConfig: {} },
@@ -118,11 +123,13 @@ describe('runs the service takes from their workers', () => {
     expect(walk('BLOCKED', lapsed.path)).toBe('ERROR');
     expect(lapsed.statusMessage).toEqual({
       message: `The worker t/h/w1 stopped renewing its lease (expired ${now.toISOString()}); the run was lost`,
-      error_code: 'lease_expired',
+      reason: 'lease_expired',
+      error_code: 'resource_unavailable',
       retryable: true,
     });
     expect(decide.lostWorkerEnd({ lease_owner: 't/h/w2' }).statusMessage).toMatchObject({
-      error_code: 'worker_lost',
+      error_code: 'resource_unavailable',
+      reason: 'worker_lost',
       retryable: true,
     });
   });

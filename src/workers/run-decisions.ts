@@ -22,7 +22,30 @@ export interface RunPolicy {
   transcriptBudget: TranscriptBudget;
 }
 
-export type StatusMessage = { message: string; error_code?: string; retryable?: boolean };
+export type StatusMessage = { message: string; error_code?: string; reason?: EndReason; retryable?: boolean };
+
+/**
+ * Why a run ended other than by succeeding, and the clients' ErrorCode that fits it, where one does
+ * (docs/run-api.md, "Why a run ended"). The clients' enum is closed (the Python client refuses any
+ * other value), so the reason goes in `status_message.reason`, which they do not constrain.
+ */
+const ERROR_CODE_OF = {
+  // The agent itself did not succeed, or stalled: the enum names platform and input errors only.
+  agent_failed: undefined,
+  idle_timeout: undefined,
+  // The service's limit on one execution's time: a budget the run used up, as the enum has it.
+  max_duration: 'budget_exceeded',
+  lease_expired: 'resource_unavailable',
+  worker_lost: 'resource_unavailable',
+  environment_setup_failed: 'environment_setup_failed',
+} as const;
+export type EndReason = keyof typeof ERROR_CODE_OF;
+
+/** A status message for a run that ended for `reason`: the fitting ErrorCode beside it, when there is one. */
+function ended(reason: EndReason, message: string, retryable?: true): StatusMessage {
+  const code = ERROR_CODE_OF[reason];
+  return { message, reason, ...(code ? { error_code: code } : {}), ...(retryable ? { retryable } : {}) };
+}
 
 /** A state change: from `from`, the events of `path` in turn, ending with `statusMessage`. */
 export interface RunEnd {
@@ -86,15 +109,15 @@ export function idleMinutes(config: Record<string, unknown>, policy: RunPolicy):
  */
 export function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
   if (outcome.environmentFailure)
-    return ['fail', { message: outcome.environmentFailure, error_code: 'environment_setup_failed' }];
+    return ['fail', ended('environment_setup_failed', outcome.environmentFailure)];
   if (outcome.exitCode === 0)
     return ['succeed', { message: outcome.result?.message || 'The agent finished' }];
   if (outcome.result?.status === 'failed' && outcome.result.message)
-    return ['fail', { message: outcome.result.message, error_code: 'agent_failed' }];
+    return ['fail', ended('agent_failed', outcome.result.message)];
   const tail = outcome.lastLines.slice(-LAST_LINES_IN_MESSAGE).join('\n');
   const how =
     outcome.exitCode === null ? `was killed by ${outcome.signal}` : `exited with status ${outcome.exitCode}`;
-  return ['fail', { message: `The agent ${how}${tail ? `:\n${tail}` : ''}`, error_code: 'agent_failed' }];
+  return ['fail', ended('agent_failed', `The agent ${how}${tail ? `:\n${tail}` : ''}`)];
 }
 
 /**
@@ -122,11 +145,7 @@ export function workerEnd(
   if (outcome.stoppedBy === 'shutdown')
     return {
       path: ['lose'],
-      statusMessage: {
-        message: `The worker ${workerId} shut down while running this run`,
-        error_code: 'worker_lost',
-        retryable: true,
-      },
+      statusMessage: ended('worker_lost', `The worker ${workerId} shut down while running this run`, true),
     };
   const ran: RunEvent[] = run.state === 'BLOCKED' ? ['resume'] : run.state === 'CLAIMED' ? ['start'] : [];
   if (outcome.stoppedBy === 'idle') {
@@ -136,10 +155,10 @@ export function workerEnd(
         : 'RUN_IDLE_TIMEOUT_MINUTES, the default when the run sets no idle_timeout_minutes';
     return {
       path: [...ran, 'fail'],
-      statusMessage: {
-        message: `The agent was idle (no output, no input) for longer than idle_timeout_minutes (${idleMinutes(run.agentConfig, policy)} minute(s): ${source}) and was stopped`,
-        error_code: 'idle_timeout',
-      },
+      statusMessage: ended(
+        'idle_timeout',
+        `The agent was idle (no output, no input) for longer than idle_timeout_minutes (${idleMinutes(run.agentConfig, policy)} minute(s): ${source}) and was stopped`,
+      ),
     };
   }
   if (outcome.stoppedBy === 'max_duration')
@@ -157,21 +176,21 @@ export function overdueEnd(state: RunState, policy: RunPolicy): RunEnd {
 }
 
 function overDuration(policy: RunPolicy, how: string): StatusMessage {
-  return {
-    message: `The run reached the maximum run duration of ${policy.maxDurationMinutes} minute(s) (RUN_MAX_DURATION_MINUTES) and was stopped; ${how}`,
-    error_code: 'max_duration',
-  };
+  return ended(
+    'max_duration',
+    `The run reached the maximum run duration of ${policy.maxDurationMinutes} minute(s) (RUN_MAX_DURATION_MINUTES) and was stopped; ${how}`,
+  );
 }
 
 /** A held run whose lease lapsed: its worker is gone, so the run was lost (ERROR, retryable). */
 export function lapsedLeaseEnd(run: { lease_owner: string; lease_expires_at: Date }): RunEnd {
   return {
     path: ['lose'],
-    statusMessage: {
-      message: `The worker ${run.lease_owner} stopped renewing its lease (expired ${run.lease_expires_at.toISOString()}); the run was lost`,
-      error_code: 'lease_expired',
-      retryable: true,
-    },
+    statusMessage: ended(
+      'lease_expired',
+      `The worker ${run.lease_owner} stopped renewing its lease (expired ${run.lease_expires_at.toISOString()}); the run was lost`,
+      true,
+    ),
   };
 }
 
@@ -179,10 +198,10 @@ export function lapsedLeaseEnd(run: { lease_owner: string; lease_expires_at: Dat
 export function lostWorkerEnd(run: { lease_owner: string }): RunEnd {
   return {
     path: ['lose'],
-    statusMessage: {
-      message: `The worker ${run.lease_owner} died while running this run (found gone when a worker restarted on its machine); its harness died with it, so the run was lost`,
-      error_code: 'worker_lost',
-      retryable: true,
-    },
+    statusMessage: ended(
+      'worker_lost',
+      `The worker ${run.lease_owner} died while running this run (found gone when a worker restarted on its machine); its harness died with it, so the run was lost`,
+      true,
+    ),
   };
 }

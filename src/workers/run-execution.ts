@@ -16,6 +16,7 @@ import {
   type HarnessEvent,
 } from './harness-protocol.js';
 import type { HarnessHandle, RunBackend } from './backends/backend.js';
+import { containerNetwork } from './backends/docker.js';
 import { localBackend, type OutputStream } from './harness-process.js';
 import { packageProgramCommand } from './harness-programs.js';
 import type { SetupExit, WorkspaceFile } from './launcher.js';
@@ -123,7 +124,13 @@ export class RunExecution {
         if (err instanceof RepositoryFailed) return this.environmentFailed(err.message);
         throw err;
       }
-      const egress = this.opts.sandbox.mode === 'none' ? undefined : this.opts.egress;
+      const { sandbox } = this.opts;
+      // No way out to give where the harness has the machine's network, or Docker's bridge.
+      const unconfined =
+        sandbox.mode === 'none' ||
+        (sandbox.mode === 'docker' &&
+          containerNetwork(sandbox, { network: a.environment?.network }) === 'bridge');
+      const egress = unconfined ? undefined : this.opts.egress;
       channel = await egress?.open({ team: a.team_id, run: a.run_id });
       if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
       this.harness = (this.opts.backend ?? localBackend(this.opts.sandbox)).start(

@@ -375,7 +375,12 @@ function dockerChoice(
     docker: cli!,
     uid,
     gid,
-    readOnly: [...harnessPaths(settings.packageRoot), ...mounts],
+    // The agent CLIs' install folder too: a container runs the worker's CLIs, not the image's.
+    readOnly: [
+      ...harnessPaths(settings.packageRoot),
+      ...(settings.visible ?? []).filter((p) => existsSync(p)),
+      ...mounts,
+    ],
     ...docker,
   };
   return {

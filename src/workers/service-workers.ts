@@ -13,7 +13,7 @@ import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { passwordlessWays } from '../database/passwordless.js';
 import { DirectBackend } from './direct-backend.js';
 import { exampleHarnessCommand } from './harness-programs.js';
-import { describeEgress, EgressProxy, type EgressEntry } from './egress-proxy.js';
+import { describeEgress, EgressProxy, forwarderInterpreter, type EgressEntry } from './egress-proxy.js';
 import type { ExecutionOptions } from './run-execution.js';
 import { RepositoryCache } from '../environments/repository-cache.js';
 import { GitRunner } from '../git/git-runner.js';
@@ -93,7 +93,7 @@ export function executionOptions(
     transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
     onReportFailed,
     egress:
-      config.harnessEgress && sandbox.mode !== 'none' && sandbox.mode !== 'docker'
+      config.harnessEgress && sandbox.mode !== 'none' && forwarderInterpreter()
         ? new EgressProxy(config.harnessEgress, (entry: EgressEntry) =>
             entry.allowed ? log.info(describeEgress(entry)) : log.warn(describeEgress(entry)),
           )
@@ -125,22 +125,32 @@ export async function reportHarnessNetwork(
         "the database, the service's own port, other local services, cloud metadata (169.254.169.254). " +
         'Fit only for a single trusted team; use bwrap (apt-get install bubblewrap) or run the service as root for user mode',
     );
-  else if (mode === 'docker')
-    log.info(
-      `harness network: each container's own (${config.docker.network}, or its environment's network); ` +
-        "factoryd's egress proxy is not used in containers (docs/security.md, the Docker backend)",
+  else if (mode === 'docker' && config.docker.network === 'bridge')
+    log.warn(
+      "harness network: Docker's bridge for every container (WORKER_DOCKER_NETWORK=bridge): the internet and this " +
+        "machine's addresses, unlogged; only environments with network: none go through factoryd's egress proxy",
     );
-  else
+  else if (policy && !forwarderInterpreter())
+    log.warn(
+      'harness network: none at all: the egress forwarder needs perl, and there is none on this machine ' +
+        '(Debian and Ubuntu: apt-get install perl-base): harnesses cannot reach their model provider either',
+    );
+  else {
+    const confined =
+      mode === 'docker'
+        ? `each container on Docker's none network (loopback only; an environment with network: bridge gets Docker's bridge instead, the host's addresses included, unlogged)`
+        : 'a namespace of its own (loopback only), no host sockets';
     log.info(
       policy
-        ? `harness network: a namespace of its own (loopback only), no host sockets; out only through factoryd's egress proxy: ` +
+        ? `harness network: ${confined}; out only through factoryd's egress proxy: ` +
             `${policy.rules.length} allowed hosts (HARNESS_EGRESS_ALLOW adds more)` +
             (policy.trusted.length
               ? `, and the providers' base URLs ${policy.trusted.map((t) => `${t.host}:${t.port}`).join(', ')}`
               : '') +
             '; loopback, private, link-local and metadata addresses refused'
-        : 'harness network: none at all (HARNESS_EGRESS_ALLOW=none): a namespace of its own, loopback only',
+        : `harness network: none at all (HARNESS_EGRESS_ALLOW=none): ${confined}`,
     );
+  }
   if (!config.databaseUrl) return;
   const ways = await passwordlessWays(config.databaseUrl).catch(() => []);
   if (!ways.length) return;

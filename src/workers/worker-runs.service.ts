@@ -31,6 +31,7 @@ import { SkillResolver } from './skill-resolver.js';
 import { WorkersRepository, type ConnectedHost, type WorkerIdentity } from './workers.repository.js';
 import { chooseHarness, HARNESSES } from '../harnesses/harness-types.js';
 import type { SecretsService } from '../secrets/secrets.service.js';
+import { setSecretCommand } from '../secrets/secret-commands.js';
 
 export type { RunPolicy } from './run-decisions.js';
 export type { WorkerIdentity } from './workers.repository.js';
@@ -171,7 +172,7 @@ export class WorkerRunsService {
           error:
             `no provider key for ${info.title}: name a team secret holding it in the run's harness.auth_secret_name` +
             `${info.authSecretField ? ` (or harness_auth_secrets.${info.authSecretField})` : ''}, or in the agent's auth.managedSecret ` +
-            `(\`factoryd secrets set NAME\` stores one); auth.workerEnvironment lets a self-hosted worker supply its own ${info.keyVariable}`,
+            `(${setSecretCommand('NAME')} stores one); auth.workerEnvironment lets a self-hosted worker supply its own ${info.keyVariable}`,
         },
       };
     const secret = await this.secrets?.current(run.team_id, name).catch(() => undefined);
@@ -180,7 +181,7 @@ export class WorkerRunsService {
         harness: {
           type: choice.type,
           secret_name: name,
-          error: `the team secret "${name}" (the provider key for ${info.title}) does not exist or cannot be read: store it with \`factoryd secrets set ${name}\``,
+          error: `the team secret "${name}" (the provider key for ${info.title}) does not exist or cannot be read: store it with ${setSecretCommand(name)}`,
         },
       };
     return { harness: { type: choice.type, secret_name: name, env: { [info.keyVariable]: secret.value } } };

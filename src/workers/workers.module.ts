@@ -57,7 +57,8 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       // Awaited: said before the "factoryd is up" banner, never in the middle of it (3 s at most).
       await reportHarnessNetwork(this.config, workspaces, log);
       const harnesses = await harnessCatalog(this.config);
-      for (const line of harnesses.description.split('\n')) this.log.log(line);
+      // The start banner says this (and `factoryd harnesses list`): here only for debugging.
+      for (const line of harnesses.description.split('\n')) this.log.debug(line);
       this.pool = startServiceHostedPool(
         this.db,
         this.service,

@@ -99,6 +99,25 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     repo?.remove();
   });
 
+  /**
+   * A request a test fails on purpose (a 400 it then shows): taken off the lists once, with the console
+   * error Chromium logs for it, so any other failed request or console error still fails the run.
+   */
+  const expectFailed = async (urlEnd: string, status: number) => {
+    const entry = `${urlEnd}: ${status}`;
+    await eventually(() => failed.some((f) => f.endsWith(entry)), `the failed request ${entry}`);
+    failed.splice(
+      failed.findIndex((f) => f.endsWith(entry)),
+      1,
+    );
+    const logged = `the server responded with a status of ${status}`;
+    await eventually(() => consoleErrors.some((e) => e.includes(logged)), 'its console error');
+    consoleErrors.splice(
+      consoleErrors.findIndex((e) => e.includes(logged)),
+      1,
+    );
+  };
+
   const shot = async (name: string, opts: { p?: Page; fullPage?: boolean } = {}) => {
     if (!SHOTS) return;
     const p = opts.p ?? page;
@@ -209,9 +228,13 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
       () => page.locator('.pagehead .badge').getByText('INPROGRESS').isVisible(),
       'the other run in progress',
     );
-    page.once('dialog', (d) => void d.accept());
+    // A dialog of the page's own says what cancelling does (no browser confirm()).
     await page.getByRole('button', { name: 'Cancel run' }).click();
+    const confirmation = page.getByRole('dialog', { name: 'Cancel this run?' });
+    expect(await confirmation.textContent()).toContain('its conversation and artifacts so far are kept');
+    await confirmation.getByRole('button', { name: 'Cancel run' }).click();
     await eventually(() => page.locator('.pagehead .badge').getByText('CANCELLED').isVisible(), 'CANCELLED');
+    expect(await page.getByRole('dialog').count()).toBe(0);
   });
 
   it('creates a webhook and shows its secret once, with the ingress URL and a curl example', async () => {
@@ -223,6 +246,12 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     await page.getByRole('link', { name: /backed/ }).click();
     await eventually(() => visible(page, 'Apply history'), 'the factory status');
     await page.getByRole('button', { name: 'Refresh now' }).click();
+    // Refresh now says what it did once the reconcile it asked for is recorded.
+    const refreshed = page.getByRole('status', { name: 'Refresh' });
+    await eventually(
+      async () => (await refreshed.textContent())?.includes('did not apply (1 error, below)'),
+      'the refresh’s outcome',
+    );
     await eventually(() => visible(page, 'webhooks/bad.yaml:2'), 'the failed apply with its file and line');
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('backed');
     await eventually(() => visible(page, 'Not ready'), 'the factory not ready');
@@ -230,6 +259,26 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
       'no-such-secret',
     );
     await shot('factory');
+    // The factories page says why it is not ready, on its card, and the long repository path stays inside.
+    await nav(page, 'Factories').click();
+    const card = page.getByRole('link', { name: /backed/ });
+    await eventually(() => card.getByTestId('not-ready').isVisible(), 'the reason on the card');
+    expect(await card.getByTestId('not-ready').textContent()).toContain('no-such-secret');
+    expect(await card.evaluate((c: any) => c.scrollWidth - c.clientWidth)).toBeLessThanOrEqual(0);
+    await card.click();
+    await eventually(() => visible(page, 'Apply history'), 'the factory again');
+    // A repository-backed factory shows the file to commit once (with a Copy button), not twice.
+    await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByRole('button', { name: 'Add a webhook…' }).click();
+    const adding = page.getByRole('dialog');
+    await adding.getByLabel(/^Name/).fill('alerts');
+    const file = adding.getByLabel('File to commit');
+    expect((await file.textContent())!.split('authMode: token').length - 1).toBe(1);
+    expect(await adding.getByLabel('File content').textContent()).toBe(
+      'authMode: token\nsecretName: webhook-alerts\n',
+    );
+    await adding.getByRole('button', { name: 'Close' }).click();
+    await page.getByRole('link', { name: 'Status', exact: true }).click();
     await page.getByRole('link', { name: 'Agents, skills & automations' }).click();
     // The trigger names its webhook, not only its UID.
     await eventually(
@@ -279,25 +328,65 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     expect(text).toContain('  "action": "opened"');
     expect(await page.locator('main img, main b, main script').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
+
+    // A delivery with no id of its own is named by its body's hash (71 characters): each cell of its
+    // row stays on one line, the hash cut short, the size never split from its unit.
+    const hashed = await fetch(`${t.url}/webhooks/w/${webhookUid}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}` },
+      body: '{"n":1}',
+    });
+    const { delivery_id } = (await hashed.json()) as { delivery_id: string };
+    expect(delivery_id).toMatch(/^sha256:[0-9a-f]{64}$/);
+    const hashRow = page.getByRole('row', { name: new RegExp(delivery_id) });
+    await eventually(() => hashRow.isVisible(), 'the hashed delivery in the log');
+    const lines = (cell: number) =>
+      hashRow
+        .locator('td')
+        .nth(cell)
+        .evaluate((td: any) => {
+          const range = td.ownerDocument.createRange();
+          range.selectNodeContents(td);
+          return new Set([...range.getClientRects()].map((r: any) => Math.round(r.top))).size;
+        });
+    expect(await lines(1)).toBe(1);
+    expect(await lines(2)).toBe(1);
+    expect(await hashRow.locator('td').nth(2).textContent()).toBe('7 B');
   });
 
-  it('tests a filter against the stored delivery both ways', async () => {
+  it('tests a filter typed as YAML against the stored delivery both ways; a mistake clears the old verdict (issue #30, 2)', async () => {
     const filter = page.getByLabel(/^Filter/);
+    // No automation uses this webhook yet: the box starts with an example, in YAML.
+    expect(await filter.inputValue()).toBe('payload:\n  action: [opened]\n');
+    // JSON is YAML too.
     await filter.fill('{"payload": {"action": ["opened"], "sender": {"login": {"exists": true}}}}');
     await page.getByRole('button', { name: 'Test filter' }).click();
     const verdict = page.getByRole('status', { name: 'Verdict' });
     await eventually(async () => (await verdict.textContent())?.startsWith('Would trigger'), 'Would trigger');
     expect(await verdict.textContent()).toContain('Webhook check: passed');
-    await filter.fill('{"payload": {"action": ["closed"]}}');
+    await filter.fill('payload:\n  action: [closed]\n  sender:\n    login: {exists: true}\n');
     await page.getByRole('button', { name: 'Test filter' }).click();
     await eventually(
       async () => (await verdict.textContent())?.startsWith('Would not trigger'),
       'Would not trigger',
     );
-    const path = page.getByRole('table', { name: 'Payload paths' }).getByRole('row', { name: /^action/ });
+    // A row per path of the filter: the one that fails, and the one that matches.
+    const paths = page.getByRole('table', { name: 'Payload paths' });
+    const path = paths.getByRole('row', { name: /^action/ });
     expect(await path.textContent()).toContain('fails in');
     expect(await path.textContent()).toContain('"opened"');
+    expect(await paths.getByRole('row', { name: /^sender\.login/ }).textContent()).toContain('matches');
     await shot('webhook', { fullPage: true });
+    // A syntax error: the service names the line and what is wrong, and the old verdict goes.
+    await filter.fill('payload:\n\taction: [opened]\n');
+    await page.getByRole('button', { name: 'Test filter' }).click();
+    const problem = page.getByRole('alert').filter({ hasText: 'Not tested' });
+    await eventually(() => problem.isVisible(), 'the error');
+    expect(await problem.textContent()).toContain(
+      'filter, line 2: not valid YAML: this line is indented with a tab, and YAML indents with spaces only',
+    );
+    expect(await verdict.count()).toBe(0);
+    await expectFailed(`/api/v1/webhooks/${webhookUid}/test-filter`, 400);
   });
 
   it('replays the stored delivery: a Replayed entry linked both ways', async () => {
@@ -312,6 +401,30 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     await delivery.locator('dd button.link').first().click();
     await eventually(() => delivery.getByText('Replayed as').isVisible(), 'the original, listing its replay');
     expect(body.replayed_as).toHaveLength(1);
+  });
+
+  it('rotates the secret behind a dialog, shows the new one once in a dialog, and the old one fails at once', async () => {
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    const asking = page.getByRole('dialog', { name: 'Rotate the secret of github-issues?' });
+    expect(await asking.textContent()).toContain('The old secret stops working at once');
+    await asking.getByRole('button', { name: 'Rotate secret' }).click();
+    const shown = page.getByRole('dialog', { name: 'The new secret of github-issues' });
+    await eventually(() => shown.isVisible(), 'the new secret, once');
+    const rotated = (await shown.getByLabel('Secret', { exact: true }).textContent())!;
+    expect(rotated).toMatch(/^[A-Za-z0-9]{40}$/);
+    expect(rotated).not.toBe(secret);
+    const send = (key: string) =>
+      fetch(`${t.url}/webhooks/w/${webhookUid}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: '{"after":"rotate"}',
+      });
+    expect((await send(secret)).status).toBe(401);
+    expect((await send(rotated)).status).toBe(202);
+    await shown.getByRole('button', { name: 'I have copied it' }).click();
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    expect(await page.content()).not.toContain(rotated);
+    secret = rotated;
   });
 
   it('disables the webhook with its switch (senders get 404) and deletes it, consequences spelled out', async () => {
@@ -365,6 +478,21 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
         () => delivery.getByRole('link', { name: started }).isVisible(),
         'the run it started, linked',
       );
+      // Test filter starts from this webhook's own automation's filter, as YAML.
+      const box = reader.getByLabel(/^Filter/);
+      await eventually(
+        async () => (await box.inputValue()).includes('webhook_ids'),
+        'automation fix’s filter',
+      );
+      expect(await box.inputValue()).toMatch(
+        new RegExp(`^webhook_ids: \\["?${backed.hookUid}"?\\]\npayload:\n {2}action: \\[opened\\]\n$`),
+      );
+      await reader.getByRole('button', { name: 'Test filter' }).click();
+      await eventually(
+        async () =>
+          (await reader.getByRole('status', { name: 'Verdict' }).textContent())?.startsWith('Would trigger'),
+        'its own filter would trigger',
+      );
       await reader.getByLabel('Against').selectOption('fix');
       await reader.getByRole('button', { name: 'Test filter' }).click();
       const verdict = reader.getByRole('status', { name: 'Verdict' });
@@ -373,6 +501,28 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
         'the automation would trigger',
       );
       expect(await verdict.textContent()).toContain('automation fix');
+
+      // The run it started: its webhook and delivery are links, its run time reads as people read it.
+      await delivery.getByRole('link', { name: started }).click();
+      await eventually(() => visible(reader, 'meta: webhook_uid'), 'the run page');
+      expect(await reader.getByRole('link', { name: backed.hookUid }).getAttribute('href')).toBe(
+        `/ui/webhooks/${backed.hookUid}`,
+      );
+      const runTime = reader.locator('dt:text-is("Run time") + dd');
+      await eventually(
+        async () => /^\d+(\.\d)? s$/.test((await runTime.textContent()) ?? ''),
+        'the run time',
+      );
+      expect(await runTime.getAttribute('title')).toMatch(/^PT/);
+      await reader.getByRole('link', { name: 'issue-7' }).click();
+      await eventually(
+        () => reader.url().includes(`/ui/webhooks/${backed.hookUid}?delivery=`),
+        'the webhook',
+      );
+      await eventually(
+        () => reader.getByLabel('Delivery', { exact: true }).getByText('issue-7').first().isVisible(),
+        'the delivery that started it, selected',
+      );
       await reader.goto(`${t.url}/ui/factories/${backed.uid}`);
       await eventually(() => visible(reader, 'Apply history'), 'the factory status');
       expect(await reader.getByRole('button', { name: 'Refresh now' }).count()).toBe(0);
@@ -393,6 +543,10 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     await shot('skills');
     await nav(page, 'Workers').click();
     await eventually(() => visible(page, 'No self-hosted worker connected'), 'the workers empty state');
+    // The hint says the key a worker needs.
+    expect(await page.getByLabel('Make a worker key').textContent()).toBe(
+      'npx factoryd api-keys create --team default --scopes workers --worker-host ID',
+    );
     await shot('workers');
     await page.setViewportSize({ width: 390, height: 780 });
     await page.goto(`${t.url}/ui/runs/${runId}`);

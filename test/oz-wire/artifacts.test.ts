@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageProgramCommand } from '../../src/workers/harness-programs.js';
 import { runIn, startTestService, type TestService } from '../support/service.js';
-import { python } from './support.js';
+import { python, typescript } from './support.js';
 
 // A real worker runs a harness that reports one artifact of every kind (test/fixtures/artifact-harness.mjs);
 // the clients read them back: the run's artifacts, GET /agent/artifacts/{uid}, its download link, and
@@ -136,6 +136,52 @@ describe('artifacts a run leaves', () => {
     expect(after).toHaveLength(1);
     const second = after[0];
     expect((await fetchLink(second.download_url)).text).toBe(`notes of ${id}, execution 2`);
+  });
+
+  it('downloads an artifact with the API key, as the newest TypeScript client’s downloadArtifact sends it', async () => {
+    const id = (await python(t, 'POST', '/agent/runs', { prompt: 'Leave a file' })).body.run_id;
+    const run = await runIn(t, id, ['SUCCEEDED']);
+    const [plan, pr, shot, file] = run.artifacts;
+    const download = (uid: string, key: string | null = t.adminKey) =>
+      typescript(t, 'GET', `/agent/artifacts/${uid}/download`, undefined, key, {
+        accept: 'application/octet-stream',
+      });
+
+    const got = await download(file.data.artifact_uid);
+    expect(got).toMatchObject({ status: 200, text: `notes of ${id}, execution 1` });
+    expect(got.headers.get('content-type')).toBe('text/markdown');
+    expect((await download(shot.data.artifact_uid)).text).toBe('PNG!');
+    expect((await download(plan.data.artifact_uid)).text).toBe('# Plan\n1. Fix the crash');
+    // A pull request has nothing to download.
+    expect((await download(pr.data.artifact_uid)).status).toBe(404);
+
+    // Another team's key, a key without runs:read, and no key (nor link) at all.
+    const { key: stranger } = await t.newTeam('download-strangers', ['runs:read']);
+    expect((await download(file.data.artifact_uid, stranger)).status).toBe(404);
+    const writer = await t.newKey([t.defaultTeam], ['runs:write']);
+    expect((await download(file.data.artifact_uid, writer)).status).toBe(403);
+    const anonymous = await download(file.data.artifact_uid, null);
+    expect(anonymous.status).toBe(403);
+    expect(anonymous.body.detail).toContain('download_url');
+  });
+
+  it('finds the run that reported an external reference by its URL (getRunByExternalReference)', async () => {
+    const id = (await python(t, 'POST', '/agent/runs', { prompt: 'Reference a ticket' })).body.run_id;
+    await runIn(t, id, ['SUCCEEDED']);
+    const url = encodeURIComponent('https://linear.app/acme/issue/ENG-1');
+    // Every run of this harness references ENG-1: the newest one reported it.
+    expect((await typescript(t, 'GET', `/agent/run-by-external-reference?url=${url}`)).body).toEqual({
+      run_id: id,
+    });
+    const unknown = await typescript(t, 'GET', '/agent/run-by-external-reference?url=https%3A%2F%2Fnowhere');
+    expect(unknown.status).toBe(404);
+    const missing = await typescript(t, 'GET', '/agent/run-by-external-reference');
+    expect(missing.status).toBe(400);
+    expect(missing.body.invalid_params[0].name).toBe('url');
+    const { key } = await t.newTeam('reference-strangers', ['runs:read']);
+    expect(
+      (await typescript(t, 'GET', `/agent/run-by-external-reference?url=${url}`, undefined, key)).status,
+    ).toBe(404);
   });
 
   it('another team gets 404 for the artifact and the handoff files', async () => {

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../support/service.js';
-import { acmeFactory, python } from './support.js';
+import { acmeFactory, python, typescript } from './support.js';
 
 // Every request the official clients (TypeScript oz-agent-sdk 1.4.0-alpha.6, Python 0.11.0) can send
 // outside schedules, shaped as they shape it, against a real factoryd; the answers read back with
@@ -201,7 +201,7 @@ describe('client.agent.runs.submitFollowup / cancel with the Python client’s b
     await t.service.db.execute(`UPDATE runs SET state = 'SUCCEEDED' WHERE id = $1`, [run.body.run_id]);
     const res = await python(t, 'POST', `/agent/runs/${run.body.run_id}/followups`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({});
+    expect(res.body).toEqual({ followup_id: null, outcome: 'handoff_execution' });
     expect((await python(t, 'GET', `/agent/runs/${run.body.run_id}`)).body.state).toBe('QUEUED');
     const stored = await t.service.db.query(`SELECT 1 FROM run_followups WHERE run_id = $1`, [
       run.body.run_id,
@@ -426,7 +426,7 @@ describe('client.agent.list (skills) and listEnvironments', () => {
 });
 
 describe('client.agent.sessions / conversations checkRedirect', () => {
-  it('answers within the team, sends a browser to the dashboard, and tells a caller without a key nothing', async () => {
+  it('answers within the team, sends a browser to the dashboard, and without a key answers the holder of an ended run’s session', async () => {
     const run = (await python(t, 'POST', '/agent/runs', { prompt: 'Session' })).body.run_id;
     const session = '0b7c6a52-5d0e-4a61-9f7e-3f1b2c4d5e6f';
     await t.service.db.execute(`UPDATE runs SET session_id = $2, state = 'INPROGRESS' WHERE id = $1`, [
@@ -437,6 +437,9 @@ describe('client.agent.sessions / conversations checkRedirect', () => {
       session_id: session,
     });
     expect((await python(t, 'GET', `/agent/sessions/${session}/redirect`)).body).toEqual({});
+    // The newest clients' sessions.checkRedirect sends no key: a live run's session does not redirect.
+    const live = await typescript(t, 'GET', `/agent/sessions/${session}/redirect`, undefined, null);
+    expect(live).toMatchObject({ status: 200, body: {} });
     await t.service.db.execute(`UPDATE runs SET state = 'SUCCEEDED' WHERE id = $1`, [run]);
     expect((await python(t, 'GET', `/agent/sessions/${session}/redirect`)).body).toEqual({
       conversation_id: run,
@@ -448,9 +451,22 @@ describe('client.agent.sessions / conversations checkRedirect', () => {
     });
     expect(browser.status).toBe(302);
     expect(browser.headers.get('location')).toBe(`/ui/runs/${run}`);
-    // The newest TypeScript client sends no key here.
-    const anonymous = await python(t, 'GET', `/agent/sessions/${session}/redirect`, undefined, null);
-    expect(anonymous).toMatchObject({ status: 200, body: {} });
+    // Without a key the session id is the credential: once its run has ended, it names the conversation.
+    const ended = await typescript(t, 'GET', `/agent/sessions/${session}/redirect`, undefined, null);
+    expect(ended).toMatchObject({ status: 200, body: { conversation_id: run } });
+    // An unknown session tells a caller without a key no more than a live one; the conversation
+    // redirect gives nothing without a key.
+    const unknown = '0b7c6a52-0000-4a61-9f7e-3f1b2c4d5e6f';
+    expect((await typescript(t, 'GET', `/agent/sessions/${unknown}/redirect`, undefined, null)).body).toEqual(
+      {},
+    );
+    expect((await typescript(t, 'GET', `/agent/sessions/not-a-uuid/redirect`, undefined, null)).body).toEqual(
+      {},
+    );
+    await t.service.db.execute(`UPDATE runs SET state = 'INPROGRESS' WHERE id = $1`, [run]);
+    expect(
+      (await typescript(t, 'GET', `/agent/conversations/${run}/redirect`, undefined, null)).body,
+    ).toEqual({});
     expect(
       (await python(t, 'GET', '/agent/sessions/0b7c6a52-0000-4a61-9f7e-3f1b2c4d5e6f/redirect')).status,
     ).toBe(404);

@@ -27,30 +27,70 @@ export const PYTHON_HEADERS: Record<string, string> = {
   'x-stainless-read-timeout': '60.0',
 };
 
+/**
+ * The headers the official TypeScript client (oz-agent-sdk, `src/client.ts` and
+ * `internal/detect-platform.ts`) sends on every request; a body adds its JSON content type.
+ */
+export const TYPESCRIPT_HEADERS: Record<string, string> = {
+  accept: 'application/json',
+  'user-agent': 'OzAPI/JS 1.4.0-alpha.6',
+  'x-stainless-lang': 'js',
+  'x-stainless-package-version': '1.4.0-alpha.6',
+  'x-stainless-os': 'Linux',
+  'x-stainless-arch': 'x64',
+  'x-stainless-runtime': 'node',
+  'x-stainless-runtime-version': 'v20.19.0',
+  'x-stainless-retry-count': '0',
+  'x-stainless-timeout': '600',
+};
+
 export interface WireResponse {
   status: number;
   body: any;
   headers: Headers;
+  /** The body as sent (what a client that does not parse JSON gets). */
+  text: string;
 }
 
-/** A request as the Python client makes it: its headers, a JSON body or none at all. */
-export async function python(
+type ClientRequest = (
   t: TestService,
   method: string,
   path: string,
   body?: unknown,
-  key: string | null = t.adminKey,
-  extra: Record<string, string> = {},
-): Promise<WireResponse> {
-  const res = await fetch(`${t.api}${path}`, {
-    method,
-    redirect: 'manual',
-    headers: { ...PYTHON_HEADERS, ...(key ? { authorization: `Bearer ${key}` } : {}), ...extra },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+  key?: string | null,
+  extra?: Record<string, string>,
+) => Promise<WireResponse>;
+
+/** Requests with a client's headers, a JSON body or none at all, the key as a bearer token. */
+function client(headers: Record<string, string>): ClientRequest {
+  return async (t, method, path, body, key = t.adminKey, extra = {}) => {
+    const res = await fetch(`${t.api}${path}`, {
+      method,
+      redirect: 'manual',
+      headers: {
+        ...headers,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...extra,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    const json = res.headers.get('content-type')?.includes('json');
+    return {
+      status: res.status,
+      body: text && json ? JSON.parse(text) : text || undefined,
+      headers: res.headers,
+      text,
+    };
+  };
 }
+
+/** A request as the Python client makes it: its headers (JSON content type even without a body). */
+export const python = client(PYTHON_HEADERS);
+
+/** A request as the newest TypeScript client makes it. */
+export const typescript = client(TYPESCRIPT_HEADERS);
 
 /**
  * A factory `acme` from a repository at …/acme/factory (owner/repo `acme/factory`), applied: an

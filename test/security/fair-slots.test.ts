@@ -68,7 +68,7 @@ describe('fair service-hosted slots (2 slots, team A hangs, team B queues)', () 
 
     const idled = await reaches(idle, a.key, ENDED, "A's silent run to end by the idle limit");
     expect(idled.state).toBe('FAILED');
-    expect(idled.status_message.error_code).toBe('idle_timeout');
+    expect(idled.status_message.reason).toBe('idle_timeout');
     expect(idled.status_message.message).toMatch(
       /idle \(no output, no input\) for longer than idle_timeout_minutes \(6 minute\(s\): RUN_IDLE_TIMEOUT_MINUTES/,
     );
@@ -84,7 +84,7 @@ describe('fair service-hosted slots (2 slots, team A hangs, team B queues)', () 
       40_000,
     );
     expect(stopped.state).toBe('FAILED');
-    expect(stopped.status_message.error_code).toBe('max_duration');
+    expect(stopped.status_message.reason).toBe('max_duration');
     expect(stopped.status_message.message).toMatch(
       /maximum run duration of 10 minute\(s\) \(RUN_MAX_DURATION_MINUTES\) and was stopped; its worker stopped it/,
     );
@@ -222,7 +222,7 @@ describe('the duration limit on a self-hosted worker', () => {
       { timeoutMs: 40_000, intervalMs: 500 },
     );
     expect(ended.state).toBe('FAILED');
-    expect(ended.status_message.error_code).toBe('max_duration');
+    expect(ended.status_message.reason).toBe('max_duration');
     expect(ended.status_message.message).toMatch(/its worker did not stop it, so the service ended the run/);
     expect(Date.parse(ended.updated_at) - Date.parse(ended.started_at)).toBeGreaterThanOrEqual(10_000);
     // The worker hears it is no longer its run.

@@ -120,7 +120,7 @@ describe("a repository's credentials stay out of command lines and the database 
     }, 'the failed fetch');
     expect(failed.reason).toBe('FetchFailed');
     expect(failed.errors[0].message).toContain(
-      'the team secret git-credentials-orphan, which holds the credentials of the repository, does not exist: set it to USERNAME:PASSWORD (or a token alone) with `printf %s USERNAME:PASSWORD | factoryd secrets set git-credentials-orphan --team acme`',
+      'the team secret git-credentials-orphan, which holds the credentials of the repository, does not exist: set it to USERNAME:PASSWORD (or a token alone) with `npx factoryd secrets set git-credentials-orphan --team acme`',
     );
   });
 

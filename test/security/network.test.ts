@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../../src/common/paths.js';
 import { createTestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
+// @ts-expect-error plain JS shared with bench/
+import { dockerUnavailable, localImage } from '../support/local-image.js';
 import { request, startServeProcess, type ServeProcess } from '../support/serve-process.js';
 
 /**
@@ -19,9 +21,12 @@ import { request, startServeProcess, type ServeProcess } from '../support/serve-
  */
 const root = process.getuid?.() === 0;
 const bwrapWorks = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-net', 'true']).status === 0;
+const dockerSkip: string | undefined = dockerUnavailable();
 const modes = [
   { mode: 'bwrap', skip: !bwrapWorks && 'bwrap cannot make namespaces here' },
   { mode: 'user', skip: !root && 'user mode needs the service to run as root' },
+  // The Docker backend: a container on the `none` network, of an image made from this machine's files.
+  { mode: 'docker', skip: dockerSkip },
   { mode: 'none', skip: false },
 ] as const;
 
@@ -98,7 +103,14 @@ describe('what a harness can reach of the network, per sandbox mode', () => {
     it.skipIf(Boolean(skip))(`${mode}${skip ? ` (skipped: ${skip})` : ''}`, { timeout: 90_000 }, async () => {
       const stubUrl = `http://127.0.0.1:${port(stub)}`;
       const service = await serve({
-        HARNESS_SANDBOX: mode,
+        ...(mode === 'docker'
+          ? {
+              WORKER_BACKEND: 'docker',
+              WORKER_DOCKER_IMAGE: localImage(),
+              WORKER_DOCKER_MOUNTS: fromRoot('test', 'security'),
+              WORKER_DOCKER_KEEP_FAILED_SECONDS: '0',
+            }
+          : { HARNESS_SANDBOX: mode }),
         HARNESS_COMMAND: PROBE,
         ANTHROPIC_BASE_URL: stubUrl,
         HARNESS_ENV_ALLOW: 'ANTHROPIC_BASE_URL',
@@ -175,7 +187,11 @@ describe('what a harness can reach of the network, per sandbox mode', () => {
           new RegExp(`egress refused: team \\S+ run ${created.body.run_id} → 169\\.254\\.169\\.254:80`),
         );
         expect(log).toMatch(/egress refused: .* → example\.com:443: not in the egress allow list/);
-        expect(log).toMatch(/harness network: a namespace of its own/);
+        expect(log).toMatch(
+          mode === 'docker'
+            ? /harness network: each container on Docker's none network/
+            : /harness network: a namespace of its own/,
+        );
         stubRequests.length = 0;
       } finally {
         await service.close();

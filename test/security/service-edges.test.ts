@@ -27,7 +27,7 @@ describe('factoryd serve at its edges (docs/operations.md, docs/security.md)', (
         ...process.env,
         PORT: '0',
         HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
+        LOG_LEVEL: 'debug', // request lines are at debug
         DATABASE_URL: database.url,
         DATA_DIR: dataDir,
         WORKER_CONCURRENCY: '0',

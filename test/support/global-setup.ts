@@ -2,10 +2,11 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-// @ts-expect-error plain JS (npm start's prestart runs it before anything is built)
+// @ts-expect-error plain JS (npm start runs it before anything is built)
 import { buildIfStale } from '../../bin/build-if-stale.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { browserMissing } from '../dashboard/browser-check.js';
+import { asksPassword } from './password.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -50,6 +51,10 @@ function announce(): void {
       ? `TEST_REDIS_URL=${process.env.TEST_REDIS_URL}: the rate-limit tests also run on Redis.`
       : 'TEST_REDIS_URL unset: the rate-limit tests on Redis are skipped (set TEST_REDIS_URL=redis://127.0.0.1:6379 to run them).',
     browserMissing() ? `The dashboard's browser tests are skipped: ${browserMissing()}.` : '',
+    !process.env.DATABASE_URL || asksPassword(process.env.DATABASE_URL)
+      ? 'One database-cuts test (a cut as a new connection is handed out) is skipped: it needs a server that trusts the connection, ' +
+        'and this one asks for a password (set DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres, trust auth, to run it).'
+      : '',
   ].filter(Boolean);
   process.stdout.write(`${lines.join('\n')}\n\n`);
 }

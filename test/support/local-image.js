@@ -1,13 +1,15 @@
 // A Docker image made from this machine's own files, for the Docker backend's tests and benchmark
 // (no registry is needed, none may be reachable): the shell and a few tools of the host, the glibc
-// and C++ libraries they and Node.js link against, `nobody` in /etc/passwd. No Node.js: the backend
-// binds the worker's own in. Plain JS: bench/ imports it too.
+// and C++ libraries they and Node.js link against, perl and its base modules (the egress forwarder's:
+// Debian and Ubuntu images have them), `nobody` in /etc/passwd. No Node.js: the backend binds the
+// worker's own in. Plain JS: bench/ imports it too.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   copyFileSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -25,7 +27,23 @@ const TOOLS = [
   '/bin/rm',
   '/bin/mkdir',
   '/usr/bin/env',
+  '/usr/bin/perl',
 ];
+
+/** Every file of the folders on perl's module path that hold its base modules (perl-base's). */
+function perlBase() {
+  const inc = execFileSync('/usr/bin/perl', ['-e', 'print join "\\n", grep { -d } @INC'], {
+    encoding: 'utf8',
+  });
+  return inc
+    .split('\n')
+    .filter((dir) => dir.endsWith('perl-base'))
+    .flatMap((dir) =>
+      readdirSync(dir, { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile())
+        .map((e) => join(e.parentPath ?? e.path, e.name)),
+    );
+}
 
 /** Why the Docker tests cannot run here, or undefined when they can (root, and the Engine answers). */
 export function dockerUnavailable() {
@@ -46,7 +64,7 @@ export function localImage() {
     const ldd = execFileSync('ldd', [bin], { encoding: 'utf8' });
     for (const m of ldd.matchAll(/(\/\S+\.so[^\s]*)/g)) libs.add(m[1]);
   }
-  const files = [...TOOLS, ...libs].sort();
+  const files = [...TOOLS, ...libs, ...perlBase()].sort();
   const hash = createHash('sha256');
   for (const f of files) hash.update(f).update(readFileSync(f));
   const tag = `factoryd-test-glibc:${hash.digest('hex').slice(0, 12)}`;

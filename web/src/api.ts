@@ -62,6 +62,11 @@ export function useSessionState(): [Session | undefined, (s: Session | undefined
   return [s, update];
 }
 
+/** The team every request is for (the sign-in's choice). */
+export function currentTeam(): Team | undefined {
+  return current?.team;
+}
+
 export function can(scope: string): boolean {
   return current?.scopes.includes(scope) ?? false;
 }

@@ -30,6 +30,7 @@ import { authOf } from './auth.commands.js';
 import { FactoryWriteLock } from '../../management/factory-write-lock.js';
 import { ManagedFactories } from '../../management/managed-factories.js';
 import { ManagedRepositories, type Author } from '../../management/managed-repositories.js';
+import { setSecretCommand } from '../../secrets/secret-commands.js';
 
 /** The reconciler outside the server, on the service's database (for plan, apply and the first start). */
 export function reconcilerOf(
@@ -90,7 +91,9 @@ export function readFolder(dir: string): { tree: Map<string, string>; errors: De
 export function registerFactoryCommands(program: Command): void {
   program
     .command('validate [dir]')
-    .description('Validate a factory folder offline: file:line: reason for each error; exit 1 on any.')
+    .description(
+      'Validate a factory folder: file:line: reason for each error; exit 1 on any. Team secrets and webhook UIDs are checked against a factoryd serve running on this DATA_DIR (--offline: the files only).',
+    )
     .option('--team <name>', 'with a running service: the team whose secrets it checks', 'default')
     .option(
       '--factory <name>',
@@ -292,7 +295,7 @@ export function registerFactoryCommands(program: Command): void {
             () =>
               `Registered factory ${f.name} (uid ${f.uid}) for team ${team.name}; a running service applies it within FACTORY_POLL_SECONDS (or run \`factoryd apply --factory ${f.name}\`).` +
               (secret
-                ? ` The credentials in the URL are kept as the team secret ${secret} (encrypted; git gets them through a credential helper) and the URL without them: rotate them with \`factoryd secrets set ${secret} --team ${team.name}\`.`
+                ? ` The credentials in the URL are kept as the team secret ${secret} (encrypted; git gets them through a credential helper) and the URL without them: rotate them with ${setSecretCommand(secret, { team: team.name })}.`
                 : ''),
           );
         }),

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
 import { print, renderTable } from '../output.js';
 import { readStdin } from '../stdin.js';
+import { humanDuration } from '../../common/durations.js';
 
 interface RunItem {
   run_id: string;
@@ -184,7 +185,7 @@ async function watch(client: ApiClient, runId: string, o: Opts & { interval?: st
   let last = '';
   for (;;) {
     const run = await client.request<RunItem>('GET', `/agent/runs/${encodeURIComponent(runId)}`);
-    const line = `${run.run_id}  ${run.state}${run.run_time ? `  ${run.run_time}` : ''}${run.status_message ? `  ${run.status_message.message}` : ''}`;
+    const line = `${run.run_id}  ${run.state}${run.run_time ? `  ${humanDuration(run.run_time)}` : ''}${run.status_message ? `  ${run.status_message.message}` : ''}`;
     if (line !== last) {
       // A progress line on the terminal; one line per change when piped.
       process.stderr.write(live ? `\r\x1b[2K${line}` : `${line}\n`);
@@ -208,7 +209,7 @@ function describe(r: RunItem): string {
     ['Source', r.source],
     ['Created', r.created_at],
     ['Updated', r.updated_at],
-    ['Run time', r.run_time],
+    ['Run time', r.run_time && humanDuration(r.run_time)],
     ['Status', r.status_message?.message],
     ['Session', r.session_link],
   ];

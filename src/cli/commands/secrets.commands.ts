@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { SECRET_KINDS, type SecretKind } from '../../secrets/secret-generator.js';
 import { withDatabase } from '../context.js';
 import { print, renderTable } from '../output.js';
-import { readSecretFromStdin } from '../stdin.js';
+import { readSecret } from '../stdin.js';
 import { authOf } from './auth.commands.js';
 import { reconcilerOf } from './factories.commands.js';
 
@@ -15,14 +15,14 @@ export function registerSecretsCommands(program: Command): void {
   secrets
     .command('set <name>')
     .description(
-      'Set a team secret from stdin, or generate one (printed once). Webhooks pick it up on the next applied change.',
+      'Set a team secret: typed at the prompt (not shown), piped on stdin, or generated (printed once). Webhooks pick it up on the next applied change.',
     )
     .option('--team <team>', 'team name or uid', 'default')
     .option('--generate <kind>', `generate the value: ${SECRET_KINDS.join(' | ')}`)
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  printf %s "$GITHUB_WEBHOOK_SECRET" | npx factoryd secrets set github-webhook\n  npx factoryd secrets set pager-token --generate url-safe',
+      '\nExamples:\n  npx factoryd secrets set anthropic-api-key        # asks for the value\n  printf %s "$GITHUB_WEBHOOK_SECRET" | npx factoryd secrets set github-webhook\n  npx factoryd secrets set pager-token --generate url-safe',
     )
     .action((name: string, opts: { team: string; generate?: string; json?: boolean }) =>
       withDatabase(async (db, config) => {
@@ -43,11 +43,7 @@ export function registerSecretsCommands(program: Command): void {
           );
           return;
         }
-        const ref = await service.set(
-          team.id,
-          name,
-          await readSecretFromStdin('the value (or use --generate token|url-safe|whsec)'),
-        );
+        const ref = await service.set(team.id, name, await readSecret(`the value of ${name}`));
         print(
           opts,
           { name, team: team.name, version: ref.version },

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
 import { ApiCallFailed, ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
 import { print, renderTable } from '../output.js';
-import { readSecretFromStdin } from '../stdin.js';
+import { readSecret } from '../stdin.js';
 
 /** A webhook as the management API shows it (CONTRACT.md §2, "Webhook and factory resources"). */
 interface Webhook {
@@ -128,8 +127,14 @@ export function registerWebhooksCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd webhooks show 7fK2pQ9xLm3Rt5Vw8Yz1Ab')
     .action(async (uid: string, o: Opts) => {
-      const w = await new ApiClient(o).request<Webhook>('GET', path(uid));
-      print(o, w, () => describeWebhook(w));
+      const client = new ApiClient(o);
+      const w = await client.request<Webhook>('GET', path(uid));
+      // For people, the factory by its name too (the webhook names it by UID).
+      const factory =
+        o.json || !w.factory_uid
+          ? undefined
+          : await client.request<{ name: string }>('GET', `/factory/${encodeURIComponent(w.factory_uid)}`);
+      print(o, w, () => describeWebhook(w, factory?.name));
     });
 
   apiOptions(webhooks.command('create <name>'))
@@ -146,7 +151,10 @@ export function registerWebhooksCommands(program: Command): void {
       '--secret-name <name>',
       'team secret to hold the value (default: webhook-<name>); may name an existing one',
     )
-    .option('--secret-stdin', 'read the provider’s signing secret from stdin (signature mode)')
+    .option(
+      '--secret-stdin',
+      'the provider’s signing secret, from stdin or asked for at a terminal (signature mode)',
+    )
     .option('--delivery-id-header <header>', 'header that identifies a delivery, for dedupe')
     .option('--description <text>', 'what the webhook is for')
     .option('--disabled', 'create it disabled')
@@ -186,14 +194,15 @@ export function registerWebhooksCommands(program: Command): void {
           description: o.description,
           ...(o.disabled ? { enabled: false } : {}),
         };
-        if (o.secretStdin)
-          body.secret = await readSecretFromStdin('the provider’s signing secret (--secret-stdin)');
+        if (o.secretStdin) body.secret = await readSecret('the provider’s signing secret');
         const created = await client.request<WebhookWithSecret>(
           'POST',
           `/factory/${encodeURIComponent(factory.uid)}/webhooks`,
           body,
         );
-        print(o, created, () => describeWithSecret(`Created webhook ${created.webhook.name}`, created));
+        print(o, created, () =>
+          describeWithSecret(`Created webhook ${created.webhook.name}`, created, factory.name),
+        );
       },
     );
 
@@ -222,7 +231,7 @@ export function registerWebhooksCommands(program: Command): void {
 
   apiOptions(webhooks.command('set-secret <uid>'))
     .description(
-      'Set the signing secret a provider issued (from stdin), or --generate one for Standard Webhooks; enables a webhook that waited for it.',
+      'Set the signing secret a provider issued (typed at the prompt or piped on stdin), or --generate one for Standard Webhooks; enables a webhook that waited for it.',
     )
     .option('--generate', 'let the service generate it (Standard Webhooks: whsec_…), printed once')
     .option('--json', 'print JSON')
@@ -236,9 +245,7 @@ export function registerWebhooksCommands(program: Command): void {
       ].join('\n'),
     )
     .action(async (uid: string, o: Opts & { generate?: boolean }) => {
-      const secret = o.generate
-        ? undefined
-        : await readSecretFromStdin('the signing secret (or use --generate)');
+      const secret = o.generate ? undefined : await readSecret('the signing secret');
       const res = await new ApiClient(o).request<WebhookWithSecret>(
         'POST',
         path(uid, '/secret'),
@@ -368,7 +375,8 @@ export function registerWebhooksCommands(program: Command): void {
         if (given !== 1) throw new Error('give exactly one of --automation, --filter, --filter-file');
         const filterText = o.filterFile !== undefined ? readFileSync(o.filterFile, 'utf8') : o.filter;
         const body: Record<string, unknown> = { delivery: o.delivery, automation: o.automation };
-        if (filterText !== undefined) body.filter = parseFilter(filterText);
+        // The service reads the text as it reads automation files (YAML; JSON is YAML too).
+        if (filterText !== undefined) body.filter = filterText;
         const res = await new ApiClient(o).request<FilterTest>('POST', path(uid, '/test-filter'), body);
         print(o, res, () => describeFilterTest(res));
       },
@@ -500,11 +508,12 @@ function authLabel(w: Webhook): string {
   return w.signature_scheme ? `${w.auth_mode}/${w.signature_scheme}` : w.auth_mode;
 }
 
-function describeWebhook(w: Webhook): string {
+/** `factory` is its name when the caller knows it (the API's webhook carries the factory's UID). */
+function describeWebhook(w: Webhook, factory?: string): string {
   const rows: Array<[string, string | undefined]> = [
     ['UID', w.uid],
     ['Name', w.name],
-    ['Factory', w.factory_uid],
+    ['Factory', factory ? `${factory} (${w.factory_uid})` : w.factory_uid],
     ['Auth', authLabel(w)],
     ['Secret', `${w.secret_name} (team secret; its value is never shown again)`],
     ['Delivery id', w.delivery_id_header],
@@ -523,9 +532,9 @@ function describeWebhook(w: Webhook): string {
 }
 
 /** The webhook, and a secret shown now and never again (with how a sender uses it). */
-function describeWithSecret(headline: string, res: WebhookWithSecret): string {
+function describeWithSecret(headline: string, res: WebhookWithSecret, factory?: string): string {
   const w = res.webhook;
-  const lines = [`${headline} (${w.uid}).`, '', describeWebhook(w)];
+  const lines = [`${headline} (${w.uid}).`, '', describeWebhook(w, factory)];
   if (res.secret !== undefined) {
     lines.push('', 'Secret (shown only this once; store it in the sender now):', '', `  ${res.secret}`, '');
     if (w.auth_mode === 'url_token')
@@ -534,9 +543,21 @@ function describeWithSecret(headline: string, res: WebhookWithSecret): string {
       lines.push(`Senders POST to ${w.ingress_url} with the header "Authorization: Bearer <secret>".`);
     else lines.push(`Give the sender this signing secret and the URL ${w.ingress_url}.`);
   } else if (w.awaiting_secret) {
-    lines.push('', `Disabled until its signing secret is set: factoryd webhooks set-secret ${w.uid}`);
+    lines.push('', `Disabled until its signing secret is set: npx factoryd webhooks set-secret ${w.uid}`);
   }
+  // Both, ready for this shell (the README's walkthrough uses $HOOK and $SECRET).
+  lines.push(
+    '',
+    'For this shell:',
+    '',
+    `  export HOOK=${w.uid}${res.secret !== undefined ? ` SECRET=${shellWord(res.secret)}` : ''}`,
+  );
   return lines.join('\n');
+}
+
+/** A value as one shell word: as it is when it holds only safe characters, else single-quoted. */
+function shellWord(value: string): string {
+  return /^[A-Za-z0-9_.,:/+=@%-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 function describeFilterTest(t: FilterTest): string {
@@ -580,13 +601,4 @@ function describeFilterTest(t: FilterTest): string {
     );
   }
   return lines.join('\n');
-}
-
-/** A filter as people write it in automation files: YAML (JSON is YAML too). */
-function parseFilter(text: string): unknown {
-  try {
-    return parseYaml(text) as unknown;
-  } catch (err) {
-    throw new Error(`the filter is not valid YAML or JSON: ${(err as Error).message}`, { cause: err });
-  }
 }

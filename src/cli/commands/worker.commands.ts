@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { newUid } from '../../common/ids.js';
 import { loadConfig } from '../../config/config.js';
 import { HttpBackend, RefusedError } from '../../workers/http-backend.js';
+import { narratedBackend } from '../../workers/narrated-backend.js';
 import { WorkerPool } from '../../workers/worker-pool.js';
 import { API_OPTION_HELP } from '../api-client.js';
 import { withDatabase } from '../context.js';
@@ -97,6 +98,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     );
     void reportHarnessNetwork(config, workspaceRoot, lines);
     const backend = new HttpBackend(api, apiKey, workerId, opts.workerHost, harnesses.harnesses);
+    const told = (line: string) => process.stdout.write(`factoryd worker: ${line}\n`);
     let said = false;
     const served = await backend
       .connect((err) => {
@@ -115,7 +117,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
               `the API refused this key for worker host ${opts.workerHost} (HTTP ${err.status}): ${err.detail.replaceAll('--worker-host ID', `--worker-host ${opts.workerHost}`)}`,
         );
       });
-    const pool = new WorkerPool(backend, {
+    const pool = new WorkerPool(narratedBackend(backend, told), {
       ...executionOptions(config, workspaceRoot, harnesses, lines, reportFailed),
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
@@ -127,8 +129,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     process.stdout.write(
       `factoryd worker ${workerId}: self-hosted "${served.worker_host}" of team ${served.team.name} → ${api}\n`,
     );
-    await untilSignal();
-    await pool.stop();
+    await stopOnSignal(pool, told);
     return;
   }
   // Checked before the database starts: a backend that cannot run stops the start in one line.
@@ -178,17 +179,23 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
       reportFailed,
     );
     process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
-    await untilSignal();
-    await pool.stop();
+    await stopOnSignal(pool, (line) => process.stdout.write(`factoryd worker: ${line}\n`));
     await housekeeping.stop();
     await wakeups.close();
     await notifications.stop();
   });
 }
 
-function untilSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
+/** Waits for SIGINT or SIGTERM, then stops the pool, saying so before and after. */
+async function stopOnSignal(pool: WorkerPool, say: (line: string) => void): Promise<void> {
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
   });
+  const held = pool.activeRunIds.length;
+  say(
+    `${signal}: stopping${held ? `; the ${held === 1 ? 'run' : `${held} runs`} it holds end${held === 1 ? 's' : ''} as ERROR (retryable)` : ''}`,
+  );
+  await pool.stop();
+  say('stopped');
 }

@@ -26,7 +26,9 @@ import { HarnessTypes1763689000000 } from './1763689000000-harness-types.js';
 import { RunOutputBounds1763689100000 } from './1763689100000-run-output-bounds.js';
 import { Environments1763689200000 } from './1763689200000-environments.js';
 import { RepositoryCredentials1763690320000 } from './1763690320000-repository-credentials.js';
-import { NotificationClaimsPerEndpoint1763690400000 } from './1763690400000-notification-claims-per-endpoint.js';
+import { RunItemFields1763690400000 } from './1763690400000-run-item-fields.js';
+import { RunErrorCodes1763690410000 } from './1763690410000-run-error-codes.js';
+import { NotificationClaimsPerEndpoint1763690420000 } from './1763690420000-notification-claims-per-endpoint.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -56,5 +58,7 @@ export const MIGRATIONS = [
   RunOutputBounds1763689100000,
   Environments1763689200000,
   RepositoryCredentials1763690320000,
-  NotificationClaimsPerEndpoint1763690400000,
+  RunItemFields1763690400000,
+  RunErrorCodes1763690410000,
+  NotificationClaimsPerEndpoint1763690420000,
 ];

@@ -1,7 +1,8 @@
 import { isRemote, RepositoryRefused } from '../../git/repository-url.js';
 import type { EnvironmentDefinition } from '../definition.js';
 import type { DefinitionFile } from '../definition-file.js';
-import { dataOf, isValid, teamFlag, type Findings, type ValidationContext } from './rule.js';
+import { dataOf, isValid, type Findings, type ValidationContext } from './rule.js';
+import { setSecretCommand } from '../../secrets/secret-commands.js';
 
 /** At most this many environment files per factory. */
 export const MAX_ENVIRONMENTS = 50;
@@ -109,7 +110,7 @@ export function checkEnvironments(
           findings.error(
             path,
             line(...where),
-            `secret "${secret}" does not exist${ctx.team ? ` in team ${ctx.team}` : ''}: create it with \`factoryd secrets set ${secret}${teamFlag(ctx)}\``,
+            `secret "${secret}" does not exist${ctx.team ? ` in team ${ctx.team}` : ''}: create it with ${setSecretCommand(secret, { team: ctx.team })} (it asks for the value)`,
           );
       };
       e.repositories.forEach(

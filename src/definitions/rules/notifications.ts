@@ -1,7 +1,8 @@
 import { endpointUrlProblem } from '../../common/outbound-url.js';
 import type { NotificationDefinition } from '../definition.js';
 import type { DefinitionFile } from '../definition-file.js';
-import { dataOf, isValid, teamFlag, type Findings, type ValidationContext } from './rule.js';
+import { dataOf, isValid, type Findings, type ValidationContext } from './rule.js';
+import { setSecretCommand } from '../../secrets/secret-commands.js';
 
 /** At most this many notification files per factory. */
 export const MAX_NOTIFICATIONS = 20;
@@ -43,13 +44,13 @@ export function checkNotifications(
         findings.error(
           n.path,
           line,
-          `secret "${n.secretName}" does not exist${ctx.team ? ` in team ${ctx.team}` : ''}: create it with \`factoryd secrets set ${n.secretName}${teamFlag(ctx)} --generate whsec\``,
+          `secret "${n.secretName}" does not exist${ctx.team ? ` in team ${ctx.team}` : ''}: create it with ${setSecretCommand(n.secretName, { team: ctx.team, generate: 'whsec' })}`,
         );
       else if (secret.whsec === false)
         findings.error(
           n.path,
           line,
-          `secret "${n.secretName}" is not a Standard Webhooks secret (whsec_…): set one with \`factoryd secrets set ${n.secretName}${teamFlag(ctx)} --generate whsec\``,
+          `secret "${n.secretName}" is not a Standard Webhooks secret (whsec_…): set one with ${setSecretCommand(n.secretName, { team: ctx.team, generate: 'whsec' })}`,
         );
     }
     return n;

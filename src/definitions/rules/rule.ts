@@ -39,6 +39,3 @@ export const dataOf = <T>(f: DefinitionFile): Partial<T> => (isValid(f) ? (f.sou
 export function filesOf(files: DefinitionFile[], kind: FileKind): DefinitionFile[] {
   return files.filter((f) => f.kind === kind).sort((a, b) => a.source.path.localeCompare(b.source.path));
 }
-
-/** ` --team NAME` for a command to copy, when the team is known. */
-export const teamFlag = (ctx: ValidationContext): string => (ctx.team ? ` --team ${ctx.team}` : '');

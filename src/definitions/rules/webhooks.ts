@@ -1,6 +1,7 @@
 import { MAX_WEBHOOKS, type WebhookDefinition } from '../definition.js';
 import type { DefinitionFile } from '../definition-file.js';
-import { dataOf, isValid, teamFlag, type Findings, type ValidationContext } from './rule.js';
+import { dataOf, isValid, type Findings, type ValidationContext } from './rule.js';
+import { setSecretCommand } from '../../secrets/secret-commands.js';
 
 /** Header names a delivery id may not come from: credentials, cookies and signatures. */
 export const RESERVED_DELIVERY_ID_HEADERS = new Set([
@@ -91,13 +92,13 @@ function checkSecret(
     findings.error(
       w.path,
       line,
-      `secret "${w.secretName}" does not exist${ctx.team ? ` in team ${ctx.team}` : ''}: create it with \`factoryd secrets set ${w.secretName}${teamFlag(ctx)}\``,
+      `secret "${w.secretName}" does not exist${ctx.team ? ` in team ${ctx.team}` : ''}: create it with ${setSecretCommand(w.secretName, { team: ctx.team, generate: w.authMode === 'token' ? 'token' : w.authMode === 'url_token' ? 'url-safe' : undefined })}${w.authMode === 'signature' ? ' (it asks for the provider’s signing secret)' : ''}`,
     );
   } else if (w.authMode === 'url_token' && !secret.urlSafe) {
     findings.error(
       w.path,
       line,
-      `secret "${w.secretName}" is not URL-safe (only A-Z a-z 0-9 . _ ~ -), so it cannot be a url_token: set a new value with \`factoryd secrets set ${w.secretName}${teamFlag(ctx)} --generate url-safe\``,
+      `secret "${w.secretName}" is not URL-safe (only A-Z a-z 0-9 . _ ~ -), so it cannot be a url_token: set a new value with ${setSecretCommand(w.secretName, { team: ctx.team, generate: 'url-safe' })}`,
     );
   }
 }

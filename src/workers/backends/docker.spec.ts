@@ -53,8 +53,32 @@ describe('dockerRunArgs', () => {
     );
   });
 
-  it('binds the egress proxy socket when there is one (the seam for a `none` network)', () => {
-    const args = dockerRunArgs({ ...sandbox, egressSocket: '/run/factoryd/egress/w1.sock' }, run);
-    expect(valueOf(args, '--volume')).toContain('/run/factoryd/egress/w1.sock:/run/factoryd/egress.sock');
+  it("puts a `none` container's command under the forwarder, with the run's socket; never a `bridge` one's", () => {
+    const egress = {
+      socket: '/var/lib/factoryd/egress/w1/7.sock',
+      forwarder: ['/usr/bin/perl', '/opt/f/egress-forwarder.pl', '/run/factoryd/egress.sock', '3128', '--'],
+    };
+    const args = dockerRunArgs(sandbox, { ...run, egress });
+    expect(valueOf(args, '--volume')).toContain(
+      '/var/lib/factoryd/egress/w1/7.sock:/run/factoryd/egress.sock',
+    );
+    expect(valueOf(args, '--volume')).toContain('/opt/f/egress-forwarder.pl:/opt/f/egress-forwarder.pl:ro');
+    const command = args.slice(args.indexOf('worker-default:1') + 1);
+    // The image's perl (not the host's path) runs the forwarder, then the command as without it.
+    expect(command.slice(0, 2)).toEqual(['/bin/sh', '-c']);
+    expect(command[2]).toMatch(/exec perl "\$@"/);
+    expect(command.slice(3)).toEqual([
+      'factoryd-egress',
+      '/opt/f/egress-forwarder.pl',
+      '/run/factoryd/egress.sock',
+      '3128',
+      '--',
+      '/bin/sh',
+      '-c',
+      'node agent.js',
+    ]);
+    const bridged = dockerRunArgs(sandbox, { ...run, egress, placement: { network: 'bridge' } });
+    expect(bridged.slice(-4)).toEqual(['worker-default:1', '/bin/sh', '-c', 'node agent.js']);
+    expect(bridged.join(' ')).not.toContain('egress');
   });
 });

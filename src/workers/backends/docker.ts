@@ -21,6 +21,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { imageProblem } from '../../common/docker-image.js';
 import { SHARED_RUNTIME_DIR } from '../../common/shared-runtime.js';
+import type { HarnessEgress } from '../sandbox.js';
 
 export { imageProblem };
 
@@ -48,11 +49,11 @@ export interface DockerSandbox {
   keepFailedSeconds: number;
   /** Host paths bound read-only at the same path: Node.js, the package's harnesses, the operator's. */
   readOnly: string[];
-  /**
-   * The seam for the egress proxy (docs/security.md): a Unix socket on the host, bound into the
-   * container at EGRESS_SOCKET, through which a `none` network's harness reaches the allowed hosts.
-   */
-  egressSocket?: string;
+}
+
+/** A run's network: its environment's, else the worker's. */
+export function containerNetwork(s: DockerSandbox, placement?: ContainerPlacement): DockerNetwork {
+  return placement?.network ?? s.network;
 }
 
 /** What of a run's environment decides where it runs (the rest is the workspace's business). */
@@ -114,12 +115,18 @@ export function dockerRunArgs(
     placement?: ContainerPlacement;
     /** The container's name: the run's own (containerName) unless given (a setup command's). */
     name?: string;
+    /**
+     * The run's way out (egress-proxy.ts), for a container on the `none` network: its socket bound
+     * at EGRESS_SOCKET, the command under the forwarder, run by the image's perl. A `bridge`
+     * container goes out by Docker's bridge instead (docs/security.md, the Docker backend).
+     */
+    egress?: HarnessEgress;
   },
   owner = launcherIdentity(),
 ): string[] {
   // An environment's values are a team's: never read as an option of `docker run`.
   const image = run.placement?.image ?? s.image;
-  const network = run.placement?.network ?? s.network;
+  const network = containerNetwork(s, run.placement);
   const refused = imageProblem(image) ?? networkProblem(network);
   if (refused) throw new Error(refused);
   const args = [
@@ -163,12 +170,26 @@ export function dockerRunArgs(
     `${process.execPath}:${CONTAINER_NODE}:ro`,
   ];
   for (const path of s.readOnly) args.push('--volume', `${path}:${path}:ro`);
-  if (s.egressSocket) args.push('--volume', `${s.egressSocket}:${EGRESS_SOCKET}`);
+  const egress = network === 'none' ? run.egress : undefined;
+  const [, forwarder, ...forwarderArgs] = egress?.forwarder ?? [];
+  if (egress)
+    args.push('--volume', `${egress.socket}:${EGRESS_SOCKET}`, '--volume', `${forwarder}:${forwarder}:ro`);
   args.push('--env', `PATH=${CONTAINER_PATH}`);
   for (const name of Object.keys(run.env)) if (name !== 'PATH') args.push('--env', name);
-  args.push(image, '/bin/sh', '-c', run.command);
+  args.push(image);
+  if (egress) args.push('/bin/sh', '-c', IMAGE_PERL, 'factoryd-egress', forwarder!, ...forwarderArgs);
+  args.push('/bin/sh', '-c', run.command);
   return args;
 }
+
+/**
+ * The image's perl runs the forwarder. An image without one runs the command as it is, with no way
+ * out (the `none` network), and the run's output says so and what to do.
+ */
+const IMAGE_PERL =
+  'command -v perl >/dev/null 2>&1 && exec perl "$@"; echo "factoryd: this image has no perl, which the egress ' +
+  'forwarder needs: the run has no network at all. Add perl to the image (Debian and Ubuntu images have it), ' +
+  'or give the environment network: bridge" >&2; while [ "$1" != -- ]; do shift; done; shift; exec "$@"';
 
 function networkProblem(network: string): string | undefined {
   if ((DOCKER_NETWORKS as readonly string[]).includes(network)) return undefined;

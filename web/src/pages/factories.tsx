@@ -40,7 +40,17 @@ export function FactoriesPage() {
                 <Badge value={f.ready ? 'applied' : 'failed'} label={f.ready ? 'Ready' : 'Not ready'} />
               </div>
               {f.description && <p class="muted">{f.description}</p>}
-              <p class="small-text mono">{f.managed ? 'managed' : `${f.repository} @ ${f.branch}`}</p>
+              {!f.ready && (
+                <p
+                  class="small-text bad-text wrap clamp3"
+                  data-testid="not-ready"
+                  title={f.message ?? undefined}
+                >
+                  {f.reason ?? 'Not applied'}
+                  {f.message ? `: ${f.message}` : ''}
+                </p>
+              )}
+              <p class="small-text mono wrap">{f.managed ? 'managed' : `${f.repository} @ ${f.branch}`}</p>
               <p class="small-text muted">
                 applied {short(f.last_applied_revision)} · updated <Time iso={f.updated_at} />
               </p>

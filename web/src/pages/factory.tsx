@@ -59,12 +59,23 @@ export function FactoryPage({ uid, tab }: { uid: string; tab: string }) {
 }
 
 function Overview({ f, reload }: { f: Factory; reload: () => void }) {
+  // Refresh now: the newest apply when it was pressed; the answer is the first apply after that one.
+  const [refreshed, setRefreshed] = useState<{ after: string | undefined }>();
+  const [pace, setPace] = useState(5000);
   const applies = useLive(
     () => api.get<{ applies: Apply[] }>(`/factory/${f.uid}/applies?limit=20`),
     [f.uid],
-    5000,
+    pace,
   );
-  const refresh = useAction(() => api.post(`/factory/${f.uid}/refresh`));
+  const newest = applies.data?.applies[0];
+  const answer = refreshed && newest && newest.started_at !== refreshed.after ? newest : undefined;
+  // Polled fast while a requested reconcile has not been recorded yet.
+  const wanted = refreshed && !answer ? 1000 : 5000;
+  if (wanted !== pace) setPace(wanted);
+  const refresh = useAction(async () => {
+    await api.post(`/factory/${f.uid}/refresh`);
+    return true;
+  });
   const [plan, setPlan] = useState<{
     result: string;
     revision: string | null;
@@ -109,15 +120,27 @@ function Overview({ f, reload }: { f: Factory; reload: () => void }) {
           {can('factory:manage') && (
             <button
               type="button"
-              disabled={refresh.pending}
+              disabled={refresh.pending || (!!refreshed && !answer)}
               onClick={async () => {
-                await refresh.run();
+                const after = newest?.started_at;
+                if (await refresh.run()) setRefreshed({ after });
                 reload();
                 applies.reload();
               }}
             >
-              Refresh now
+              {refresh.pending || (refreshed && !answer) ? 'Refreshing…' : 'Refresh now'}
             </button>
+          )}
+          {refreshed && (
+            <p class="small-text" role="status" aria-label="Refresh">
+              {!answer
+                ? 'Reconcile requested: fetching the branch and applying its head…'
+                : answer.result === 'applied'
+                  ? `Refreshed: applied ${short(answer.revision)}.`
+                  : answer.result === 'unchanged'
+                    ? `Refreshed: ${short(answer.revision)} is already live, nothing changed.`
+                    : `Refreshed: ${short(answer.revision)} did not apply (${answer.errors.length} error${answer.errors.length === 1 ? '' : 's'}, below).`}
+            </p>
           )}
           <button type="button" disabled={loadPlan.pending} onClick={() => loadPlan.run()}>
             {loadPlan.pending ? 'Planning…' : 'Plan the next reconcile'}

@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, can, useAction, useFeed, useLive } from '../api';
 import { BASE, Link } from '../router';
-import { Badge, CopyField, Empty, ErrorBox, Json, Loading, Time } from '../ui';
+import { humanDuration } from '../../../src/common/durations';
+import { Badge, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
 import type { RunItem } from './runs';
 
 const TERMINAL = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
@@ -36,6 +37,7 @@ export function RunPage({ id }: { id: string }) {
     every,
   );
   const cancel = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/cancel`));
+  const [confirmCancel, setConfirmCancel] = useState(false);
   const interrupt = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/interrupt`));
   if (run.error && !run.data)
     return (
@@ -62,12 +64,7 @@ export function RunPage({ id }: { id: string }) {
             type="button"
             class="danger"
             disabled={cancel.pending}
-            onClick={async () => {
-              if (confirm('Cancel this run? The agent is stopped; its conversation so far is kept.')) {
-                await cancel.run();
-                run.reload();
-              }
-            }}
+            onClick={() => setConfirmCancel(true)}
           >
             Cancel run
           </button>
@@ -86,13 +83,42 @@ export function RunPage({ id }: { id: string }) {
           </button>
         )}
       </div>
-      <ErrorBox error={cancel.error} title="Cancel failed" />
+      {confirmCancel && (
+        <Dialog title="Cancel this run?" onClose={() => setConfirmCancel(false)}>
+          <ul class="consequences">
+            <li>The agent is stopped now (its process gets SIGTERM, then SIGKILL).</li>
+            <li>The run ends CANCELLED; its conversation and artifacts so far are kept.</li>
+            <li>A follow-up can still continue it later, in the same conversation.</li>
+          </ul>
+          <ErrorBox error={cancel.error} title="Not cancelled" />
+          <div class="actions">
+            <button type="button" onClick={() => setConfirmCancel(false)}>
+              Keep it running
+            </button>
+            <button
+              type="button"
+              class="danger"
+              disabled={cancel.pending}
+              onClick={async () => {
+                if ((await cancel.run()) !== undefined) setConfirmCancel(false);
+                run.reload();
+              }}
+            >
+              {cancel.pending ? 'Cancelling…' : 'Cancel run'}
+            </button>
+          </div>
+        </Dialog>
+      )}
+      <ErrorBox error={confirmCancel ? undefined : cancel.error} title="Cancel failed" />
       <ErrorBox error={interrupt.error} title="Interrupt failed" />
       <ErrorBox error={run.error} />
       {r.status_message && (
         <p class={`status ${r.state === 'SUCCEEDED' ? 'ok' : TERMINAL.includes(r.state) ? 'bad' : ''}`}>
           {r.status_message.message}
-          {r.status_message.error_code ? ` (${r.status_message.error_code})` : ''}
+          {/* factoryd's own reason names the end more finely than the clients' error_code. */}
+          {r.status_message.reason || r.status_message.error_code
+            ? ` (${r.status_message.reason ?? r.status_message.error_code})`
+            : ''}
         </p>
       )}
       <div class="grid2">
@@ -113,7 +139,7 @@ export function RunPage({ id }: { id: string }) {
               <Time iso={r.started_at} />
             </dd>
             <dt>Run time</dt>
-            <dd>{r.run_time ?? '—'}</dd>
+            <dd title={r.run_time}>{r.run_time ? humanDuration(r.run_time) : '—'}</dd>
             <dt>Runs on</dt>
             <dd>
               {r.execution_location === 'self_hosted'
@@ -138,12 +164,19 @@ export function RunPage({ id }: { id: string }) {
               </>
             )}
             {r.metadata &&
-              Object.entries(r.metadata as Record<string, string>).map(([k, v]) => (
-                <>
-                  <dt key={k}>meta: {k}</dt>
-                  <dd>{v}</dd>
-                </>
-              ))}
+              Object.entries(r.metadata as Record<string, string>).map(([k, v]) => {
+                // Only the service writes a webhook-started run's metadata; a caller's is text.
+                const href =
+                  r.source === 'WEBHOOK'
+                    ? metadataLink(k, v, r.metadata as Record<string, string>)
+                    : undefined;
+                return (
+                  <>
+                    <dt key={k}>meta: {k}</dt>
+                    <dd class={href ? 'mono' : undefined}>{href ? <Link href={href}>{v}</Link> : v}</dd>
+                  </>
+                );
+              })}
           </dl>
           {r.session_link && <CopyField label="Link to this run" value={r.session_link} />}
         </div>
@@ -180,6 +213,28 @@ export function RunPage({ id }: { id: string }) {
       {can('runs:write') && <FollowUp id={id} state={r.state} onSent={run.reload} />}
     </section>
   );
+}
+
+/**
+ * Where a webhook-started run's metadata (which the service wrote) leads: its webhook, the delivery
+ * log entry that started it (the webhook page with that entry selected), its factory.
+ */
+function metadataLink(key: string, value: string, metadata: Record<string, string>): string | undefined {
+  const hook = encodeURIComponent(metadata.webhook_uid ?? '');
+  const entry = (id: string | undefined) =>
+    hook && id ? `${BASE}/webhooks/${hook}?delivery=${encodeURIComponent(id)}` : undefined;
+  switch (key) {
+    case 'webhook_uid':
+      return `${BASE}/webhooks/${hook}`;
+    case 'factory_uid':
+      return `${BASE}/factories/${encodeURIComponent(value)}`;
+    case 'webhook_delivery_entry':
+    case 'webhook_replay_of':
+      return entry(value);
+    case 'webhook_delivery_id':
+      return entry(metadata.webhook_delivery_entry);
+  }
+  return undefined;
 }
 
 interface RequestUsage {

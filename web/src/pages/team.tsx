@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import { api, query, useLive } from '../api';
-import { Empty, ErrorBox, Loading, Time } from '../ui';
+import { api, currentTeam, query, useLive } from '../api';
+import { CopyField, Empty, ErrorBox, Loading, Time } from '../ui';
 
 interface Usage {
   skills: Array<{
@@ -122,9 +122,22 @@ export function WorkersPage() {
         <Loading />
       ) : workers.data.workers.length === 0 ? (
         <Empty title="No self-hosted worker connected">
-          Runs go to the service-hosted workers. To run on your own machine:{' '}
-          <code>npx factoryd worker --worker-host ID --api URL --api-key KEY</code>, then start runs with{' '}
-          <code>{'"worker_host": "ID"'}</code> in their config.
+          <p>
+            Runs go to the service-hosted workers. To run on your own machine, make a worker key for it (a key
+            with the scope <code>workers</code>, bound to one worker host; no other key can claim runs):
+          </p>
+          <CopyField
+            label="Make a worker key"
+            value={`npx factoryd api-keys create --team ${currentTeam()?.name ?? 'TEAM'} --scopes workers --worker-host ID`}
+          />
+          <p>then start the worker there with that key:</p>
+          <CopyField
+            label="Start a worker"
+            value={`npx factoryd worker --worker-host ID --api ${location.origin} --api-key KEY`}
+          />
+          <p>
+            and start runs with <code>{'"worker_host": "ID"'}</code> in their config.
+          </p>
         </Empty>
       ) : (
         <div class="tablewrap">

@@ -3,6 +3,7 @@ import { api, can, query, useAction, useLive } from '../api';
 import { BASE, Link, navigate } from '../router';
 import { Badge, bytes, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
 import type { Factory } from './factories';
+import { yamlText } from '../yaml';
 import { RepoFile, SecretOnce, webhookFile, type Webhook } from './webhooks';
 
 interface Delivery {
@@ -43,7 +44,14 @@ export function WebhookPage({ uid }: { uid: string }) {
     () => (factoryUid ? api.get<Factory>(`/factory/${factoryUid}`) : Promise.resolve(undefined)),
     [factoryUid],
   );
-  const [selected, setSelected] = useState<string>();
+  // `?delivery=ID` selects a log entry (a webhook-started run's page links here that way).
+  const [selected, setSelected] = useState(
+    () => new URLSearchParams(location.search).get('delivery') ?? undefined,
+  );
+  const select = (id: string) => {
+    setSelected(id);
+    history.replaceState(null, '', `${location.pathname}?delivery=${encodeURIComponent(id)}`);
+  };
   if (hook.error && !hook.data)
     return (
       <section>
@@ -95,7 +103,7 @@ export function WebhookPage({ uid }: { uid: string }) {
           {!w.deleted && can('factory:manage') && f && <Manage w={w} f={f} reload={hook.reload} />}
         </div>
       </div>
-      <Deliveries uid={w.uid} selected={selected} onSelect={setSelected} />
+      <Deliveries uid={w.uid} selected={selected} onSelect={select} />
       <TestFilter w={w} factoryUid={w.factory_uid} delivery={selected} />
     </section>
   );
@@ -104,7 +112,7 @@ export function WebhookPage({ uid }: { uid: string }) {
 function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }) {
   const path = `/webhooks/${w.uid}`;
   const [shown, setShown] = useState<{ webhook: Webhook; secret?: string }>();
-  const [dialog, setDialog] = useState<'delete' | 'secret' | 'file'>();
+  const [dialog, setDialog] = useState<'delete' | 'secret' | 'file' | 'rotate'>();
   const [value, setValue] = useState('');
   const toggle = useAction(() => api.post<Webhook>(`${path}/${w.enabled ? 'disable' : 'enable'}`));
   const rotate = useAction(() => api.post<{ webhook: Webhook; secret?: string }>(`${path}/rotate`));
@@ -154,16 +162,7 @@ function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }
           Enabled
         </label>
         {!PROVIDER_ISSUED(w) && (
-          <button
-            type="button"
-            disabled={rotate.pending}
-            onClick={async () => {
-              if (!confirm('Rotate the secret? The old one stops working at once.')) return;
-              const out = await rotate.run();
-              if (out) setShown(out);
-              reload();
-            }}
-          >
+          <button type="button" disabled={rotate.pending} onClick={() => setDialog('rotate')}>
             Rotate secret
           </button>
         )}
@@ -176,8 +175,42 @@ function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }
           Delete
         </button>
       </div>
-      <ErrorBox error={toggle.error ?? rotate.error} />
-      {shown && <SecretOnce {...shown} onDone={() => setShown(undefined)} />}
+      <ErrorBox error={toggle.error} />
+      {shown && (
+        <Dialog title={`The new secret of ${w.name}`} onClose={() => setShown(undefined)}>
+          <SecretOnce {...shown} onDone={() => setShown(undefined)} />
+        </Dialog>
+      )}
+      {dialog === 'rotate' && (
+        <Dialog title={`Rotate the secret of ${w.name}?`} onClose={() => setDialog(undefined)}>
+          <ul class="consequences">
+            <li>factoryd generates a new secret and shows it once, here.</li>
+            <li>The old secret stops working at once: senders get 401 until they use the new one.</li>
+            <li>The team secret {w.secret_name} gets the new value (a new version).</li>
+          </ul>
+          <ErrorBox error={rotate.error} title="Not rotated" />
+          <div class="actions">
+            <button type="button" onClick={() => setDialog(undefined)}>
+              Keep the secret
+            </button>
+            <button
+              type="button"
+              class="danger"
+              disabled={rotate.pending}
+              onClick={async () => {
+                const out = await rotate.run();
+                if (out) {
+                  setDialog(undefined);
+                  setShown(out);
+                }
+                reload();
+              }}
+            >
+              {rotate.pending ? 'Rotating…' : 'Rotate secret'}
+            </button>
+          </div>
+        </Dialog>
+      )}
       {dialog === 'secret' && (
         <Dialog title="Set the signing secret" onClose={() => setDialog(undefined)}>
           <form
@@ -312,8 +345,10 @@ function Deliveries({
                     <td>
                       <Badge value={d.status} />
                     </td>
-                    <td class="mono small-text wrap">{d.delivery_id ?? '—'}</td>
-                    <td>{bytes(d.size_bytes)}</td>
+                    <td class="mono small-text identity" title={d.delivery_id ?? undefined}>
+                      {d.delivery_id ?? '—'}
+                    </td>
+                    <td class="nowrap">{bytes(d.size_bytes)}</td>
                     <td>
                       <Time iso={d.received_at} />
                     </td>
@@ -425,6 +460,8 @@ interface TestResult {
   payload_check: {
     passed: boolean;
     message: string;
+    /** Every field the payload filter tests; the failing ones are in `mismatches`. */
+    paths: string[];
     mismatches: Array<{
       path: string;
       condition: string;
@@ -435,19 +472,15 @@ interface TestResult {
   };
 }
 
-/** Each condition of a payload filter by dotted path (what Test filter reports mismatches by). */
-function filterPaths(filter: unknown, prefix = ''): string[] {
-  if (!filter || typeof filter !== 'object' || Array.isArray(filter)) return [];
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(filter as Record<string, unknown>)) {
-    const path = prefix ? `${prefix}.${k}` : k;
-    const isCondition =
-      Array.isArray(v) ||
-      (v && typeof v === 'object' && Object.keys(v).every((c) => ['in', 'not_in', 'exists'].includes(c)));
-    if (isCondition) out.push(path);
-    else out.push(...filterPaths(v, path));
-  }
-  return out;
+/** What the box holds before anything is typed when no automation of the factory uses this webhook. */
+const SAMPLE_FILTER = yamlText({ payload: { action: ['opened'] } });
+
+/** A stored filter (jsonb orders keys its own way) with its fields in the order files write them. */
+function asWritten(filter: Record<string, unknown> = {}): Record<string, unknown> {
+  const { webhook_ids, payload, headers, ...rest } = filter;
+  return Object.fromEntries(
+    Object.entries({ webhook_ids, payload, headers, ...rest }).filter(([, v]) => v !== undefined),
+  );
 }
 
 function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: string; delivery?: string }) {
@@ -457,41 +490,29 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
         ? api.get<{
             automations: Array<{
               name: string;
-              triggers: Array<{ filter?: { webhook_ids?: string[]; payload?: unknown } }>;
+              triggers: Array<{ filter?: { webhook_ids?: string[] } & Record<string, unknown> }>;
             }>;
           }>(`/factory/${factoryUid}/definition`)
         : Promise.resolve(undefined),
     [factoryUid],
   );
-  const automations = (def.data?.automations ?? []).filter((a) =>
-    a.triggers.some((t) => t.filter?.webhook_ids?.includes(w.uid)),
-  );
+  const automations = (def.data?.automations ?? []).flatMap((a) => {
+    const trigger = a.triggers.find((t) => t.filter?.webhook_ids?.includes(w.uid));
+    return trigger ? [{ name: a.name, filter: trigger.filter }] : [];
+  });
   const [automation, setAutomation] = useState('');
-  const [filter, setFilter] = useState('{\n  "payload": {\n    "action": ["opened"]\n  }\n}');
+  // Until something is typed, the box holds this webhook's own automation's filter (the first one).
+  const own = automations[0];
+  const [typed, setTyped] = useState<string>();
+  const filter = typed ?? (own ? yamlText(asWritten(own.filter)) : SAMPLE_FILTER);
   const [result, setResult] = useState<TestResult>();
-  const [paths, setPaths] = useState<string[]>([]);
   const test = useAction(async () => {
-    let body: Record<string, unknown>;
-    let payloadFilter: unknown;
-    if (automation) {
-      body = { automation };
-      const a = automations.find((x) => x.name === automation);
-      payloadFilter = a?.triggers.find((t) => t.filter?.webhook_ids?.includes(w.uid))?.filter?.payload;
-    } else {
-      let parsed: { payload?: unknown };
-      try {
-        parsed = JSON.parse(filter);
-      } catch (e) {
-        throw new Error(`The filter is not JSON: ${(e as Error).message}`, { cause: e });
-      }
-      body = { filter: parsed };
-      payloadFilter = parsed.payload;
-    }
+    // A verdict stays on screen only while it answers what is asked now.
+    setResult(undefined);
+    // The filter goes as text: the service reads it as it reads automation files.
+    const body: Record<string, unknown> = automation ? { automation } : { filter };
     if (delivery) body.delivery = delivery;
-    const out = await api.post<TestResult>(`/webhooks/${w.uid}/test-filter`, body);
-    setPaths(filterPaths(payloadFilter));
-    setResult(out);
-    return out;
+    setResult(await api.post<TestResult>(`/webhooks/${w.uid}/test-filter`, body));
   });
   return (
     <>
@@ -509,7 +530,13 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
         </p>
         <label>
           Against
-          <select value={automation} onChange={(e) => setAutomation(e.currentTarget.value)}>
+          <select
+            value={automation}
+            onChange={(e) => {
+              setAutomation(e.currentTarget.value);
+              setResult(undefined);
+            }}
+          >
             <option value="">A filter typed here</option>
             {automations.map((a) => (
               <option key={a.name} value={a.name}>
@@ -520,76 +547,86 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
         </label>
         {!automation && (
           <label>
-            Filter (as an automation’s trigger writes it)
+            Filter{' '}
+            <span class="muted">
+              (YAML, as an automation’s trigger writes it under filter:
+              {own && typed === undefined ? `; this is automation ${own.name}’s` : ''})
+            </span>
             <textarea
               class="mono"
               name="filter"
-              rows={6}
+              rows={Math.min(14, Math.max(6, filter.split('\n').length + 1))}
+              spellcheck={false}
               value={filter}
-              onInput={(e) => setFilter(e.currentTarget.value)}
+              onInput={(e) => {
+                setTyped(e.currentTarget.value);
+                setResult(undefined);
+              }}
             />
           </label>
         )}
         <ErrorBox error={test.error} title="Not tested" />
         <div class="actions">
           <button type="submit" class="primary" disabled={test.pending}>
-            Test filter
+            {test.pending ? 'Testing…' : 'Test filter'}
           </button>
         </div>
-        {result && (
-          <div
-            class={`verdict ${result.result === 'would_trigger' ? 'ok' : 'bad'}`}
-            role="status"
-            aria-label="Verdict"
-          >
-            <strong>{result.result === 'would_trigger' ? 'Would trigger' : 'Would not trigger'}</strong>
-            <span class="muted small-text">
-              against {result.automation ? `automation ${result.automation}, ` : ''}delivery{' '}
-              <span class="mono">{result.delivery.delivery_id ?? result.delivery.id}</span> (
-              <Time iso={result.delivery.received_at} />)
-            </span>
-            <ul class="checks">
-              <li class={result.webhook_check.passed ? 'pass' : 'fail'}>
-                Webhook check: {result.webhook_check.passed ? 'passed' : 'failed'} —{' '}
-                {result.webhook_check.message}
-              </li>
-              <li class={result.payload_check.passed ? 'pass' : 'fail'}>
-                Payload check: {result.payload_check.passed ? 'passed' : 'failed'} —{' '}
-                {result.payload_check.message}
-              </li>
-            </ul>
-            {(paths.length > 0 || result.payload_check.mismatches.length > 0) && (
-              <table class="list paths" aria-label="Payload paths">
-                <thead>
-                  <tr>
-                    <th>Path</th>
-                    <th>Outcome</th>
-                    <th>Expected</th>
-                    <th>Actual</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {[...new Set([...paths, ...result.payload_check.mismatches.map((m) => m.path)])].map(
-                    (p) => {
-                      const m = result.payload_check.mismatches.find((x) => x.path === p);
-                      return (
-                        <tr key={p} class={m ? 'fail' : 'pass'}>
-                          <td class="mono">{p}</td>
-                          <td>{m ? `fails ${m.condition}` : 'matches'}</td>
-                          <td class="mono small-text">{m ? JSON.stringify(m.expected) : ''}</td>
-                          <td class="mono small-text">
-                            {m ? (m.present ? JSON.stringify(m.actual) : '(missing)') : ''}
-                          </td>
-                        </tr>
-                      );
-                    },
-                  )}
-                </tbody>
-              </table>
-            )}
-          </div>
-        )}
+        {result && <Verdict result={result} />}
       </form>
     </>
+  );
+}
+
+function Verdict({ result }: { result: TestResult }) {
+  const { paths, mismatches } = result.payload_check;
+  return (
+    <div
+      class={`verdict ${result.result === 'would_trigger' ? 'ok' : 'bad'}`}
+      role="status"
+      aria-label="Verdict"
+    >
+      <strong>{result.result === 'would_trigger' ? 'Would trigger' : 'Would not trigger'}</strong>
+      <span class="muted small-text">
+        against {result.automation ? `automation ${result.automation}, ` : ''}delivery{' '}
+        <span class="mono">{result.delivery.delivery_id ?? result.delivery.id}</span> (
+        <Time iso={result.delivery.received_at} />)
+      </span>
+      <ul class="checks">
+        <li class={result.webhook_check.passed ? 'pass' : 'fail'}>
+          Webhook check: {result.webhook_check.passed ? 'passed' : 'failed'} — {result.webhook_check.message}
+        </li>
+        <li class={result.payload_check.passed ? 'pass' : 'fail'}>
+          Payload check: {result.payload_check.passed ? 'passed' : 'failed'} — {result.payload_check.message}
+        </li>
+      </ul>
+      {/* A body that is no object fails without a mismatch: the check's message says so, no table. */}
+      {paths.length > 0 && (result.payload_check.passed || mismatches.length > 0) && (
+        <table class="list paths" aria-label="Payload paths">
+          <thead>
+            <tr>
+              <th>Path</th>
+              <th>Outcome</th>
+              <th>Expected</th>
+              <th>Actual</th>
+            </tr>
+          </thead>
+          <tbody>
+            {paths.map((p) => {
+              const m = mismatches.find((x) => x.path === p);
+              return (
+                <tr key={p} class={m ? 'fail' : 'pass'}>
+                  <td class="mono">{p}</td>
+                  <td>{m ? `fails ${m.condition}` : 'matches'}</td>
+                  <td class="mono small-text">{m ? JSON.stringify(m.expected) : ''}</td>
+                  <td class="mono small-text">
+                    {m ? (m.present ? JSON.stringify(m.actual) : '(missing)') : ''}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </div>
   );
 }

@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, can, useAction, useLive } from '../api';
 import { BASE, Link } from '../router';
-import { Badge, CopyField, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
+import { Badge, Copy, CopyField, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
+import { yamlText } from '../yaml';
 import type { Factory } from './factories';
 
 export interface Webhook {
@@ -127,12 +128,13 @@ export function webhookFile(w: {
   delivery_id_header?: string;
   enabled?: boolean;
 }): string {
-  const lines = [`authMode: ${w.auth_mode}`];
-  if (w.auth_mode === 'signature' && w.signature_scheme) lines.push(`signatureScheme: ${w.signature_scheme}`);
-  lines.push(`secretName: ${w.secret_name}`);
-  if (w.delivery_id_header) lines.push(`deliveryIdHeader: ${w.delivery_id_header}`);
-  if (w.enabled === false) lines.push('enabled: false');
-  return lines.join('\n') + '\n';
+  return yamlText({
+    authMode: w.auth_mode,
+    ...(w.auth_mode === 'signature' && w.signature_scheme ? { signatureScheme: w.signature_scheme } : {}),
+    secretName: w.secret_name,
+    ...(w.delivery_id_header ? { deliveryIdHeader: w.delivery_id_header } : {}),
+    ...(w.enabled === false ? { enabled: false } : {}),
+  });
 }
 
 function CreateWebhook({
@@ -280,9 +282,13 @@ export function RepoFile({ path, text, note }: { path: string; text: string; not
   return (
     <div class="repofile" aria-label="File to commit">
       <p class="small-text">{note}</p>
-      <div class="filehead mono">{path}</div>
-      <pre class="code">{text}</pre>
-      <CopyField label="File content" value={text} />
+      <div class="filehead">
+        <span class="mono">{path}</span>
+        <Copy text={text} label="Copy the file" />
+      </div>
+      <pre class="code" aria-label="File content">
+        {text}
+      </pre>
     </div>
   );
 }

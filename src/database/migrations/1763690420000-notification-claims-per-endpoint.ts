@@ -15,8 +15,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   thousand deletions rather than after a fifth of the table, so a burst leaves no trail of dead rows
  *   for the next look to step over. Messages are analysed as often, so that plans follow their growth.
  */
-export class NotificationClaimsPerEndpoint1763690400000 implements MigrationInterface {
-  name = 'NotificationClaimsPerEndpoint1763690400000';
+export class NotificationClaimsPerEndpoint1763690420000 implements MigrationInterface {
+  name = 'NotificationClaimsPerEndpoint1763690420000';
 
   async up(db: QueryRunner): Promise<void> {
     await db.query(`ALTER TABLE notification_messages DROP COLUMN leased_until`);

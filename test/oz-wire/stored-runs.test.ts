@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { QueryRunner } from 'typeorm';
+import { RunErrorCodes1763690410000 } from '../../src/database/migrations/1763690410000-run-error-codes.js';
+import { RunItemFields1763690400000 } from '../../src/database/migrations/1763690400000-run-item-fields.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { python } from './support.js';
+
+// Runs stored before the newest clients' fields existed read back as those clients expect, once the
+// migrations ran: the factory, root and schedule they kept elsewhere, and the clients' error codes.
+let t: TestService;
+let runner: QueryRunner;
+beforeAll(async () => {
+  t = await startTestService();
+  runner = t.service.db.dataSource.createQueryRunner();
+});
+afterAll(async () => {
+  await runner?.release();
+  await t?.stop();
+});
+
+const created = async (body: Record<string, unknown>, key?: string) =>
+  (await python(t, 'POST', '/agent/runs', { ...body, config: { worker_host: 'parked' } }, key)).body.run_id;
+const item = async (id: string, key?: string) =>
+  (await python(t, 'GET', `/agent/runs/${id}`, undefined, key)).body;
+
+describe('runs stored before RunItemFields', () => {
+  it('take their factory from the metadata stamp, their root from the parent chain, their schedule by id in the team', async () => {
+    const schedule = (
+      await python(t, 'POST', '/agent/schedules', {
+        name: 'Old schedule',
+        cron_schedule: '0 1 * * *',
+        prompt: 'x',
+      })
+    ).body;
+    const { key: otherKey } = await t.newTeam('other-team');
+    const stamped = await created({ prompt: 'Stamped', metadata: { factory_uid: 'OldFactory000000000000' } });
+    const root = await created({ prompt: 'Root' });
+    const child = await created({ prompt: 'Child', parent_run_id: root });
+    const grandchild = await created({ prompt: 'Grandchild', parent_run_id: child });
+    const scheduled = await created({ prompt: 'Fired', metadata: { schedule_id: schedule.id } });
+    // Another team's run naming this team's schedule learns nothing of it.
+    const foreign = await created({ prompt: 'Foreign', metadata: { schedule_id: schedule.id } }, otherKey);
+
+    const migration = new RunItemFields1763690400000();
+    await migration.down(runner);
+    await migration.up(runner);
+
+    expect(await item(stamped)).toMatchObject({ factory_uid: 'OldFactory000000000000' });
+    expect((await python(t, 'GET', '/agent/runs?factory_uid=OldFactory000000000000')).body.runs).toHaveLength(
+      1,
+    );
+    expect((await item(root)).root_run_id).toBe(root);
+    expect((await item(child)).root_run_id).toBe(root);
+    expect((await item(grandchild)).root_run_id).toBe(root);
+    expect((await item(scheduled)).schedule).toEqual({
+      schedule_id: schedule.id,
+      schedule_name: 'Old schedule',
+      cron_schedule: '0 1 * * *',
+    });
+    expect(await item(foreign, otherKey)).not.toHaveProperty('schedule');
+  });
+});
+
+describe('runs that ended before RunErrorCodes', () => {
+  it('read back with the clients’ ErrorCode where one fits and factoryd’s reason beside it, their transitions too', async () => {
+    const ends = {
+      agent_failed: ['FAILED', undefined],
+      idle_timeout: ['FAILED', undefined],
+      max_duration: ['FAILED', 'budget_exceeded'],
+      lease_expired: ['ERROR', 'resource_unavailable'],
+      worker_lost: ['ERROR', 'resource_unavailable'],
+      environment_setup_failed: ['FAILED', 'environment_setup_failed'],
+    } as const;
+    const runs: Record<string, string> = {};
+    for (const [code, [state]] of Object.entries(ends)) {
+      runs[code] = await created({ prompt: code });
+      await t.service.db.execute(
+        `UPDATE runs SET state = $2, status_message = $3, ended_at = now() WHERE id = $1`,
+        [
+          runs[code],
+          state,
+          { message: `ended: ${code}`, error_code: code, ...(state === 'ERROR' ? { retryable: true } : {}) },
+        ],
+      );
+    }
+    await new RunErrorCodes1763690410000().up(runner);
+    // Once is enough: a second run changes nothing.
+    await new RunErrorCodes1763690410000().up(runner);
+
+    for (const [code, [state, errorCode]] of Object.entries(ends)) {
+      const run = await item(runs[code]!);
+      expect(run.state).toBe(state);
+      expect(run.status_message).toEqual({
+        message: `ended: ${code}`,
+        reason: code,
+        ...(errorCode ? { error_code: errorCode } : {}),
+        ...(state === 'ERROR' ? { retryable: true } : {}),
+      });
+      const ended = (await python(t, 'GET', `/agent/runs/${runs[code]}/timeline`)).body.timeline.at(-1);
+      expect(ended.status_message).toEqual(run.status_message);
+    }
+  });
+});
