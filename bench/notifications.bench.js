@@ -4,19 +4,23 @@
 //   (a) floor: a bare Fastify route that inserts one row through `pg` (bench/ingress-kit.js)
 //   (e) factoryd ingress, two teams' `token` webhooks loaded together, 1 run per delivery, no endpoint:
 //       the capacity; measured first and again last (the machine drifts), the baseline is their mean
-//   (b) as fast as it goes, team B's endpoint receiving every event (two per delivery: delivery.accepted
-//       and run.queued): messages made and sent per second, the queue (outbox + B's pending messages)
-//       at the start and end of the load, state change -> receipt p50/p99
+//   (b) as fast as it goes, team B's endpoint receiving every event of B (two per delivery:
+//       delivery.accepted and run.queued): messages made and sent per second, the queue (outbox + B's
+//       pending messages) during the load, state change -> receipt p50/p99
 //   (h) half of (e)'s capacity for BENCH_SUSTAIN_SECONDS (60): the same, the queue every 5 s
 //   (i) idle: one delivery at a time, 300 ms apart: state change -> receipt
 //   (c) refusing, (d) tarpit, (f) 5xx, (s) slow (answers after BENCH_SLOW_MS, 1 s): team A's endpoint
-//       so, beside B's healthy one; as fast as it goes (the ingress against (b)), then at half capacity
-//       (B's latency against (h)); what A's endpoint got (attempts, connections)
+//       so, beside B's healthy one. Each against a baseline taken just before it (A without an
+//       endpoint), since the machine drifts between cases: as fast as it goes (the ingress, and the CPU
+//       the service and PostgreSQL spent per delivery), then at half capacity (B's latency); and what
+//       A's endpoint got (attempts, connections)
 //   (p1), (p2): one, then two dispatchers as processes of their own (`factoryd serve --role
 //       notifications`), the service's own stopped: half capacity, then as fast as it goes
 // NOTIFICATIONS_TIMEOUT_MS is 2000 here, so a tarpit's attempts time out during its case. The state
 // change's time is the event's `timestamp`, taken in its transaction; receipt is when the receiver
-// (a child process, bench/notification-receivers.js) read the request. Prints figures; never fails on a time.
+// (a child process, bench/notification-receivers.js) read the request. CPU per delivery counts this
+// process (the service, its dispatcher when it runs here) and the database's backends, not the load
+// generators, receivers or dispatcher processes. Prints figures; never fails on a time.
 import { fork, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +31,7 @@ import {
   benchDatabase,
   benchService,
   CONNECTIONS,
+  cpuMeter,
   DURATION,
   fmt,
   load,
@@ -34,7 +39,6 @@ import {
 } from './ingress-kit.js';
 
 const SUSTAIN = Number(process.env.BENCH_SUSTAIN_SECONDS ?? 60);
-const ISOLATION = Number(process.env.BENCH_ISOLATION_SECONDS ?? 15);
 const DRAIN_LIMIT_MS = 180_000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -63,6 +67,7 @@ try {
     NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true',
     NOTIFICATIONS_TIMEOUT_MS: '2000',
   });
+  const cpu = cpuMeter((sql) => db.query(sql));
   const endpoints = service.app.get(NotificationEndpoints);
   const teams = {};
   for (const name of ['A', 'B']) {
@@ -79,8 +84,12 @@ try {
     url: `${service.url}/webhooks/w/${t.hook}`,
     headers: { authorization: `Bearer ${t.token}` },
   });
-  /** Both teams' webhooks loaded at once, half the connections (and of `rate`) each. */
+  /**
+   * Both teams' webhooks loaded at once, half the connections (and of `rate`) each; as fast as it goes
+   * (no `rate`), also the CPU per delivery.
+   */
   const ingress = async (rate, seconds = DURATION) => {
+    if (!rate) await cpu.start();
     const [a, b] = await Promise.all(
       [teams.A, teams.B].map((t) =>
         load({
@@ -91,13 +100,15 @@ try {
         }),
       ),
     );
-    return {
+    const r = {
       rps: a.rps + b.rps,
       p50: Math.max(a.p50, b.p50),
       p99: Math.max(a.p99, b.p99),
       total: a.total + b.total,
       non2xx: a.non2xx + b.non2xx,
     };
+    if (!rate) r.cpu = await cpu.stop(r.total + a.warmupTotal + b.warmupTotal);
+    return r;
   };
   const created = await endpoints.create(teams.B.auth, {
     name: 'healthy',
@@ -119,7 +130,7 @@ try {
    * Ingress at `rate` (undefined: as fast as it goes) with B's endpoint receiving; the queue sampled
    * every `everyMs`; then waits until B's messages are all delivered. Returns the figures.
    */
-  const receiving = async (rate, seconds, everyMs) => {
+  const receiving = async (rate, seconds = DURATION, everyMs = 1000) => {
     await ask({ ask: 'take' });
     const t0 = Date.now();
     const samples = [];
@@ -162,28 +173,29 @@ try {
       samples,
       p50: pct(50),
       p99: pct(99),
-      ingressP99: r.p99,
       drainMs,
       duplicates: taken.duplicates,
       forged: taken.forged,
     };
   };
+  const cpuOf = (r) => (r.cpu ? r.cpu.nodeUs + r.cpu.pgUs : 0);
+  const cpuText = (r) =>
+    r.cpu ? `; CPU/delivery ${cpuOf(r)} µs (service ${r.cpu.nodeUs}, PostgreSQL ${r.cpu.pgUs})` : '';
   const describe = (label, r) =>
-    `${label}: ingress ${r.rps.toFixed(0)} req/s; B's messages made ${r.made.toFixed(0)}/s, sent ${r.sent.toFixed(0)}/s during the load; ` +
-    `queue (outbox + B pending) ${r.samples[0]} at the start, ${r.samples.at(-1)} at the end; ` +
+    `${label}: ingress ${r.rps.toFixed(0)} req/s${cpuText(r)}; B's messages made ${r.made.toFixed(0)}/s, sent ${r.sent.toFixed(0)}/s during the load; ` +
+    `queue (outbox + B pending) ${r.samples.join(' ')}; ` +
     `state change -> receipt p50 ${r.p50} ms, p99 ${r.p99} ms (${r.received} received, ${r.duplicates} twice, ${r.forged} unverified); ` +
     `drained ${r.drainMs} ms after the load`;
 
   const results = {};
   results.e1 = await ingress();
-  say(fmt('(e) no endpoint (first)', results.e1));
+  say(fmt('(e) no endpoint (first)', results.e1) + cpuText(results.e1));
   const half = Math.round(results.e1.rps / 2);
   await endpoints.update(teams.B.auth, healthy, { enabled: true });
-  results.b = await receiving(undefined, DURATION, 1000);
+  results.b = await receiving();
   say(describe('(b) as fast as it goes', results.b));
   results.h = await receiving(half, SUSTAIN, 5000);
-  say(describe(`(h) ${half} req/s (half of (e)) for ${SUSTAIN} s`, results.h));
-  say(`(h) queue every 5 s: ${results.h.samples.join(', ')}`);
+  say(describe(`(h) ${half} req/s (half of (e)) for ${SUSTAIN} s, queue every 5 s`, results.h));
 
   // (i) idle: one delivery at a time.
   await ask({ ask: 'take' });
@@ -197,46 +209,49 @@ try {
   }
   await sleep(1000);
   const idle = (await ask({ ask: 'take' })).got.filter((_, i) => i % 2 === 1).sort((x, y) => x - y);
-  results.i = { p50: idle[Math.floor(idle.length / 2)], p99: idle.at(-1), n: idle.length };
+  results.i = { p50: idle[Math.floor(idle.length / 2)], max: idle.at(-1), n: idle.length };
   say(
-    `(i) idle, one delivery every 300 ms: ${results.i.n} received, state change -> receipt p50 ${results.i.p50} ms, max ${results.i.p99} ms`,
+    `(i) idle, one delivery every 300 ms: ${results.i.n} received, state change -> receipt p50 ${results.i.p50} ms, max ${results.i.max} ms`,
   );
 
-  // Isolation: A's failing endpoint beside B's healthy one.
+  // Isolation: A's failing endpoint beside B's healthy one, each against A without an endpoint just before.
   const kinds = [
-    ['c', 'refusing', ports.refusing],
-    ['d', 'tarpit', ports.tarpit],
-    ['f', '5xx', ports.failing5xx],
-    ['s', 'slow', ports.slow],
+    ['c', 'refusing', ports.refusing, undefined],
+    ['d', 'tarpit', ports.tarpit, 'tarpit'],
+    ['f', '5xx', ports.failing5xx, 'failing5xx'],
+    ['s', 'slow', ports.slow, 'slow'],
   ];
-  for (const [key, name, port] of kinds) {
-    const created = await endpoints.create(teams.A.auth, { name, url: `http://127.0.0.1:${port}/hook` });
+  for (const [key, name, port, counted] of kinds) {
+    const base = { fast: await receiving(), paced: await receiving(half) };
+    const a = (await endpoints.create(teams.A.auth, { name, url: `http://127.0.0.1:${port}/hook` })).endpoint
+      .id;
     const before = await ask({ ask: 'counts' });
-    const fast = await receiving(undefined, DURATION, 1000);
-    const paced = await receiving(half, ISOLATION, 1000);
-    const [a] = await db.query(
+    const fast = await receiving();
+    const paced = await receiving(half);
+    const [got] = await db.query(
       `SELECT (SELECT count(*)::int FROM notification_attempts WHERE endpoint_id = $1) AS attempts,
               (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending') AS pending,
               (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'delivered') AS delivered`,
-      [created.endpoint.id],
+      [a],
     );
     const after = await ask({ ask: 'counts' });
-    const seen =
-      name === 'refusing'
-        ? ''
-        : `, ${after[name === '5xx' ? 'failing5xx' : name].connections - before[name === '5xx' ? 'failing5xx' : name].connections} connections`;
-    results[key] = { fast, paced, a };
+    const connections = counted
+      ? `, ${after[counted].connections - before[counted].connections} connections`
+      : '';
+    results[key] = { base, fast, paced, got };
+    say(describe(`(${key}) baseline: A without an endpoint, as fast as it goes`, base.fast));
     say(describe(`(${key}) A ${name}, as fast as it goes`, fast));
+    say(describe(`(${key}) baseline: A without an endpoint, ${half} req/s`, base.paced));
     say(describe(`(${key}) A ${name}, ${half} req/s`, paced));
     say(
-      `(${key}) A's ${name} endpoint: ${a.attempts} attempts logged, ${a.delivered} delivered, ${a.pending} pending${seen}`,
+      `(${key}) A's ${name} endpoint: ${got.attempts} attempts logged, ${got.delivered} delivered, ${got.pending} pending${connections}`,
     );
-    await endpoints.update(teams.A.auth, created.endpoint.id, { enabled: false });
+    await endpoints.update(teams.A.auth, a, { enabled: false });
   }
 
   await endpoints.update(teams.B.auth, healthy, { enabled: false });
   results.e2 = await ingress();
-  say(fmt('(e) no endpoint (last)', results.e2));
+  say(fmt('(e) no endpoint (last)', results.e2) + cpuText(results.e2));
 
   // Dispatchers of their own.
   await endpoints.update(teams.B.auth, healthy, { enabled: true });
@@ -264,8 +279,8 @@ try {
     });
   for (const n of [1, 2]) {
     while (dispatchers.length < n) await startDispatcher();
-    const paced = await receiving(half, ISOLATION, 1000);
-    const fast = await receiving(undefined, DURATION, 1000);
+    const paced = await receiving(half);
+    const fast = await receiving();
     results[`p${n}`] = { paced, fast };
     say(describe(`(p${n}) ${n} dispatcher process(es), ${half} req/s`, paced));
     say(describe(`(p${n}) ${n} dispatcher process(es), as fast as it goes`, fast));
@@ -274,28 +289,31 @@ try {
   const baseline = (results.e1.rps + results.e2.rps) / 2;
   const ratio = (x, y) => (x / y).toFixed(2);
   console.log(
-    `notifications benchmark: ${CONNECTIONS} connections, ${DURATION} s per case (${SUSTAIN} s sustained, ${ISOLATION} s paced isolation), loopback; load average at the start ${load1.toFixed(2)}, at the end ${loadavg()[0].toFixed(2)}`,
+    `notifications benchmark: ${CONNECTIONS} connections, ${DURATION} s per case (${SUSTAIN} s sustained), loopback; load average at the start ${load1.toFixed(2)}, at the end ${loadavg()[0].toFixed(2)}`,
   );
   console.log(fmt('(a) floor: Fastify + one pg INSERT', floor));
   for (const line of out) console.log(line);
   console.log(`\nbaseline (e), mean of first and last: ${baseline.toFixed(0)} req/s`);
   console.log(
-    `throughput: (b) ingress ${ratio(results.b.rps, baseline)}× (e); B's messages sent/made during the load ${ratio(results.b.sent, results.b.made)} (target ≥ 1: the queue does not grow)`,
+    `throughput: (b) ingress ${ratio(results.b.rps, baseline)}× (e), CPU/delivery ${ratio(cpuOf(results.b), cpuOf(results.e1))}× (e first); ` +
+      `B's messages sent/made during the load ${ratio(results.b.sent, results.b.made)}, queue at its end ${results.b.samples.at(-1)} (target: sent/made ≥ 1, the queue does not grow)`,
   );
   console.log(
-    `latency at half capacity (h): p99 ${results.h.p99} ms (target ≤ 1000); idle (i): max ${results.i.p99} ms (target ≤ 250)`,
+    `latency at half capacity (h): p50 ${results.h.p50} ms, p99 ${results.h.p99} ms (target ≤ 1000); idle (i): p50 ${results.i.p50} ms, max ${results.i.max} ms (target ≤ 250)`,
   );
   for (const [key, name] of kinds) {
     const r = results[key];
     console.log(
-      `isolation (${key}) ${name}: ingress ${ratio(r.fast.rps, results.b.rps)}× (b), ${ratio(r.fast.rps, baseline)}× (e); ` +
-        `B's p99 at half capacity ${r.paced.p99} ms against (h) ${results.h.p99} ms (${ratio(r.paced.p99, results.h.p99)}×), p50 ${r.paced.p50} against ${results.h.p50} ms`,
+      `isolation (${key}) ${name}: ingress ${ratio(r.fast.rps, r.base.fast.rps)}× its baseline, CPU/delivery ${ratio(cpuOf(r.fast), cpuOf(r.base.fast))}×; ` +
+        `B at half capacity p99 ${r.paced.p99} ms against ${r.base.paced.p99} ms (${ratio(r.paced.p99, r.base.paced.p99)}×), p50 ${r.paced.p50} against ${r.base.paced.p50} ms (target: within 10 %)`,
     );
   }
   for (const n of [1, 2]) {
     const r = results[`p${n}`];
     console.log(
-      `scale-out (p${n}) ${n} dispatcher process(es): at half capacity p50 ${r.paced.p50} ms, p99 ${r.paced.p99} ms; as fast as it goes ingress ${ratio(r.fast.rps, baseline)}× (e), sent/made ${ratio(r.fast.sent, r.fast.made)}, ${r.paced.duplicates + r.fast.duplicates} received twice`,
+      `scale-out (p${n}) ${n} dispatcher process(es): at half capacity p50 ${r.paced.p50} ms, p99 ${r.paced.p99} ms; as fast as it goes ingress ${ratio(r.fast.rps, baseline)}× (e), ` +
+        `the API process's CPU/delivery ${r.fast.cpu.nodeUs} µs against ${results.b.cpu.nodeUs} µs with its own dispatcher (b), ` +
+        `sent/made ${ratio(r.fast.sent, r.fast.made)}; ${r.paced.duplicates + r.fast.duplicates} received twice`,
     );
   }
   for (const d of dispatchers) d.kill('SIGTERM');

@@ -3,7 +3,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NotificationDispatcher } from '../src/notifications/notification-dispatcher.js';
-import { CLI } from './support/cli.js';
+import { CLI, runCli } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import { NotificationReceiver } from './support/notification-receiver.js';
 import { startTestService, type TestService } from './support/service.js';
@@ -126,7 +126,7 @@ describe('dispatchers in processes of their own', () => {
     r.delayMs = 2;
     const team = await subscribedTeam('two-dispatchers', url);
     r.secret = team.secret;
-    await Promise.all([dispatcher(), dispatcher()]);
+    const both = await Promise.all([dispatcher(), dispatcher()]);
     const runs = await runsCreatedAndCancelled(team.key, 150);
     await eventually(async () => (await pendingOf(team.endpointId)) === 0, 'every message delivered', {
       timeoutMs: 60_000,
@@ -139,6 +139,10 @@ describe('dispatchers in processes of their own', () => {
     expect(new Set(r.received.map((x) => x.id)).size).toBe(300);
     expect(r.received.every((x) => x.verified)).toBe(true);
     expect(outOfOrder(r, runs)).toEqual([]);
+    // SIGTERM: each stops claiming, finishes what it has in flight, and exits cleanly.
+    const exits = both.map((c) => new Promise((resolve) => c.once('exit', (code) => resolve(code))));
+    for (const c of both) c.kill('SIGTERM');
+    expect(await Promise.all(exits)).toEqual([0, 0]);
   }, 120_000);
 
   it('a SIGKILL of the dispatcher under load loses no message; only those in flight go twice', async () => {
@@ -226,4 +230,17 @@ describe('dispatchers in processes of their own', () => {
     const late = r.received.filter((x) => x.at - Date.parse(x.body.timestamp) > 10_000);
     expect(late).toEqual([]);
   }, 120_000);
+
+  it('refuses a role it does not know, and a dispatcher without the API’s database, in one line each', async () => {
+    const unknown = await runCli(['serve', '--role', 'dispatcher']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe(
+      'factoryd: --role must be one of all, api, notifications, got "dispatcher"\n',
+    );
+    const alone = await runCli(['serve', '--role', 'notifications'], { env: { DATABASE_URL: '' } });
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(
+      /^factoryd: --role notifications sends from the database of the API processes: set DATABASE_URL/,
+    );
+  });
 });

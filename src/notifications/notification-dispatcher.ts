@@ -70,6 +70,8 @@ export class NotificationDispatcher {
   private readonly records: Batcher<EndpointOutcome, boolean>;
   private running?: Promise<void>;
   private again = false;
+  /** Stopping: no new claims (a delivery's look-again included), the ones in flight finish. */
+  private stopping = false;
   private unsubscribe?: () => void;
   /** Messages claimed by this process and not recorded yet. */
   private claimed = 0;
@@ -114,6 +116,7 @@ export class NotificationDispatcher {
   }
 
   start(notifications?: Notifications): this {
+    this.stopping = false;
     this.unsubscribe = notifications?.subscribe(CHANNELS.notificationsDue, {
       notified: () => this.wake(),
       resync: () => this.wake(),
@@ -123,6 +126,7 @@ export class NotificationDispatcher {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     this.unsubscribe?.();
     await this.periodic.stop();
     await this.running;
@@ -145,6 +149,7 @@ export class NotificationDispatcher {
    * time in this process. The attempts go on after it returns (see `settled`).
    */
   pump(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
     if (this.running) {
       this.again = true;
       return this.running;
@@ -178,7 +183,7 @@ export class NotificationDispatcher {
       this.claimed += due.length;
       // Per endpoint, in event order.
       for (const group of groupBy(due, (m) => m.endpoint_id).values()) {
-        const sending: Promise<void> = this.send(group)
+        const sending: Promise<void> = this.send(group, lease)
           .catch(this.opts.onError)
           .finally(() => this.sending.delete(sending));
         this.sending.add(sending);
@@ -194,7 +199,7 @@ export class NotificationDispatcher {
    * One endpoint's claimed messages: the first alone, the others once the receiver showed it takes
    * messages (it delivered the first, or refused that one message only); then recorded.
    */
-  private async send(group: DueMessage[]): Promise<void> {
+  private async send(group: DueMessage[], lease: Date): Promise<void> {
     try {
       const started = performance.now();
       const [first, ...rest] = group as [DueMessage, ...DueMessage[]];
@@ -216,6 +221,7 @@ export class NotificationDispatcher {
         // A failing endpoint is tried again when its message's retry is due; once that message is
         // given up, the next one goes at the next look.
         heldUntil: taking ? at : (attempts[0]!.retryAt ?? at),
+        lease,
       });
       if (disabled) this.opts.onDisabled?.(first.endpoint_id);
       // The endpoint is free again and may have more; after a failure the next poll looks (a pause).

@@ -76,6 +76,11 @@ export interface EndpointOutcome {
   failingSince?: Date;
   /** No attempt to the endpoint before this. */
   heldUntil: Date;
+  /**
+   * The lease the claim took: the endpoint is released only if it still holds it (a record so late that
+   * the lease lapsed and another dispatcher claimed the endpoint must not end that one's lease).
+   */
+  lease: Date;
 }
 
 /** Fan-outs take turns across replicas, so a run's messages are created in its events' order. */
@@ -252,8 +257,7 @@ export class NotificationsRepository {
            FROM ev JOIN notification_endpoints e ON e.team_id = ev.team_id AND e.enabled
           WHERE (e.factory_id IS NULL OR e.factory_id = ev.factory_id)
             AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
-          ORDER BY ev.id
-         ON CONFLICT DO NOTHING)
+          ORDER BY ev.id)
        SELECT count(*)::int AS events FROM ev`,
         [firstAttemptDelayMs],
       );
@@ -369,6 +373,7 @@ export class NotificationsRepository {
         given_up: 'int',
         failing_since: 'timestamptz',
         held_until: 'timestamptz',
+        lease: 'timestamptz',
       },
       outcomes.map((o) => ({
         endpoint_id: o.endpointId,
@@ -376,6 +381,7 @@ export class NotificationsRepository {
         given_up: o.attempts.filter((a) => !a.outcome.succeeded && !a.retryAt).length,
         failing_since: o.failingSince ?? null,
         held_until: o.heldUntil,
+        lease: o.lease,
       })),
     );
     const limit = p.add(disableAfter);
@@ -396,7 +402,8 @@ export class NotificationsRepository {
        s AS (
          SELECT s.*, CASE WHEN s.delivered THEN 0 ELSE e.consecutive_failures END + s.given_up AS run
            FROM ${endpoints} JOIN notification_endpoints e ON e.id = s.endpoint_id)
-       UPDATE notification_endpoints e SET held_until = s.held_until, failing_since = s.failing_since,
+       UPDATE notification_endpoints e SET held_until = CASE WHEN e.held_until = s.lease THEN s.held_until ELSE e.held_until END,
+              failing_since = s.failing_since,
               consecutive_failures = s.run, enabled = e.enabled AND s.run < ${limit}::int,
               disabled_reason = CASE WHEN s.run >= ${limit}::int
                 THEN ${limit}::int::text || ' messages in a row failed every attempt' ELSE e.disabled_reason END
