@@ -66,17 +66,21 @@ beforeEach(async () => {
   counted = countingDatabase(t.service.db);
 });
 
-function dispatcher(opts: { timeoutMs?: number; disableAfter?: number; schedule?: number[] } = {}) {
+function dispatcher(
+  opts: { timeoutMs?: number; disableAfter?: number; schedule?: number[]; connections?: number } = {},
+) {
   const timeoutMs = opts.timeoutMs ?? 2_000;
+  const connections = opts.connections ?? 16;
   return new NotificationDispatcher(
     new NotificationsRepository(counted.db),
-    new NotificationSender({ allowPrivate: true, timeoutMs, connectionsPerEndpoint: 16 }),
+    new NotificationSender({ allowPrivate: true, timeoutMs, connectionsPerEndpoint: connections }),
     t.service.app.get(SecretCipher),
     t.service.app.get(SecretsService),
     {
       retryScheduleMs: opts.schedule ?? SCHEDULE,
       disableAfter: opts.disableAfter ?? 5,
       timeoutMs,
+      connectionsPerEndpoint: connections,
       now: () => clock,
       scheduler: never,
       onError: (err) => errors.push(err),
@@ -275,6 +279,42 @@ describe('a failing endpoint', () => {
     expect(pit.connections()).toBe(1);
     expect(await attemptsOf(pitEndpoint.id)).toBe(0);
     expect(await attemptsOf(refused.id)).toBe(1);
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('an endpoint that goes down while it takes messages', () => {
+  it('costs one attempt per connection: its round stops at the first failure, the rest held back', async () => {
+    const d = dispatcher({ connections: 4 });
+    const team = await t.newTeam(`went-down-${Date.now()}`);
+    const { r, url } = await receiver();
+    const { endpoint, secret } = await subscribe(url, team.key);
+    r.secret = secret;
+    // It delivers (so its next round needs no probe), then every answer is a 503.
+    await queue(d, team.team.id, [{}]);
+    await pass(d);
+    expect(r.received).toHaveLength(1);
+    r.behaviour = () => 503;
+    await queue(
+      d,
+      team.team.id,
+      Array.from({ length: 30 }, () => ({})),
+    );
+    await pass(d);
+    // The four connections' first attempts were in flight together; none started after the first 503.
+    expect(r.received).toHaveLength(5);
+    expect(await attemptsOf(endpoint.id)).toBe(5);
+    const messages = await messagesOf(endpoint.id);
+    expect(messages.filter((m) => m.status === 'pending' && m.attempts === 1)).toHaveLength(4);
+    expect(messages.filter((m) => m.status === 'pending' && m.attempts === 0)).toHaveLength(26);
+    const [row] = await t.service.db.query<{ failing_since: Date | null }>(
+      `SELECT failing_since FROM notification_endpoints WHERE id = $1`,
+      [endpoint.id],
+    );
+    expect(row!.failing_since).not.toBeNull();
+    // Failing now: the next pass before the retry attempts nothing.
+    await pass(d);
+    expect(await attemptsOf(endpoint.id)).toBe(5);
     expect(errors).toEqual([]);
   });
 });

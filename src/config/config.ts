@@ -113,6 +113,8 @@ export interface Config {
   notificationsDisableAfter: number;
   /** NOTIFICATIONS_TIMEOUT_MS: the time limit of one attempt (default 15000). */
   notificationsTimeoutMs: number;
+  /** NOTIFICATIONS_CONNECTIONS_PER_ENDPOINT: attempts in flight to one endpoint per dispatcher (default 32). */
+  notificationsConnectionsPerEndpoint: number;
   /**
    * Whether `factoryd serve` runs a notification dispatcher beside the API (default true);
    * `factoryd serve --role api` leaves them to processes of their own (`--role notifications`).
@@ -197,6 +199,7 @@ export const SERVICE_VARIABLES = [
   'NOTIFICATIONS_RETRY_SCHEDULE_MS',
   'NOTIFICATIONS_DISABLE_AFTER',
   'NOTIFICATIONS_TIMEOUT_MS',
+  'NOTIFICATIONS_CONNECTIONS_PER_ENDPOINT',
 ];
 const refusedInHarness = (name: string) =>
   SERVICE_VARIABLES.includes(name) || name.startsWith('FACTORYD_') || name.startsWith('PG');
@@ -274,6 +277,7 @@ export function loadConfig(env: Env = process.env): Config {
     notificationsRetryScheduleMs: retrySchedule(env),
     notificationsDisableAfter: int(env, 'NOTIFICATIONS_DISABLE_AFTER', 5, 1, 1000),
     notificationsTimeoutMs: int(env, 'NOTIFICATIONS_TIMEOUT_MS', 15_000, 100, 60_000),
+    notificationsConnectionsPerEndpoint: int(env, 'NOTIFICATIONS_CONNECTIONS_PER_ENDPOINT', 32, 1, 256),
     notificationsDispatcher: true,
   };
 }

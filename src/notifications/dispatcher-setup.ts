@@ -5,9 +5,6 @@ import { NotificationDispatcher } from './notification-dispatcher.js';
 import { NotificationSender } from './notification-sender.js';
 import type { NotificationsRepository } from './notifications.repository.js';
 
-/** Connections to one endpoint at once, in each dispatcher (docs/notifications.md, "Bounds"). */
-const CONNECTIONS_PER_ENDPOINT = 32;
-
 /**
  * The dispatcher as configured, wherever it runs: inside `factoryd serve`, or in a process of its own
  * (`factoryd serve --role notifications`). `warn` gets its errors and the endpoints it disables.
@@ -25,7 +22,7 @@ export function configuredDispatcher(
     new NotificationSender({
       allowPrivate: config.notificationsAllowPrivateUrls,
       timeoutMs: config.notificationsTimeoutMs,
-      connectionsPerEndpoint: CONNECTIONS_PER_ENDPOINT,
+      connectionsPerEndpoint: config.notificationsConnectionsPerEndpoint,
       now,
     }),
     cipher,
@@ -34,7 +31,7 @@ export function configuredDispatcher(
       retryScheduleMs: config.notificationsRetryScheduleMs,
       disableAfter: config.notificationsDisableAfter,
       timeoutMs: config.notificationsTimeoutMs,
-      connectionsPerEndpoint: CONNECTIONS_PER_ENDPOINT,
+      connectionsPerEndpoint: config.notificationsConnectionsPerEndpoint,
       now,
       onError: (err) => warn(`dispatcher: ${err instanceof Error ? err.message : String(err)}`),
       onDisabled: (id) =>

@@ -38,8 +38,18 @@ const RECORD_BATCH = 32;
 const RECORD_ATTEMPTS = 4096;
 /** How long an endpoint's claimed messages should take to send, at its latest answer time. */
 const ROUND_TARGET_MS = 1_000;
-/** Endpoints whose claims are lowered, remembered at most (beyond, the oldest are forgotten). */
-const MAX_LOWERED = 10_000;
+/** Endpoints remembered at most in each of the dispatcher's maps (beyond, the oldest are forgotten). */
+const MAX_REMEMBERED = 10_000;
+/** An endpoint that has not delivered here for this long gets a probe first (see `round`). */
+const PROBE_AFTER_IDLE_MS = 10_000;
+
+/** Sets (or with undefined, forgets) an endpoint's entry, the map bounded by MAX_REMEMBERED. */
+function remember<T>(map: Map<string, T>, endpointId: string, value: T | undefined): void {
+  map.delete(endpointId);
+  if (value === undefined) return;
+  if (map.size >= MAX_REMEMBERED) map.delete(map.keys().next().value!);
+  map.set(endpointId, value);
+}
 
 /**
  * Sends notifications: fans committed outbox events out into messages (one per subscribed endpoint),
@@ -48,11 +58,12 @@ const MAX_LOWERED = 10_000;
  * disabled endpoints (docs/notifications.md).
  *
  * What an endpoint may cost the process is bounded, whatever it does. An endpoint's claimed messages
- * go first one, then (if it was delivered, or refused as that one message's fault: a 400, 409, 413,
- * 415 or 422) the others, `connectionsPerEndpoint` at a time, a run's messages one after another in
- * event order; if the receiver failed the first (no answer, a 5xx…), the others are held back
- * unattempted and the endpoint is not tried again before that message's retry, and then with its
- * oldest message alone. An endpoint that answers slowly is claimed fewer messages next time (what its
+ * go `connectionsPerEndpoint` at a time, a run's messages one after another in event order (see
+ * `round`); one that has not delivered here lately gets its first message alone first. Once an
+ * attempt fails as the receiver's fault (no answer, a 5xx…; not a 400, 409, 413, 415 or 422, which
+ * refuse that one message), no more start: the rest are held back unattempted, and if nothing was
+ * delivered the endpoint is failing: not tried again before its oldest message's retry, and then with
+ * that message alone. An endpoint that answers slowly is claimed fewer messages next time (what its
  * connections send in about a second at its latest answer time), and a round stops starting attempts
  * once it has taken `timeoutMs`: so its lease (twice that, and a margin) outlives it. Attempts are
  * recorded by a group commit (one statement for every endpoint whose attempts ended meanwhile, one
@@ -78,6 +89,8 @@ export class NotificationDispatcher {
   private readonly sending = new Set<Promise<void>>();
   /** Endpoints that answered slowly, and the messages to claim of each next time. */
   private readonly lowered = new Map<string, number>();
+  /** When endpoints last delivered in this process (performance.now()). */
+  private readonly delivered = new Map<string, number>();
 
   constructor(
     private readonly repo: NotificationsRepository,
@@ -195,32 +208,24 @@ export class NotificationDispatcher {
     }
   }
 
-  /**
-   * One endpoint's claimed messages: the first alone, the others once the receiver showed it takes
-   * messages (it delivered the first, or refused that one message only); then recorded.
-   */
+  /** One endpoint's claimed messages: a round (see `round`), then recorded. */
   private async send(group: DueMessage[], lease: Date): Promise<void> {
     try {
-      const started = performance.now();
-      const [first, ...rest] = group as [DueMessage, ...DueMessage[]];
-      const secret = await this.secretOf(first);
-      const attempts = [await this.attempt(first, secret)];
-      const { succeeded, statusCode } = attempts[0]!.outcome;
-      const failing = !succeeded && receiverFailing(statusCode);
-      // A run whose first message was refused sends no later one this round (in order per run).
-      const stopped = succeeded || !first.run_id ? [] : [first.run_id];
-      if (!failing) attempts.push(...(await this.sendRest(rest, stopped, secret, started)));
+      const [first] = group as [DueMessage, ...DueMessage[]];
+      const attempts = await this.round(group, await this.secretOf(first));
       const at = this.opts.now();
       const taking = attempts.some((a) => a.outcome.succeeded || !receiverFailing(a.outcome.statusCode));
       const delivered = attempts.some((a) => a.outcome.succeeded);
-      this.pace(first.endpoint_id, attempts);
+      // The oldest message's attempt: the first to start (the lowest event; its run's chain comes first).
+      const oldest = attempts.find((a) => a.m.id === first.id)!;
+      this.pace(first.endpoint_id, attempts, delivered);
       const disabled = await this.records.submit({
         endpointId: first.endpoint_id,
         attempts,
-        failingSince: taking ? undefined : (first.failing_since ?? attempts[0]!.at),
-        // A failing endpoint is tried again when its message's retry is due; once that message is
-        // given up, the next one goes at the next look.
-        heldUntil: taking ? at : (attempts[0]!.retryAt ?? at),
+        failingSince: taking ? undefined : (first.failing_since ?? oldest.at),
+        // A failing endpoint is tried again when its oldest message's retry is due; once that message
+        // is given up, the next one goes at the next look.
+        heldUntil: taking ? at : (oldest.retryAt ?? at),
         lease,
       });
       if (disabled) this.opts.onDisabled?.(first.endpoint_id);
@@ -232,27 +237,34 @@ export class NotificationDispatcher {
   }
 
   /**
-   * The rest of a round, `connectionsPerEndpoint` attempts at a time: each run's messages one after
-   * another in event order (a run whose message failed sends no later one: in order per run), other
-   * messages side by side. No attempt starts once the round has taken `timeoutMs` (what is left stays
-   * pending, unattempted, for the next round).
+   * A round: the claimed messages, `connectionsPerEndpoint` attempts at a time, each run's messages one
+   * after another in event order (a run whose message failed sends no later one: in order per run),
+   * other messages side by side. An endpoint that has not delivered here lately gets its first message
+   * alone first, as a probe: a receiver that is down costs one attempt, not one per connection. No
+   * attempt starts once one failed as the receiver's fault (no answer, a 5xx…), nor once the round has
+   * taken `timeoutMs`; what is left stays pending, unattempted (held back), for a later round.
    */
-  private async sendRest(
-    rest: DueMessage[],
-    stoppedRuns: string[],
-    secret: string | undefined,
-    started: number,
-  ): Promise<AttemptRecord[]> {
+  private async round(group: DueMessage[], secret: string | undefined): Promise<AttemptRecord[]> {
+    const started = performance.now();
     const attempts: AttemptRecord[] = [];
-    const stopped = new Set(stoppedRuns);
-    const chains = [...groupBy(rest, (m) => m.run_id ?? m.id).values()];
+    let receiverDown = false;
+    const failedRuns = new Set<string>();
+    const go = async (m: DueMessage): Promise<boolean> => {
+      const a = await this.attempt(m, secret);
+      attempts.push(a);
+      if (a.outcome.succeeded) return true;
+      if (receiverFailing(a.outcome.statusCode)) receiverDown = true;
+      if (m.run_id) failedRuns.add(m.run_id);
+      return false;
+    };
+    const probe = !this.deliveredLately(group[0]!.endpoint_id);
+    if (probe) await go(group[0]!);
+    const chains = [...groupBy(probe ? group.slice(1) : group, (m) => m.run_id ?? m.id).values()];
     const lane = async () => {
       for (let chain = chains.shift(); chain; chain = chains.shift())
         for (const m of chain) {
-          if (performance.now() - started > this.opts.timeoutMs || (m.run_id && stopped.has(m.run_id))) break;
-          const a = await this.attempt(m, secret);
-          attempts.push(a);
-          if (!a.outcome.succeeded) break;
+          const late = performance.now() - started > this.opts.timeoutMs;
+          if (receiverDown || late || (m.run_id && failedRuns.has(m.run_id)) || !(await go(m))) break;
         }
     };
     await Promise.all(Array.from({ length: Math.min(this.connections, chains.length) }, lane));
@@ -260,21 +272,24 @@ export class NotificationDispatcher {
   }
 
   /**
-   * Lowers the next claim of an endpoint that answers slowly to what its connections send in about
-   * ROUND_TARGET_MS at its mean answer time in the last round (never below one message per
+   * Remembers what the round says of the endpoint: when it last delivered here (so that its next round
+   * needs no probe), and the next claim of an endpoint that answers slowly, lowered to what its
+   * connections send in about ROUND_TARGET_MS at its mean answer time (never below one message per
    * connection): a slow receiver holds few claims, and its rounds stay short. A fast one gets
    * `perEndpoint` again.
    */
-  private pace(endpointId: string, attempts: AttemptRecord[]): void {
+  private pace(endpointId: string, attempts: AttemptRecord[], delivered: boolean): void {
     const mean = attempts.reduce((sum, a) => sum + a.outcome.latencyMs, 0) / attempts.length;
     const claim = Math.max(
       this.connections,
       Math.floor((this.connections * ROUND_TARGET_MS) / Math.max(mean, 1)),
     );
-    this.lowered.delete(endpointId);
-    if (claim >= this.perEndpoint) return;
-    if (this.lowered.size >= MAX_LOWERED) this.lowered.delete(this.lowered.keys().next().value!);
-    this.lowered.set(endpointId, claim);
+    remember(this.lowered, endpointId, claim < this.perEndpoint ? claim : undefined);
+    remember(this.delivered, endpointId, delivered ? performance.now() : undefined);
+  }
+
+  private deliveredLately(endpointId: string): boolean {
+    return performance.now() - (this.delivered.get(endpointId) ?? -Infinity) < PROBE_AFTER_IDLE_MS;
   }
 
   /** The group's signing secret (its endpoint's own, or the team secret its factory file pinned). */
