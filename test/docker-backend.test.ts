@@ -181,6 +181,9 @@ describe.skipIf(unavailable)('the Docker backend (factoryd worker --backend dock
       WORKER_DOCKER_MOUNTS: FIXTURES,
       WORKER_DOCKER_MEMORY: '96m',
       WORKER_DOCKER_PIDS: '64',
+      // Half a core: the bomb spins, and on a 2-core machine at the default (2) it would starve the
+      // worker itself, whose lease (3 s here) then lapses and the run ends ERROR, not FAILED.
+      WORKER_DOCKER_CPUS: '0.5',
       WORKER_DOCKER_KEEP_FAILED_SECONDS: '4',
       // The bomb's idle minute: long enough to watch it spread on a loaded machine.
       IDLE_TIMEOUT_MINUTE_MS: '10000',
