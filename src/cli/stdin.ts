@@ -20,9 +20,11 @@ export async function readSecret(what: string): Promise<string> {
 
 /** One line read at a terminal with nothing echoed: readline writes its echo to a stream that drops it. */
 async function askUnechoed(question: string): Promise<string> {
-  process.stderr.write(question);
   const dropped = new Writable({ write: (_chunk, _encoding, done) => done() });
+  // The terminal leaves echoing to readline (raw mode) before the question shows: what is typed
+  // as soon as it appears is never echoed by the terminal itself.
   const rl = createInterface({ input: process.stdin, output: dropped, terminal: true });
+  process.stderr.write(question);
   try {
     const value = await new Promise<string>((resolve, reject) => {
       rl.once('line', resolve);
