@@ -38,20 +38,21 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
       env: { DATA_DIR: dataDir, FACTORYD_API_URL: '', PORT: '', FACTORYD_API_KEY: adminKey, ...env },
     });
 
+  /** `serve` as a new user starts it: no inherited variables beyond PATH and HOME, this test's database and DATA_DIR. */
+  const serveEnv = () => ({
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    PORT: '0',
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    FACTORY_POLL_SECONDS: '3600',
+  });
+
   beforeAll(async () => {
     db = await createTestDatabase();
     dataDir = mkdtempSync(join(tmpdir(), 'factoryd-first-hour-'));
-    child = spawn(process.execPath, [CLI, 'serve'], {
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        PORT: '0',
-        DATABASE_URL: db.url,
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'info',
-        FACTORY_POLL_SECONDS: '3600',
-      },
-    });
+    child = spawn(process.execPath, [CLI, 'serve'], { env: serveEnv() });
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     exit = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
@@ -179,17 +180,7 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
     expect(out).not.toContain('request completed');
     expect(out).not.toContain('Mapped {');
 
-    const again = spawn(process.execPath, [CLI, 'serve'], {
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        PORT: '0',
-        DATABASE_URL: db.url,
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'info',
-        FACTORY_POLL_SECONDS: '3600',
-      },
-    });
+    const again = spawn(process.execPath, [CLI, 'serve'], { env: serveEnv() });
     let said = '';
     again.stdout!.on('data', (d: Buffer) => (said += d.toString()));
     again.stderr!.on('data', (d: Buffer) => (said += d.toString()));
