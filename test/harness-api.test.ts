@@ -7,6 +7,7 @@ import { MAX_MODELS_PER_RUN, RunUsageRepository } from '../src/runs/run-usage.re
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { packageProgramCommand } from '../src/workers/harness-programs.js';
 import { eventually } from './support/eventually.js';
+import { forgedLink } from './support/artifacts.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 import { python } from './oz-wire/support.js';
 
@@ -151,7 +152,7 @@ describe('interrupt, usage and transcript through a scripted harness', () => {
       expect(plain.status).toBe(200);
       return (await plain.text()).includes('execution 1: turn 1 started\n');
     }, 'the first line through the link');
-    const forged = await fetch(link.replace(/signature=./, 'signature=A'));
+    const forged = await fetch(forgedLink(link));
     expect(forged.status).toBe(403);
     // A link for this run does not open another run's transcript.
     const otherRun = await start();

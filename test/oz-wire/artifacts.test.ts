@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageProgramCommand } from '../../src/workers/harness-programs.js';
+import { forgedLink } from '../support/artifacts.js';
 import { runIn, startTestService, type TestService } from '../support/service.js';
 import { python, typescript } from './support.js';
 
@@ -100,7 +101,7 @@ describe('artifacts a run leaves', () => {
     expect((await fetchLink(gotShot.data.download_url)).text).toBe('PNG!');
 
     // A link whose signature was changed, or that names another artifact, opens nothing.
-    const forged = gotFile.data.download_url.replace(/signature=./, 'signature=x');
+    const forged = forgedLink(gotFile.data.download_url);
     expect((await fetchLink(forged)).status).toBe(403);
     const swapped = gotFile.data.download_url.replace(file.data.artifact_uid, shot.data.artifact_uid);
     expect((await fetchLink(swapped)).status).toBe(403);
