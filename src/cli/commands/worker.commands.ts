@@ -134,27 +134,33 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   }
   // Checked before the database starts: a backend that cannot run stops the start in one line.
   harnessSandbox(config, serviceWorkspaceRoot(config));
-  const [{ RunsRepository }, { Notifications }, { RunWakeups }, { WorkerRunsService, runPolicy }] =
-    await Promise.all([
-      import('../../runs/runs.repository.js'),
-      import('../../database/notifications.js'),
-      import('../../workers/run-wakeups.js'),
-      import('../../workers/worker-runs.service.js'),
-    ]);
+  const [
+    { RunsRepository },
+    { RunsSignal },
+    { Notifications },
+    { RunWakeups },
+    { WorkerRunsService, runPolicy },
+  ] = await Promise.all([
+    import('../../runs/runs.repository.js'),
+    import('../../runs/runs-signal.js'),
+    import('../../database/notifications.js'),
+    import('../../workers/run-wakeups.js'),
+    import('../../workers/worker-runs.service.js'),
+  ]);
   await withDatabase(async (db, loaded) => {
     const cfg = { ...loaded, workerBackend: config.workerBackend };
     const cipher = new SecretCipher(loadSecretsKey(cfg));
     const credentials = new McpCredentials(cipher);
     const secrets = new SecretsService(new SecretsRepository(db), cipher, db);
+    const notifications = new Notifications(db);
     const service = new WorkerRunsService(
       db,
-      new RunsRepository(db, credentials),
+      new RunsRepository(db, credentials, new RunsSignal(notifications)),
       runPolicy(cfg),
       undefined,
       secrets,
       new EnvironmentResolver(db, secrets),
     );
-    const notifications = new Notifications(db);
     const wakeups = new RunWakeups(notifications);
     wakeups.start();
     await notifications.start();
