@@ -6,11 +6,9 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../src/database/database.js';
-import { reconcilerOf } from '../src/cli/commands/factories.commands.js';
+import { NestFactory } from '@nestjs/core';
+import { CommandsModule } from '../src/app.module.js';
 import { loadConfig } from '../src/config/config.js';
-import { DefinitionStore } from '../src/reconciler/definition-store.js';
-import { Reconciler } from '../src/reconciler/reconciler.js';
-import { SecretsService } from '../src/secrets/secrets.service.js';
 import { createTestDatabase } from './support/database.js';
 import { createFactory, createWebhook } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
@@ -67,7 +65,7 @@ describe('the server killed with SIGKILL under load', () => {
     const url = await serve(key.toString('base64'));
     pool = new pg.Pool({ connectionString: database.url });
     const db = new Database(pool, undefined as never);
-    // The factory is applied from this process, by a reconciler on the server's database and key.
+    // The factory is applied from this process, by the CLI's services on the server's database and key.
     const config = loadConfig({
       ...process.env,
       DATABASE_URL: database.url,
@@ -75,19 +73,18 @@ describe('the server killed with SIGKILL under load', () => {
       SECRETS_KEY: key.toString('base64'),
       FACTORY_REPO_ROOTS: tmpdir(),
     });
-    const { reconciler, store, secrets } = reconcilerOf(db, config);
-    const parts = new Map<unknown, unknown>([
-      [Reconciler, reconciler],
-      [DefinitionStore, store],
-      [SecretsService, secrets],
-    ]);
+    const services = await NestFactory.createApplicationContext(CommandsModule.forRoot(config, db), {
+      logger: ['error'],
+      abortOnError: false,
+    });
     const [team] = await db.query<{ id: string }>(`SELECT id FROM teams WHERE name = 'default'`);
     const host = {
-      service: { db, app: { get: (part: unknown) => parts.get(part) } },
+      service: { db, app: services },
       defaultTeam: { id: team!.id },
     } as unknown as TestService;
     const factory = await createFactory(host);
     const hook = await createWebhook(host, factory);
+    await services.close();
 
     const acknowledged: string[] = [];
     let n = 0;

@@ -81,9 +81,9 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
   }
 }
 
+/** The run queue as workers see it: `serve`'s workers and the controller, and `factoryd worker`. */
 @Module({
   imports: [RunsModule, SecretsModule],
-  controllers: [WorkersController],
   providers: [
     {
       provide: WorkerRunsService,
@@ -109,7 +109,14 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
       inject: [Notifications],
       useFactory: (notifications: Notifications) => new RunWakeups(notifications),
     },
-    ServiceWorkers,
   ],
+  exports: [WorkerRunsService, RunWakeups],
+})
+export class WorkerRunsModule {}
+
+@Module({
+  imports: [WorkerRunsModule],
+  controllers: [WorkersController],
+  providers: [ServiceWorkers],
 })
 export class WorkersModule {}

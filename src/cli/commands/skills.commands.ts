@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
-import { AuthRepository } from '../../auth/auth.repository.js';
-import { ConversationsRepository } from '../../conversations/conversations.repository.js';
 import { ConversationsService } from '../../conversations/conversations.service.js';
-import { withDatabase } from '../context.js';
+import { teamNamed, withServices } from '../context.js';
 import { print, renderTable } from '../output.js';
 
 /** `factoryd skills usage`: the team-owned skill usage report (CONTRACT.md §6). */
@@ -21,13 +19,9 @@ export function registerSkillsCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd skills usage --since 2026-01-01')
     .action((opts: { since?: string; team: string; json?: boolean }) =>
-      withDatabase(async (db) => {
-        const team = await new AuthRepository(db).findTeamByName(opts.team);
-        if (!team) throw new Error(`no team "${opts.team}" (see \`factoryd teams list\`)`);
-        const report = await new ConversationsService(new ConversationsRepository(db)).skillUsage(
-          team.id,
-          opts.since,
-        );
+      withServices(async (services) => {
+        const team = await teamNamed(services, opts.team);
+        const report = await services.get(ConversationsService).skillUsage(team.id, opts.since);
         print(opts, report, () =>
           [
             renderTable(
