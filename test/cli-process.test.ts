@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from './support/database.js';
 import { startTestService, type TestService } from './support/service.js';
 import { eventually } from './support/eventually.js';
-import { startServeProcess } from './support/serve-process.js';
+import { startServeProcess, type ServeProcess } from './support/serve-process.js';
 
 /**
  * The built `factoryd` binary as a user runs it: configuration errors, JSON logs without
@@ -31,28 +31,11 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: process.env.HOME, ...env };
 }
 
-interface Served {
-  child: ChildProcess;
-  url: string;
-  adminKey: string;
-  output: () => string;
-  exit: Promise<number | null>;
-}
-
-async function serve(env: Record<string, string>): Promise<Served> {
-  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: childEnv({ PORT: '0', ...env }) });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exit = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  // Up once the banner is printed to its last rule (the credentials of a first start come before it).
-  const banner = () => /factoryd is up: API [^\n]*\n[\s\S]*?\n─{78}\n/.test(out);
-  await eventually(() => banner() || child.exitCode !== null, 'the banner', { timeoutMs: 90_000 });
-  if (!banner()) throw new Error(`serve exited (${child.exitCode}) before it was up:\n${out}`);
-  const url = /factoryd is up: API (\S+)\/api\/v1/.exec(out)![1];
-  const adminKey = /FACTORYD_API_KEY=(\S+)/.exec(out)?.[1] ?? '';
-  return { child, url, adminKey, output: () => out, exit };
+/** `factoryd serve` in the project folder, with only PATH and HOME from here and `env`. */
+async function serve(env: Record<string, string>): Promise<ServeProcess> {
+  const s = await startServeProcess(env, { cwd: ROOT, bareEnvironment: true });
+  children.push(s.child);
+  return s;
 }
 
 afterAll(() => {
@@ -95,7 +78,7 @@ describe('factoryd serve', () => {
       await fetch(`${s.url}/webhooks/w/AbCdEfGhIjKlMnOpQrStUv/${token}?x=1`, { method: 'POST', body: '{}' });
       await fetch(`${s.url}/webhooks/w/AbCdEfGhIjKlMnOpQrStUv/${token}`, { method: 'GET' });
       s.child.kill('SIGTERM');
-      expect(await s.exit).toBe(0);
+      expect(await s.exited).toBe(0);
 
       const logLines = s
         .output()
@@ -169,7 +152,7 @@ describe('factoryd serve', () => {
       });
       expect(sent.status).toBe(202);
       s.child.kill('SIGTERM');
-      expect(await s.exit).toBe(0);
+      expect(await s.exited).toBe(0);
       const out = s.output();
       // The requests that carried or returned the values were logged.
       expect(out).toContain(`"url":"/api/v1/factory/${factory.uid}/webhooks"`);
@@ -206,7 +189,7 @@ describe('factoryd serve', () => {
     expect(isAlive(pgPid)).toBe(true);
     expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
     s.child.kill('SIGTERM');
-    expect(await s.exit).toBe(0);
+    expect(await s.exited).toBe(0);
     expect(s.output()).toMatch(/SIGTERM: shutting down/);
     expect(existsSync(pidFile)).toBe(false);
     expect(isAlive(pgPid)).toBe(false);
