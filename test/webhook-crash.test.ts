@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NestFactory } from '@nestjs/core';
-import { CommandsModule } from '../src/app.module.js';
+import { CommandsModule } from '../src/commands.module.js';
 import { Database } from '../src/database/database.js';
 import { loadConfig } from '../src/config/config.js';
 import { createTestDatabase } from './support/database.js';

@@ -1,7 +1,4 @@
 import { Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
-import { ApiEdge } from './api-edge.js';
-import { ApiKeyGuard } from './auth.guard.js';
 import { AuthRepository } from './auth.repository.js';
 import { AuthService } from './auth.service.js';
 
@@ -11,10 +8,3 @@ import { AuthService } from './auth.service.js';
   exports: [AuthService, AuthRepository],
 })
 export class AuthModule {}
-
-/** The API's edge: Fastify's hooks before a body is read, and the key check on every route (serve only). */
-@Module({
-  imports: [AuthModule],
-  providers: [ApiEdge, { provide: APP_GUARD, useClass: ApiKeyGuard }],
-})
-export class ApiEdgeModule {}

@@ -6,15 +6,8 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { Clock } from '../common/clock.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
-import { Notifications } from '../database/notifications.js';
-import { RunsModule } from '../runs/runs.module.js';
-import { RunsRepository } from '../runs/runs.repository.js';
-import { EnvironmentResolver } from '../environments/environment-resolver.js';
-import { SecretsModule } from '../secrets/secrets.module.js';
-import { SecretsService } from '../secrets/secrets.service.js';
 import { RunWakeups } from './run-wakeups.js';
 import {
   harnessCatalog,
@@ -27,8 +20,9 @@ import {
   type Housekeeping,
 } from './service-workers.js';
 import type { WorkerPool } from './worker-pool.js';
-import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
+import { WorkerRunsService } from './worker-runs.service.js';
 import { WorkersController } from './workers.controller.js';
+import { WorkerRunsModule } from './worker-runs.module.js';
 
 /** `factoryd serve`: the wake-ups, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
 @Injectable()
@@ -80,39 +74,6 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
     await this.wakeups.close();
   }
 }
-
-/** The run queue as workers see it: `serve`'s workers and the controller, and `factoryd worker`. */
-@Module({
-  imports: [RunsModule, SecretsModule],
-  providers: [
-    {
-      provide: WorkerRunsService,
-      inject: [Database, RunsRepository, CONFIG, Clock, SecretsService],
-      useFactory: (
-        db: Database,
-        runs: RunsRepository,
-        config: Config,
-        clock: Clock,
-        secrets: SecretsService,
-      ) =>
-        new WorkerRunsService(
-          db,
-          runs,
-          runPolicy(config),
-          () => clock.now(),
-          secrets,
-          new EnvironmentResolver(db, secrets),
-        ),
-    },
-    {
-      provide: RunWakeups,
-      inject: [Notifications],
-      useFactory: (notifications: Notifications) => new RunWakeups(notifications),
-    },
-  ],
-  exports: [WorkerRunsService, RunWakeups],
-})
-export class WorkerRunsModule {}
 
 @Module({
   imports: [WorkerRunsModule],

@@ -128,8 +128,9 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   }
   // Checked before the database starts: a backend that cannot run stops the start in one line.
   harnessSandbox(config, serviceWorkspaceRoot(config));
-  const [{ Database }, { RunWakeups }, { WorkerRunsService }] = await Promise.all([
+  const [{ Database }, { WorkerRunsModule }, { RunWakeups }, { WorkerRunsService }] = await Promise.all([
     import('../../database/database.js'),
+    import('../../workers/worker-runs.module.js'),
     import('../../workers/run-wakeups.js'),
     import('../../workers/worker-runs.service.js'),
   ]);
@@ -166,7 +167,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
       await housekeeping.stop();
       await wakeups.close();
     },
-    { config, logLevels: ['error', 'warn'] },
+    { config, logLevels: ['error', 'warn'], modules: [WorkerRunsModule] },
   );
 }
 

@@ -1,0 +1,45 @@
+import { Module } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { CONFIG, type Config } from '../config/config.js';
+import { Database } from '../database/database.js';
+import { Notifications } from '../database/notifications.js';
+import { EnvironmentResolver } from '../environments/environment-resolver.js';
+import { RunsModule } from '../runs/runs.module.js';
+import { RunsRepository } from '../runs/runs.repository.js';
+import { SecretsModule } from '../secrets/secrets.module.js';
+import { SecretsService } from '../secrets/secrets.service.js';
+import { RunWakeups } from './run-wakeups.js';
+import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
+
+/** The run queue as workers see it: `serve`'s workers and the controller, and `factoryd worker`. */
+@Module({
+  imports: [RunsModule, SecretsModule],
+  providers: [
+    {
+      provide: WorkerRunsService,
+      inject: [Database, RunsRepository, CONFIG, Clock, SecretsService],
+      useFactory: (
+        db: Database,
+        runs: RunsRepository,
+        config: Config,
+        clock: Clock,
+        secrets: SecretsService,
+      ) =>
+        new WorkerRunsService(
+          db,
+          runs,
+          runPolicy(config),
+          () => clock.now(),
+          secrets,
+          new EnvironmentResolver(db, secrets),
+        ),
+    },
+    {
+      provide: RunWakeups,
+      inject: [Notifications],
+      useFactory: (notifications: Notifications) => new RunWakeups(notifications),
+    },
+  ],
+  exports: [WorkerRunsService, RunWakeups],
+})
+export class WorkerRunsModule {}
