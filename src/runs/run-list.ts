@@ -13,7 +13,7 @@ import type { QueryParams } from '../common/query-params.js';
 import { Database } from '../database/database.js';
 import { RUN_STATES, type RunState } from './run-state.js';
 import { RUN_SOURCES, type Run, type RunSource } from './run.js';
-import { RUN_COLUMNS, RUN_FROM, toRun } from './runs.repository.js';
+import { RUN_COLUMNS, RUN_FROM, toRun, type RunRow } from './runs.repository.js';
 import { ARTIFACT_TYPES, type ArtifactType } from './artifact.js';
 
 /**
@@ -390,7 +390,7 @@ export class RunListRepository {
 
   async page(teamId: string, query: RunListQuery): Promise<{ runs: Run[]; pageInfo: PageInfo }> {
     const { sql, params, planEachTime } = buildRunListSql(teamId, query);
-    const rows = await this.db.queryWithin<Record<string, unknown> & { sort_key: string; id: string }>(
+    const rows = await this.db.queryWithin<RunRow & { sort_key: string }>(
       { ms: PAGE_TIME_LIMIT_MS, tooLong: PAGE_TOO_LONG },
       sql,
       params,
