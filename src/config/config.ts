@@ -122,7 +122,7 @@ export interface Config {
   notificationsDispatcher: boolean;
 }
 
-export const WORKER_BACKENDS = ['host', 'docker'] as const;
+const WORKER_BACKENDS = ['host', 'docker'] as const;
 export type WorkerBackendName = (typeof WORKER_BACKENDS)[number];
 
 export interface DockerSettings {
@@ -138,7 +138,7 @@ export interface DockerSettings {
   mounts: string[];
 }
 
-export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
+const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
 export type HarnessSandboxMode = (typeof HARNESS_SANDBOX_MODES)[number];
 
 /** The harness types of the Oz clients' `harness.type`. */

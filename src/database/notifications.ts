@@ -19,7 +19,7 @@ export interface Subscriber<T> {
 /** How long an own notification's echo is waited for before it is forgotten. */
 const ECHO_TTL_MS = 60_000;
 /** How the listener shows in pg_stat_activity. */
-export const LISTENER_APPLICATION_NAME = 'factoryd listener';
+const LISTENER_APPLICATION_NAME = 'factoryd listener';
 
 interface Topic {
   channel: Channel<any>;

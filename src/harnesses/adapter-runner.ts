@@ -272,7 +272,7 @@ function firstTurnText(msg: Record<string, unknown>): string {
 }
 
 /** A file the CLI wrote, inside the workspace and small enough, as a FILE artifact. */
-export function fileArtifact(workspace: string, path: string): ProtocolEvent | undefined {
+function fileArtifact(workspace: string, path: string): ProtocolEvent | undefined {
   const full = isAbsolute(path) ? path : resolve(workspace, path);
   const rel = relative(workspace, full);
   if (!rel || rel.startsWith('..') || isAbsolute(rel) || rel.split(sep).includes('.claude')) return undefined;

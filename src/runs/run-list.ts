@@ -24,7 +24,7 @@ import { ARTIFACT_TYPES, type ArtifactType } from './artifact.js';
  * turns that value into one SQL condition. A new filter is one entry there (and its ApiQuery in
  * runs.controller.ts).
  */
-export const SORT_KEYS = {
+const SORT_KEYS = {
   updated_at: 'r.updated_at',
   created_at: 'r.created_at',
   title: 'r.title',
@@ -110,14 +110,14 @@ const TASK_STATES: Record<Exclude<TaskStatus, 'running'>, RunState[]> = {
 };
 
 /** The run `q` names, if it is a run id or a run's URL (its `session_link`, `…/ui/runs/<id>`). */
-export function runIdIn(q: string): string | undefined {
+function runIdIn(q: string): string | undefined {
   const s = q.trim();
   if (UUID_PATTERN.test(s)) return s;
   const id = /^https?:\/\/\S*\/runs\/([^/]+)\/?$/i.exec(s)?.[1];
   return id && UUID_PATTERN.test(id) ? id : undefined;
 }
 
-export const RUN_FILTERS = {
+const RUN_FILTERS = {
   state: filter<RunState[]>({
     parse: (q) => {
       const states = q.all('state');

@@ -19,7 +19,7 @@ import { WebhookDirectory, type LiveWebhook } from './webhook-directory.js';
 export const WEBHOOK_UID = /^[A-Za-z0-9]{22}$/;
 
 /** 256 KiB: the largest body a webhook accepts. */
-export const MAX_BODY_BYTES = 262_144;
+const MAX_BODY_BYTES = 262_144;
 
 export type BodyRead = { body: Buffer } | { tooLarge: number };
 

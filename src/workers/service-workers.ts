@@ -213,7 +213,7 @@ export function harnessSandbox(config: Config, workspaceRoot: string): SandboxCh
 }
 
 /** Where workspaces go as root when the folders above DATA_DIR keep other users out. */
-export const ROOT_WORKSPACES_DIR = join(ROOT_STATE_DIR, 'workspaces');
+const ROOT_WORKSPACES_DIR = join(ROOT_STATE_DIR, 'workspaces');
 
 /**
  * Workspaces of this machine's workers: `$DATA_DIR/workspaces`. As root, harnesses run as other uids

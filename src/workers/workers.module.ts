@@ -26,7 +26,7 @@ import { WorkerRunsModule } from './worker-runs.module.js';
 
 /** `factoryd serve`: the wake-ups, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
 @Injectable()
-export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
+class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly log = new Logger('workers');
   private pool?: WorkerPool;
   private housekeeping?: Housekeeping;
