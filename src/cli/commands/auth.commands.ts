@@ -3,7 +3,7 @@ import { HARNESS_TYPES, isHarnessType } from '../../harnesses/harness-types.js';
 import { parseScopes } from '../../auth/api-key.js';
 import { AuthRepository } from '../../auth/auth.repository.js';
 import { AuthService } from '../../auth/auth.service.js';
-import { withServices } from '../context.js';
+import { teamNamed, withServices } from '../context.js';
 import { print, renderTable } from '../output.js';
 
 /** `factoryd teams …` and `factoryd api-keys …`. */
@@ -71,13 +71,13 @@ export function registerAuthCommands(program: Command): void {
         '  npx factoryd teams set-harness platform --type claude\n' +
         '  npx factoryd teams set-harness platform --default',
     )
-    .action((name: string, words: string[], opts: { default?: boolean; type?: string; json?: boolean }) =>
-      withServices(async (services) => {
-        if (opts.type !== undefined && !isHarnessType(opts.type))
-          throw new Error(`--type must be one of ${HARNESS_TYPES.join(', ')}, got "${opts.type}"`);
+    .action((name: string, words: string[], opts: { default?: boolean; type?: string; json?: boolean }) => {
+      // Bad input is answered before a database is opened.
+      if (opts.type !== undefined && !isHarnessType(opts.type))
+        throw new Error(`--type must be one of ${HARNESS_TYPES.join(', ')}, got "${opts.type}"`);
+      return withServices(async (services) => {
         const repo = services.get(AuthRepository);
-        const team = await repo.findTeam(name);
-        if (!team) throw new Error(`no team ${name}; see \`factoryd teams list\``);
+        const team = await teamNamed(services, name);
         if (opts.type !== undefined && !words.length && !opts.default) {
           await repo.setHarnessType(team.id, opts.type === 'oz' ? null : opts.type);
           print(
@@ -96,8 +96,8 @@ export function registerAuthCommands(program: Command): void {
             ? `Team ${team.name} runs the environment's HARNESS_COMMAND.`
             : `Team ${team.name} runs: ${command}`,
         );
-      }),
-    );
+      });
+    });
 
   teams
     .command('set-slots <team> [slots]')
@@ -111,20 +111,19 @@ export function registerAuthCommands(program: Command): void {
       'after',
       '\nExamples:\n  npx factoryd teams set-slots platform 4\n  npx factoryd teams set-slots platform --default',
     )
-    .action((name: string, slots: string | undefined, opts: { default?: boolean; json?: boolean }) =>
-      withServices(async (services) => {
-        const max = maxSlots(slots, opts.default);
-        const repo = services.get(AuthRepository);
-        const team = await repo.findTeam(name);
-        if (!team) throw new Error(`no team ${name}; see \`factoryd teams list\``);
-        await repo.setMaxSlots(team.id, max);
+    .action((name: string, slots: string | undefined, opts: { default?: boolean; json?: boolean }) => {
+      // Bad input is answered before a database is opened.
+      const max = maxSlots(slots, opts.default);
+      return withServices(async (services) => {
+        const team = await teamNamed(services, name);
+        await services.get(AuthRepository).setMaxSlots(team.id, max);
         print(opts, { name: team.name, max_slots: max }, () =>
           max === null
             ? `Team ${team.name} may hold the environment's TEAM_MAX_SLOTS service-hosted slots.`
             : `Team ${team.name} may hold at most ${max} service-hosted slot(s) at once.`,
         );
-      }),
-    );
+      });
+    });
 
   const keys = program
     .command('api-keys')
@@ -152,13 +151,11 @@ export function registerAuthCommands(program: Command): void {
     )
     .action((opts: { team: string[]; scopes: string; name: string; workerHost?: string; json?: boolean }) =>
       withServices(async (services) => {
-        const repo = services.get(AuthRepository);
         const auth = services.get(AuthService);
         const scopes = parseScopes(opts.scopes);
         const teamRefs: Array<{ id: string; uid: string; name: string }> = [];
         for (const t of opts.team) {
-          const team = await repo.findTeam(t);
-          if (!team) throw new Error(`no team ${t}; see \`factoryd teams list\``);
+          const team = await teamNamed(services, t);
           teamRefs.push(team);
         }
         const created = await auth.createApiKey({
