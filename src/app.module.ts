@@ -1,22 +1,20 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { ApiEdgeModule } from './auth/api-edge.module.js';
-import { AuthModule } from './auth/auth.module.js';
 import { AutomationsModule } from './automations/automations.module.js';
 import { ProblemFilter } from './common/problem.filter.js';
 import { SchemaRegistry } from './common/schema-validator.js';
 import type { Config } from './config/config.js';
 import type { Database } from './database/database.js';
-import { CoreModule } from './core.module.js';
+import { CommandsModule } from './commands.module.js';
 import { FactoriesModule } from './factories/factories.module.js';
 import { ManagementModule } from './management/management.module.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { OpsModule } from './ops/ops.module.js';
-import { ReconcilerModule, ReconcileSchedulerModule } from './reconciler/reconciler.module.js';
+import { ReconcileSchedulerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
 import { RunStreamsModule } from './notifications/run-streams.module.js';
-import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
 import { DashboardModule } from './dashboard/dashboard.module.js';
@@ -29,13 +27,11 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        CoreModule.forRoot(config, db, schemas),
+        // What the CLI's commands run on, then what serves: the API, the ingress, the triggers, the workers.
+        CommandsModule.forRoot(config, db, [], schemas),
         OpsModule,
-        AuthModule,
         ApiEdgeModule,
-        SecretsModule,
         RunsModule,
-        ReconcilerModule,
         ReconcileSchedulerModule,
         FactoriesModule,
         AutomationsModule,
