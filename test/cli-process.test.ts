@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from './support/database.js';
 import { startTestService, type TestService } from './support/service.js';
 import { eventually } from './support/eventually.js';
+import { baseFactory, TestRepo } from './support/git-repo.js';
 import { startServeProcess, type ServeProcess } from './support/serve-process.js';
 
 /**
@@ -59,6 +60,34 @@ describe('factoryd serve', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(new RegExp(`^factoryd: configuration error: ${name}: `));
     expect((err as { stdout: string }).stdout).toBe('');
+  });
+
+  it('registers FACTORY_REPO for team default on a start; a name the team already has is said, not registered', async () => {
+    const db = await createTestDatabase();
+    const [first, second] = [new TestRepo(), new TestRepo()];
+    try {
+      // Two repositories of one factory name (test-factory).
+      first.commit(baseFactory());
+      second.commit(baseFactory());
+      const env = {
+        DATABASE_URL: db.url,
+        DATA_DIR: tempDir(),
+        FACTORY_POLL_SECONDS: '3600',
+        WORKER_CONCURRENCY: '0',
+      };
+      const s = await serve({ ...env, FACTORY_REPO: first.dir });
+      expect(s.output()).toContain(`factory: test-factory from ${first.dir} (main): `);
+      expect(await s.stop()).toBe(0);
+      const again = await serve({ ...env, FACTORY_REPO: second.dir });
+      expect(again.output()).toContain(
+        'factory: team default already has a factory named test-factory; FACTORY_REPO not registered',
+      );
+      expect(await again.stop()).toBe(0);
+    } finally {
+      first.remove();
+      second.remove();
+      await db.drop();
+    }
   });
 
   it('writes JSON logs with request ids (at debug) and never the Authorization header or a URL token', async () => {
