@@ -409,7 +409,9 @@ describe.skipIf(unavailable)('the Docker backend (factoryd worker --backend dock
         // The transcript (its signed link followed): the harness's own output, the shell's word first.
         const transcript = await t.call('GET', `/api/v1/agent/runs/${id}/transcript`);
         expect(transcript.status).toBe(200);
-        expect(String(transcript.body)).toContain("factoryd: /tmp is not writable by the run's user in this image");
+        expect(String(transcript.body)).toContain(
+          "factoryd: /tmp is not writable by the run's user in this image",
+        );
         expect(stub.modelRequests()).toEqual([]);
       } finally {
         await stub.close();
