@@ -201,7 +201,8 @@ export const RUN_FILTERS = {
         throw invalidParam('artifact_type', `artifact_type must be one of ${ARTIFACT_TYPES.join(', ')}`);
       return t as ArtifactType | undefined;
     },
-    where: (v, p) => `r.artifacts @> ${p(JSON.stringify([{ artifact_type: v }]))}::jsonb`,
+    where: (v, p) =>
+      `EXISTS (SELECT 1 FROM run_artifacts a WHERE a.run_id = r.id AND a.artifact_type = ${p(v)})`,
   }),
   // Stamped on the runs a schedule started (metadata schedule_id).
   scheduleId: stamped('schedule_id', 'schedule_id'),

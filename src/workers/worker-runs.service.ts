@@ -45,7 +45,6 @@ export const runPolicy = (config: Config): RunPolicy => ({
   transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
 });
 
-const isArtifact = (e: HarnessEvent) => e.type === 'action' && e.kind === 'artifact';
 const isUsage = (e: HarnessEvent): e is Extract<HarnessEvent, { type: 'usage' }> => e.type === 'usage';
 
 /**
@@ -240,8 +239,6 @@ export class WorkerRunsService {
     if (!held) return;
     this.runs.changed();
     const stored = events.slice(0, kept);
-    const artifacts = stored.filter(isArtifact).map((e) => (e as { input: Record<string, unknown> }).input);
-    if (artifacts.length) await this.runs.addArtifacts(this.db, runId, artifacts);
     await this.artifacts.record(this.db, runId, execution, artifactReports(stored), this.now());
     const blocked = events.find((e) => e.type === 'status');
     if (blocked)
@@ -298,7 +295,7 @@ export class WorkerRunsService {
     // Usage first, while this worker still holds the run.
     let events = await this.addUsage(w, runId, execution, outcome.events ?? []);
     // Events that change the run besides the end (an artifact, BLOCKED) go through `record` first.
-    if (events.some((e) => e.type === 'status' || e.type === 'artifact' || isArtifact(e))) {
+    if (events.some((e) => e.type === 'status' || e.type === 'artifact')) {
       await this.record(w, runId, execution, events);
       events = [];
     }
