@@ -55,7 +55,16 @@ export interface ExecutionOptions {
   onReportFailed?: (runId: string, report: 'events' | 'end', err: unknown) => void;
   /** This worker's repository cache (environments' repositories); absent: a run with repositories fails. */
   repositories?: RepositoryCache;
+  /** Each harness start, by harness type (`oz`: a command) and outcome: for the service's metrics. */
+  onHarnessStart?: (harness: string, outcome: HarnessStartOutcome) => void;
 }
+
+/**
+ * How a harness start went: its process `started` (environment setup commands run inside it), the
+ * environment could not be prepared (`environment_failed`: a clone, a secret it names), it could not
+ * start (`failed`: no such CLI, its key missing, the sandbox refused), or the run was stopped first.
+ */
+export type HarnessStartOutcome = 'started' | 'environment_failed' | 'failed' | 'stopped';
 
 const LAST_LINES = 20;
 /** Events are sent in batches at most this old; the start goes with the first batch or alone after this. */
@@ -171,6 +180,7 @@ export class RunExecution {
         (exit) => this.onSetup(exit),
       );
       this.spawnedAt = performance.now();
+      this.started('started');
       const maxMinutes = a.max_duration_minutes ?? this.opts.maxDurationMinutes;
       if (maxMinutes)
         this.durationTimer = setTimeout(
@@ -208,6 +218,7 @@ export class RunExecution {
         });
       });
     } catch (err) {
+      if (!this.harness) this.started(this.stoppedBy ? 'stopped' : 'failed');
       this.report('end', 0, () =>
         this.backend.finish(a.run_id, a.execution, {
           stoppedBy: this.stoppedBy,
@@ -251,8 +262,13 @@ export class RunExecution {
     return staged;
   }
 
+  private started(outcome: HarnessStartOutcome): void {
+    this.opts.onHarnessStart?.(this.assignment.harness?.type ?? 'oz', outcome);
+  }
+
   /** The environment could not be prepared: the run ends FAILED (environment_setup_failed), nothing started. */
   private environmentFailed(message: string): Promise<void> {
+    this.started('environment_failed');
     const a = this.assignment;
     const events = this.takePending();
     return this.report('end', 0, () =>
