@@ -29,14 +29,16 @@ export interface ClaimedRun {
   queued_at: Date;
 }
 
-/** What the queue holds now, as the metrics show it (counts capped at DEPTH_CAP). */
+/** What the queue holds now, as the metrics show it (QUEUED counted up to DEPTH_CAP, held runs up to HELD_CAP). */
 export interface QueueDepths {
-  /** Live runs by state, and whether they run on service-hosted workers. */
-  live: Array<{ state: RunState; service: boolean; runs: number }>;
-  /** Held runs whose lease lapsed, and held runs past the longest an execution may take. */
+  /** Live runs by state and whether they run on service-hosted workers; `overdue`: held past the longest an execution may take. */
+  live: Array<{ state: RunState; service: boolean; runs: number; overdue: number }>;
+  /** Held runs whose lease lapsed. */
   leaseLapsed: number;
-  overdue: number;
 }
+
+/** Held runs are as many as the workers' slots; past this many, a scrape stops counting them. */
+const HELD_CAP = 10_000;
 
 /** A held run the service is taking from its worker (locked). */
 export interface HeldRun {
@@ -132,27 +134,25 @@ export class RunQueueRepository {
 
   /**
    * The queue's depths for /metrics, in one statement that reads only the live runs' partial indexes
-   * (runs_queue_team for QUEUED, runs_held_team and runs_leases for the held states), never the
-   * table's ended runs: its cost follows the live runs, capped at DEPTH_CAP each.
-   * `overdueBefore`: held runs claimed before it are overdue (none without a maximum duration).
+   * (runs_queue_team for QUEUED, index only; runs_leases for the held runs, their rows once), never
+   * the ended runs: its cost follows the live runs, and is capped. `overdueBefore`: held runs claimed
+   * before it are overdue (none without a maximum duration).
    */
   async depths(now: Date, overdueBefore: Date | undefined): Promise<QueueDepths> {
-    const [row] = await this.db.query<{ live: QueueDepths['live'] | null; lapsed: number; overdue: number }>(
+    const [row] = await this.db.query<{ live: QueueDepths['live'] | null; lapsed: number }>(
       `SELECT
-         (SELECT json_agg(json_build_object('state', d.state, 'service', d.service, 'runs', d.runs)) FROM (
-            SELECT 'QUEUED' AS state, q.worker_host = $1 AS service, count(*)::int AS runs
-              FROM (SELECT worker_host FROM runs WHERE state = 'QUEUED' LIMIT ${DEPTH_CAP}) q GROUP BY 2
-            UNION ALL
-            SELECT h.state, h.worker_host = $1, count(*)::int
-              FROM (SELECT state, worker_host FROM runs WHERE state IN (${HELD_SQL}) LIMIT ${DEPTH_CAP}) h
-             GROUP BY 1, 2) d) AS live,
+         (SELECT json_agg(json_build_object('state', d.state, 'service', d.service, 'runs', d.runs, 'overdue', d.overdue))
+            FROM (SELECT 'QUEUED' AS state, q.worker_host = $1 AS service, count(*)::int AS runs, 0 AS overdue
+                    FROM (SELECT worker_host FROM runs WHERE state = 'QUEUED' LIMIT ${DEPTH_CAP}) q GROUP BY 2
+                  UNION ALL
+                  SELECT h.state, h.worker_host = $1, count(*)::int, count(*) FILTER (WHERE h.claimed_at < $3)::int
+                    FROM (SELECT state, worker_host, claimed_at FROM runs WHERE state IN (${HELD_SQL}) LIMIT ${HELD_CAP}) h
+                   GROUP BY 1, 2) d) AS live,
          (SELECT count(*)::int FROM (SELECT 1 FROM runs WHERE state IN (${HELD_SQL}) AND lease_expires_at < $2
-                                      LIMIT ${DEPTH_CAP}) l) AS lapsed,
-         (SELECT count(*)::int FROM (SELECT 1 FROM runs WHERE state IN (${HELD_SQL}) AND claimed_at < $3
-                                      LIMIT ${DEPTH_CAP}) o) AS overdue`,
+                                      LIMIT ${HELD_CAP}) l) AS lapsed`,
       [SERVICE_WORKER_HOST, now, overdueBefore ?? null],
     );
-    return { live: row?.live ?? [], leaseLapsed: row?.lapsed ?? 0, overdue: row?.overdue ?? 0 };
+    return { live: row?.live ?? [], leaseLapsed: row?.lapsed ?? 0 };
   }
 
   /** Held runs whose lease lapsed before `now`, oldest lapse first, locked (the reaper's). */

@@ -50,6 +50,8 @@ export const runPolicy = (config: Config): RunPolicy => ({
 /** The metrics' `workers` label: runs on service-hosted workers, or on a team's self-hosted ones. */
 const WORKER_KINDS = ['service', 'self_hosted'] as const;
 
+const sum = (ns: number[]) => ns.reduce((a, b) => a + b, 0);
+
 const isUsage = (e: HarnessEvent): e is Extract<HarnessEvent, { type: 'usage' }> => e.type === 'usage';
 
 /**
@@ -95,7 +97,7 @@ export class WorkerRunsService {
     for (const d of depths.live)
       metrics.runsByState.set({ state: d.state, workers: d.service ? 'service' : 'self_hosted' }, d.runs);
     metrics.runsOverdue.set({ reason: 'lease_lapsed' }, depths.leaseLapsed);
-    metrics.runsOverdue.set({ reason: 'overdue' }, depths.overdue);
+    metrics.runsOverdue.set({ reason: 'overdue' }, sum(depths.live.map((d) => d.overdue)));
   }
 
   register(w: WorkerIdentity): Promise<void> {
