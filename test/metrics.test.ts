@@ -11,13 +11,10 @@ import { runIn, startTestService, type TestService } from './support/service.js'
 // worker that claims a run and goes silent: /metrics shows each of them move.
 let t: TestService;
 const receiver = new NotificationReceiver();
+// 2 s leases: a silent worker's run is reaped soon. No polls: the test applies each commit itself.
+const ENV = { WORKER_CONCURRENCY: '1', WORKER_LEASE_SECONDS: '2', FACTORY_POLL_SECONDS: '3600' };
 beforeAll(async () => {
-  t = await startTestService({
-    WORKER_CONCURRENCY: '1',
-    WORKER_LEASE_SECONDS: '2',
-    NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true',
-    FACTORY_POLL_SECONDS: '3600',
-  });
+  t = await startTestService({ ...ENV, NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true' });
 });
 afterAll(async () => {
   await receiver.stop();
