@@ -96,6 +96,12 @@ export class Metrics {
   }
 }
 
+/**
+ * A depth read stops after this long, waiting for a lock included (Database.queryWithin): a scrape
+ * answers without it after 2 s, and the next one may read again once it has ended.
+ */
+export const DEPTH_READ = { ms: 5000, tooLong: 'Reading the depths for /metrics took longer than 5 s.' };
+
 /** A depth is counted up to this many rows, so that a scrape's cost stays bounded whatever the backlog. */
 export const DEPTH_CAP = 100_000;
 

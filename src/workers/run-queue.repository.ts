@@ -1,4 +1,4 @@
-import { DEPTH_CAP } from '../common/metrics.js';
+import { DEPTH_CAP, DEPTH_READ } from '../common/metrics.js';
 import type { Database, Queryable } from '../database/database.js';
 import { sqlStates, statesAllowing, type RunState } from '../runs/run-state.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
@@ -139,7 +139,8 @@ export class RunQueueRepository {
    * before it are overdue (none without a maximum duration).
    */
   async depths(now: Date, overdueBefore: Date | undefined): Promise<QueueDepths> {
-    const [row] = await this.db.query<{ live: QueueDepths['live'] | null; lapsed: number }>(
+    const [row] = await this.db.queryWithin<{ live: QueueDepths['live'] | null; lapsed: number }>(
+      DEPTH_READ,
       `SELECT
          (SELECT json_agg(json_build_object('state', d.state, 'service', d.service, 'runs', d.runs, 'overdue', d.overdue))
             FROM (SELECT 'QUEUED' AS state, q.worker_host = $1 AS service, count(*)::int AS runs, 0 AS overdue
