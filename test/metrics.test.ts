@@ -1,8 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { whileLocked } from './support/database.js';
+import { DefinitionStore } from '../src/reconciler/definition-store.js';
+import { Reconciler } from '../src/reconciler/reconciler.js';
+import { SecretsService } from '../src/secrets/secrets.service.js';
 import { createAutomation, createFactory, createWebhook, deliver } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
+import { baseFactory, TestRepo } from './support/git-repo.js';
 import { NotificationReceiver } from './support/notification-receiver.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 
@@ -147,5 +151,30 @@ describe('/metrics', () => {
       expect(back('factoryd_runs', { state: 'QUEUED', workers: 'service' })).toBe(0);
       return true;
     }, 'the depths back');
+  });
+
+  it("counts a harness start by its environment's setup: passed, started; failed, environment_failed", async () => {
+    const before = await scrape();
+    await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'x'.repeat(32));
+    const repo = new TestRepo();
+    repo.commit({
+      ...baseFactory(),
+      'environments/ready.yaml': 'setupCommands:\n  - echo ready\n',
+      'environments/broken.yaml': 'setupCommands:\n  - echo broken; exit 3\n',
+    });
+    const f = await t.service.app
+      .get(DefinitionStore)
+      .register({ teamId: t.defaultTeam.id, name: 'environments', repoUrl: repo.dir, branch: 'main' });
+    expect((await t.service.app.get(Reconciler).request(f!.id)).result).toBe('applied');
+    const start = async (environment_id: string) =>
+      (await t.call('POST', '/api/v1/agent/runs', { prompt: 'Go', config: { environment_id } })).body.run_id;
+    expect((await runIn(t, await start('ready'), ['SUCCEEDED', 'FAILED', 'ERROR'])).state).toBe('SUCCEEDED');
+    expect((await runIn(t, await start('broken'), ['SUCCEEDED', 'FAILED', 'ERROR'])).state).toBe('FAILED');
+    repo.remove();
+
+    const after = await scrape();
+    const starts = (outcome: string) =>
+      moved(before, after, 'factoryd_harness_starts_total', { harness: 'oz', outcome });
+    expect([starts('started'), starts('environment_failed')]).toEqual([1, 1]);
   });
 });
