@@ -16,6 +16,7 @@ import { SecretsModule } from '../secrets/secrets.module.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { configuredDispatcher } from './dispatcher-setup.js';
 import { NotificationDispatcher } from './notification-dispatcher.js';
+import { NotificationRetention } from './notification-retention.js';
 import { NotificationEndpoints } from './notification-endpoints.service.js';
 import { NotificationsController } from './notifications.controller.js';
 import { NotificationsRepository } from './notifications.repository.js';
@@ -100,6 +101,7 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
       },
     },
     DispatcherLifecycle,
+    NotificationRetention,
   ],
   exports: [NotificationEndpoints],
 })

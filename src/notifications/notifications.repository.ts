@@ -430,4 +430,27 @@ export class NotificationsRepository {
     );
     return rows.filter((r) => r.disabled).map((r) => r.id);
   }
+
+  /**
+   * Deletes settled messages (delivered, or failed for good) created before `before`, their attempts
+   * with them (ON DELETE CASCADE), `batch` at a time so no statement holds many locks or runs long.
+   * Returns how many went. Pending messages stay whatever their age.
+   */
+  async pruneSettled(before: Date, batch = 5000): Promise<number> {
+    let pruned = 0;
+    for (;;) {
+      const [row] = await this.db.query<{ n: number }>(
+        `WITH gone AS (
+           DELETE FROM notification_messages WHERE id IN (
+             SELECT id FROM notification_messages
+              WHERE status <> 'pending' AND created_at < $1
+              ORDER BY created_at LIMIT $2)
+           RETURNING 1)
+         SELECT count(*)::int AS n FROM gone`,
+        [before, batch],
+      );
+      pruned += row?.n ?? 0;
+      if ((row?.n ?? 0) < batch) return pruned;
+    }
+  }
 }

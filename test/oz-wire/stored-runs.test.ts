@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QueryRunner } from 'typeorm';
 import { RunErrorCodes1763690410000 } from '../../src/database/migrations/1763690410000-run-error-codes.js';
 import { RunItemFields1763690400000 } from '../../src/database/migrations/1763690400000-run-item-fields.js';
-import { ArtifactsOneHome1763690430000 } from '../../src/database/migrations/1763690430000-artifacts-one-home.js';
+import { ArtifactsOneHome1763690450000 } from '../../src/database/migrations/1763690450000-artifacts-one-home.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { artifactText } from '../support/artifacts.js';
 import { python } from './support.js';
@@ -107,7 +107,7 @@ describe('runs that ended before RunErrorCodes', () => {
 describe('runs stored before ArtifactsOneHome', () => {
   it('list the artifacts their runs.artifacts held, in its order, from run_artifacts alone', async () => {
     const id = await created({ prompt: 'Left artifacts' });
-    const migration = new ArtifactsOneHome1763690430000();
+    const migration = new ArtifactsOneHome1763690450000();
     await migration.down(runner);
     // As the earlier code stored them: a row per artifact, listed again on the run (in the report's
     // order, which the random ids do not keep), and the older action's inputs on the run only.

@@ -15,8 +15,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   `{type: 'file', name, content}` as a FILE with its text. Any other shape never was an ArtifactItem
  *   the clients could read, and is dropped.
  */
-export class ArtifactsOneHome1763690430000 implements MigrationInterface {
-  name = 'ArtifactsOneHome1763690430000';
+export class ArtifactsOneHome1763690450000 implements MigrationInterface {
+  name = 'ArtifactsOneHome1763690450000';
 
   async up(db: QueryRunner): Promise<void> {
     await db.query(`ALTER TABLE run_artifacts ADD COLUMN position integer NOT NULL DEFAULT 0`);
