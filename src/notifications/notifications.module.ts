@@ -7,6 +7,7 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { Metrics } from '../common/metrics.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
@@ -48,8 +49,16 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
   providers: [
     {
       provide: NotificationsRepository,
-      inject: [Database],
-      useFactory: (db: Database) => new NotificationsRepository(db),
+      inject: [Database, Metrics],
+      useFactory: (db: Database, metrics: Metrics) => {
+        const repo = new NotificationsRepository(db);
+        metrics.addDepthReader(async () => {
+          const depths = await repo.depths();
+          metrics.outboxDepth.set(depths.outbox);
+          metrics.messagesPending.set(depths.pending);
+        });
+        return repo;
+      },
     },
     {
       provide: NotificationEndpoints,
@@ -70,13 +79,14 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
     },
     {
       provide: NotificationDispatcher,
-      inject: [NotificationsRepository, SecretCipher, SecretsService, CONFIG, Clock],
+      inject: [NotificationsRepository, SecretCipher, SecretsService, CONFIG, Clock, Metrics],
       useFactory: (
         repo: NotificationsRepository,
         cipher: SecretCipher,
         secrets: SecretsService,
         config: Config,
         clock: Clock,
+        metrics: Metrics,
       ) => {
         const log = new Logger('notifications');
         return configuredDispatcher(
@@ -86,6 +96,7 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
           config,
           () => clock.now(),
           (line) => log.warn(line),
+          (outcome) => metrics.notificationAttempts.inc({ outcome }),
         );
       },
     },

@@ -1,3 +1,4 @@
+import { DEPTH_CAP, DEPTH_READ } from '../common/metrics.js';
 import { Database } from '../database/database.js';
 import { StatementParams } from '../database/multi-row.js';
 import type { AttemptOutcome } from './notification-sender.js';
@@ -98,6 +99,21 @@ const MESSAGE_COLUMNS = `id, event_id, endpoint_id, type, run_id, payload, event
  */
 export class NotificationsRepository {
   constructor(private readonly db: Database) {}
+
+  /**
+   * For /metrics: events in the outbox not yet fanned out, and messages waiting for an attempt (read
+   * through notification_messages_due, which holds the pending ones only); each counted up to DEPTH_CAP.
+   */
+  async depths(): Promise<{ outbox: number; pending: number }> {
+    const [row] = await this.db.queryWithin<{ outbox: number; pending: number }>(
+      DEPTH_READ,
+      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM notification_outbox LIMIT ${DEPTH_CAP}) o) AS outbox,
+              (SELECT count(*)::int FROM (SELECT 1 FROM notification_messages WHERE status = 'pending'
+                                           LIMIT ${DEPTH_CAP}) m) AS pending`,
+      [],
+    );
+    return { outbox: row?.outbox ?? 0, pending: row?.pending ?? 0 };
+  }
 
   /** Inserts the endpoint unless its name is taken or, made by the API, the team has `maxApiEndpoints`. */
   async insertEndpoint(

@@ -1,3 +1,4 @@
+import { DEPTH_CAP, DEPTH_READ } from '../common/metrics.js';
 import type { Database, Queryable } from '../database/database.js';
 import { sqlStates, statesAllowing, type RunState } from '../runs/run-state.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
@@ -24,7 +25,20 @@ export interface ClaimedRun {
   harness_command: string | null;
   /** The team's default harness type (teams set-harness --type); NULL: `oz`. */
   team_harness: string | null;
+  /** When the run last turned QUEUED (its `updated_at` before the claim): how long it waited. */
+  queued_at: Date;
 }
+
+/** What the queue holds now, as the metrics show it (QUEUED counted up to DEPTH_CAP, held runs up to HELD_CAP). */
+export interface QueueDepths {
+  /** Live runs by state and whether they run on service-hosted workers; `overdue`: held past the longest an execution may take. */
+  live: Array<{ state: RunState; service: boolean; runs: number; overdue: number }>;
+  /** Held runs whose lease lapsed. */
+  leaseLapsed: number;
+}
+
+/** Held runs are as many as the workers' slots; past this many, a scrape stops counting them. */
+const HELD_CAP = 10_000;
 
 /** A held run the service is taking from its worker (locked). */
 export interface HeldRun {
@@ -116,6 +130,30 @@ export class RunQueueRepository {
   /** The run's pending interrupt was handed to its worker. */
   async interruptTaken(tx: Queryable, runId: string): Promise<void> {
     await tx.execute(`UPDATE runs SET interrupt_execution = NULL WHERE id = $1`, [runId]);
+  }
+
+  /**
+   * The queue's depths for /metrics, in one statement that reads only the live runs' partial indexes
+   * (runs_queue_team for QUEUED, index only; runs_leases for the held runs, their rows once), never
+   * the ended runs: its cost follows the live runs, and is capped. `overdueBefore`: held runs claimed
+   * before it are overdue (none without a maximum duration).
+   */
+  async depths(now: Date, overdueBefore: Date | undefined): Promise<QueueDepths> {
+    const [row] = await this.db.queryWithin<{ live: QueueDepths['live'] | null; lapsed: number }>(
+      DEPTH_READ,
+      `SELECT
+         (SELECT json_agg(json_build_object('state', d.state, 'service', d.service, 'runs', d.runs, 'overdue', d.overdue))
+            FROM (SELECT 'QUEUED' AS state, q.worker_host = $1 AS service, count(*)::int AS runs, 0 AS overdue
+                    FROM (SELECT worker_host FROM runs WHERE state = 'QUEUED' LIMIT ${DEPTH_CAP}) q GROUP BY 2
+                  UNION ALL
+                  SELECT h.state, h.worker_host = $1, count(*)::int, count(*) FILTER (WHERE h.claimed_at < $3)::int
+                    FROM (SELECT state, worker_host, claimed_at FROM runs WHERE state IN (${HELD_SQL}) LIMIT ${HELD_CAP}) h
+                   GROUP BY 1, 2) d) AS live,
+         (SELECT count(*)::int FROM (SELECT 1 FROM runs WHERE state IN (${HELD_SQL}) AND lease_expires_at < $2
+                                      LIMIT ${HELD_CAP}) l) AS lapsed`,
+      [SERVICE_WORKER_HOST, now, overdueBefore ?? null],
+    );
+    return { live: row?.live ?? [], leaseLapsed: row?.lapsed ?? 0 };
   }
 
   /** Held runs whose lease lapsed before `now`, oldest lapse first, locked (the reaper's). */
@@ -275,7 +313,7 @@ const runHarness = (run: string, team: string) =>
  * has ($8). Parameters of every pick: $1 host, $2 max; the claim's own are $3–$6 (claimStatement).
  */
 const OWN_TEAM_PICK = `
-  SELECT r.id FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = $7
+  SELECT r.id, r.updated_at AS queued_at FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = $7
      AND ${runHarness('r', '(SELECT t.harness_type FROM teams t WHERE t.id = $7)')} = ANY($8::text[])
    ORDER BY r.created_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
 
@@ -320,7 +358,7 @@ const FAIR_PICK = `
            FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = sh.team_id
             AND ${runHarness('r', 'sh.harness_type')} = ANY($10::text[])
           ORDER BY r.created_at LIMIT greatest(least($2::int, sh.cap - sh.held), 0)) c)
-  SELECT id FROM runs
+  SELECT id, updated_at AS queued_at FROM runs
    WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, served, created_at LIMIT $2)) AND state IN (${CLAIMABLE_SQL})
      FOR UPDATE SKIP LOCKED`;
 
@@ -336,8 +374,8 @@ const SERVED_TURNS = `,
          ON CONFLICT (team_id) DO UPDATE SET served = excluded.served)`;
 
 /**
- * The claim around a pick (the ids of the runs to claim, locked): $3 the claimed state, $4 now, $5 the
- * lease owner, $6 the lease's end.
+ * The claim around a pick (the ids of the runs to claim, locked, with when each turned QUEUED): $3 the
+ * claimed state, $4 now, $5 the lease owner, $6 the lease's end.
  */
 function claimStatement(pick: string, more = ''): string {
   // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
@@ -348,7 +386,7 @@ function claimStatement(pick: string, more = ''): string {
          UPDATE runs r SET state = $3, updated_at = $4, lease_owner = $5, lease_expires_at = $6, claimed_at = $4,
                 execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
            FROM picked WHERE r.id = picked.id
-          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
+          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec, picked.queued_at),
        f AS (
          UPDATE run_followups u SET delivered_at = $4 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
          RETURNING u.run_id, u.message, u.created_at),

@@ -7,6 +7,7 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { Metrics } from '../common/metrics.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
@@ -42,6 +43,7 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
     @Inject(CONFIG) private readonly config: Config,
     @Inject(WorkerRunsService) private readonly service: WorkerRunsService,
     @Inject(RunWakeups) private readonly wakeups: RunWakeups,
+    @Inject(Metrics) private readonly metrics: Metrics,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -69,6 +71,7 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
         log,
         this.config.workerConcurrency,
         (runId, report, err) => this.log.error(reportFailure(runId, report, err)),
+        (harness, outcome) => this.metrics.harnessStarts.inc({ harness, outcome }),
       );
     }
   }
@@ -87,13 +90,14 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
   providers: [
     {
       provide: WorkerRunsService,
-      inject: [Database, RunsRepository, CONFIG, Clock, SecretsService],
+      inject: [Database, RunsRepository, CONFIG, Clock, SecretsService, Metrics],
       useFactory: (
         db: Database,
         runs: RunsRepository,
         config: Config,
         clock: Clock,
         secrets: SecretsService,
+        metrics: Metrics,
       ) =>
         new WorkerRunsService(
           db,
@@ -102,6 +106,7 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
           () => clock.now(),
           secrets,
           new EnvironmentResolver(db, secrets),
+          metrics,
         ),
     },
     {

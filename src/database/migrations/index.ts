@@ -30,6 +30,7 @@ import { RunItemFields1763690400000 } from './1763690400000-run-item-fields.js';
 import { RunErrorCodes1763690410000 } from './1763690410000-run-error-codes.js';
 import { NotificationClaimsPerEndpoint1763690420000 } from './1763690420000-notification-claims-per-endpoint.js';
 import { NotificationRetention1763690440000 } from './1763690440000-notification-retention.js';
+import { ArtifactsOneHome1763690450000 } from './1763690450000-artifacts-one-home.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -63,4 +64,5 @@ export const MIGRATIONS = [
   RunErrorCodes1763690410000,
   NotificationClaimsPerEndpoint1763690420000,
   NotificationRetention1763690440000,
+  ArtifactsOneHome1763690450000,
 ];
