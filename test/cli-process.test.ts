@@ -209,13 +209,28 @@ describe('factoryd serve', () => {
     }
   });
 
-  it('starts on the embedded PostgreSQL and on SIGTERM exits 0 with the database stopped', async () => {
+  it('starts on the embedded PostgreSQL, refuses a second serve on its DATA_DIR, and on SIGTERM exits 0 with the database stopped', async () => {
     const dataDir = tempDir();
     const s = await serve({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
     const pidFile = join(dataDir, 'pg', 'data', 'postmaster.pid');
     expect(existsSync(pidFile)).toBe(true);
     const pgPid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
     expect(isAlive(pgPid)).toBe(true);
+    expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+    // A second serve on the same DATA_DIR would run on this one's database and lose it when this one
+    // stops: it refuses, in one line, and this one serves on.
+    const second = await run(process.execPath, [CLI, 'serve'], {
+      cwd: ROOT,
+      env: childEnv({ DATA_DIR: dataDir, PORT: '0' }),
+    }).catch((e: { code: number; stderr: string }) => e);
+    expect((second as { code: number }).code).toBe(2);
+    expect((second as { stderr: string }).stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^factoryd: another factoryd serve \\(pid ${s.child.pid}, ${s.url}\\) runs on the embedded database`,
+        ),
+      ),
+    ]);
     expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
     s.child.kill('SIGTERM');
     expect(await s.exited).toBe(0);

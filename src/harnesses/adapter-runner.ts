@@ -190,10 +190,13 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
         const outcome = fatal
           ? { ok: false, message: fatal }
           : (end ?? {
-              ok: code === 0,
+              // Each CLI ends a finished turn with its result event: an exit without one, even 0,
+              // is a turn that never finished (a CLI that could not write its temporary files
+              // exits 0 having said nothing), never a success.
+              ok: false,
               message:
                 code === 0
-                  ? 'done'
+                  ? `exited without finishing its turn (no result in its output)${stderr.length ? `: ${stderr.join(' / ')}` : ''}`
                   : (adapter.failure?.(code, stderr) ??
                     `${adapter.title} exited with code ${code}${stderr.length ? `: ${stderr.join(' / ')}` : ''}`),
             });

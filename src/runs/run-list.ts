@@ -201,7 +201,10 @@ const RUN_FILTERS = {
         throw invalidParam('artifact_type', `artifact_type must be one of ${ARTIFACT_TYPES.join(', ')}`);
       return t as ArtifactType | undefined;
     },
-    where: (v, p) => `r.artifacts @> ${p(JSON.stringify([{ artifact_type: v }]))}::jsonb`,
+    // The team's runs that left one (run_artifacts_team_type), or a probe per run in the page's order.
+    where: (v, p) =>
+      `EXISTS (SELECT 1 FROM run_artifacts a
+                WHERE a.run_id = r.id AND a.team_id = r.team_id AND a.artifact_type = ${p(v)})`,
   }),
   // Stamped on the runs a schedule started (metadata schedule_id).
   scheduleId: stamped('schedule_id', 'schedule_id'),
@@ -381,7 +384,7 @@ export function buildRunListSql(
 const PAGE_TOO_LONG =
   `Finding this page of runs took longer than ${PAGE_TIME_LIMIT_MS / 1000} s and was stopped. ` +
   'Retry later, or narrow the list (state, created_after, created_before): filtering by ' +
-  'executor or artifact_type, or sorting by agent, walks every run of the team.';
+  'executor, or sorting by agent, walks every run of the team.';
 
 /** The run listing's reads: one statement per page. */
 @Injectable()

@@ -8,10 +8,11 @@ import { McpCredentials } from '../secrets/mcp-credentials.js';
 import { RunsSignal } from './runs-signal.js';
 import { SERVICE_WORKER_HOST, type NewRun, type Run } from './run.js';
 import { MODEL_TOKEN_USAGE_COLUMN } from './run-usage.repository.js';
+import { RUN_ARTIFACTS_COLUMN, runArtifactItems } from './run-artifacts.repository.js';
 
 /** The columns every run read selects, creator joined; `r` is runs, `p` principals. */
 export const RUN_COLUMNS = `r.id, r.team_id, r.title, r.prompt, r.state, r.source, r.agent_config, r.worker_host,
-  r.metadata, r.conversation_id, r.parent_run_id, r.mode, r.session_id, r.status_message, r.artifacts,
+  r.metadata, r.conversation_id, r.parent_run_id, r.mode, r.session_id, r.status_message, ${RUN_ARTIFACTS_COLUMN},
   r.agent_skill, r.execution_location, r.executor, r.environment, r.factory_uid, r.root_run_id, r.schedule,
   r.created_at, r.updated_at, r.started_at, r.ended_at,
   p.type AS creator_type, p.uid AS creator_uid, p.display_name AS creator_name, ${MODEL_TOKEN_USAGE_COLUMN}`;
@@ -67,7 +68,8 @@ export interface RunRow {
   mode: string | null;
   session_id: string | null;
   status_message: Run['statusMessage'];
-  artifacts: Run['artifacts'];
+  /** The run's artifacts as RUN_ARTIFACTS_COLUMN gathers them (runArtifactItems shapes them). */
+  artifacts: unknown;
   agent_skill: Run['agentSkill'];
   execution_location: string | null;
   executor: Run['executor'];
@@ -105,7 +107,7 @@ export function toRun(row: RunRow): Run {
     mode: row.mode,
     sessionId: row.session_id,
     statusMessage: row.status_message,
-    artifacts: row.artifacts,
+    artifacts: runArtifactItems(row.artifacts),
     agentSkill: row.agent_skill,
     executionLocation: row.execution_location,
     executor: row.executor,
@@ -315,14 +317,6 @@ export class RunsRepository {
     if (changed && to === 'QUEUED') tx.afterCommit(() => this.queued());
     else if (changed || part) tx.afterCommit(() => this.changed());
     return changed ? to : undefined;
-  }
-
-  /** Appends artifacts (a worker's harness reported them) to the run's list. */
-  async addArtifacts(q: Queryable, runId: string, artifacts: Record<string, unknown>[]): Promise<void> {
-    await q.execute(
-      `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
-      [runId, JSON.stringify(artifacts)],
-    );
   }
 
   /** Clears the run's status message (a BLOCKED run's question, once a follow-up answered it). */

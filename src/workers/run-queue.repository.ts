@@ -1,3 +1,4 @@
+import { DEPTH_CAP, DEPTH_READ } from '../common/metrics.js';
 import type { Database, Queryable } from '../database/database.js';
 import { namedParams, type NamedParams } from '../database/named-params.js';
 import { sqlStates, statesAllowing, type RunState } from '../runs/run-state.js';
@@ -25,7 +26,20 @@ export interface ClaimedRun {
   harness_command: string | null;
   /** The team's default harness type (teams set-harness --type); NULL: `oz`. */
   team_harness: string | null;
+  /** When the run last turned QUEUED (its `updated_at` before the claim): how long it waited. */
+  queued_at: Date;
 }
+
+/** What the queue holds now, as the metrics show it (QUEUED counted up to DEPTH_CAP, held runs up to HELD_CAP). */
+export interface QueueDepths {
+  /** Live runs by state and whether they run on service-hosted workers; `overdue`: held past the longest an execution may take. */
+  live: Array<{ state: RunState; service: boolean; runs: number; overdue: number }>;
+  /** Held runs whose lease lapsed. */
+  leaseLapsed: number;
+}
+
+/** Held runs are as many as the workers' slots; past this many, a scrape stops counting them. */
+const HELD_CAP = 10_000;
 
 /** A held run the service is taking from its worker (locked). */
 export interface HeldRun {
@@ -61,7 +75,7 @@ export class RunQueueRepository {
    * Claims up to `max` QUEUED runs of the worker's host and gathers what their harnesses need, in one
    * statement: follow-ups taken (and recorded in the conversation), attachments, the team's skills,
    * the conversation so far. A self-hosted worker takes its own team's oldest runs. Service-hosted
-   * workers share their slots fairly (FAIR_PICK). SKIP LOCKED: claimers never wait on each other's
+   * workers share their slots fairly (fairPick). SKIP LOCKED: claimers never wait on each other's
    * rows (a self-hosted claim takes NOTES_LOCK shared, so that it waits for the housekeeping's notes
    * instead of skipping the rows they write). It is the one state change that cannot go through RunsRepository.transition (a batch decided
    * by the lock), so it takes its state (`claimed`) from the state machine.
@@ -122,6 +136,30 @@ export class RunQueueRepository {
   /** The run's pending interrupt was handed to its worker. */
   async interruptTaken(tx: Queryable, runId: string): Promise<void> {
     await tx.execute(`UPDATE runs SET interrupt_execution = NULL WHERE id = $1`, [runId]);
+  }
+
+  /**
+   * The queue's depths for /metrics, in one statement that reads only the live runs' partial indexes
+   * (runs_queue_team for QUEUED, index only; runs_leases for the held runs, their rows once), never
+   * the ended runs: its cost follows the live runs, and is capped. `overdueBefore`: held runs claimed
+   * before it are overdue (none without a maximum duration).
+   */
+  async depths(now: Date, overdueBefore: Date | undefined): Promise<QueueDepths> {
+    const [row] = await this.db.queryWithin<{ live: QueueDepths['live'] | null; lapsed: number }>(
+      DEPTH_READ,
+      `SELECT
+         (SELECT json_agg(json_build_object('state', d.state, 'service', d.service, 'runs', d.runs, 'overdue', d.overdue))
+            FROM (SELECT 'QUEUED' AS state, q.worker_host = $1 AS service, count(*)::int AS runs, 0 AS overdue
+                    FROM (SELECT worker_host FROM runs WHERE state = 'QUEUED' LIMIT ${DEPTH_CAP}) q GROUP BY 2
+                  UNION ALL
+                  SELECT h.state, h.worker_host = $1, count(*)::int, count(*) FILTER (WHERE h.claimed_at < $3)::int
+                    FROM (SELECT state, worker_host, claimed_at FROM runs WHERE state IN (${HELD_SQL}) LIMIT ${HELD_CAP}) h
+                   GROUP BY 1, 2) d) AS live,
+         (SELECT count(*)::int FROM (SELECT 1 FROM runs WHERE state IN (${HELD_SQL}) AND lease_expires_at < $2
+                                      LIMIT ${HELD_CAP}) l) AS lapsed`,
+      [SERVICE_WORKER_HOST, now, overdueBefore ?? null],
+    );
+    return { live: row?.live ?? [], leaseLapsed: row?.lapsed ?? 0 };
   }
 
   /** Held runs whose lease lapsed before `now`, oldest lapse first, locked (the reaper's). */
@@ -288,7 +326,7 @@ const OWN_TEAM = namedParams([...CLAIM_PARAMS, 'team', 'harnesses']);
 
 /** A self-hosted worker's pick: the oldest QUEUED runs of its host in its team whose harness it has. */
 const ownTeamPick = ($: (typeof OWN_TEAM)['$']) => `
-  SELECT r.id FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = ${$.host} AND r.team_id = ${$.team}
+  SELECT r.id, r.updated_at AS queued_at FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = ${$.host} AND r.team_id = ${$.team}
      AND ${runHarness('r', `(SELECT t.harness_type FROM teams t WHERE t.id = ${$.team})`)} = ANY(${$.harnesses}::text[])
    ORDER BY r.created_at LIMIT ${$.max} FOR UPDATE SKIP LOCKED`;
 
@@ -339,7 +377,7 @@ const fairPick = ($: (typeof FAIR)['$']) => `
            FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = ${$.host} AND r.team_id = sh.team_id
             AND ${runHarness('r', 'sh.harness_type')} = ANY(${$.harnesses}::text[])
           ORDER BY r.created_at LIMIT greatest(least(${$.max}::int, sh.cap - sh.held), 0)) c)
-  SELECT id FROM runs
+  SELECT id, updated_at AS queued_at FROM runs
    WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, served, created_at LIMIT ${$.max})) AND state IN (${CLAIMABLE_SQL})
      FOR UPDATE SKIP LOCKED`;
 
@@ -354,7 +392,7 @@ const SERVED_TURNS = `,
          SELECT DISTINCT c.team_id, (SELECT nextval('team_slot_turn')) FROM c
          ON CONFLICT (team_id) DO UPDATE SET served = excluded.served)`;
 
-/** The claim around a pick (the ids of the runs to claim, locked). */
+/** The claim around a pick (the ids of the runs to claim, locked, with when each turned QUEUED). */
 function claimStatement($: ClaimParams, pick: string, more = ''): string {
   // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
   // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
@@ -364,7 +402,7 @@ function claimStatement($: ClaimParams, pick: string, more = ''): string {
          UPDATE runs r SET state = ${$.claimed}, updated_at = ${$.now}, lease_owner = ${$.owner}, lease_expires_at = ${$.leaseEnd}, claimed_at = ${$.now},
                 execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
            FROM picked WHERE r.id = picked.id
-          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
+          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec, picked.queued_at),
        f AS (
          UPDATE run_followups u SET delivered_at = ${$.now} FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
          RETURNING u.run_id, u.message, u.created_at),

@@ -270,6 +270,7 @@ export function startServiceHostedPool(
   log: WorkerLog,
   concurrency = config.workerConcurrency,
   onReportFailed?: ExecutionOptions['onReportFailed'],
+  onHarnessStart?: ExecutionOptions['onHarnessStart'],
 ): WorkerPool {
   const worker = {
     id: `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`,
@@ -280,6 +281,7 @@ export function startServiceHostedPool(
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
     ...executionOptions(config, serviceWorkspaceRoot(config), harnesses, log, onReportFailed),
+    onHarnessStart,
     concurrency,
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { Metrics } from '../common/metrics.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
@@ -17,13 +18,15 @@ import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
   providers: [
     {
       provide: WorkerRunsService,
-      inject: [Database, RunsRepository, CONFIG, Clock, SecretsService],
+      // Metrics: `serve`'s (OpsModule); a `factoryd worker` counts nothing.
+      inject: [Database, RunsRepository, CONFIG, Clock, SecretsService, { token: Metrics, optional: true }],
       useFactory: (
         db: Database,
         runs: RunsRepository,
         config: Config,
         clock: Clock,
         secrets: SecretsService,
+        metrics: Metrics | undefined,
       ) =>
         new WorkerRunsService(
           db,
@@ -32,6 +35,7 @@ import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
           () => clock.now(),
           secrets,
           new EnvironmentResolver(db, secrets),
+          metrics,
         ),
     },
     {

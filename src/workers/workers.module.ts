@@ -6,6 +6,7 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
+import { Metrics } from '../common/metrics.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
 import { RunWakeups } from './run-wakeups.js';
@@ -36,6 +37,7 @@ class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdow
     @Inject(CONFIG) private readonly config: Config,
     @Inject(WorkerRunsService) private readonly service: WorkerRunsService,
     @Inject(RunWakeups) private readonly wakeups: RunWakeups,
+    @Inject(Metrics) private readonly metrics: Metrics,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -63,6 +65,7 @@ class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdow
         log,
         this.config.workerConcurrency,
         (runId, report, err) => this.log.error(reportFailure(runId, report, err)),
+        (harness, outcome) => this.metrics.harnessStarts.inc({ harness, outcome }),
       );
     }
   }

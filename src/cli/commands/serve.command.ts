@@ -5,7 +5,7 @@ import { AuthRepository } from '../../auth/auth.repository.js';
 import { AuthService } from '../../auth/auth.service.js';
 import { bootstrapDefaultTeam } from '../../auth/bootstrap.js';
 import { ConfigError, loadConfig } from '../../config/config.js';
-import { recordLocalService } from '../local-service.js';
+import { findLocalService, recordLocalService } from '../local-service.js';
 
 export function registerServeCommand(program: Command): void {
   program
@@ -54,6 +54,17 @@ async function serve(opts: { role: string }): Promise<void> {
       process.exit(2);
     }
     return serveNotifications();
+  }
+  // The embedded database belongs to the `serve` that started it: a second one on the same DATA_DIR
+  // would run on it, and lose it the moment the first stops.
+  const running = config.databaseUrl ? undefined : findLocalService(config.dataDir);
+  if (running?.database === 'embedded') {
+    process.stderr.write(
+      `factoryd: another factoryd serve (pid ${running.pid}, ${running.url}) runs on the embedded database ` +
+        `under ${shown(config.dataDir)}: use that one (the CLI finds it by itself), stop it first, ` +
+        'or give this one a DATA_DIR of its own\n',
+    );
+    process.exit(2);
   }
   // Loaded here, not at the top: every other command (an API client, say) starts without NestJS.
   const { startService } = await import('../../service.js');

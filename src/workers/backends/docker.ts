@@ -178,9 +178,18 @@ export function dockerRunArgs(
   for (const name of Object.keys(run.env)) if (name !== 'PATH') args.push('--env', name);
   args.push(image);
   if (egress) args.push('/bin/sh', '-c', IMAGE_PERL, 'factoryd-egress', forwarder!, ...forwarderArgs);
-  args.push('/bin/sh', '-c', run.command);
+  args.push('/bin/sh', '-c', TMP_WRITABLE + run.command);
   return args;
 }
+
+/**
+ * Docker's tmpfs over /tmp keeps the mode of the image's own /tmp: an image that made it root's
+ * alone leaves the run without one, and agent CLIs then fail in ways that name nothing (Claude
+ * Code exits 0 having said nothing). The run's output says why first.
+ */
+const TMP_WRITABLE =
+  '[ -w /tmp ] || echo "factoryd: /tmp is not writable by the run\'s user in this image; agent CLIs write ' +
+  'their temporary files there. Give the image\'s /tmp mode 1777, as Debian, Ubuntu and Alpine images have it" >&2; ';
 
 /**
  * The image's perl runs the forwarder. An image without one runs the command as it is, with no way
