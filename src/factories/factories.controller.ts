@@ -1,3 +1,4 @@
+import { SchemaBody } from '../common/schema-body.js';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiOperation, ApiQuery, ApiResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
@@ -149,11 +150,7 @@ export class FactoriesController {
   @Get('factory/:uid/webhooks')
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'The webhooks of a factory, with their ingress URLs' })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['webhooks'],
-    properties: { webhooks: { type: 'array', items: { type: 'object' } } },
-  })
+  @ApiJsonOk('WebhookListResponse')
   @ApiProblems(403, 404)
   async webhooks(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
     const all = QueryParams.of(req).one('include_deleted') === 'true';
@@ -167,20 +164,15 @@ export class FactoriesController {
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
   @ApiOperation({ summary: 'Start a run of the factory’s foreman, linked to the ticket it works on' })
-  @ApiJsonBody('FactoryRunRequest')
   @ApiJsonOk(DISPATCHED, 'The run, queued')
   @ApiProblems(403, 404, 409, 429)
   async dispatch(
     @Auth() auth: AuthContext,
     @Param('uid') uid: string,
-    @Body() body: unknown,
+    @SchemaBody('FactoryRunRequest') body: FactoryRunRequest,
     @Req() req: FastifyRequest,
   ) {
-    const run = await this.factories.dispatch(
-      auth,
-      uid,
-      this.validate.body<FactoryRunRequest>('FactoryRunRequest', body),
-    );
+    const run = await this.factories.dispatch(auth, uid, body);
     return { ...run, run_url: runPageUrl(publicBaseUrl(req, this.config.publicBaseUrl), run.run_id) };
   }
 

@@ -1,3 +1,5 @@
+import { SchemaBody } from '../common/schema-body.js';
+import type { RunFollowupRequest } from '../contract/generated.js';
 import {
   applyDecorators,
   Body,
@@ -163,19 +165,18 @@ export class RunsController {
   @Post(['runs', 'run'])
   @HttpCode(200)
   @ApiOperation({ summary: 'Start an agent run (POST /agent/run is an alias)' })
-  @ApiJsonBody('RunCreateRequest')
   @ApiJsonOk('RunCreateResponse', 'The run is QUEUED')
   @ApiProblems(403, 404, 429)
   @RequireScope('runs:write')
   @BodyLimit(RUN_CREATE_BODY_LIMIT)
-  create(@Auth() auth: AuthContext, @Body() body: unknown, @Req() req: FastifyRequest) {
+  create(
+    @Auth() auth: AuthContext,
+    @SchemaBody('RunCreateRequest') body: RunCreateRequest,
+    @Req() req: FastifyRequest,
+  ) {
     // The factoryd CLI says who it is; everything else that calls the API is an API caller.
     const source = req.headers['user-agent']?.startsWith('factoryd-cli/') ? 'CLI' : 'API';
-    return this.runs.createFromApi(
-      auth,
-      this.validate.body<RunCreateRequest>('RunCreateRequest', body),
-      source,
-    );
+    return this.runs.createFromApi(auth, body, source);
   }
 
   @Get('runs')
@@ -206,31 +207,16 @@ export class RunsController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Send a follow-up; an ended run continues in the same conversation (QUEUED)' })
   @RUN_ID
-  @ApiJsonBody('RunFollowupRequest')
-  @ApiJsonOk(
-    {
-      type: 'object',
-      required: ['followup_id', 'outcome'],
-      properties: {
-        followup_id: {
-          type: ['string', 'null'],
-          format: 'uuid',
-          description: 'The stored follow-up; null when the request carried no message',
-        },
-        outcome: {
-          enum: ['live_session', 'handoff_execution', 'queue_pending'],
-          description:
-            'live_session: the run’s live harness gets it (INPROGRESS, BLOCKED); handoff_execution: the ended run continues in a new execution; queue_pending: the run gets it once it starts',
-        },
-      },
-    },
-    'Accepted',
-  )
+  @ApiJsonOk('RunFollowupResponse', 'Accepted')
   @ApiProblems(403, 404)
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
-  followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
-    const req = this.validate.body<{ message?: string; mode?: string }>('RunFollowupRequest', body ?? {});
+  followup(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @SchemaBody('RunFollowupRequest', { optional: true }) body: RunFollowupRequest,
+  ) {
+    const req = body;
     return this.runs.followup(auth, runId, req.message, req.mode);
   }
 

@@ -1,3 +1,10 @@
+import { SchemaBody } from '../common/schema-body.js';
+import type { WorkerFinishRequest } from '../contract/generated.js';
+import type { WorkerEventsRequest } from '../contract/generated.js';
+import type { WorkerLostRequest } from '../contract/generated.js';
+import type { WorkerHeartbeatRequest } from '../contract/generated.js';
+import type { WorkerClaimRequest } from '../contract/generated.js';
+import type { WorkerRequest } from '../contract/generated.js';
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
@@ -97,23 +104,25 @@ export class WorkersController {
       team: { type: 'object', properties: { uid: { type: 'string' }, name: { type: 'string' } } },
     },
   })
-  @ApiJsonBody('WorkerRequest')
   @HttpCode(200)
   @RequireScope('workers')
-  async connect(@Auth() auth: AuthContext, @Body() body: unknown) {
-    const w = identity(auth, this.validate.body<WorkerBody>('WorkerRequest', body));
+  async connect(@Auth() auth: AuthContext, @SchemaBody('WorkerRequest') body: WorkerRequest) {
+    const w = identity(auth, body);
     await this.service.register(w);
     return { worker_host: w.host, team: { uid: auth.team.uid, name: auth.team.name } };
   }
 
   @Post('workers/claim')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
-  @ApiJsonBody('WorkerClaimRequest')
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  async claim(@Auth() auth: AuthContext, @Body() raw: unknown, @Req() req: FastifyRequest) {
-    const body = this.validate.body<ClaimBody>('WorkerClaimRequest', raw);
+  async claim(
+    @Auth() auth: AuthContext,
+    @SchemaBody('WorkerClaimRequest') raw: WorkerClaimRequest,
+    @Req() req: FastifyRequest,
+  ) {
+    const body = raw;
     const w = identity(auth, body);
     const max = Math.min(body.max ?? 1, MAX_CLAIM);
     const wait = Math.min(body.wait_seconds ?? 0, MAX_WAIT_SECONDS);
@@ -133,24 +142,25 @@ export class WorkersController {
 
   @Post('workers/heartbeat')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
-  @ApiJsonBody('WorkerHeartbeatRequest')
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  async heartbeat(@Auth() auth: AuthContext, @Body() raw: unknown) {
-    const body = this.validate.body<HeartbeatBody>('WorkerHeartbeatRequest', raw);
+  async heartbeat(
+    @Auth() auth: AuthContext,
+    @SchemaBody('WorkerHeartbeatRequest') raw: WorkerHeartbeatRequest,
+  ) {
+    const body = raw;
     await this.service.heartbeat(identity(auth, body), body.run_ids ?? []);
     return {};
   }
 
   @Post('workers/lost')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
-  @ApiJsonBody('WorkerLostRequest')
   @ApiJsonOk({ type: 'object', properties: { lost_runs: { type: 'integer' } } })
   @HttpCode(200)
   @RequireScope('workers')
-  async lost(@Auth() auth: AuthContext, @Body() raw: unknown) {
-    const body = this.validate.body<LostBody>('WorkerLostRequest', raw);
+  async lost(@Auth() auth: AuthContext, @SchemaBody('WorkerLostRequest') raw: WorkerLostRequest) {
+    const body = raw;
     const w = identity(auth, body);
     const ids = body.worker_ids.map((i) => ownerId(auth, w.host, i));
     return { lost_runs: await this.service.lost(w, ids) };
@@ -161,10 +171,13 @@ export class WorkersController {
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  @ApiJsonBody('WorkerEventsRequest')
   @BodyLimit(REPORT_BODY_LIMIT)
-  async events(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() raw: unknown) {
-    const body = this.validate.body<EventsBody>('WorkerEventsRequest', raw);
+  async events(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @SchemaBody('WorkerEventsRequest') raw: WorkerEventsRequest,
+  ) {
+    const body = raw;
     await this.service.record(
       identity(auth, body),
       runParam(runId),
@@ -177,12 +190,15 @@ export class WorkersController {
 
   @Post('workers/runs/:runId/control')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
-  @ApiJsonBody('WorkerRequest')
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  control(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() raw: unknown) {
-    const body = this.validate.body<WorkerBody>('WorkerRequest', raw);
+  control(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @SchemaBody('WorkerRequest') raw: WorkerRequest,
+  ) {
+    const body = raw;
     return this.service.control(identity(auth, body), runParam(runId));
   }
 
@@ -191,10 +207,13 @@ export class WorkersController {
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  @ApiJsonBody('WorkerFinishRequest')
   @BodyLimit(REPORT_BODY_LIMIT)
-  async finish(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() raw: unknown) {
-    const body = this.validate.body<FinishBody>('WorkerFinishRequest', raw);
+  async finish(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @SchemaBody('WorkerFinishRequest') raw: WorkerFinishRequest,
+  ) {
+    const body = raw;
     const o = body.outcome ?? {};
     const result = o.result && toEvent(o.result);
     const outcome: Outcome = {
