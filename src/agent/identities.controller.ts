@@ -37,10 +37,7 @@ export class IdentitiesController {
   @ApiProblems(403, 404)
   @RequireScope('factory:manage')
   @BodyLimit(PROMPT_BODY_LIMIT) // a prompt of up to 100,000 characters
-  create(
-    @Auth() auth: AuthContext,
-    @SchemaBody('AgentIdentityCreateRequest') body: IdentityRequest,
-  ) {
+  create(@Auth() auth: AuthContext, @SchemaBody('AgentIdentityCreateRequest') body: IdentityRequest) {
     return this.identities.create(auth, body);
   }
 

@@ -1,4 +1,5 @@
 import { dataDirOf } from '../config/config.js';
+import { ApiOperations } from '../contract/client.js';
 import { findLocalService, serviceRootOf } from './local-service.js';
 
 /**
@@ -38,6 +39,9 @@ export class ApiClient {
       throw new Error('no API key: pass --api-key or set FACTORYD_API_KEY (see `factoryd api-keys create`)');
     this.key = key;
   }
+
+  /** The typed operations (src/contract): `client.api.call('getRun', { runId })`. */
+  readonly api = new ApiOperations((method, path, body) => this.request(method, path, body));
 
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     this.teamUid ??=

@@ -90,7 +90,9 @@ type PathParams<P extends string> = P extends `${string}{${infer N}}${infer Rest
 /** A query value as it goes on the URL: a list repeats the parameter; undefined or '' leaves it out. */
 export type QueryValue = string | number | boolean | readonly (string | number)[] | undefined;
 
-type BodyOf<O> = O extends { body: infer B extends ApiSchemaName } ? { body: ApiSchemas[B] } : { body?: never };
+type BodyOf<O> = O extends { body: infer B extends ApiSchemaName }
+  ? { body: ApiSchemas[B] }
+  : { body?: never };
 
 /** What a call takes: its path parameters, its body when it has one, and any query parameters. */
 export type ArgsOf<K extends OperationName> = PathParams<(typeof OPERATIONS)[K]['path']> &
@@ -116,7 +118,7 @@ export class ApiOperations {
 
   call<K extends OperationName>(
     name: K,
-    ...[args]: {} extends ArgsOf<K> ? [ArgsOf<K>?] : [ArgsOf<K>]
+    ...[args]: Partial<ArgsOf<K>> extends ArgsOf<K> ? [ArgsOf<K>?] : [ArgsOf<K>]
   ): Promise<ResultOf<K>> {
     const op: Operation = OPERATIONS[name];
     const given = (args ?? {}) as Record<string, unknown> & {

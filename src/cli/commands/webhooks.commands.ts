@@ -3,29 +3,14 @@ import type { Command } from 'commander';
 import { ApiCallFailed, ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
 import { print, renderTable } from '../output.js';
 import { readSecret } from '../stdin.js';
-
-/** A webhook as the management API shows it (CONTRACT.md §2, "Webhook and factory resources"). */
-interface Webhook {
-  uid: string;
-  name: string;
-  auth_mode: string;
-  signature_scheme?: string;
-  secret_name: string;
-  delivery_id_header?: string;
-  enabled: boolean;
-  deleted: boolean;
-  ingress_url: string;
-  created_at: string;
-  factory_uid?: string;
-  description?: string;
-  awaiting_secret?: boolean;
-}
-
-/** The answer of the writes that may show a secret value once (create, rotate, set-secret). */
-interface WebhookWithSecret {
-  webhook: Webhook;
-  secret?: string;
-}
+import type {
+  WebhookCreateRequest,
+  WebhookItem,
+  WebhookSummary,
+  WebhookTestFilterRequest,
+  WebhookTestFilterResponse,
+  WebhookWithSecret,
+} from '../../contract/generated.js';
 
 interface Delivery {
   id: string;
@@ -44,27 +29,6 @@ interface Delivery {
 interface DeliveryPage {
   deliveries: Delivery[];
   page_info: { has_next_page: boolean; next_cursor?: string };
-}
-
-interface Mismatch {
-  path: string;
-  condition: string;
-  expected: unknown;
-  actual?: unknown;
-  present: boolean;
-}
-
-interface FilterTest {
-  result: 'would_trigger' | 'would_not_trigger';
-  delivery: { id: string; delivery_id: string | null; received_at: string };
-  automation?: string;
-  webhook_check: { passed: boolean; message: string };
-  payload_check: { passed: boolean; message: string; mismatches: Mismatch[] };
-  header_check?: {
-    passed: boolean;
-    message: string;
-    headers: Array<{ path: string; passed: boolean; actual?: string; mismatches: Mismatch[] }>;
-  };
 }
 
 type Opts = ApiOptions & { json?: boolean };
@@ -100,11 +64,10 @@ export function registerWebhooksCommands(program: Command): void {
     .action(async (o: Opts & { factory?: string; includeDeleted?: boolean }) => {
       const client = new ApiClient(o);
       const factory = await resolveFactory(client, o.factory);
-      const qs = o.includeDeleted ? '?include_deleted=true' : '';
-      const res = await client.request<{ webhooks: Webhook[] }>(
-        'GET',
-        `/factory/${encodeURIComponent(factory.uid)}/webhooks${qs}`,
-      );
+      const res = await client.api.call('listFactoryWebhooks', {
+        uid: factory.uid,
+        query: { include_deleted: o.includeDeleted ? 'true' : undefined },
+      });
       print(o, res, () =>
         res.webhooks.length === 0
           ? `Factory ${factory.name} has no webhooks; create one with \`factoryd webhooks create\`.`
@@ -128,7 +91,7 @@ export function registerWebhooksCommands(program: Command): void {
     .addHelpText('after', '\nExample:\n  npx factoryd webhooks show 7fK2pQ9xLm3Rt5Vw8Yz1Ab')
     .action(async (uid: string, o: Opts) => {
       const client = new ApiClient(o);
-      const w = await client.request<Webhook>('GET', path(uid));
+      const w = await client.api.call('getWebhook', { uid });
       // For people, the factory by its name too (the webhook names it by UID).
       const factory =
         o.json || !w.factory_uid
@@ -185,21 +148,18 @@ export function registerWebhooksCommands(program: Command): void {
       ) => {
         const client = new ApiClient(o);
         const factory = await resolveFactory(client, o.factory);
-        const body: Record<string, unknown> = {
+        const body: WebhookCreateRequest = {
           name,
-          auth_mode: o.authMode,
-          signature_scheme: o.scheme,
+          // The service names the allowed values when one is wrong (400).
+          auth_mode: o.authMode as WebhookCreateRequest['auth_mode'],
+          signature_scheme: o.scheme as WebhookCreateRequest['signature_scheme'],
           secret_name: o.secretName,
           delivery_id_header: o.deliveryIdHeader,
           description: o.description,
           ...(o.disabled ? { enabled: false } : {}),
         };
         if (o.secretStdin) body.secret = await readSecret('the provider’s signing secret');
-        const created = await client.request<WebhookWithSecret>(
-          'POST',
-          `/factory/${encodeURIComponent(factory.uid)}/webhooks`,
-          body,
-        );
+        const created = await client.api.call('createWebhook', { uid: factory.uid, body });
         print(o, created, () =>
           describeWithSecret(`Created webhook ${created.webhook.name}`, created, factory.name),
         );
@@ -215,7 +175,9 @@ export function registerWebhooksCommands(program: Command): void {
       .option('--json', 'print JSON')
       .addHelpText('after', `\nExample:\n  npx factoryd webhooks ${verb} 7fK2pQ9xLm3Rt5Vw8Yz1Ab`)
       .action(async (uid: string, o: Opts) => {
-        const w = await new ApiClient(o).request<Webhook>('POST', path(uid, `/${verb}`));
+        const w = await new ApiClient(o).api.call(verb === 'enable' ? 'enableWebhook' : 'disableWebhook', {
+          uid,
+        });
         print(o, w, () => `Webhook ${w.name} (${w.uid}) is ${w.enabled ? 'enabled' : 'disabled'}.`);
       });
   }
@@ -225,7 +187,7 @@ export function registerWebhooksCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd webhooks rotate 7fK2pQ9xLm3Rt5Vw8Yz1Ab')
     .action(async (uid: string, o: Opts) => {
-      const res = await new ApiClient(o).request<WebhookWithSecret>('POST', path(uid, '/rotate'));
+      const res = await new ApiClient(o).api.call('rotateWebhook', { uid });
       print(o, res, () => describeWithSecret(`Rotated the secret of ${res.webhook.name}`, res));
     });
 
@@ -246,11 +208,10 @@ export function registerWebhooksCommands(program: Command): void {
     )
     .action(async (uid: string, o: Opts & { generate?: boolean }) => {
       const secret = o.generate ? undefined : await readSecret('the signing secret');
-      const res = await new ApiClient(o).request<WebhookWithSecret>(
-        'POST',
-        path(uid, '/secret'),
-        secret === undefined ? {} : { secret },
-      );
+      const res = await new ApiClient(o).api.call('setWebhookSecret', {
+        uid,
+        body: secret === undefined ? {} : { secret },
+      });
       print(o, res, () => describeWithSecret(`Set the secret of ${res.webhook.name}`, res));
     });
 
@@ -374,10 +335,10 @@ export function registerWebhooksCommands(program: Command): void {
         const given = [o.automation, o.filter, o.filterFile].filter((v) => v !== undefined).length;
         if (given !== 1) throw new Error('give exactly one of --automation, --filter, --filter-file');
         const filterText = o.filterFile !== undefined ? readFileSync(o.filterFile, 'utf8') : o.filter;
-        const body: Record<string, unknown> = { delivery: o.delivery, automation: o.automation };
+        const body: WebhookTestFilterRequest = { delivery: o.delivery, automation: o.automation };
         // The service reads the text as it reads automation files (YAML; JSON is YAML too).
         if (filterText !== undefined) body.filter = filterText;
-        const res = await new ApiClient(o).request<FilterTest>('POST', path(uid, '/test-filter'), body);
+        const res = await new ApiClient(o).api.call('testWebhookFilter', { uid, body });
         print(o, res, () => describeFilterTest(res));
       },
     );
@@ -504,12 +465,12 @@ function describeDelivery(d: Delivery): string {
   return lines.join('\n');
 }
 
-function authLabel(w: Webhook): string {
+function authLabel(w: WebhookSummary): string {
   return w.signature_scheme ? `${w.auth_mode}/${w.signature_scheme}` : w.auth_mode;
 }
 
 /** `factory` is its name when the caller knows it (the API's webhook carries the factory's UID). */
-function describeWebhook(w: Webhook, factory?: string): string {
+function describeWebhook(w: WebhookItem, factory?: string): string {
   const rows: Array<[string, string | undefined]> = [
     ['UID', w.uid],
     ['Name', w.name],
@@ -560,7 +521,7 @@ function shellWord(value: string): string {
   return /^[A-Za-z0-9_.,:/+=@%-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
-function describeFilterTest(t: FilterTest): string {
+function describeFilterTest(t: WebhookTestFilterResponse): string {
   const mark = (passed: boolean) => (passed ? 'pass' : 'FAIL');
   const lines = [
     t.result === 'would_trigger' ? 'Would trigger' : 'Would not trigger',
