@@ -5,6 +5,7 @@
  * sessionStorage (gone when the tab closes).
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiOperations } from '../../src/contract/client';
 
 export interface Team {
   uid: string;
@@ -131,6 +132,9 @@ export const api = {
   /** Sign-in: who a key is, before it becomes the session's. */
   whoAmI: (key: string) => send<Omit<Session, 'key' | 'team'>>('GET', '/api-key', undefined, key, undefined),
 };
+
+/** The typed operations (src/contract, generated from schemas/api): `wire.call('getRun', { runId })`. */
+export const wire = new ApiOperations((method, path, body) => send(method, path, body));
 
 /** A query string from the set fields (arrays repeat the key). */
 export function query(params: Record<string, string | string[] | undefined>): string {

@@ -1,11 +1,11 @@
 import { useState } from 'preact/hooks';
-import { api, can, useAction, useFeed, useLive } from '../api';
+import { api, can, useAction, useFeed, useLive, wire } from '../api';
 import { BASE, Link } from '../router';
 import { humanDuration } from '../../../src/common/durations';
 import { Badge, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
-import type { RunItem } from './runs';
+import { TERMINAL_RUN_STATE_VALUES, type RunItem } from '../../../src/contract/generated';
 
-const TERMINAL = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
+const TERMINAL: readonly string[] = TERMINAL_RUN_STATE_VALUES;
 
 interface ConversationItem {
   type: 'message' | 'action';
@@ -27,7 +27,7 @@ export function RunPage({ id }: { id: string }) {
     conversation.reload();
   });
   const every = ended ? 0 : feedOpen ? 30000 : 2000;
-  const run = useLive(() => api.get<RunItem & Record<string, any>>(path), [id], every);
+  const run = useLive(() => wire.call('getRun', { runId: id }), [id], every);
   const live = run.data ? !TERMINAL.includes(run.data.state) : true;
   if (!live !== ended) setEnded(!live);
   // When the run ends, `every` turning 0 fetches the conversation one last time.
@@ -36,7 +36,7 @@ export function RunPage({ id }: { id: string }) {
     [id],
     every,
   );
-  const cancel = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/cancel`));
+  const cancel = useAction(() => wire.call('cancelRun', { runId: id }));
   const [confirmCancel, setConfirmCancel] = useState(false);
   const interrupt = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/interrupt`));
   if (run.error && !run.data)
@@ -142,9 +142,8 @@ export function RunPage({ id }: { id: string }) {
             <dd title={r.run_time}>{r.run_time ? humanDuration(r.run_time) : '—'}</dd>
             <dt>Runs on</dt>
             <dd>
-              {r.execution_location === 'self_hosted'
-                ? `self-hosted: ${String(config.worker_host)}`
-                : 'service-hosted workers'}
+              {/* execution_location is always REMOTE: worker_host tells a self-hosted worker (RunItem). */}
+              {config.worker_host ? `self-hosted: ${String(config.worker_host)}` : 'service-hosted workers'}
             </dd>
             {r.environment && (
               <>
@@ -319,7 +318,7 @@ function Transcript({ path }: { path: string }) {
 }
 
 /** `path@commit` of each repository the run's environment checked out (how to reproduce it). */
-function environmentCommits(env: { repositories?: Array<{ path: string; commit?: string }> }): string {
+function environmentCommits(env: NonNullable<RunItem['environment']>): string {
   const at = (env.repositories ?? []).map((r) => `${r.path}@${r.commit ? r.commit.slice(0, 12) : '?'}`);
   return at.length ? ` (${at.join(', ')})` : '';
 }
@@ -428,7 +427,7 @@ function summarize(input: Record<string, unknown> | undefined): string {
 
 function FollowUp({ id, state, onSent }: { id: string; state: string; onSent: () => void }) {
   const [message, setMessage] = useState('');
-  const send = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/followups`, { message }));
+  const send = useAction(() => wire.call('followupRun', { runId: id, body: { message } }));
   return (
     <form
       class="followup"

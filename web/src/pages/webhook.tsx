@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
-import { api, can, query, useAction, useLive } from '../api';
+import { api, can, query, useAction, useLive, wire } from '../api';
+import type { WebhookTestFilterRequest, WebhookTestFilterResponse } from '../../../src/contract/generated';
 import { BASE, Link, navigate } from '../router';
 import { Badge, bytes, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
 import type { Factory } from './factories';
@@ -38,7 +39,7 @@ const PROVIDER_ISSUED = (w: Webhook) =>
   w.auth_mode === 'signature' && w.signature_scheme !== 'standard_webhooks';
 
 export function WebhookPage({ uid }: { uid: string }) {
-  const hook = useLive(() => api.get<Webhook>(`/webhooks/${encodeURIComponent(uid)}`), [uid], 5000);
+  const hook = useLive(() => wire.call('getWebhook', { uid }), [uid], 5000);
   const factoryUid = hook.data?.factory_uid;
   const factory = useLive(
     () => (factoryUid ? api.get<Factory>(`/factory/${factoryUid}`) : Promise.resolve(undefined)),
@@ -114,10 +115,10 @@ function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }
   const [shown, setShown] = useState<{ webhook: Webhook; secret?: string }>();
   const [dialog, setDialog] = useState<'delete' | 'secret' | 'file' | 'rotate'>();
   const [value, setValue] = useState('');
-  const toggle = useAction(() => api.post<Webhook>(`${path}/${w.enabled ? 'disable' : 'enable'}`));
-  const rotate = useAction(() => api.post<{ webhook: Webhook; secret?: string }>(`${path}/rotate`));
+  const toggle = useAction(() => wire.call(w.enabled ? 'disableWebhook' : 'enableWebhook', { uid: w.uid }));
+  const rotate = useAction(() => wire.call('rotateWebhook', { uid: w.uid }));
   const setSecret = useAction(() =>
-    api.post<{ webhook: Webhook; secret?: string }>(`${path}/secret`, value ? { secret: value } : {}),
+    wire.call('setWebhookSecret', { uid: w.uid, body: value ? { secret: value } : {} }),
   );
   const remove = useAction(async () => {
     await api.del(path);
@@ -452,25 +453,7 @@ function DeliveryView({ uid, id, onSelect }: { uid: string; id: string; onSelect
   );
 }
 
-interface TestResult {
-  result: 'would_trigger' | 'would_not_trigger';
-  delivery: { id: string; delivery_id: string | null; received_at: string };
-  automation?: string;
-  webhook_check: { passed: boolean; message: string };
-  payload_check: {
-    passed: boolean;
-    message: string;
-    /** Every field the payload filter tests; the failing ones are in `mismatches`. */
-    paths: string[];
-    mismatches: Array<{
-      path: string;
-      condition: string;
-      expected: unknown;
-      actual?: unknown;
-      present: boolean;
-    }>;
-  };
-}
+type TestResult = WebhookTestFilterResponse;
 
 /** What the box holds before anything is typed when no automation of the factory uses this webhook. */
 const SAMPLE_FILTER = yamlText({ payload: { action: ['opened'] } });
@@ -510,9 +493,9 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
     // A verdict stays on screen only while it answers what is asked now.
     setResult(undefined);
     // The filter goes as text: the service reads it as it reads automation files.
-    const body: Record<string, unknown> = automation ? { automation } : { filter };
+    const body: WebhookTestFilterRequest = automation ? { automation } : { filter };
     if (delivery) body.delivery = delivery;
-    setResult(await api.post<TestResult>(`/webhooks/${w.uid}/test-filter`, body));
+    setResult(await wire.call('testWebhookFilter', { uid: w.uid, body }));
   });
   return (
     <>
