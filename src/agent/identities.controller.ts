@@ -1,11 +1,11 @@
 import { SchemaBody } from '../common/schema-body.js';
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Req } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { QueryParams } from '../common/query-params.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { AgentIdentitiesService, type IdentityRequest } from './agent-identities.service.js';

@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiBody, ApiResponse } from '@nestjs/swagger';
+import { ApiResponse } from '@nestjs/swagger';
 
 /**
  * OpenAPI annotations that point at the JSON Schemas under `schemas/` (published as
@@ -38,9 +38,6 @@ export const pageOf = (key: string) => ({
   required: [key, 'page_info'],
   properties: { [key]: { type: 'array', items: { type: 'object' } }, page_info: schemaRef('PageInfo') },
 });
-
-/** A JSON request body validated against the schema `$id`. */
-export const ApiJsonBody = (id: string) => ApiBody({ required: true, schema: schemaRef(id) });
 
 /** A 200 JSON response of the schema `$id` (or an inline schema). */
 export const ApiJsonOk = (schema: string | Record<string, unknown>, description = 'OK') =>

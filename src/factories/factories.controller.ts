@@ -1,11 +1,11 @@
 import { SchemaBody } from '../common/schema-body.js';
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiOperation, ApiQuery, ApiResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
 import { publicBaseUrl, webhookBaseUrl } from '../common/base-url.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblem, ApiProblems, pageOf } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblem, ApiProblems, pageOf } from '../common/openapi-decorators.js';
 import { parsePageRequest } from '../common/pagination.js';
 import { NotFound } from '../common/problem.js';
 import { QueryParams } from '../common/query-params.js';

@@ -1,13 +1,13 @@
 import { SchemaBody } from '../common/schema-body.js';
 import type { WebhookTestFilterRequest } from '../contract/generated.js';
 import type { WebhookSecretRequest } from '../contract/generated.js';
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { webhookBaseUrl } from '../common/base-url.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { FilterTests, type TestFilterRequest } from './test-filter.service.js';

@@ -1,6 +1,6 @@
 import type { RunItem } from '../contract/generated.js';
 import { redactMcpCredentials } from '../secrets/mcp-credentials.js';
-import type { AgentConfig, Run, RunSchedule } from './run.js';
+import type { Run } from './run.js';
 import { isTerminal } from './run-state.js';
 import { isoDuration } from '../common/durations.js';
 

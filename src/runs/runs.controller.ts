@@ -1,17 +1,6 @@
 import { SchemaBody } from '../common/schema-body.js';
 import type { RunFollowupRequest } from '../contract/generated.js';
-import {
-  applyDecorators,
-  Body,
-  Controller,
-  Get,
-  Header,
-  HttpCode,
-  Inject,
-  Param,
-  Post,
-  Req,
-} from '@nestjs/common';
+import { applyDecorators, Controller, Get, Header, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiHeader,
@@ -26,7 +15,7 @@ import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { publicBaseUrl } from '../common/base-url.js';
 import { Clock } from '../common/clock.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { QueryParams } from '../common/query-params.js';
 import { RequestValidator } from '../common/request-validation.js';

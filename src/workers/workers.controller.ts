@@ -5,10 +5,10 @@ import type { WorkerLostRequest } from '../contract/generated.js';
 import type { WorkerHeartbeatRequest } from '../contract/generated.js';
 import type { WorkerClaimRequest } from '../contract/generated.js';
 import type { WorkerRequest } from '../contract/generated.js';
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { workerKeyCommand } from '../auth/api-key.js';
@@ -36,18 +36,7 @@ interface WorkerBody {
   worker_host?: string;
   harnesses?: WorkerHarness[];
 }
-type ClaimBody = WorkerBody & { max?: number; wait_seconds?: number };
-type HeartbeatBody = WorkerBody & { run_ids?: string[] };
-type LostBody = WorkerBody & { worker_ids: string[] };
 type ReportedEvent = Record<string, unknown> & { type: string };
-type EventsBody = WorkerBody & { execution: number; events: ReportedEvent[]; started_ms_ago?: number | null };
-type FinishBody = WorkerBody & {
-  execution: number;
-  outcome?: Partial<Omit<Outcome, 'result' | 'events' | 'startedMsAgo'>> & {
-    result?: ReportedEvent;
-    events?: ReportedEvent[];
-    startedMsAgo?: number | null;
-  };
 };
 
 /**

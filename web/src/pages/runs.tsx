@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, can, query, useAction, useFeed, useLive, wire } from '../api';
+import { can, query, useAction, useFeed, useLive, wire } from '../api';
 import { BASE, Link, navigate } from '../router';
 import { Badge, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
 import { RUN_STATE_VALUES, type RunCreateRequest, type RunItem } from '../../../src/contract/generated';

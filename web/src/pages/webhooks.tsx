@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, can, useAction, useLive, wire } from '../api';
+import { can, useAction, useLive, wire } from '../api';
 import { BASE, Link } from '../router';
 import { Badge, Copy, CopyField, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
 import { yamlText } from '../yaml';
