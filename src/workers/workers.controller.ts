@@ -37,7 +37,6 @@ interface WorkerBody {
   harnesses?: WorkerHarness[];
 }
 type ReportedEvent = Record<string, unknown> & { type: string };
-};
 
 /**
  * The self-hosted worker API: a worker connects out, long-polls for runs of its host (in its API
