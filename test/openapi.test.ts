@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATIONS } from '../src/contract/client.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /** /api/v1/openapi.json lists every route the server has, and every reference in it resolves. */
@@ -192,6 +193,21 @@ describe('OpenAPI document', () => {
     expect(
       doc.paths['/api/v1/agent/runs/{runId}'].get.responses['200'].content['application/json'].schema.$ref,
     ).toBe('#/components/schemas/RunItem');
+  });
+
+  it('has every operation of the typed client (src/contract/client.ts), with its body and answer schemas', () => {
+    for (const [name, op] of Object.entries(OPERATIONS)) {
+      const found = doc.paths[`/api/v1${op.path}`]?.[op.method.toLowerCase()];
+      expect(found, `${name}: ${op.method} ${op.path}`).toBeDefined();
+      const body = 'body' in op ? op.body : undefined;
+      expect(found.requestBody?.content['application/json'].schema.$ref, `${name}'s body`).toBe(
+        body && `#/components/schemas/${body}`,
+      );
+      const success = Object.entries<any>(found.responses).find(([status]) => status.startsWith('2'))!;
+      const answer = success[1].content?.['application/json']?.schema;
+      if (op.response === 'string') expect(answer, `${name}'s answer`).toMatchObject({ type: 'string' });
+      else expect(answer?.$ref, `${name}'s answer`).toBe(`#/components/schemas/${op.response}`);
+    }
   });
 
   it('resolves every $ref', () => {
