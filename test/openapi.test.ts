@@ -210,6 +210,19 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('documents the run filters from RunListQuery with the values the parser takes', async () => {
+    const { TASK_STATUSES } = await import('../src/runs/run-list.js');
+    const { ARTIFACT_TYPES } = await import('../src/runs/artifact.js');
+    const params = new Map<string, any>(
+      doc.paths['/api/v1/agent/runs'].get.parameters.map((p: any) => [p.name, p]),
+    );
+    expect(params.get('task_status').schema.items.enum).toEqual([...TASK_STATUSES]);
+    expect(params.get('artifact_type').schema.enum).toEqual([...ARTIFACT_TYPES]);
+    expect(params.get('state')).toMatchObject({ style: 'form', explode: true });
+    expect(params.get('state').schema.items.$ref).toBe('#/components/schemas/RunState');
+    expect(params.get('metadata')).toMatchObject({ style: 'deepObject', explode: true });
+  });
+
   it('resolves every $ref', () => {
     const refs: string[] = [];
     const walk = (node: unknown) => {

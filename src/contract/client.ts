@@ -9,7 +9,7 @@ import type { ApiSchemaName, ApiSchemas } from './generated.js';
  */
 export const OPERATIONS = {
   createRun: { method: 'POST', path: '/agent/runs', body: 'RunCreateRequest', response: 'RunCreateResponse' },
-  listRuns: { method: 'GET', path: '/agent/runs', response: 'RunListResponse' },
+  listRuns: { method: 'GET', path: '/agent/runs', query: 'RunListQuery', response: 'RunListResponse' },
   getRun: { method: 'GET', path: '/agent/runs/{runId}', response: 'RunItem' },
   followupRun: {
     method: 'POST',
@@ -76,6 +76,8 @@ interface Operation {
   /** Under /api/v1; `{name}` is a path parameter. */
   path: string;
   body?: ApiSchemaName;
+  /** The schema whose properties are the query parameters (a call may name no other). */
+  query?: ApiSchemaName;
   /** The 200 answer's schema; `string` for a bare JSON string. */
   response?: ApiSchemaName | 'string';
 }
@@ -90,13 +92,21 @@ type PathParams<P extends string> = P extends `${string}{${infer N}}${infer Rest
 /** A query value as it goes on the URL: a list repeats the parameter; undefined or '' leaves it out. */
 export type QueryValue = string | number | boolean | readonly (string | number)[] | undefined;
 
+/** `metadata[key]=value`: a map parameter, one key a parameter. */
+type MapParams = { [key: `${string}[${string}]`]: QueryValue };
+
+/** The parameters a query schema names (and map parameters), else any. */
+export type QueryOf<O> = O extends { query: infer Q extends ApiSchemaName }
+  ? { [K in keyof ApiSchemas[Q]]?: QueryValue } & MapParams
+  : Record<string, QueryValue>;
+
 type BodyOf<O> = O extends { body: infer B extends ApiSchemaName }
   ? { body: ApiSchemas[B] }
   : { body?: never };
 
 /** What a call takes: its path parameters, its body when it has one, and any query parameters. */
 export type ArgsOf<K extends OperationName> = PathParams<(typeof OPERATIONS)[K]['path']> &
-  BodyOf<(typeof OPERATIONS)[K]> & { query?: Record<string, QueryValue> };
+  BodyOf<(typeof OPERATIONS)[K]> & { query?: QueryOf<(typeof OPERATIONS)[K]> };
 
 /** What a call answers. */
 export type ResultOf<K extends OperationName> = (typeof OPERATIONS)[K] extends {
