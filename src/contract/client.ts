@@ -47,6 +47,13 @@ export const OPERATIONS = {
     body: 'WebhookTestFilterRequest',
     response: 'WebhookTestFilterResponse',
   },
+  listDeliveries: { method: 'GET', path: '/webhooks/{uid}/deliveries', response: 'DeliveryListResponse' },
+  getDelivery: { method: 'GET', path: '/webhooks/{uid}/deliveries/{id}', response: 'DeliveryDetail' },
+  replayDelivery: {
+    method: 'POST',
+    path: '/webhooks/{uid}/deliveries/{id}/replay',
+    response: 'DeliveryDetail',
+  },
   listFactoryWebhooks: { method: 'GET', path: '/factory/{uid}/webhooks', response: 'WebhookListResponse' },
   listNotificationEndpoints: {
     method: 'GET',

@@ -4,6 +4,9 @@ import { ApiCallFailed, ApiClient, apiOptions, type ApiOptions } from '../api-cl
 import { print, renderTable } from '../output.js';
 import { readSecret } from '../stdin.js';
 import type {
+  DeliveryDetail,
+  DeliveryItem,
+  DeliveryStatus,
   WebhookCreateRequest,
   WebhookItem,
   WebhookSummary,
@@ -12,29 +15,10 @@ import type {
   WebhookWithSecret,
 } from '../../contract/generated.js';
 
-interface Delivery {
-  id: string;
-  delivery_id: string | null;
-  status: string;
-  size_bytes: number;
-  received_at: string;
-  client_address: string | null;
-  headers?: Record<string, string>;
-  payload?: unknown;
-  runs?: Array<{ run_id: string; state: string }>;
-  replay_of?: string;
-  replayed_as?: string[];
-}
-
-interface DeliveryPage {
-  deliveries: Delivery[];
-  page_info: { has_next_page: boolean; next_cursor?: string };
-}
-
 type Opts = ApiOptions & { json?: boolean };
 
 /** How people read delivery statuses (the wire has `rejected_auth`, …). */
-const STATUS_LABELS: Record<string, string> = {
+const STATUS_LABELS: Record<DeliveryStatus, string> = {
   accepted: 'Accepted',
   duplicate: 'Duplicate',
   rejected_auth: 'Rejected (auth)',
@@ -266,16 +250,14 @@ export function registerWebhooksCommands(program: Command): void {
       ) => {
         const client = new ApiClient(o);
         if (id !== undefined) {
-          const entry = await client.request<Delivery>(
-            'GET',
-            path(uid, `/deliveries/${encodeURIComponent(id)}`),
-          );
+          const entry = await client.api.call('getDelivery', { uid, id });
           print(o, entry, () => describeDelivery(entry));
           return;
         }
-        const qs = searchParams(o, { limit: o.limit });
-        if (o.cursor) qs.set('cursor', o.cursor);
-        const page = await client.request<DeliveryPage>('GET', path(uid, `/deliveries?${qs}`));
+        const page = await client.api.call('listDeliveries', {
+          uid,
+          query: searchParams(o, { limit: o.limit, cursor: o.cursor }),
+        });
         if (o.follow) return follow(client, uid, page.deliveries, o);
         print(o, page, () =>
           [
@@ -293,10 +275,7 @@ export function registerWebhooksCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd webhooks replay 7fK2pQ9xLm3Rt5Vw8Yz1Ab 0b9c…')
     .action(async (uid: string, id: string, o: Opts) => {
-      const entry = await new ApiClient(o).request<Delivery>(
-        'POST',
-        path(uid, `/deliveries/${encodeURIComponent(id)}/replay`),
-      );
+      const entry = await new ApiClient(o).api.call('replayDelivery', { uid, id });
       print(o, entry, () =>
         [
           `Replayed entry ${id} as ${entry.id}: ${entry.runs?.length ?? 0} run${entry.runs?.length === 1 ? '' : 's'} started.`,
@@ -374,11 +353,11 @@ async function resolveFactory(
 async function follow(
   client: ApiClient,
   uid: string,
-  newestFirst: Delivery[],
+  newestFirst: DeliveryItem[],
   o: Opts & DeliverySearch & { interval: string },
 ) {
   const interval = Math.max(0.2, Number(o.interval)) * 1000;
-  const printEntry = (d: Delivery) =>
+  const printEntry = (d: DeliveryItem) =>
     process.stdout.write(o.json ? `${JSON.stringify(d)}\n` : `${deliveryRow(d).join('  ')}\n`);
   if (!o.json) process.stdout.write(`${renderTable(DELIVERY_HEADERS, [])}\n`);
   const seen = new Set<string>();
@@ -388,11 +367,11 @@ async function follow(
   }
   let stopped = false;
   process.once('SIGINT', () => (stopped = true));
-  const qs = searchParams(o, { limit: '100' });
+  const query = searchParams(o, { limit: '100' });
   while (!stopped) {
     await new Promise((r) => setTimeout(r, interval));
     // The newest page is enough: fewer than 100 deliveries arrive per poll (the rate limit is 60/minute).
-    const page = await client.request<DeliveryPage>('GET', path(uid, `/deliveries?${qs}`));
+    const page = await client.api.call('listDeliveries', { uid, query });
     for (const d of [...page.deliveries].reverse()) {
       if (seen.has(d.id)) continue;
       seen.add(d.id);
@@ -410,38 +389,36 @@ interface DeliverySearch {
   payloadContains?: string;
 }
 
-function searchParams(o: DeliverySearch, base: Record<string, string>): URLSearchParams {
-  const qs = new URLSearchParams(base);
-  const given: Array<[string, string | undefined]> = [
-    ['status', o.status],
-    ['received_after', o.since],
-    ['received_before', o.until],
-    ['delivery_id', o.deliveryId],
-    ['payload_contains', o.payloadContains],
-  ];
-  for (const [name, value] of given) if (value !== undefined) qs.set(name, value);
-  return qs;
+function searchParams(o: DeliverySearch, base: Record<string, string | undefined>) {
+  return {
+    ...base,
+    status: o.status,
+    received_after: o.since,
+    received_before: o.until,
+    delivery_id: o.deliveryId,
+    payload_contains: o.payloadContains,
+  };
 }
 
 const DELIVERY_HEADERS = ['RECEIVED', 'STATUS', 'DELIVERY ID', 'SIZE', 'FROM', 'ENTRY'];
 
-function deliveryRow(d: Delivery): string[] {
+function deliveryRow(d: DeliveryItem): string[] {
   return [
     d.received_at,
     STATUS_LABELS[d.status] ?? d.status,
     d.delivery_id ?? '-',
-    `${d.size_bytes} B`,
+    d.size_bytes === null ? "-" : `${d.size_bytes} B`,
     d.client_address ?? '-',
     d.id,
   ];
 }
 
-function deliveryTable(list: Delivery[]): string {
+function deliveryTable(list: DeliveryItem[]): string {
   if (list.length === 0) return 'No deliveries.';
   return renderTable(DELIVERY_HEADERS, list.map(deliveryRow));
 }
 
-function describeDelivery(d: Delivery): string {
+function describeDelivery(d: DeliveryDetail): string {
   const lines = [
     `Entry      ${d.id}`,
     `Status     ${STATUS_LABELS[d.status] ?? d.status}`,

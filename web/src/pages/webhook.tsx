@@ -1,39 +1,17 @@
 import { useState } from 'preact/hooks';
-import { api, can, query, useAction, useLive, wire } from '../api';
-import type { WebhookTestFilterRequest, WebhookTestFilterResponse } from '../../../src/contract/generated';
+import { api, can, useAction, useLive, wire } from '../api';
+import {
+  DELIVERY_STATUS_VALUES,
+  type WebhookTestFilterRequest,
+  type WebhookTestFilterResponse,
+} from '../../../src/contract/generated';
 import { BASE, Link, navigate } from '../router';
 import { Badge, bytes, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
 import type { Factory } from './factories';
 import { yamlText } from '../yaml';
 import { RepoFile, SecretOnce, webhookFile, type Webhook } from './webhooks';
 
-interface Delivery {
-  id: string;
-  delivery_id: string | null;
-  status: string;
-  size_bytes: number;
-  received_at: string;
-  client_address: string | null;
-}
-
-interface DeliveryDetail extends Delivery {
-  headers?: Record<string, string>;
-  /** A Replayed entry: the Accepted one it re-evaluated. */
-  replay_of?: string;
-  /** An Accepted entry: its replays, oldest first. */
-  replayed_as?: string[];
-  payload?: unknown;
-  runs: Array<{ run_id: string; state: string }>;
-}
-
-const STATUSES = [
-  'accepted',
-  'replayed',
-  'duplicate',
-  'rejected_auth',
-  'rejected_invalid_json',
-  'rejected_too_large',
-];
+const STATUSES = DELIVERY_STATUS_VALUES;
 /** Schemes whose provider issues the secret: factoryd cannot rotate them (docs/webhooks.md). */
 const PROVIDER_ISSUED = (w: Webhook) =>
   w.auth_mode === 'signature' && w.signature_scheme !== 'standard_webhooks';
@@ -293,7 +271,7 @@ function Deliveries({
 }) {
   const [status, setStatus] = useState('');
   const list = useLive(
-    () => api.get<{ deliveries: Delivery[] }>(`/webhooks/${uid}/deliveries${query({ status, limit: '50' })}`),
+    () => wire.call('listDeliveries', { uid, query: { status, limit: '50' } }),
     [uid, status],
     2000,
   );
@@ -349,7 +327,7 @@ function Deliveries({
                     <td class="mono small-text identity" title={d.delivery_id ?? undefined}>
                       {d.delivery_id ?? '—'}
                     </td>
-                    <td class="nowrap">{bytes(d.size_bytes)}</td>
+                    <td class="nowrap">{d.size_bytes === null ? '—' : bytes(d.size_bytes)}</td>
                     <td>
                       <Time iso={d.received_at} />
                     </td>
@@ -372,10 +350,10 @@ function Deliveries({
 }
 
 function DeliveryView({ uid, id, onSelect }: { uid: string; id: string; onSelect: (id: string) => void }) {
-  const d = useLive(() => api.get<DeliveryDetail>(`/webhooks/${uid}/deliveries/${id}`), [uid, id], 3000);
+  const d = useLive(() => wire.call('getDelivery', { uid, id }), [uid, id], 3000);
   // Re-evaluates the stored payload against today's automations: a new Replayed entry, shown next.
   const replay = useAction(async () => {
-    const replayed = await api.post<{ id: string }>(`/webhooks/${uid}/deliveries/${id}/replay`);
+    const replayed = await wire.call('replayDelivery', { uid, id });
     onSelect(replayed.id);
   });
   if (d.error) return <ErrorBox error={d.error} />;
@@ -402,7 +380,7 @@ function DeliveryView({ uid, id, onSelect }: { uid: string; id: string; onSelect
         <dt>Received</dt>
         <dd>{e.received_at}</dd>
         <dt>Size</dt>
-        <dd>{e.size_bytes.toLocaleString('en-US')} bytes</dd>
+        <dd>{e.size_bytes === null ? '—' : `${e.size_bytes.toLocaleString('en-US')} bytes`}</dd>
         <dt>From</dt>
         <dd class="mono">{e.client_address ?? '—'}</dd>
         {e.replay_of && (
