@@ -35,13 +35,6 @@ export function ApiProblems(...statuses: number[]): MethodDecorator & ClassDecor
   return applyDecorators(...all.map((status) => ApiProblem(status)));
 }
 
-/** The schema of a page of a listing: the items under `key` (objects), and `page_info`. */
-export const pageOf = (key: string) => ({
-  type: 'object',
-  required: [key, 'page_info'],
-  properties: { [key]: { type: 'array', items: { type: 'object' } }, page_info: schemaRef('PageInfo') },
-});
-
 /** A 200 JSON response of the schema `$id` (or an inline schema). */
 export const ApiJsonOk = (schema: string | Record<string, unknown>, description = 'OK') =>
   ApiResponse({

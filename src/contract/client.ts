@@ -54,6 +54,9 @@ export const OPERATIONS = {
     path: '/webhooks/{uid}/deliveries/{id}/replay',
     response: 'DeliveryDetail',
   },
+  listFactories: { method: 'GET', path: '/factory', response: 'FactoryListResponse' },
+  getFactory: { method: 'GET', path: '/factory/{uid}', response: 'FactoryItem' },
+  listFactoryApplies: { method: 'GET', path: '/factory/{uid}/applies', response: 'FactoryApplyListResponse' },
   listFactoryWebhooks: { method: 'GET', path: '/factory/{uid}/webhooks', response: 'WebhookListResponse' },
   listNotificationEndpoints: {
     method: 'GET',

@@ -5,7 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
 import { publicBaseUrl, webhookBaseUrl } from '../common/base-url.js';
-import { ApiJsonOk, ApiProblem, ApiProblems, pageOf } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblem, ApiProblems } from '../common/openapi-decorators.js';
 import { parsePageRequest } from '../common/pagination.js';
 import { NotFound } from '../common/problem.js';
 import { QueryParams } from '../common/query-params.js';
@@ -67,7 +67,7 @@ export class FactoriesController {
     description:
       'The owning team (the Python client sends `team_uid`): the selected team’s factories when it names that team, none otherwise',
   })
-  @ApiJsonOk(pageOf('factories'))
+  @ApiJsonOk('FactoryListResponse')
   @ApiProblems(403)
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
     const query = QueryParams.of(req);
@@ -86,7 +86,7 @@ export class FactoriesController {
   @Get('factory/:uid')
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'One factory' })
-  @ApiJsonOk({ type: 'object' }, 'The factory: its repository, status and applied definition')
+  @ApiJsonOk('FactoryItem', 'The factory: its repository, status and applied definition')
   @ApiProblems(403, 404)
   async get(@Auth() auth: AuthContext, @Param('uid') uid: string) {
     return presentFactory(await this.factories.get(auth, uid));
@@ -95,7 +95,7 @@ export class FactoriesController {
   @Get('factory/:uid/applies')
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'The apply history of a factory' })
-  @ApiJsonOk(pageOf('applies'))
+  @ApiJsonOk('FactoryApplyListResponse')
   @ApiProblems(403, 404)
   async applies(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
     const page = parsePageRequest(QueryParams.of(req), APPLIES_SCOPE, { fallback: 20, max: 100 });

@@ -31,6 +31,7 @@ import { FactoryWriteLock } from '../../management/factory-write-lock.js';
 import { ManagedFactories } from '../../management/managed-factories.js';
 import { ManagedRepositories, type Author } from '../../management/managed-repositories.js';
 import { setSecretCommand } from '../../secrets/secret-commands.js';
+import { FACTORY_NAME_PATTERN } from '../../contract/generated.js';
 
 /** The reconciler outside the server, on the service's database (for plan, apply and the first start). */
 export function reconcilerOf(
@@ -223,7 +224,7 @@ export function registerFactoryCommands(program: Command): void {
         opts: { repo?: string; managed?: boolean; branch: string; team: string; json?: boolean },
       ) =>
         withDatabase(async (db, config) => {
-          if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name))
+          if (!FACTORY_NAME_PATTERN.test(name))
             throw new Error('a factory name is 1-64 letters, digits, ".", "_", "-"');
           if (!/^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$/.test(opts.branch))
             throw new Error(`"${opts.branch}" is not a valid branch name`);

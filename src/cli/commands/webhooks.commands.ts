@@ -7,6 +7,7 @@ import type {
   DeliveryDetail,
   DeliveryItem,
   DeliveryStatus,
+  FactoryItem,
   WebhookCreateRequest,
   WebhookItem,
   WebhookSummary,
@@ -78,9 +79,7 @@ export function registerWebhooksCommands(program: Command): void {
       const w = await client.api.call('getWebhook', { uid });
       // For people, the factory by its name too (the webhook names it by UID).
       const factory =
-        o.json || !w.factory_uid
-          ? undefined
-          : await client.request<{ name: string }>('GET', `/factory/${encodeURIComponent(w.factory_uid)}`);
+        o.json || !w.factory_uid ? undefined : await client.api.call('getFactory', { uid: w.factory_uid });
       print(o, w, () => describeWebhook(w, factory?.name));
     });
 
@@ -324,22 +323,15 @@ export function registerWebhooksCommands(program: Command): void {
 }
 
 /** A factory named by uid or name; none named: the team's only factory. */
-async function resolveFactory(
-  client: ApiClient,
-  ref: string | undefined,
-): Promise<{ uid: string; name: string }> {
+async function resolveFactory(client: ApiClient, ref: string | undefined): Promise<FactoryItem> {
   if (ref !== undefined) {
     try {
-      return await client.request('GET', `/factory/${encodeURIComponent(ref)}`);
+      return await client.api.call('getFactory', { uid: ref });
     } catch (err) {
       if (!(err instanceof ApiCallFailed) || err.status !== 404) throw err;
     }
   }
-  const qs = new URLSearchParams({ limit: '100', ...(ref !== undefined ? { search: ref } : {}) });
-  const { factories } = await client.request<{ factories: Array<{ uid: string; name: string }> }>(
-    'GET',
-    `/factory?${qs}`,
-  );
+  const { factories } = await client.api.call('listFactories', { query: { limit: 100, search: ref } });
   const candidates = ref === undefined ? factories : factories.filter((f) => f.name === ref);
   if (candidates.length === 1) return candidates[0];
   if (ref !== undefined) throw new Error(`no factory named ${ref}; see \`factoryd factories list\``);
@@ -407,7 +399,7 @@ function deliveryRow(d: DeliveryItem): string[] {
     d.received_at,
     STATUS_LABELS[d.status] ?? d.status,
     d.delivery_id ?? '-',
-    d.size_bytes === null ? "-" : `${d.size_bytes} B`,
+    d.size_bytes === null ? '-' : `${d.size_bytes} B`,
     d.client_address ?? '-',
     d.id,
   ];

@@ -20,7 +20,7 @@ export function WebhookPage({ uid }: { uid: string }) {
   const hook = useLive(() => wire.call('getWebhook', { uid }), [uid], 5000);
   const factoryUid = hook.data?.factory_uid;
   const factory = useLive(
-    () => (factoryUid ? api.get<Factory>(`/factory/${factoryUid}`) : Promise.resolve(undefined)),
+    () => (factoryUid ? wire.call('getFactory', { uid: factoryUid }) : Promise.resolve(undefined)),
     [factoryUid],
   );
   // `?delivery=ID` selects a log entry (a webhook-started run's page links here that way).
