@@ -17,6 +17,16 @@ export const OPERATIONS = {
     body: 'RunFollowupRequest',
     response: 'RunFollowupResponse',
   },
+  getRunConversation: {
+    method: 'GET',
+    path: '/agent/runs/{runId}/conversation',
+    response: 'RunConversationResponse',
+  },
+  getRunHarnessUsage: {
+    method: 'GET',
+    path: '/agent/runs/{runId}/harness-usage',
+    response: 'RunHarnessUsageResponse',
+  },
   /** Answers the run id as a JSON string (as the Oz clients expect). */
   cancelRun: { method: 'POST', path: '/agent/runs/{runId}/cancel', response: 'string' },
   createWebhook: {

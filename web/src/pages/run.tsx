@@ -3,19 +3,13 @@ import { api, can, useAction, useFeed, useLive, wire } from '../api';
 import { BASE, Link } from '../router';
 import { humanDuration } from '../../../src/common/durations';
 import { Badge, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
-import { TERMINAL_RUN_STATE_VALUES, type RunItem } from '../../../src/contract/generated';
+import {
+  TERMINAL_RUN_STATE_VALUES,
+  type ConversationMessage,
+  type RunItem,
+} from '../../../src/contract/generated';
 
 const TERMINAL: readonly string[] = TERMINAL_RUN_STATE_VALUES;
-
-interface ConversationItem {
-  type: 'message' | 'action';
-  role?: string;
-  text?: string;
-  kind?: string;
-  input?: Record<string, unknown>;
-  execution: number;
-  created_at: string;
-}
 
 export function RunPage({ id }: { id: string }) {
   const path = `/agent/runs/${encodeURIComponent(id)}`;
@@ -31,11 +25,7 @@ export function RunPage({ id }: { id: string }) {
   const live = run.data ? !TERMINAL.includes(run.data.state) : true;
   if (!live !== ended) setEnded(!live);
   // When the run ends, `every` turning 0 fetches the conversation one last time.
-  const conversation = useLive(
-    () => api.get<{ messages: ConversationItem[] }>(`${path}/conversation`),
-    [id],
-    every,
-  );
+  const conversation = useLive(() => wire.call('getRunConversation', { runId: id }), [id], every);
   const cancel = useAction(() => wire.call('cancelRun', { runId: id }));
   const [confirmCancel, setConfirmCancel] = useState(false);
   const interrupt = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/interrupt`));
@@ -207,7 +197,7 @@ export function RunPage({ id }: { id: string }) {
           ))}
         </>
       )}
-      <Usage path={path} usage={r.request_usage} every={every} />
+      <Usage runId={r.run_id} usage={r.request_usage} every={every} />
       <Transcript path={path} />
       {can('runs:write') && <FollowUp id={id} state={r.state} onSent={run.reload} />}
     </section>
@@ -236,32 +226,21 @@ function metadataLink(key: string, value: string, metadata: Record<string, strin
   return undefined;
 }
 
-interface RequestUsage {
-  model_token_usage: Array<{ model_id: string; total_tokens: number }>;
-  total_tokens: number;
-}
-
-type Counts = Record<string, number | null>;
+type RequestUsage = NonNullable<RunItem['request_usage']>;
 
 /**
  * The tokens the run's harness reported per model (the run's `request_usage`); for Claude Code and
  * Codex runs, split into the CLI's own categories (`…/harness-usage`).
  */
-function Usage({ path, usage, every }: { path: string; usage?: RequestUsage; every: number }) {
+function Usage({ runId, usage, every }: { runId: string; usage?: RequestUsage; every: number }) {
   const detail = useLive(
-    () =>
-      usage
-        ? api.get<{
-            available: boolean;
-            usage?: { snapshot: { payload: { attribution?: Array<{ model: string; usage: Counts }> } } };
-          }>(`${path}/harness-usage`)
-        : Promise.resolve(undefined),
-    [path, usage?.total_tokens],
+    () => (usage ? wire.call('getRunHarnessUsage', { runId }) : Promise.resolve(undefined)),
+    [runId, usage?.total_tokens],
     every,
   );
   if (!usage) return null;
-  const split = detail.data?.available ? detail.data.usage?.snapshot.payload.attribution : undefined;
-  const categories = split ? [...new Set(split.flatMap((a) => Object.keys(a.usage)))] : [];
+  const split = (detail.data?.available && detail.data.usage?.snapshot.payload.attribution) || undefined;
+  const categories = split ? [...new Set(split.flatMap((a) => Object.keys(a.usage ?? {})))] : [];
   const n = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v.toLocaleString('en'));
   return (
     <>
@@ -282,7 +261,7 @@ function Usage({ path, usage, every }: { path: string; usage?: RequestUsage; eve
               <tr key={m.model_id}>
                 <td class="mono">{m.model_id}</td>
                 {categories.map((c) => (
-                  <td key={c}>{n(split?.find((a) => a.model === m.model_id)?.usage[c])}</td>
+                  <td key={c}>{n(split?.find((a) => a.model === m.model_id)?.usage?.[c])}</td>
                 ))}
                 <td>{n(m.total_tokens)}</td>
               </tr>
@@ -382,7 +361,7 @@ function ArtifactView({ entry, open }: { entry: ArtifactEntry; open: boolean }) 
   );
 }
 
-function Conversation({ items }: { items?: ConversationItem[] }) {
+function Conversation({ items }: { items?: ConversationMessage[] }) {
   if (!items) return <Loading what="Loading the conversation" />;
   if (items.length === 0)
     return (
