@@ -1,5 +1,6 @@
 import { dataDirOf } from '../config/config.js';
 import { ApiOperations } from '../contract/client.js';
+import type { Team } from '../contract/generated.js';
 import { findLocalService, serviceRootOf } from './local-service.js';
 
 /**
@@ -55,14 +56,10 @@ export class ApiClient {
    * value as it is.
    */
   private async findTeam(team: string): Promise<string> {
-    let teams: Array<{ uid: string; name: string }>;
+    let teams: Team[];
     try {
-      ({ teams } = await this.send<{ teams: Array<{ uid: string; name: string }> }>(
-        'GET',
-        '/api-key',
-        undefined,
-        undefined,
-      ));
+      // Without X-Team-Uid: the key's teams are what decides it.
+      ({ teams } = await new ApiOperations((m, p, b) => this.send(m, p, b, undefined)).call('whoAmI'));
     } catch (err) {
       if (err instanceof ApiCallFailed && err.status === 403) return team;
       throw err;

@@ -8,6 +8,8 @@ import type { ApiSchemaName, ApiSchemas } from './generated.js';
  * schema the server does not have.
  */
 export const OPERATIONS = {
+  /** Who the calling key is (the dashboard's sign-in; the CLI's --team by name). */
+  whoAmI: { method: 'GET', path: '/api-key', response: 'ApiKeyInfo' },
   createRun: { method: 'POST', path: '/agent/runs', body: 'RunCreateRequest', response: 'RunCreateResponse' },
   listRuns: { method: 'GET', path: '/agent/runs', query: 'RunListQuery', response: 'RunListResponse' },
   getRun: { method: 'GET', path: '/agent/runs/{runId}', response: 'RunItem' },

@@ -6,19 +6,15 @@
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiOperations } from '../../src/contract/client';
+import type { ApiKeyInfo, Team } from '../../src/contract/generated';
 
-export interface Team {
-  uid: string;
-  name: string;
-}
+export type { Team };
 
-export interface Session {
+/** A signed-in key: who it is (GET /api-key) and the team every request is for. */
+export interface Session extends ApiKeyInfo {
   key: string;
   /** The team every request is for (X-Team-Uid when the key has several). */
   team: Team;
-  teams: Team[];
-  scopes: string[];
-  principal: { type: string; uid: string; display_name: string };
 }
 
 const STORE = 'factoryd.session';
@@ -130,7 +126,8 @@ export const api = {
   post: <T>(path: string, body?: unknown) => send<T>('POST', path, body),
   del: (path: string) => send<void>('DELETE', path),
   /** Sign-in: who a key is, before it becomes the session's. */
-  whoAmI: (key: string) => send<Omit<Session, 'key' | 'team'>>('GET', '/api-key', undefined, key, undefined),
+  whoAmI: (key: string) =>
+    new ApiOperations((method, path) => send(method, path, undefined, key, undefined)).call('whoAmI'),
 };
 
 /** The typed operations (src/contract, generated from schemas/api): `wire.call('getRun', { runId })`. */
