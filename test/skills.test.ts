@@ -82,6 +82,7 @@ describe('skills', () => {
     expect(usage.body.skills.find((s: any) => s.skill === 'release')).toMatchObject({ loads: 1, runs: 1 });
     expect(usage.body.bundled).toEqual([{ bundled_skill_id: 'pr-comments', loads: 1 }]);
     expect(usage.body.not_counted).toEqual({ outside_managed_roots: 1 });
+    expect(new SchemaRegistry().check('SkillUsageResponse', usage.body)).toEqual([]);
 
     const later = await t.call('GET', '/api/v1/skills/usage?since=2999-01-01');
     expect(later.body.skills).toEqual([]);

@@ -66,6 +66,12 @@ export const OPERATIONS = {
     path: '/webhooks/{uid}/deliveries/{id}/replay',
     response: 'DeliveryDetail',
   },
+  skillUsage: { method: 'GET', path: '/skills/usage', response: 'SkillUsageResponse' },
+  connectedWorkers: {
+    method: 'GET',
+    path: '/agent/connected-self-hosted-workers',
+    response: 'ConnectedWorkersResponse',
+  },
   listFactories: { method: 'GET', path: '/factory', response: 'FactoryListResponse' },
   getFactory: { method: 'GET', path: '/factory/{uid}', response: 'FactoryItem' },
   listFactoryApplies: { method: 'GET', path: '/factory/{uid}/applies', response: 'FactoryApplyListResponse' },

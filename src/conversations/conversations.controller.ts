@@ -25,7 +25,7 @@ export class ConversationsController {
 
   @Get('skills/usage')
   @ApiOperation({ summary: 'Team-owned skill usage (bundled skills grouped apart)' })
-  @ApiJsonOk({ type: 'object' })
+  @ApiJsonOk('SkillUsageResponse')
   @RequireScope('runs:read')
   usage(@Auth() auth: AuthContext, @Query('since') since?: string) {
     return this.conversations.skillUsage(auth.team.id, since);

@@ -56,24 +56,7 @@ export class WorkersController {
 
   @Get('connected-self-hosted-workers')
   @ApiOperation({ summary: 'Self-hosted workers connected now (from heartbeats)' })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['workers'],
-    properties: {
-      workers: {
-        type: 'array',
-        items: {
-          type: 'object',
-          properties: {
-            worker_host: { type: 'string' },
-            connection_count: { type: 'integer' },
-            connected_at: { type: 'string', format: 'date-time' },
-            last_seen_at: { type: 'string', format: 'date-time' },
-          },
-        },
-      },
-    },
-  })
+  @ApiJsonOk('ConnectedWorkersResponse')
   @RequireScope('runs:read')
   async connected(@Auth() auth: AuthContext) {
     return { workers: await this.service.connectedSelfHosted(auth.team.id) };
