@@ -75,6 +75,12 @@ export const OPERATIONS = {
   listFactories: { method: 'GET', path: '/factory', response: 'FactoryListResponse' },
   getFactory: { method: 'GET', path: '/factory/{uid}', response: 'FactoryItem' },
   listFactoryApplies: { method: 'GET', path: '/factory/{uid}/applies', response: 'FactoryApplyListResponse' },
+  getFactoryDefinition: {
+    method: 'GET',
+    path: '/factory/{uid}/definition',
+    response: 'FactoryDefinitionResponse',
+  },
+  planFactory: { method: 'GET', path: '/factory/{uid}/plan', response: 'FactoryPlanResponse' },
   listFactoryWebhooks: { method: 'GET', path: '/factory/{uid}/webhooks', response: 'WebhookListResponse' },
   listNotificationEndpoints: {
     method: 'GET',

@@ -110,15 +110,7 @@ export class FactoriesController {
     description:
       'A webhook trigger lists its webhooks by UID and name (`name` null for a UID the factory never had).',
   })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['agents', 'automations', 'skills'],
-    properties: {
-      agents: { type: 'array', items: { type: 'object' } },
-      automations: { type: 'array', items: { type: 'object' } },
-      skills: { type: 'array', items: { type: 'object' } },
-    },
-  })
+  @ApiJsonOk('FactoryDefinitionResponse')
   @ApiProblems(403, 404)
   async definition(@Auth() auth: AuthContext, @Param('uid') uid: string) {
     return presentDefinition(await this.factories.definition(auth, uid));
@@ -131,16 +123,7 @@ export class FactoriesController {
     description:
       'Fetches the production branch and plans its head against the applied state, as `factoryd plan` does; nothing is applied or recorded.',
   })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['result', 'revision', 'errors'],
-    properties: {
-      result: { type: 'string', description: '`planned`, or `failed` when the head does not validate' },
-      revision: { type: ['string', 'null'] },
-      errors: { type: 'array', items: { type: 'object' } },
-      plan: { type: 'object' },
-    },
-  })
+  @ApiJsonOk('FactoryPlanResponse')
   @ApiProblems(403, 404)
   async plan(@Auth() auth: AuthContext, @Param('uid') uid: string) {
     const o = await this.factories.plan(auth, uid);

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, can, useAction, useLive, wire } from '../api';
-import type { FactoryApply, FactoryItem } from '../../../src/contract/generated';
+import type { FactoryApply, FactoryItem, FactoryPlanResponse } from '../../../src/contract/generated';
 import { BASE, Link } from '../router';
 import { Badge, Empty, ErrorBox, Json, Loading, short, Tabs, Time } from '../ui';
 import { WebhooksTab } from './webhooks';
@@ -68,13 +68,8 @@ function Overview({ f, reload }: { f: FactoryItem; reload: () => void }) {
     await api.post(`/factory/${f.uid}/refresh`);
     return true;
   });
-  const [plan, setPlan] = useState<{
-    result: string;
-    revision: string | null;
-    errors: Apply['errors'];
-    plan?: Apply['plan'];
-  }>();
-  const loadPlan = useAction(async () => setPlan(await api.get(`/factory/${f.uid}/plan`)));
+  const [plan, setPlan] = useState<FactoryPlanResponse>();
+  const loadPlan = useAction(async () => setPlan(await wire.call('planFactory', { uid: f.uid })));
   return (
     <>
       <div class="grid2">
@@ -205,25 +200,8 @@ function PlanView({ plan }: { plan?: Apply['plan'] | null }) {
   return <pre class="code plan">{lines.join('\n')}</pre>;
 }
 
-interface DefinitionView {
-  agents: Array<{ name: string; path: string; agent_type: string; description: string | null }>;
-  automations: Array<{
-    name: string;
-    path: string;
-    enabled: boolean;
-    agent: string | null;
-    triggers: Array<{
-      provider: string;
-      event: string;
-      filter?: { payload?: unknown };
-      webhooks: Array<{ uid: string; name: string | null; deleted: boolean }>;
-    }>;
-  }>;
-  skills: Array<{ name: string; path: string; description: string | null }>;
-}
-
 function Definition({ uid }: { uid: string }) {
-  const def = useLive(() => api.get<DefinitionView>(`/factory/${uid}/definition`), [uid]);
+  const def = useLive(() => wire.call('getFactoryDefinition', { uid }), [uid]);
   if (def.error) return <ErrorBox error={def.error} />;
   if (!def.data) return <Loading />;
   const d = def.data;
