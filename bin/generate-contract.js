@@ -117,8 +117,9 @@ function localRefs(node, owner, ids, top = true) {
 
 /**
  * The values the types cannot carry: each schema that is an enumeration as a list
- * (`RunState` → `RUN_STATE_VALUES`), each that is a pattern as a RegExp (`FactoryName` →
- * `FACTORY_NAME_PATTERN`), for code that lists or checks them (the dashboard's filters, the CLI).
+ * (`RunState` → `RUN_STATE_VALUES`), and each enumerated property of one; each schema that is a
+ * pattern as a RegExp (`FactoryName` → `FACTORY_NAME_PATTERN`), for code that lists or checks them
+ * (the dashboard's filters and forms, the CLI).
  */
 function values(schemas) {
   const lines = [];
@@ -133,6 +134,16 @@ function values(schemas) {
       );
     if (s.type === 'string' && typeof s.pattern === 'string')
       lines.push(...doc, `export const ${name}_PATTERN = new RegExp(${JSON.stringify(s.pattern)});`, '');
+    // A property's own enumeration (`WebhookFile.signatureScheme` → WEBHOOK_FILE_SIGNATURE_SCHEME_VALUES).
+    for (const [key, p] of Object.entries(s.properties ?? {}))
+      if (Array.isArray(p.enum)) {
+        const prop = key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+        lines.push(
+          `/** ${s.$id}.${key} */`,
+          `export const ${name}_${prop}_VALUES = ${JSON.stringify(p.enum)} as const satisfies readonly Exclude<${s.$id}[${JSON.stringify(key)}], undefined>[];`,
+          '',
+        );
+      }
   }
   return lines;
 }

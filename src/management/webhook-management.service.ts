@@ -14,26 +14,10 @@ import { authorOf } from './managed-repositories.js';
 import { ManagementRepository, type ManagedWebhookRow } from './management.repository.js';
 import { generatedSecretKind, WHSEC, writeWebhookFile, type WebhookFileFields } from './webhook-file.js';
 import { setSecretCommand } from '../secrets/secret-commands.js';
+import type { WebhookCreateRequest, WebhookUpdateRequest } from '../contract/generated.js';
 
-export interface WebhookCreateRequest {
-  name: string;
-  auth_mode?: AuthMode;
-  signature_scheme?: string;
-  secret?: string;
-  secret_name?: string;
-  delivery_id_header?: string;
-  enabled?: boolean;
-  description?: string;
-}
-
-export interface WebhookUpdateRequest {
-  name?: string;
-  auth_mode?: string;
-  signature_scheme?: string;
-  secret_name?: string;
-  delivery_id_header?: string | null;
-  description?: string | null;
-}
+/** The bodies as their schemas admit them (schemas/api/webhook-*-request.schema.json). */
+export type { WebhookCreateRequest, WebhookUpdateRequest };
 
 /** A webhook, and a secret value only at the moment it was generated. */
 export interface WebhookWithSecret {

@@ -4,23 +4,19 @@ import { BASE, Link } from '../router';
 import { Badge, Copy, CopyField, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
 import { yamlText } from '../yaml';
 import type { Factory } from './factories';
-import type { WebhookCreateRequest, WebhookItem, WebhookSummary } from '../../../src/contract/generated';
+import {
+  WEBHOOK_FILE_SIGNATURE_SCHEME_VALUES,
+  type WebhookCreateRequest,
+  type WebhookFile,
+  type WebhookItem,
+  type WebhookSummary,
+} from '../../../src/contract/generated';
 
 /** A webhook from a factory's list (a summary) or from GET /webhooks/{uid} (the whole item). */
 export type Webhook = WebhookSummary & Partial<WebhookItem>;
 
-export const SCHEMES = [
-  'standard_webhooks',
-  'github',
-  'stripe',
-  'slack',
-  'shopify',
-  'gitlab',
-  'linear',
-  'sentry',
-  'pagerduty',
-  'vercel',
-];
+/** The signature schemes a webhook file may name (schemas/webhook.schema.json). */
+export const SCHEMES = WEBHOOK_FILE_SIGNATURE_SCHEME_VALUES;
 const AUTH_MODES: Array<[Webhook['auth_mode'], string]> = [
   ['token', 'Bearer token (Authorization header)'],
   ['url_token', 'Token in the URL (for senders without headers)'],
@@ -106,19 +102,23 @@ export function WebhooksTab({ factory }: { factory: Factory }) {
 
 /** The file a repository-backed factory commits instead (the repository is the source of truth). */
 export function webhookFile(w: {
-  auth_mode: string;
+  auth_mode: WebhookFile['authMode'];
   signature_scheme?: string;
   secret_name: string;
   delivery_id_header?: string;
   enabled?: boolean;
 }): string {
-  return yamlText({
+  // The file's fields as its schema spells them (a renamed one fails the type check here).
+  const file: WebhookFile = {
     authMode: w.auth_mode,
-    ...(w.auth_mode === 'signature' && w.signature_scheme ? { signatureScheme: w.signature_scheme } : {}),
+    ...(w.auth_mode === 'signature' && w.signature_scheme
+      ? { signatureScheme: w.signature_scheme as WebhookFile['signatureScheme'] }
+      : {}),
     secretName: w.secret_name,
     ...(w.delivery_id_header ? { deliveryIdHeader: w.delivery_id_header } : {}),
     ...(w.enabled === false ? { enabled: false } : {}),
-  });
+  };
+  return yamlText(file);
 }
 
 function CreateWebhook({
