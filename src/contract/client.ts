@@ -31,6 +31,7 @@ export const OPERATIONS = {
   },
   /** Answers the run id as a JSON string (as the Oz clients expect). */
   cancelRun: { method: 'POST', path: '/agent/runs/{runId}/cancel', response: 'string' },
+  getArtifact: { method: 'GET', path: '/agent/artifacts/{artifactUid}', response: 'ArtifactItem' },
   createWebhook: {
     method: 'POST',
     path: '/factory/{uid}/webhooks',

@@ -5,6 +5,7 @@ import { humanDuration } from '../../../src/common/durations';
 import { Badge, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
 import {
   TERMINAL_RUN_STATE_VALUES,
+  type ArtifactItem,
   type ConversationMessage,
   type RunItem,
 } from '../../../src/contract/generated';
@@ -302,10 +303,7 @@ function environmentCommits(env: NonNullable<RunItem['environment']>): string {
   return at.length ? ` (${at.join(', ')})` : '';
 }
 
-interface ArtifactEntry {
-  artifact_type: string;
-  data?: Record<string, unknown> & { artifact_uid?: string };
-}
+type ArtifactEntry = ArtifactItem;
 
 /** Text this size or smaller is shown on the page; larger, or not text, is a download link. */
 const MAX_SHOWN_TEXT = 256 * 1024;
@@ -322,7 +320,7 @@ function ArtifactView({ entry, open }: { entry: ArtifactEntry; open: boolean }) 
   const title = String(d.filepath ?? d.title ?? d.filename ?? d.url ?? entry.artifact_type);
   const detail = useLive(async () => {
     if (!shown || !uid) return undefined;
-    const a = await api.get<{ data: Record<string, unknown> }>(`/agent/artifacts/${encodeURIComponent(uid)}`);
+    const a = await wire.call('getArtifact', { artifactUid: uid });
     const type = String(a.data.content_type ?? '');
     const link = typeof a.data.download_url === 'string' ? a.data.download_url : undefined;
     if (typeof a.data.content === 'string') return { text: a.data.content, link, type };

@@ -446,15 +446,7 @@ function asWritten(filter: Record<string, unknown> = {}): Record<string, unknown
 
 function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: string; delivery?: string }) {
   const def = useLive(
-    () =>
-      factoryUid
-        ? api.get<{
-            automations: Array<{
-              name: string;
-              triggers: Array<{ filter?: { webhook_ids?: string[] } & Record<string, unknown> }>;
-            }>;
-          }>(`/factory/${factoryUid}/definition`)
-        : Promise.resolve(undefined),
+    () => (factoryUid ? wire.call('getFactoryDefinition', { uid: factoryUid }) : Promise.resolve(undefined)),
     [factoryUid],
   );
   const automations = (def.data?.automations ?? []).flatMap((a) => {
