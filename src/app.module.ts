@@ -1,45 +1,25 @@
-import { type DynamicModule, Global, Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { AuthModule } from './auth/auth.module.js';
+import { ApiEdgeModule } from './auth/api-edge.module.js';
 import { AutomationsModule } from './automations/automations.module.js';
-import { Clock } from './common/clock.js';
 import { ProblemFilter } from './common/problem.filter.js';
-import { RequestValidator } from './common/request-validation.js';
 import { SchemaRegistry } from './common/schema-validator.js';
-import { CONFIG, type Config } from './config/config.js';
-import { Database } from './database/database.js';
-import { Notifications } from './database/notifications.js';
+import type { Config } from './config/config.js';
+import type { Database } from './database/database.js';
+import { CommandsModule } from './commands.module.js';
 import { FactoriesModule } from './factories/factories.module.js';
 import { ManagementModule } from './management/management.module.js';
 import { NotificationsModule } from './notifications/notifications.module.js';
 import { OpsModule } from './ops/ops.module.js';
-import { ReconcilerModule } from './reconciler/reconciler.module.js';
+import { ReconcileSchedulerModule } from './reconciler/reconciler.module.js';
 import { RunsModule } from './runs/runs.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
 import { RunStreamsModule } from './notifications/run-streams.module.js';
-import { SecretsModule } from './secrets/secrets.module.js';
 import { WebhooksModule } from './webhooks/webhooks.module.js';
 import { ConversationsModule } from './conversations/conversations.module.js';
 import { DashboardModule } from './dashboard/dashboard.module.js';
 import { WorkersModule } from './workers/workers.module.js';
 import { AgentModule } from './agent/agent.module.js';
-
-/** What every module may inject: configuration, the database and its notifications, the clock, the schemas. */
-@Global()
-@Module({})
-class CoreModule {
-  static forRoot(config: Config, db: Database, schemas: SchemaRegistry): DynamicModule {
-    const providers = [
-      { provide: CONFIG, useValue: config },
-      { provide: Database, useValue: db },
-      Notifications,
-      { provide: SchemaRegistry, useValue: schemas },
-      Clock,
-      RequestValidator,
-    ];
-    return { module: CoreModule, providers, exports: providers.map((p) => ('provide' in p ? p.provide : p)) };
-  }
-}
 
 @Module({})
 export class AppModule {
@@ -47,12 +27,12 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        CoreModule.forRoot(config, db, schemas),
+        // What the CLI's commands run on, then what serves: the API, the ingress, the triggers, the workers.
+        CommandsModule.forRoot(config, db, [], schemas),
         OpsModule,
-        AuthModule,
-        SecretsModule,
+        ApiEdgeModule,
         RunsModule,
-        ReconcilerModule,
+        ReconcileSchedulerModule,
         FactoriesModule,
         AutomationsModule,
         WebhooksModule,

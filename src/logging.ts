@@ -5,7 +5,7 @@ import { pino, type Logger as Pino, type Level } from 'pino';
 import type { Config } from './config/config.js';
 
 /** `/webhooks/w/<uid>/<token>`: the URL itself is a credential and never reaches a log. */
-export function redactUrl(url: string): string {
+function redactUrl(url: string): string {
   return url.replace(/^(\/webhooks\/w\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]');
 }
 

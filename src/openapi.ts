@@ -9,7 +9,7 @@ import { SchemaRegistry } from './common/schema-validator.js';
 import { CONFIG, type Config, loadConfig } from './config/config.js';
 import { Database } from './database/database.js';
 
-export const OPENAPI_PATH = '/api/v1/openapi.json';
+const OPENAPI_PATH = '/api/v1/openapi.json';
 
 /**
  * OpenAPI 3.1 at /api/v1/openapi.json: routes from the controllers (@nestjs/swagger), schemas from

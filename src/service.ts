@@ -14,7 +14,7 @@ import { HttpConnections } from './common/http-connections.js';
 import { parseJsonBody } from './common/json-body.js';
 import { applyBodyLimit, DEFAULT_BODY_LIMIT } from './common/route-config.js';
 import { installLogging } from './logging.js';
-import { Metrics } from './ops/metrics.js';
+import { Metrics } from './common/metrics.js';
 import { installOpenApi } from './openapi.js';
 
 export interface RunningService {

@@ -115,6 +115,20 @@ describe('factoryd factories / secrets / plan / apply', () => {
     expect(
       (await factoryd(['factories', 'add', 'x', '--repo', repo.dir, '--team', 'nope'])).error?.message,
     ).toMatch(/no team nope/);
+    // One set of rules for a repository the team commits to and a managed one; nothing is registered.
+    for (const source of [['--repo', repo.dir], ['--managed']]) {
+      expect((await factoryd(['factories', 'add', 'no/slash', ...source])).error?.message).toMatch(
+        /a factory name is 1-64 letters, digits/,
+      );
+      expect(
+        (await factoryd(['factories', 'add', 'branchy', '--branch', 'a..b', ...source])).error?.message,
+      ).toMatch(/"a\.\.b" is not a valid branch name/);
+    }
+    const names = JSON.parse((await factoryd(['factories', 'list', '--json'])).stdout).factories.map(
+      (f: { name: string }) => f.name,
+    );
+    expect(names).not.toContain('branchy');
+    expect(names).not.toContain('no/slash');
 
     const plan = await factoryd(['plan', '--factory', 'demo']);
     expect(plan.stdout).toContain('+ webhook ci');

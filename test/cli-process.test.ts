@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from './support/database.js';
 import { startTestService, type TestService } from './support/service.js';
 import { eventually } from './support/eventually.js';
-import { startServeProcess } from './support/serve-process.js';
+import { baseFactory, TestRepo } from './support/git-repo.js';
+import { startServeProcess, type ServeProcess } from './support/serve-process.js';
 
 /**
  * The built `factoryd` binary as a user runs it: configuration errors, JSON logs without
@@ -31,28 +32,11 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: process.env.HOME, ...env };
 }
 
-interface Served {
-  child: ChildProcess;
-  url: string;
-  adminKey: string;
-  output: () => string;
-  exit: Promise<number | null>;
-}
-
-async function serve(env: Record<string, string>): Promise<Served> {
-  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: ROOT, env: childEnv({ PORT: '0', ...env }) });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exit = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  // Up once the banner is printed to its last rule (the credentials of a first start come before it).
-  const banner = () => /factoryd is up: API [^\n]*\n[\s\S]*?\n─{78}\n/.test(out);
-  await eventually(() => banner() || child.exitCode !== null, 'the banner', { timeoutMs: 90_000 });
-  if (!banner()) throw new Error(`serve exited (${child.exitCode}) before it was up:\n${out}`);
-  const url = /factoryd is up: API (\S+)\/api\/v1/.exec(out)![1];
-  const adminKey = /FACTORYD_API_KEY=(\S+)/.exec(out)?.[1] ?? '';
-  return { child, url, adminKey, output: () => out, exit };
+/** `factoryd serve` in the project folder, with only PATH and HOME from here and `env`. */
+async function serve(env: Record<string, string>): Promise<ServeProcess> {
+  const s = await startServeProcess(env, { cwd: ROOT, bareEnvironment: true });
+  children.push(s.child);
+  return s;
 }
 
 afterAll(() => {
@@ -78,6 +62,34 @@ describe('factoryd serve', () => {
     expect((err as { stdout: string }).stdout).toBe('');
   });
 
+  it('registers FACTORY_REPO for team default on a start; a name the team already has is said, not registered', async () => {
+    const db = await createTestDatabase();
+    const [first, second] = [new TestRepo(), new TestRepo()];
+    try {
+      // Two repositories of one factory name (test-factory).
+      first.commit(baseFactory());
+      second.commit(baseFactory());
+      const env = {
+        DATABASE_URL: db.url,
+        DATA_DIR: tempDir(),
+        FACTORY_POLL_SECONDS: '3600',
+        WORKER_CONCURRENCY: '0',
+      };
+      const s = await serve({ ...env, FACTORY_REPO: first.dir });
+      expect(s.output()).toContain(`factory: test-factory from ${first.dir} (main): `);
+      expect(await s.stop()).toBe(0);
+      const again = await serve({ ...env, FACTORY_REPO: second.dir });
+      expect(again.output()).toContain(
+        'factory: team default already has a factory named test-factory; FACTORY_REPO not registered',
+      );
+      expect(await again.stop()).toBe(0);
+    } finally {
+      first.remove();
+      second.remove();
+      await db.drop();
+    }
+  });
+
   it('writes JSON logs with request ids (at debug) and never the Authorization header or a URL token', async () => {
     const db = await createTestDatabase();
     try {
@@ -95,7 +107,7 @@ describe('factoryd serve', () => {
       await fetch(`${s.url}/webhooks/w/AbCdEfGhIjKlMnOpQrStUv/${token}?x=1`, { method: 'POST', body: '{}' });
       await fetch(`${s.url}/webhooks/w/AbCdEfGhIjKlMnOpQrStUv/${token}`, { method: 'GET' });
       s.child.kill('SIGTERM');
-      expect(await s.exit).toBe(0);
+      expect(await s.exited).toBe(0);
 
       const logLines = s
         .output()
@@ -169,7 +181,7 @@ describe('factoryd serve', () => {
       });
       expect(sent.status).toBe(202);
       s.child.kill('SIGTERM');
-      expect(await s.exit).toBe(0);
+      expect(await s.exited).toBe(0);
       const out = s.output();
       // The requests that carried or returned the values were logged.
       expect(out).toContain(`"url":"/api/v1/factory/${factory.uid}/webhooks"`);
@@ -197,7 +209,7 @@ describe('factoryd serve', () => {
     }
   });
 
-  it('starts on the embedded PostgreSQL and on SIGTERM exits 0 with the database stopped', async () => {
+  it('starts on the embedded PostgreSQL, refuses a second serve on its DATA_DIR, and on SIGTERM exits 0 with the database stopped', async () => {
     const dataDir = tempDir();
     const s = await serve({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
     const pidFile = join(dataDir, 'pg', 'data', 'postmaster.pid');
@@ -205,8 +217,23 @@ describe('factoryd serve', () => {
     const pgPid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
     expect(isAlive(pgPid)).toBe(true);
     expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+    // A second serve on the same DATA_DIR would run on this one's database and lose it when this one
+    // stops: it refuses, in one line, and this one serves on.
+    const second = await run(process.execPath, [CLI, 'serve'], {
+      cwd: ROOT,
+      env: childEnv({ DATA_DIR: dataDir, PORT: '0' }),
+    }).catch((e: { code: number; stderr: string }) => e);
+    expect((second as { code: number }).code).toBe(2);
+    expect((second as { stderr: string }).stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^factoryd: another factoryd serve \\(pid ${s.child.pid}, ${s.url}\\) runs on the embedded database`,
+        ),
+      ),
+    ]);
+    expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
     s.child.kill('SIGTERM');
-    expect(await s.exit).toBe(0);
+    expect(await s.exited).toBe(0);
     expect(s.output()).toMatch(/SIGTERM: shutting down/);
     expect(existsSync(pidFile)).toBe(false);
     expect(isAlive(pgPid)).toBe(false);

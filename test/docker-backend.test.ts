@@ -5,9 +5,19 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
 import { ManagedFactories } from '../src/management/managed-factories.js';
+import { SecretsService } from '../src/secrets/secrets.service.js';
+import { artifactText } from './support/artifacts.js';
 import { eventually } from './support/eventually.js';
-// @ts-expect-error plain JS shared with bench/
-import { containersNamed, dockerUnavailable, localImage } from './support/local-image.js';
+import { testCli, TEST_HARNESSES_DIR } from './support/harness-clis.js';
+import { startAnthropicStub, workingDirectory } from './support/model-stubs/anthropic.js';
+import { startOpenAIResponsesStub } from './support/model-stubs/openai-responses.js';
+import {
+  containersNamed,
+  dockerUnavailable,
+  imageWithRootOnlyTmp,
+  localImage,
+  // @ts-expect-error plain JS shared with bench/
+} from './support/local-image.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 
 // The Docker backend on the real Engine: self-hosted `factoryd worker --backend docker` processes
@@ -91,6 +101,56 @@ const inspect = (name: string, format: string) =>
     stdio: ['ignore', 'pipe', 'pipe'],
   }).trim();
 const PROBE = `"${process.execPath}" "${join(FIXTURES, 'probe-harness.mjs')}"`;
+
+/** A CLI run inside a container: its provider's stub, and the model's turn that writes hello.txt. */
+interface CliInside {
+  type: 'codex' | 'claude';
+  baseUrlVariable: string;
+  start(): Promise<{
+    url: string;
+    script(...steps: any[]): void;
+    modelRequests(): { headers: Record<string, unknown>; body: any }[];
+    close(): Promise<void>;
+  }>;
+  writeFile: unknown;
+  requests(
+    stub: Awaited<ReturnType<CliInside['start']>>,
+    marker: string,
+  ): { headers: Record<string, unknown> }[];
+  keyOf(req: { headers: Record<string, unknown> }): unknown;
+}
+const HELLO = 'hello from a container\n';
+const CLIS_INSIDE: CliInside[] = [
+  {
+    type: 'codex',
+    baseUrlVariable: 'OPENAI_BASE_URL',
+    start: startOpenAIResponsesStub,
+    writeFile: {
+      calls: [
+        {
+          custom: 'apply_patch',
+          input: `*** Begin Patch\n*** Add File: hello.txt\n+${HELLO}*** End Patch\n`,
+        },
+      ],
+    },
+    requests: (stub, marker) => stub.modelRequests().filter((r) => JSON.stringify(r.body).includes(marker)),
+    keyOf: (r) => String(r.headers.authorization).replace(/^Bearer /, ''),
+  },
+  {
+    type: 'claude',
+    baseUrlVariable: 'ANTHROPIC_BASE_URL',
+    start: startAnthropicStub,
+    writeFile: (body: unknown) => ({
+      tool: {
+        name: 'Write',
+        input: { file_path: join(workingDirectory(body), 'hello.txt'), content: HELLO },
+      },
+    }),
+    requests: (stub, marker) =>
+      stub.modelRequests().filter((r) => JSON.stringify(r.body.messages).includes(marker)),
+    keyOf: (r) => r.headers['x-api-key'],
+  },
+];
 
 describe.skipIf(unavailable)('the Docker backend (factoryd worker --backend docker)', () => {
   it('runs a run in its own container: its workspace, not the host, as an unprivileged uid, no Docker socket', async () => {
@@ -272,6 +332,92 @@ describe.skipIf(unavailable)('the Docker backend (factoryd worker --backend dock
     );
     expect(containersNamed(id)).toEqual([]);
   });
+
+  // Real agent CLIs inside: the worker's cached CLI bound in read-only, the provider reached only
+  // through the run's egress socket (the container has no network), the key from a team secret.
+  for (const c of CLIS_INSIDE) {
+    const cli = testCli(c.type);
+    it.skipIf(!cli.path)(
+      `runs ${c.type} inside, reaching its provider only through the run's way out${cli.skip ? ` (skipped: ${cli.skip})` : ''}`,
+      async () => {
+        const stub = await c.start();
+        try {
+          const host = `dock-${c.type}`;
+          const marker = `${host}-prompt`;
+          const key = `test-${host}-${Math.random().toString(36).slice(2)}`;
+          await t.service.app.get(SecretsService).set(t.defaultTeam.id, `${host}-key`, key);
+          const w = worker(host, await t.workerKey(host), {
+            HARNESSES_DIR: TEST_HARNESSES_DIR,
+            [c.baseUrlVariable]: stub.url,
+            WORKER_DOCKER_NETWORK: 'none',
+          });
+          // The model's first answer waits until the test has seen where the CLI runs.
+          let release!: () => void;
+          const held = new Promise<void>((r) => (release = r));
+          stub.script({ after: held, then: c.writeFile }, { text: 'Wrote hello.txt in a container.' });
+          const id = await create(`${marker}: add hello.txt`, host, {
+            harness: { type: c.type, auth_secret_name: `${host}-key` },
+          });
+          await eventually(
+            () => c.requests(stub, marker).length > 0,
+            'the first model request, from inside the container',
+            { timeoutMs: 20_000 },
+          );
+          const [name] = containersNamed(id);
+          expect(name, w.output()).toBeDefined();
+          expect(inspect(name!, '{{.HostConfig.NetworkMode}} {{.State.Running}}')).toBe('none true');
+          release();
+          const run = await runIn(t, id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], undefined, {
+            timeoutMs: 90_000,
+          });
+          expect(run.state, `${JSON.stringify(run.status_message)}\n${w.output()}`).toBe('SUCCEEDED');
+          expect(run.status_message.message).toBe('Wrote hello.txt in a container.');
+          const file = run.artifacts.find((a: { artifact_type: string }) => a.artifact_type === 'FILE');
+          expect(await artifactText(t, file)).toBe('hello from a container\n');
+          // Both model calls came with the team's key, through the run's way out.
+          const requests = c.requests(stub, marker);
+          expect(requests.length).toBe(2);
+          expect(requests.map(c.keyOf)).toEqual([key, key]);
+        } finally {
+          await stub.close();
+        }
+      },
+    );
+  }
+
+  const claude = testCli('claude');
+  it.skipIf(!claude.path)(
+    `an image whose /tmp only root may write: the run fails, and its output says why${claude.skip ? ` (skipped: ${claude.skip})` : ''}`,
+    async () => {
+      const stub = await startAnthropicStub();
+      try {
+        await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'root-tmp-key', 'test-root-tmp-key');
+        const w = worker('dock-root-tmp', await t.workerKey('dock-root-tmp'), {
+          HARNESSES_DIR: TEST_HARNESSES_DIR,
+          ANTHROPIC_BASE_URL: stub.url,
+          WORKER_DOCKER_IMAGE: imageWithRootOnlyTmp(image),
+        });
+        const id = await create('root-tmp: say hello', 'dock-root-tmp', {
+          harness: { type: 'claude', auth_secret_name: 'root-tmp-key' },
+        });
+        const run = await runIn(t, id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], undefined, {
+          timeoutMs: 90_000,
+        });
+        // Claude Code exits 0 there having said nothing: a turn that never finished, not a success.
+        expect(run.state, w.output()).toBe('FAILED');
+        expect(run.status_message.message).toMatch(/exited without finishing its turn/);
+        // The transcript (its signed link followed): the harness's own output, the shell's word first.
+        const transcript = await t.call('GET', `/api/v1/agent/runs/${id}/transcript`);
+        expect(transcript.status).toBe(200);
+        expect(String(transcript.body)).toContain(
+          "factoryd: /tmp is not writable by the run's user in this image",
+        );
+        expect(stub.modelRequests()).toEqual([]);
+      } finally {
+        await stub.close();
+      }
+    },
+  );
 
   it('refuses to start when the Engine cannot be reached, in one line naming the setting', () => {
     const out = (() => {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { fromRoot } from '../src/common/paths.js';
 import { CLI, runCli } from './support/cli.js';
 import { createTestDatabase } from './support/database.js';
 import { eventually } from './support/eventually.js';
+import { startServeProcess, type ServeProcess } from './support/serve-process.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /**
@@ -27,9 +28,7 @@ describe('factoryd --version', () => {
 describe('factoryd serve in one terminal, the CLI in another', () => {
   let db: { url: string; drop(): Promise<void> };
   let dataDir: string;
-  let child: ChildProcess;
-  let out = '';
-  let exit: Promise<number | null>;
+  let served: ServeProcess;
   let url: string;
   let adminKey: string;
   /** The CLI in "another terminal": the same DATA_DIR, nothing said about where the service listens. */
@@ -40,9 +39,6 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
 
   /** `serve` as a new user starts it: no inherited variables beyond PATH and HOME, this test's database and DATA_DIR. */
   const serveEnv = () => ({
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    PORT: '0',
     DATABASE_URL: db.url,
     DATA_DIR: dataDir,
     LOG_LEVEL: 'info',
@@ -52,24 +48,17 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     dataDir = mkdtempSync(join(tmpdir(), 'factoryd-first-hour-'));
-    child = spawn(process.execPath, [CLI, 'serve'], { env: serveEnv() });
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    exit = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-    // The banner is one write, between two rules.
-    await eventually(() => out.split(RULE).length >= 3 || child.exitCode !== null, 'the start banner', {
-      timeoutMs: 90_000,
-    });
-    url = /factoryd is up: API (\S+)\/api\/v1/.exec(out)![1];
-    adminKey = /export FACTORYD_API_KEY=(\S+)/.exec(out)![1];
+    served = await startServeProcess(serveEnv(), { bareEnvironment: true });
+    ({ url, adminKey } = served);
   });
   afterAll(async () => {
-    if (child?.exitCode === null) child.kill('SIGKILL');
+    served?.child.kill('SIGKILL');
     await db?.drop();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('ends its first-start banner with the admin key and the webhook secrets, also kept in a file only its owner reads', async () => {
+    const out = served.output();
     const banner = out.split(RULE)[1];
     expect(banner).not.toMatch(/^\{/m); // a block of its own, not a JSON log line
     expect(banner).toContain(`export FACTORYD_API_KEY=${adminKey}`);
@@ -95,7 +84,7 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
     expect(new URL(url).port).not.toBe('8080');
     expect(JSON.parse(readFileSync(join(dataDir, 'service.json'), 'utf8'))).toEqual({
       url,
-      pid: child.pid,
+      pid: served.child.pid,
       database: 'DATABASE_URL',
     });
     const created = await cli(['runs', 'create', '--prompt', 'Found by itself', '--json']);
@@ -153,8 +142,8 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
   });
 
   it('on SIGTERM says each stage as it ends and forgets its address; a record left by a dead process is ignored', async () => {
-    child.kill('SIGTERM');
-    expect(await exit).toBe(0);
+    expect(await served.stop()).toBe(0);
+    const out = served.output();
     const stages = out.slice(out.indexOf('SIGTERM: shutting down'));
     expect(stages.split('\n').filter(Boolean)).toEqual([
       'SIGTERM: shutting down',
@@ -175,27 +164,21 @@ describe('factoryd serve in one terminal, the CLI in another', () => {
   it('starts quietly: the banner within its first lines, a restart in under 20, requests at debug (issue #30, 4)', async () => {
     // The first start: a few lines of what matters (the sandbox, the network, a passwordless
     // database), then the banner; the requests the CLI made since are not in the log at info.
+    const out = served.output();
     const before = out.slice(0, out.indexOf(RULE)).trim().split('\n');
     expect(before.length, before.join('\n')).toBeLessThanOrEqual(4);
     expect(out).not.toContain('request completed');
     expect(out).not.toContain('Mapped {');
 
-    const again = spawn(process.execPath, [CLI, 'serve'], { env: serveEnv() });
-    let said = '';
-    again.stdout!.on('data', (d: Buffer) => (said += d.toString()));
-    again.stderr!.on('data', (d: Buffer) => (said += d.toString()));
-    const ended = new Promise((resolve) => again.on('exit', resolve));
+    const again = await startServeProcess(serveEnv(), { bareEnvironment: true });
     try {
-      await eventually(() => said.split(RULE).length >= 3, 'the restart’s banner', { timeoutMs: 90_000 });
+      const said = again.output();
       const upToBanner = said.slice(0, said.lastIndexOf(RULE) + RULE.length).split('\n');
       expect(upToBanner.length, said).toBeLessThan(20);
-      expect(said).toContain('factoryd is up: API');
-      const restarted = /factoryd is up: API (\S+)\/api\/v1/.exec(said)![1];
-      expect((await fetch(`${restarted}/healthz`)).status).toBe(200);
-      expect(said).not.toContain('request completed');
+      expect((await fetch(`${again.url}/healthz`)).status).toBe(200);
+      expect(again.output()).not.toContain('request completed');
     } finally {
-      again.kill('SIGTERM');
-      await ended;
+      await again.stop();
     }
   });
 });

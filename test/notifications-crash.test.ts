@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI } from './support/cli.js';
 import { createTestDatabase } from './support/database.js';
 import { eventually } from './support/eventually.js';
 import { NotificationReceiver } from './support/notification-receiver.js';
@@ -37,25 +36,6 @@ const env = () => ({
   NOTIFICATIONS_TIMEOUT_MS: '300',
 });
 
-/** A later start of `factoryd serve` on the same database and DATA_DIR; resolves with its URL once up. */
-function restart(): Promise<string> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env() },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /API (http:\/\/[^\s/]+)\/api\/v1/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('exit', (code) => reject(new Error(`serve exited (${code}): ${out}`)));
-  });
-}
-
 describe('factoryd serve killed with SIGKILL between state changes and their notifications', () => {
   it('sends them once it is back: the outbox committed with the state change', async () => {
     const serve = await startServeProcess(env());
@@ -86,7 +66,8 @@ describe('factoryd serve killed with SIGKILL between state changes and their not
     const { rows } = await pool.query(`SELECT type FROM notification_outbox WHERE run_id = $1`, [runId]);
     expect(rows.map((r) => r.type)).toEqual(['run.cancelled']);
 
-    await restart();
+    // A later start on the same database and DATA_DIR.
+    children.push((await startServeProcess(env())).child);
     const got = await eventually(
       () => {
         const r = receiver.ofRun(runId);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SchemaRegistry } from '../src/common/schema-validator.js';
+import { NotificationRetention } from '../src/notifications/notification-retention.js';
 import { runCli } from './support/cli.js';
 import { createFactory, createWebhook, deliver } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
@@ -164,6 +165,31 @@ describe('signed notifications out', () => {
     const last = receiver.received.at(-1)!;
     expect(last).toMatchObject({ id: failed[0].id, verified: true });
     expect((await messages(endpoint.id)).find((m) => m.id === failed[1].id)?.status).toBe('failed');
+  });
+
+  it('prunes settled messages and their attempts after the retention days; pending ones stay whatever their age', async () => {
+    const { endpoint } = await subscribe({ event_types: ['run.queued'] });
+    for (const prompt of ['Keep one', 'Keep two', 'Keep three']) await createRun(prompt);
+    const sent = await eventually(async () => {
+      const m = await messages(endpoint.id);
+      return m.length === 3 && m.every((x) => x.status === 'delivered') ? m : undefined;
+    }, 'three messages delivered');
+    const [old, oldPending, recent] = sent.map((m) => m.id as string);
+    // Two of them 31 days old (the retention is 30), one of those pending again (its retry a day away).
+    await t.service.db.execute(
+      `UPDATE notification_messages SET created_at = now() - interval '31 days' WHERE id = ANY($1::uuid[])`,
+      [[old, oldPending]],
+    );
+    await t.service.db.execute(
+      `UPDATE notification_messages SET status = 'pending', next_attempt_at = now() + interval '1 day' WHERE id = $1`,
+      [oldPending],
+    );
+    expect(await t.service.app.get(NotificationRetention).runOnce()).toBe(1);
+    expect((await messages(endpoint.id)).map((m) => m.id).sort()).toEqual([oldPending, recent].sort());
+    const left = await attempts(endpoint.id);
+    expect(left.map((a) => a.message_id).sort()).toEqual([oldPending, recent].sort());
+    // Run again, it finds nothing more to take.
+    expect(await t.service.app.get(NotificationRetention).runOnce()).toBe(0);
   });
 
   it('rotates the secret: the new one signs, the old one does not', async () => {

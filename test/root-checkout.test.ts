@@ -45,7 +45,10 @@ describe.skipIf(Boolean(notRoot))(
       expect(statSync(closed).mode & 0o777).toBe(0o700);
       let served: ServeProcess | undefined;
       try {
-        served = await startServeProcess({ WORKER_CONCURRENCY: '1', FACTORY_POLL_SECONDS: '3600' }, checkout);
+        served = await startServeProcess(
+          { WORKER_CONCURRENCY: '1', FACTORY_POLL_SECONDS: '3600' },
+          { checkout },
+        );
         expect((await request('healthz', `${served.url}/healthz`)).status).toBe(200);
         const created = await request('create', `${served.url}/api/v1/agent/runs`, {
           method: 'POST',

@@ -1,22 +1,20 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NestFactory } from '@nestjs/core';
+import { CommandsModule } from '../src/commands.module.js';
 import { Database } from '../src/database/database.js';
-import { reconcilerOf } from '../src/cli/commands/factories.commands.js';
 import { loadConfig } from '../src/config/config.js';
-import { DefinitionStore } from '../src/reconciler/definition-store.js';
-import { Reconciler } from '../src/reconciler/reconciler.js';
-import { SecretsService } from '../src/secrets/secrets.service.js';
 import { createTestDatabase } from './support/database.js';
 import { createFactory, createWebhook } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
+import { startServeProcess } from './support/serve-process.js';
 import type { TestService } from './support/service.js';
 
-const ROOT = join(import.meta.dirname, '..');
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let dataDir: string;
 let child: ChildProcess | undefined;
@@ -33,41 +31,23 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** Starts `node dist/cli/main.js serve` and resolves with its URL once it says it is up. */
-function serve(secretsKey: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    child = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve'], {
-      cwd: dataDir,
-      env: {
-        ...process.env,
-        DATABASE_URL: database.url,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        DATA_DIR: dataDir,
-        SECRETS_KEY: secretsKey,
-        LOG_LEVEL: 'silent',
-        WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /API (http:\/\/[^\s/]+)\/api\/v1/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('exit', (code) => reject(new Error(`serve exited (${code}): ${out}`)));
-  });
-}
-
 describe('the server killed with SIGKILL under load', () => {
   it('every 202 it sent has its delivery row', async () => {
     const key = randomBytes(32);
-    const url = await serve(key.toString('base64'));
+    const served = await startServeProcess(
+      {
+        DATABASE_URL: database.url,
+        DATA_DIR: dataDir,
+        SECRETS_KEY: key.toString('base64'),
+        WEBHOOK_RATE_LIMIT_PER_MINUTE: '1000000',
+      },
+      { cwd: dataDir },
+    );
+    child = served.child;
+    const url = served.url;
     pool = new pg.Pool({ connectionString: database.url });
     const db = new Database(pool, undefined as never);
-    // The factory is applied from this process, by a reconciler on the server's database and key.
+    // The factory is applied from this process, by the CLI's services on the server's database and key.
     const config = loadConfig({
       ...process.env,
       DATABASE_URL: database.url,
@@ -75,19 +55,18 @@ describe('the server killed with SIGKILL under load', () => {
       SECRETS_KEY: key.toString('base64'),
       FACTORY_REPO_ROOTS: tmpdir(),
     });
-    const { reconciler, store, secrets } = reconcilerOf(db, config);
-    const parts = new Map<unknown, unknown>([
-      [Reconciler, reconciler],
-      [DefinitionStore, store],
-      [SecretsService, secrets],
-    ]);
+    const services = await NestFactory.createApplicationContext(CommandsModule.forRoot(config, db), {
+      logger: ['error'],
+      abortOnError: false,
+    });
     const [team] = await db.query<{ id: string }>(`SELECT id FROM teams WHERE name = 'default'`);
     const host = {
-      service: { db, app: { get: (part: unknown) => parts.get(part) } },
+      service: { db, app: services },
       defaultTeam: { id: team!.id },
     } as unknown as TestService;
     const factory = await createFactory(host);
     const hook = await createWebhook(host, factory);
+    await services.close();
 
     const acknowledged: string[] = [];
     let n = 0;

@@ -9,6 +9,7 @@ import { SchemaRegistry } from '../src/common/schema-validator.js';
 import { artifactText } from './support/artifacts.js';
 import { eventually } from './support/eventually.js';
 import { runIn as runInOn, startTestService, type TestService } from './support/service.js';
+import { openSse } from './support/sse.js';
 import { uniqueSleep } from './support/sleeps.js';
 
 // `factoryd worker` as a real separate process (built code: the test setup builds `dist/`), against
@@ -153,6 +154,26 @@ describe('factoryd worker (service-hosted, on the database)', () => {
       retryable: true,
     });
     expect(run.status_message.message).toMatch(/stopped renewing its lease/);
+  });
+  it("a serving replica's live stream shows the runs it changes: it publishes their changes", async () => {
+    const w = worker(['--concurrency', '1'], { DATABASE_URL: t.service.databaseServer.url });
+    await w.slotsStarted();
+    // A stream on the serving replica, which runs no workers: what it hears of the run after QUEUED
+    // comes from the worker process, through NOTIFY.
+    const stream = await openSse(`${t.api}/agent/runs/events`, { authorization: `Bearer ${t.adminKey}` });
+    try {
+      const id = await create({ prompt: 'Watched from a serving replica' });
+      const states = () =>
+        stream.events.filter((e) => e.event === 'run.state' && e.data.run_id === id).map((e) => e.data.state);
+      expect((await runIn(id, ['SUCCEEDED', 'FAILED', 'ERROR'])).state).toBe('SUCCEEDED');
+      await eventually(
+        () => states().includes('SUCCEEDED'),
+        "the serving replica's stream to show SUCCEEDED",
+      );
+      expect(states()).toEqual(['QUEUED', 'CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
+    } finally {
+      stream.close();
+    }
   });
 });
 

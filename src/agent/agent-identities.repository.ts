@@ -27,13 +27,23 @@ export interface FactoryAgentRow {
   agent_defaults: Record<string, unknown> | null;
 }
 
-const toIdentity = (r: Record<string, unknown>): StoredIdentity => ({
-  uid: r.uid as string,
-  name: r.name as string,
-  defaults: r.defaults as IdentityDefaults,
-  mcpSealed: r.mcp_sealed as Buffer | null,
-  createdAt: r.created_at as Date,
-  updatedAt: r.updated_at as Date,
+/** The columns of agent_identities that StoredIdentity holds. */
+interface IdentityRow {
+  uid: string;
+  name: string;
+  defaults: IdentityDefaults;
+  mcp_sealed: Buffer | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const toIdentity = (r: IdentityRow): StoredIdentity => ({
+  uid: r.uid,
+  name: r.name,
+  defaults: r.defaults,
+  mcpSealed: r.mcp_sealed,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
 });
 
 const FACTORY_AGENTS = `SELECT a.id, a.name, a.agent_type, a.description, a.overrides, a.base_prompt, a.created_at,
@@ -70,15 +80,15 @@ export class AgentIdentitiesRepository {
   }
 
   async find(teamId: string, uid: string): Promise<StoredIdentity | undefined> {
-    const rows = await this.db.query(`SELECT * FROM agent_identities WHERE uid = $1 AND team_id = $2`, [
-      uid,
-      teamId,
-    ]);
+    const rows = await this.db.query<IdentityRow>(
+      `SELECT * FROM agent_identities WHERE uid = $1 AND team_id = $2`,
+      [uid, teamId],
+    );
     return rows[0] ? toIdentity(rows[0]) : undefined;
   }
 
   async list(teamId: string, factoryUid?: string): Promise<StoredIdentity[]> {
-    const rows = await this.db.query(
+    const rows = await this.db.query<IdentityRow>(
       `SELECT * FROM agent_identities WHERE team_id = $1 AND ($2::text IS NULL OR defaults->>'factory_uid' = $2)
         ORDER BY name, uid`,
       [teamId, factoryUid ?? null],

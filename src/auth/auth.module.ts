@@ -1,12 +1,10 @@
 import { Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
-import { ApiEdge } from './api-edge.js';
-import { ApiKeyGuard } from './auth.guard.js';
 import { AuthRepository } from './auth.repository.js';
 import { AuthService } from './auth.service.js';
 
+/** Teams, principals and API keys: what the API's guard and the CLI's commands both use. */
 @Module({
-  providers: [AuthRepository, AuthService, ApiEdge, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  providers: [AuthRepository, AuthService],
   exports: [AuthService, AuthRepository],
 })
 export class AuthModule {}

@@ -32,7 +32,16 @@ export class AuthRepository {
 
   /** The live key with this hash, its principal and the principal's teams. */
   async findKeyByHash(hash: Buffer): Promise<KeyRecord | undefined> {
-    const rows = await this.db.query(
+    const rows = await this.db.query<{
+      key_id: string;
+      scopes: Scope[];
+      worker_host: string | null;
+      principal_id: string;
+      principal_uid: string;
+      type: Principal['type'];
+      display_name: string;
+      teams: TeamRef[];
+    }>(
       `SELECT k.id AS key_id, k.scopes, k.worker_host, p.id AS principal_id, p.uid AS principal_uid, p.type, p.display_name,
               coalesce(json_agg(json_build_object('id', t.id, 'uid', t.uid, 'name', t.name) ORDER BY t.name)
                        FILTER (WHERE t.id IS NOT NULL), '[]') AS teams
@@ -47,16 +56,11 @@ export class AuthRepository {
     const r = rows[0];
     if (!r) return undefined;
     return {
-      keyId: r.key_id as string,
-      scopes: r.scopes as Scope[],
-      principal: {
-        id: r.principal_id as string,
-        uid: r.principal_uid as string,
-        type: r.type as Principal['type'],
-        displayName: r.display_name as string,
-      },
-      teams: r.teams as TeamRef[],
-      workerHost: r.worker_host as string | null,
+      keyId: r.key_id,
+      scopes: r.scopes,
+      principal: { id: r.principal_id, uid: r.principal_uid, type: r.type, displayName: r.display_name },
+      teams: r.teams,
+      workerHost: r.worker_host,
     };
   }
 

@@ -8,7 +8,7 @@ import { VerifiedKeys } from './verified-keys.js';
 
 const TOUCH_INTERVAL_MS = 60_000;
 /** How long a verified key is trusted without asking the database again (API_KEY_CACHE_SECONDS). */
-export const DEFAULT_KEY_CACHE_SECONDS = 10;
+const DEFAULT_KEY_CACHE_SECONDS = 10;
 
 @Injectable()
 export class AuthService {

@@ -6,16 +6,14 @@ import { fromRoot } from '../common/paths.js';
 import type { Config } from '../config/config.js';
 import { DefinitionStore } from '../reconciler/definition-store.js';
 import type { AuthMode } from '../definitions/definition.js';
+import { Conflict } from '../common/problem.js';
+import { FactoryRegistrations, type RegisteredFactory } from '../management/factory-registrations.js';
 import { ManagedRepositories, regularFileAt } from '../management/managed-repositories.js';
 import { generatedSecretKind } from '../management/webhook-file.js';
 import { GitRunner } from '../git/git-runner.js';
 import { GitSource } from '../reconciler/git-source.js';
-import {
-  keepCredentials,
-  splitCredentials,
-  withoutCredentials,
-} from '../reconciler/repository-credentials.js';
-import { exampleRepositoryPath, RepositoryPolicy } from '../reconciler/repository-policy.js';
+import { withoutCredentials } from '../reconciler/repository-credentials.js';
+import { exampleRepositoryPath } from '../reconciler/repository-policy.js';
 import { ReconcileScheduler } from '../reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../reconciler/reconciler.js';
 import { SecretsService } from '../secrets/secrets.service.js';
@@ -56,7 +54,7 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
   const store = app.get(DefinitionStore);
   const reconciler = app.get(Reconciler);
   const runner = app.get(GitRunner);
-  const team = await new AuthRepository(service.db).findTeamByName('default');
+  const team = await app.get(AuthRepository).findTeamByName('default');
   const nothing: FactoryBootstrap = { lines: [], secrets: [] };
   if (!team) return nothing;
   const existing = await store.listAll();
@@ -66,28 +64,21 @@ async function registerDefaultFactory(service: RunningService, config: Config): 
     const repoUrl = GitSource.isLocal(config.factoryRepo) ? resolve(config.factoryRepo) : config.factoryRepo;
     if (existing.some((f) => f.repoUrl === withoutCredentials(repoUrl))) return nothing;
     const name = await factoryNameOf(runner, repoUrl, config.factoryBranch);
-    await new RepositoryPolicy(config, store).check(repoUrl, {
-      teamId: team.id,
-      teamName: team.name,
-      name,
-      managed: false,
-    });
-    const split = splitCredentials(repoUrl);
-    const f = await store.register({
-      teamId: team.id,
-      name,
-      repoUrl: split?.url ?? repoUrl,
-      branch: config.factoryBranch,
-    });
-    if (!f)
-      return {
-        lines: [`factory: team default already has a factory named ${name}; FACTORY_REPO not registered`],
-        secrets: [],
-      };
-    if (split) {
-      const secret = await keepCredentials({ store, secrets: app.get(SecretsService) }, f, split);
-      lines.push(`factory: the credentials in FACTORY_REPO are kept as the team secret ${secret}`);
+    let registered: RegisteredFactory;
+    try {
+      registered = await app.get(FactoryRegistrations).addRepository({
+        team,
+        name,
+        repository: repoUrl,
+        branch: config.factoryBranch,
+      });
+    } catch (err) {
+      if (!(err instanceof Conflict)) throw err;
+      return { lines: [`factory: ${err.message}; FACTORY_REPO not registered`], secrets: [] };
     }
+    const { factory: f, credentialsSecret } = registered;
+    if (credentialsSecret)
+      lines.push(`factory: the credentials in FACTORY_REPO are kept as the team secret ${credentialsSecret}`);
     const out = await reconciler.request(f.id);
     lines.push(
       `factory: ${name} from ${withoutCredentials(config.factoryRepo)} (${config.factoryBranch}): ${out.result}`,

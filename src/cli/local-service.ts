@@ -13,7 +13,7 @@ export interface LocalService {
   database: 'embedded' | 'DATABASE_URL';
 }
 
-export function serviceFileOf(dataDir: string): string {
+function serviceFileOf(dataDir: string): string {
   return join(dataDir, 'service.json');
 }
 

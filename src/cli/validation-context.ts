@@ -1,12 +1,11 @@
 import { AuthRepository } from '../auth/auth.repository.js';
 import { dataDirOf } from '../config/config.js';
+import { Database } from '../database/database.js';
 import { SourceFile } from '../definitions/source-file.js';
 import { isUrlSafe, type ValidationContext } from '../definitions/validate-definition.js';
-import type { Config } from '../config/config.js';
-import type { Database } from '../database/database.js';
-import type { DefinitionStore } from '../reconciler/definition-store.js';
-import type { SecretsService } from '../secrets/secrets.service.js';
-import { withDatabase } from './context.js';
+import { DefinitionStore } from '../reconciler/definition-store.js';
+import { SecretsService } from '../secrets/secrets.service.js';
+import { withServices } from './context.js';
 import { findLocalService } from './local-service.js';
 
 export interface ServiceChecks {
@@ -23,7 +22,6 @@ export interface ServiceChecks {
 export async function serviceChecksFor(
   tree: Map<string, string>,
   opts: { team?: string; factory?: string; offline?: boolean },
-  servicesOf: (db: Database, config: Config) => { store: DefinitionStore; secrets: SecretsService },
 ): Promise<ServiceChecks> {
   if (opts.offline) return { context: { uncheckedBecause: 'offline (--offline)' } };
   const dataDir = dataDirOf();
@@ -40,12 +38,13 @@ export async function serviceChecksFor(
         uncheckedBecause: `the factoryd serve at ${local.url} uses DATABASE_URL: set the same DATABASE_URL here`,
       },
     };
-  return withDatabase(async (db, config) => {
+  return withServices(async (services) => {
     const teamName = opts.team ?? 'default';
-    const team = await new AuthRepository(db).findTeamByName(teamName);
+    const team = await services.get(AuthRepository).findTeamByName(teamName);
     if (!team)
       return { context: { uncheckedBecause: `the running service has no team ${teamName} (--team NAME)` } };
-    const { store, secrets } = servicesOf(db, config);
+    const store = services.get(DefinitionStore);
+    const secrets = services.get(SecretsService);
     const current = new Map<string, { urlSafe: boolean }>();
     for (const { name } of await secrets.list(team.id)) {
       const value = (await secrets.current(team.id, name))?.value;
@@ -64,7 +63,7 @@ export async function serviceChecksFor(
       context.uncheckedBecause = `team ${team.name} has no factory named ${factoryName} (\`npx factoryd factories list\`; --factory NAME names another)`;
       return { context, checkedAgainst: `team ${team.name}` };
     }
-    const applied = await db.transaction((tx) => store.appliedState(tx, factory.id));
+    const applied = await services.get(Database).transaction((tx) => store.appliedState(tx, factory.id));
     context.knownWebhooks = applied.webhooks.map((w) => ({
       uid: w.uid,
       name: w.name,

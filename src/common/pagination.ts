@@ -19,11 +19,11 @@ export interface CursorPosition {
   id: string;
 }
 
-export function encodeCursor(pos: CursorPosition): string {
+function encodeCursor(pos: CursorPosition): string {
   return Buffer.from(JSON.stringify([pos.scope, pos.key, pos.id])).toString('base64url');
 }
 
-export function decodeCursor(cursor: string, scope: string): CursorPosition {
+function decodeCursor(cursor: string, scope: string): CursorPosition {
   let parsed: unknown;
   try {
     if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url');

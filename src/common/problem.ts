@@ -95,7 +95,7 @@ export class OperationNotSupported extends ApiError {
 }
 
 /** Seconds a caller waits before retrying while the database is out of reach. */
-export const DATABASE_RETRY_AFTER_SECONDS = 2;
+const DATABASE_RETRY_AFTER_SECONDS = 2;
 
 /** 503 + Retry-After: the database is out of reach (restarting, a connection cut); nothing was changed. */
 export class ServiceUnavailable extends ApiError {

@@ -69,7 +69,7 @@ export class SchemaRegistry {
  * Turn ajv's errors into one line each that a person can act on, most specific first: the key, what
  * is wrong with it, and the values allowed. `subject` names the whole checked (`this webhook`).
  */
-export function describeErrors(errors: ErrorObject[], subject = 'the request'): PlacedViolation[] {
+function describeErrors(errors: ErrorObject[], subject = 'the request'): PlacedViolation[] {
   const out: PlacedViolation[] = [];
   const seen = new Set<string>();
   // A failed `oneOf` also reports why each branch failed ("url is not a known field" from the

@@ -36,7 +36,7 @@ export const SHARED_RUNTIME_DIR = join(ROOT_STATE_DIR, 'runtime');
 const COMPLETE = '.complete';
 
 /** Whether a process of another user can read every file of `path` (a file or a folder) by its path. */
-export function reachableByOthers(path: string): boolean {
+function reachableByOthers(path: string): boolean {
   if (unsearchableAbove(path)) return false;
   return everyEntry(path, (_, s) => {
     const needs = s.isDirectory() ? 0o005 : 0o004;

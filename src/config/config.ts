@@ -115,6 +115,8 @@ export interface Config {
   notificationsTimeoutMs: number;
   /** NOTIFICATIONS_CONNECTIONS_PER_ENDPOINT: attempts in flight to one endpoint per dispatcher (default 32). */
   notificationsConnectionsPerEndpoint: number;
+  /** NOTIFICATIONS_RETENTION_DAYS: days a settled message (delivered, or failed for good) is kept (default 30). */
+  notificationsRetentionDays: number;
   /**
    * Whether `factoryd serve` runs a notification dispatcher beside the API (default true);
    * `factoryd serve --role api` leaves them to processes of their own (`--role notifications`).
@@ -122,7 +124,7 @@ export interface Config {
   notificationsDispatcher: boolean;
 }
 
-export const WORKER_BACKENDS = ['host', 'docker'] as const;
+const WORKER_BACKENDS = ['host', 'docker'] as const;
 export type WorkerBackendName = (typeof WORKER_BACKENDS)[number];
 
 export interface DockerSettings {
@@ -138,7 +140,7 @@ export interface DockerSettings {
   mounts: string[];
 }
 
-export const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
+const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
 export type HarnessSandboxMode = (typeof HARNESS_SANDBOX_MODES)[number];
 
 /** The harness types of the Oz clients' `harness.type`. */
@@ -200,6 +202,7 @@ export const SERVICE_VARIABLES = [
   'NOTIFICATIONS_DISABLE_AFTER',
   'NOTIFICATIONS_TIMEOUT_MS',
   'NOTIFICATIONS_CONNECTIONS_PER_ENDPOINT',
+  'NOTIFICATIONS_RETENTION_DAYS',
 ];
 const refusedInHarness = (name: string) =>
   SERVICE_VARIABLES.includes(name) || name.startsWith('FACTORYD_') || name.startsWith('PG');
@@ -278,6 +281,7 @@ export function loadConfig(env: Env = process.env): Config {
     notificationsDisableAfter: int(env, 'NOTIFICATIONS_DISABLE_AFTER', 5, 1, 1000),
     notificationsTimeoutMs: int(env, 'NOTIFICATIONS_TIMEOUT_MS', 15_000, 100, 60_000),
     notificationsConnectionsPerEndpoint: int(env, 'NOTIFICATIONS_CONNECTIONS_PER_ENDPOINT', 32, 1, 256),
+    notificationsRetentionDays: int(env, 'NOTIFICATIONS_RETENTION_DAYS', 30, 1, 3650),
     notificationsDispatcher: true,
   };
 }

@@ -11,13 +11,13 @@ import { NotFound, problemResponse } from '../common/problem.js';
 /** Where `npm run build` (vite build) writes the dashboard. */
 export const DASHBOARD_DIR = fromRoot('dist', 'web');
 /** The dashboard's path prefix; `/` redirects here. */
-export const DASHBOARD_PATH = '/ui';
+const DASHBOARD_PATH = '/ui';
 
 /**
  * No inline script or style, nothing from another origin: payloads, prompts and names the pages
  * show are hostile input, and this is the second wall behind rendering them as text.
  */
-export const DASHBOARD_CSP = [
+const DASHBOARD_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",

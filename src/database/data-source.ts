@@ -29,7 +29,7 @@ class ListenedClient extends pg.Client {
  */
 export const CONNECT_TIMEOUT_MS = 10_000;
 
-export function createDataSource(url: string, poolSize = 20): DataSource {
+function createDataSource(url: string, poolSize = 20): DataSource {
   return new DataSource({
     type: 'postgres',
     url,
@@ -65,8 +65,4 @@ function whereIs(url: string): string {
   } catch {
     return 'the configured address';
   }
-}
-
-export async function pendingMigrations(ds: DataSource): Promise<boolean> {
-  return ds.showMigrations();
 }

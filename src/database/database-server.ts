@@ -40,7 +40,7 @@ export async function startDatabaseServer(
   };
 }
 
-export async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
+async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
   const client = new pg.Client({ connectionString: adminUrl });
   // A connection cut now fails the pending query; without a listener it would end the process.
   client.on('error', () => undefined);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { isDatabaseUnreachable, ServiceUnavailable } from '../common/problem.js';
+import { retry } from '../common/retry.js';
 
 /** What a repository needs to run SQL: the pool, or a transaction's client. */
 export interface Queryable {
@@ -239,8 +240,8 @@ export interface CheckedOut {
   release(failed?: Error): void;
 }
 
-/** Pauses between attempts of `retryWhileUnreachable`: about 7 s in all. */
-const RETRY_PAUSES_MS = [100, 200, 400, 800, 1600, 2000, 2000];
+/** Tries of `retryWhileUnreachable` after the first, 100 ms to 2 s apart: about 7 s in all. */
+const UNREACHABLE_RETRIES = 7;
 
 /**
  * Runs `work` again while it fails because the database is out of reach (a connection cut, a server
@@ -248,12 +249,8 @@ const RETRY_PAUSES_MS = [100, 200, 400, 800, 1600, 2000, 2000];
  * must not give up at the first cut because what it completes has already taken effect.
  */
 export async function retryWhileUnreachable<T>(work: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await work();
-    } catch (err) {
-      if (attempt >= RETRY_PAUSES_MS.length || !isDatabaseUnreachable(err)) throw err;
-      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSES_MS[attempt]));
-    }
-  }
+  return retry(work, {
+    pauses: { firstMs: 100, maxMs: 2000 },
+    again: (err, attempt) => attempt < UNREACHABLE_RETRIES && isDatabaseUnreachable(err),
+  });
 }

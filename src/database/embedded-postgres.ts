@@ -17,6 +17,7 @@ import { arch, platform, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { Backoff, retry } from '../common/retry.js';
 import { unsearchableAbove } from '../common/searchable.js';
 import { ROOT_STATE_DIR, reachableCopy } from '../common/shared-runtime.js';
 
@@ -46,7 +47,7 @@ export interface EmbeddedPostgresOptions {
 export const ROOT_CLUSTERS_DIR = join(ROOT_STATE_DIR, 'pg');
 
 /** Restart backoff of the supervisor: doubles from the first to the last. */
-const RESTART_DELAY_MS = { first: 250, max: 5000 };
+const RESTART_DELAY_MS = { firstMs: 250, maxMs: 5000 };
 
 interface ClusterFile {
   password: string;
@@ -177,24 +178,28 @@ export class EmbeddedPostgres {
       this.options.notice?.(
         `embedded PostgreSQL (pid ${child.pid}) exited unexpectedly (${signal ?? `code ${code}`}); restarting it`,
       );
-      this.restart(spawnServer, RESTART_DELAY_MS.first);
+      this.restart(spawnServer, new Backoff(RESTART_DELAY_MS));
     };
     if (child.exitCode !== null || child.signalCode !== null) exited(child.exitCode, child.signalCode);
     else child.once('exit', exited);
   }
 
-  private restart(spawnServer: () => { child: ChildProcess; ready: Promise<void> }, delayMs: number): void {
+  private restart(
+    spawnServer: () => { child: ChildProcess; ready: Promise<void> },
+    pauses: Backoff,
+    delayMs = pauses.next(),
+  ): void {
     this.restartTimer = setTimeout(() => {
       if (this.stopping) return;
       this.launch(spawnServer).then(
         () =>
           this.options.notice?.(`embedded PostgreSQL restarted (pid ${this.child?.pid}, port ${this.port})`),
         (err: unknown) => {
-          const next = Math.min(delayMs * 2, RESTART_DELAY_MS.max);
+          const next = pauses.next();
           this.options.notice?.(
             `embedded PostgreSQL did not restart (${err instanceof Error ? err.message.split('\n')[0] : String(err)}); trying again in ${next} ms`,
           );
-          if (!this.stopping) this.restart(spawnServer, next);
+          if (!this.stopping) this.restart(spawnServer, pauses, next);
         },
       );
     }, delayMs);
@@ -231,19 +236,20 @@ export class EmbeddedPostgres {
 
   /** Until the server takes connections; fails at once if `child` exits meanwhile. */
   private async waitUntilReady(child?: ChildProcess): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const client = new pg.Client({ connectionString: this.url('postgres') });
-      client.on('error', () => undefined);
-      try {
-        await client.connect();
-        await client.end();
-        return;
-      } catch (err) {
-        await client.end().catch(() => undefined);
-        if (attempt > 600 || (child && (child.exitCode !== null || child.signalCode !== null))) throw err;
-        await sleep(50);
-      }
-    }
+    const exited = () => child !== undefined && (child.exitCode !== null || child.signalCode !== null);
+    await retry(
+      async () => {
+        const client = new pg.Client({ connectionString: this.url('postgres') });
+        client.on('error', () => undefined);
+        try {
+          await client.connect();
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      },
+      // Every 50 ms, for about 30 s.
+      { pauses: { firstMs: 50, maxMs: 50 }, again: (_err, attempt) => attempt <= 600 && !exited() },
+    );
   }
 
   /** PostgreSQL refuses to run as root; as root we run it as the `postgres` user (created if missing). */
@@ -344,5 +350,3 @@ function freeLoopbackPort(): Promise<number> {
     });
   });
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import pg from 'pg';
+import { Backoff } from '../common/retry.js';
 import type { Channel } from './channels.js';
 import { Database, type Queryable } from './database.js';
 
@@ -15,12 +16,10 @@ export interface Subscriber<T> {
 }
 
 /** Pauses between reconnection attempts: doubling from the first to the last. */
-const RETRY_FIRST_MS = 100;
-const RETRY_MAX_MS = 5000;
 /** How long an own notification's echo is waited for before it is forgotten. */
 const ECHO_TTL_MS = 60_000;
 /** How the listener shows in pg_stat_activity. */
-export const LISTENER_APPLICATION_NAME = 'factoryd listener';
+const LISTENER_APPLICATION_NAME = 'factoryd listener';
 
 interface Topic {
   channel: Channel<any>;
@@ -50,7 +49,8 @@ export class Notifications implements OnModuleInit, OnApplicationShutdown {
   private listened: Promise<void> = Promise.resolve();
   private stopped = false;
   private retry?: NodeJS.Timeout;
-  private retryMs = RETRY_FIRST_MS;
+  /** Reconnects 100 ms, then twice as long each time, up to 5 s apart. */
+  private readonly reconnects = new Backoff({ firstMs: 100, maxMs: 5000 });
   /** Notifications may have been missed since the listener last listened: resync on the next connection. */
   private gap = false;
   /** Own notifications whose echo has not come back yet: count and time, by pid, channel and payload. */
@@ -115,7 +115,7 @@ export class Notifications implements OnModuleInit, OnApplicationShutdown {
     this.connected = true;
     await this.listenToAll();
     if (this.client !== client) return;
-    this.retryMs = RETRY_FIRST_MS;
+    this.reconnects.reset();
     if (this.gap) {
       this.gap = false;
       this.resyncAll();
@@ -162,10 +162,10 @@ export class Notifications implements OnModuleInit, OnApplicationShutdown {
     client.end().catch(() => undefined);
     if (this.stopped) return;
     const reason = err instanceof Error ? err.message : 'the connection ended';
-    this.logger.warn(`the LISTEN connection was lost (${reason}); reconnecting in ${this.retryMs} ms`);
-    this.retry = setTimeout(() => void this.start(), this.retryMs);
+    const pause = this.reconnects.next();
+    this.logger.warn(`the LISTEN connection was lost (${reason}); reconnecting in ${pause} ms`);
+    this.retry = setTimeout(() => void this.start(), pause);
     this.retry.unref();
-    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
   }
 
   private received(n: pg.Notification): void {

@@ -17,7 +17,7 @@ export type EnvironmentForRun =
   | { environment: ResolvedEnvironment; problem: string };
 
 /** The stored config of an environment in the shape every backend reads. */
-export function resolvedFrom(uid: string, name: string, c: StoredConfig): ResolvedEnvironment {
+function resolvedFrom(uid: string, name: string, c: StoredConfig): ResolvedEnvironment {
   return {
     uid,
     name,

@@ -1,6 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database.js';
-import { FACTORY_COLUMNS, toFactory, type FactoryRecord } from '../reconciler/definition-store.js';
+import {
+  FACTORY_COLUMNS,
+  toFactory,
+  type FactoryRecord,
+  type FactoryRow,
+} from '../reconciler/definition-store.js';
 
 export interface WebhookRow {
   uid: string;
@@ -62,7 +67,7 @@ export class FactoriesRepository {
     after: { name: string; id: string } | undefined,
     limit: number,
   ): Promise<FactoryRecord[]> {
-    const rows = await this.db.query(
+    const rows = await this.db.query<FactoryRow>(
       `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id
         WHERE f.team_id = $1
           AND ($2::text IS NULL OR f.name ILIKE '%' || $2 || '%' OR coalesce(f.description, '') ILIKE '%' || $2 || '%')
@@ -80,7 +85,7 @@ export class FactoriesRepository {
   }
 
   async findByUid(teamId: string, uid: string): Promise<FactoryRecord | undefined> {
-    const rows = await this.db.query(
+    const rows = await this.db.query<FactoryRow>(
       `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id WHERE f.team_id = $1 AND f.uid = $2`,
       [teamId, uid],
     );

@@ -115,7 +115,7 @@ function clientAgentDefaults(d: AgentOverrides) {
 }
 
 /** `{base}/webhooks/w/<uid>`; a url_token URL ends in a `{token}` placeholder (the token is never shown). */
-export function ingressUrl(base: string, w: Pick<WebhookRow, 'uid' | 'auth_mode'>): string {
+function ingressUrl(base: string, w: Pick<WebhookRow, 'uid' | 'auth_mode'>): string {
   return `${base}/webhooks/w/${w.uid}${w.auth_mode === 'url_token' ? '/{token}' : ''}`;
 }
 

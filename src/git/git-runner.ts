@@ -24,7 +24,7 @@ export class GitTimedOut extends Error {
 export class GitStopped extends Error {}
 
 /** A git call that exited unsuccessfully; the message is what git said on stderr. */
-export class GitFailed extends Error {
+class GitFailed extends Error {
   constructor(subcommand: string, stderr: string, exit: string) {
     super(stderr || `git ${subcommand} exited with ${exit}`);
   }

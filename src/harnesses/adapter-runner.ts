@@ -190,10 +190,13 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
         const outcome = fatal
           ? { ok: false, message: fatal }
           : (end ?? {
-              ok: code === 0,
+              // Each CLI ends a finished turn with its result event: an exit without one, even 0,
+              // is a turn that never finished (a CLI that could not write its temporary files
+              // exits 0 having said nothing), never a success.
+              ok: false,
               message:
                 code === 0
-                  ? 'done'
+                  ? `exited without finishing its turn (no result in its output)${stderr.length ? `: ${stderr.join(' / ')}` : ''}`
                   : (adapter.failure?.(code, stderr) ??
                     `${adapter.title} exited with code ${code}${stderr.length ? `: ${stderr.join(' / ')}` : ''}`),
             });
@@ -272,7 +275,7 @@ function firstTurnText(msg: Record<string, unknown>): string {
 }
 
 /** A file the CLI wrote, inside the workspace and small enough, as a FILE artifact. */
-export function fileArtifact(workspace: string, path: string): ProtocolEvent | undefined {
+function fileArtifact(workspace: string, path: string): ProtocolEvent | undefined {
   const full = isAbsolute(path) ? path : resolve(workspace, path);
   const rel = relative(workspace, full);
   if (!rel || rel.startsWith('..') || isAbsolute(rel) || rel.split(sep).includes('.claude')) return undefined;

@@ -121,11 +121,7 @@ function turnEnd(event: any, ctx: ClaudeStreamContext): AdapterEvent {
 }
 
 /** A provider failure as a person can act on it. */
-export function providerFailure(
-  status: number | undefined,
-  detail: string,
-  ctx: ClaudeStreamContext,
-): string {
+function providerFailure(status: number | undefined, detail: string, ctx: ClaudeStreamContext): string {
   const said = detail ? ` (Claude Code: ${detail.slice(0, 300)})` : '';
   const key = ctx.secretName ? `the team secret "${ctx.secretName}"` : 'ANTHROPIC_API_KEY';
   switch (status) {

@@ -80,7 +80,7 @@ interface CodexConfig {
  * effort, the run's base prompt (developer instructions) and its MCP servers. The file is the run's
  * (mode 0600); no credential goes on a command line.
  */
-export function configToml(c: CodexConfig): string {
+function configToml(c: CodexConfig): string {
   const lines = ['model_provider = "factoryd"'];
   if (c.model) lines.push(`model = ${str(c.model)}`);
   if (c.effort) lines.push(`model_reasoning_effort = ${str(c.effort)}`);

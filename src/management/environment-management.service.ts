@@ -31,7 +31,7 @@ export interface EnvironmentRequest {
 }
 
 /** environments/<name>.yaml for a request: the file's own spelling, absent fields left out. */
-export function environmentFile(req: EnvironmentRequest): string {
+function environmentFile(req: EnvironmentRequest): string {
   const repositories = [
     ...(req.github_repos ?? []).map((g) => ({ url: `https://github.com/${g.owner}/${g.repo}.git` })),
     ...(req.repositories ?? []).map((r) => ({

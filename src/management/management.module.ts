@@ -4,9 +4,7 @@ import { FactoriesModule } from '../factories/factories.module.js';
 import { ReconcilerModule } from '../reconciler/reconciler.module.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
-import { FactoryWriteLock } from './factory-write-lock.js';
-import { ManagedFactories } from './managed-factories.js';
-import { ManagedRepositories } from './managed-repositories.js';
+import { FactoryRegistrationsModule } from './factory-registrations.js';
 import { EnvironmentManagement } from './environment-management.service.js';
 import { EnvironmentsController } from './environments.controller.js';
 import { ManagementController } from './management.controller.js';
@@ -16,16 +14,15 @@ import { WebhookManagement } from './webhook-management.service.js';
 
 /** Layer 5: the dashboard's operations, on every lower layer; definition writes go through the reconciler. */
 @Module({
-  imports: [ReconcilerModule, SecretsModule, FactoriesModule, WebhooksModule, EnvironmentsModule],
-  controllers: [ManagementController, EnvironmentsController],
-  providers: [
-    ManagedRepositories,
-    FactoryWriteLock,
-    ManagedFactories,
-    ManagementRepository,
-    WebhookManagement,
-    EnvironmentManagement,
-    FilterTests,
+  imports: [
+    ReconcilerModule,
+    SecretsModule,
+    FactoryRegistrationsModule,
+    FactoriesModule,
+    WebhooksModule,
+    EnvironmentsModule,
   ],
+  controllers: [ManagementController, EnvironmentsController],
+  providers: [ManagementRepository, WebhookManagement, EnvironmentManagement, FilterTests],
 })
 export class ManagementModule {}

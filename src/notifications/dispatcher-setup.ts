@@ -1,7 +1,7 @@
 import type { Config } from '../config/config.js';
 import type { SecretCipher } from '../secrets/secret-cipher.js';
 import type { SecretsService } from '../secrets/secrets.service.js';
-import { NotificationDispatcher } from './notification-dispatcher.js';
+import { NotificationDispatcher, type DispatcherOptions } from './notification-dispatcher.js';
 import { NotificationSender } from './notification-sender.js';
 import type { NotificationsRepository } from './notifications.repository.js';
 
@@ -16,6 +16,7 @@ export function configuredDispatcher(
   config: Config,
   now: () => Date,
   warn: (line: string) => void,
+  onAttempt?: DispatcherOptions['onAttempt'],
 ): NotificationDispatcher {
   return new NotificationDispatcher(
     repo,
@@ -33,6 +34,7 @@ export function configuredDispatcher(
       timeoutMs: config.notificationsTimeoutMs,
       connectionsPerEndpoint: config.notificationsConnectionsPerEndpoint,
       now,
+      onAttempt,
       onError: (err) => warn(`dispatcher: ${err instanceof Error ? err.message : String(err)}`),
       onDisabled: (id) =>
         warn(`endpoint ${id} disabled: ${config.notificationsDisableAfter} messages in a row failed`),

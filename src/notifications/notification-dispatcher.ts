@@ -31,6 +31,8 @@ export interface DispatcherOptions {
   scheduler?: Scheduler;
   onError: (err: unknown) => void;
   onDisabled?: (endpointId: string) => void;
+  /** Each attempt's outcome (`retrying`: failed, with a retry to come; `failed`: given up): for metrics. */
+  onAttempt?: (outcome: 'delivered' | 'retrying' | 'failed') => void;
 }
 
 /** What one statement records at most: endpoint outcomes, and their attempts (one outcome always goes). */
@@ -317,9 +319,13 @@ export class NotificationDispatcher {
           error: 'the signing secret is gone',
           responseExcerpt: null,
         };
-    if (outcome.succeeded) return { m, outcome, at };
+    if (outcome.succeeded) {
+      this.opts.onAttempt?.('delivered');
+      return { m, outcome, at };
+    }
     // `attempts` counts the attempts recorded before this one.
     const delay = nextAttemptDelay(this.opts.retryScheduleMs, m.attempts + 1);
+    this.opts.onAttempt?.(delay === undefined ? 'failed' : 'retrying');
     return {
       m,
       outcome,

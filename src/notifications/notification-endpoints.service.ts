@@ -30,7 +30,7 @@ export function messageBody(m: Pick<MessageRow, 'type' | 'event_at' | 'payload'>
   return JSON.stringify({ type: m.type, timestamp: new Date(m.event_at).toISOString(), data: m.payload });
 }
 
-export function presentEndpoint(e: EndpointRow) {
+function presentEndpoint(e: EndpointRow) {
   return {
     id: e.id,
     name: e.name,
@@ -47,7 +47,7 @@ export function presentEndpoint(e: EndpointRow) {
   };
 }
 
-export function presentMessage(m: MessageRow) {
+function presentMessage(m: MessageRow) {
   return {
     id: m.id,
     type: m.type,
@@ -63,7 +63,7 @@ export function presentMessage(m: MessageRow) {
   };
 }
 
-export function presentAttempt(a: AttemptRow) {
+function presentAttempt(a: AttemptRow) {
   return {
     id: a.id,
     message_id: a.message_id,
@@ -91,7 +91,7 @@ export interface AttemptListQuery {
 }
 
 /** Notification endpoints the API may make per team (every one is a delivery per event). */
-export const MAX_API_ENDPOINTS_PER_TEAM = 100;
+const MAX_API_ENDPOINTS_PER_TEAM = 100;
 
 /**
  * The API's endpoint operations, all within the caller's team (another team's endpoint is a 404).

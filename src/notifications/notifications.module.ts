@@ -7,6 +7,7 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { Metrics } from '../common/metrics.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
@@ -15,6 +16,7 @@ import { SecretsModule } from '../secrets/secrets.module.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { configuredDispatcher } from './dispatcher-setup.js';
 import { NotificationDispatcher } from './notification-dispatcher.js';
+import { NotificationRetention } from './notification-retention.js';
 import { NotificationEndpoints } from './notification-endpoints.service.js';
 import { NotificationsController } from './notifications.controller.js';
 import { NotificationsRepository } from './notifications.repository.js';
@@ -47,8 +49,16 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
   providers: [
     {
       provide: NotificationsRepository,
-      inject: [Database],
-      useFactory: (db: Database) => new NotificationsRepository(db),
+      inject: [Database, Metrics],
+      useFactory: (db: Database, metrics: Metrics) => {
+        const repo = new NotificationsRepository(db);
+        metrics.addDepthReader(async () => {
+          const depths = await repo.depths();
+          metrics.outboxDepth.set(depths.outbox);
+          metrics.messagesPending.set(depths.pending);
+        });
+        return repo;
+      },
     },
     {
       provide: NotificationEndpoints,
@@ -69,13 +79,14 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
     },
     {
       provide: NotificationDispatcher,
-      inject: [NotificationsRepository, SecretCipher, SecretsService, CONFIG, Clock],
+      inject: [NotificationsRepository, SecretCipher, SecretsService, CONFIG, Clock, Metrics],
       useFactory: (
         repo: NotificationsRepository,
         cipher: SecretCipher,
         secrets: SecretsService,
         config: Config,
         clock: Clock,
+        metrics: Metrics,
       ) => {
         const log = new Logger('notifications');
         return configuredDispatcher(
@@ -85,10 +96,12 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
           config,
           () => clock.now(),
           (line) => log.warn(line),
+          (outcome) => metrics.notificationAttempts.inc({ outcome }),
         );
       },
     },
     DispatcherLifecycle,
+    NotificationRetention,
   ],
   exports: [NotificationEndpoints],
 })

@@ -1,3 +1,4 @@
+import { DEPTH_CAP, DEPTH_READ } from '../common/metrics.js';
 import { Database } from '../database/database.js';
 import { StatementParams } from '../database/multi-row.js';
 import type { AttemptOutcome } from './notification-sender.js';
@@ -98,6 +99,21 @@ const MESSAGE_COLUMNS = `id, event_id, endpoint_id, type, run_id, payload, event
  */
 export class NotificationsRepository {
   constructor(private readonly db: Database) {}
+
+  /**
+   * For /metrics: events in the outbox not yet fanned out, and messages waiting for an attempt (read
+   * through notification_messages_due, which holds the pending ones only); each counted up to DEPTH_CAP.
+   */
+  async depths(): Promise<{ outbox: number; pending: number }> {
+    const [row] = await this.db.queryWithin<{ outbox: number; pending: number }>(
+      DEPTH_READ,
+      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM notification_outbox LIMIT ${DEPTH_CAP}) o) AS outbox,
+              (SELECT count(*)::int FROM (SELECT 1 FROM notification_messages WHERE status = 'pending'
+                                           LIMIT ${DEPTH_CAP}) m) AS pending`,
+      [],
+    );
+    return { outbox: row?.outbox ?? 0, pending: row?.pending ?? 0 };
+  }
 
   /** Inserts the endpoint unless its name is taken or, made by the API, the team has `maxApiEndpoints`. */
   async insertEndpoint(
@@ -413,5 +429,28 @@ export class NotificationsRepository {
       { planEachTime: true },
     );
     return rows.filter((r) => r.disabled).map((r) => r.id);
+  }
+
+  /**
+   * Deletes settled messages (delivered, or failed for good) created before `before`, their attempts
+   * with them (ON DELETE CASCADE), `batch` at a time so no statement holds many locks or runs long.
+   * Returns how many went. Pending messages stay whatever their age.
+   */
+  async pruneSettled(before: Date, batch = 5000): Promise<number> {
+    let pruned = 0;
+    for (;;) {
+      const [row] = await this.db.query<{ n: number }>(
+        `WITH gone AS (
+           DELETE FROM notification_messages WHERE id IN (
+             SELECT id FROM notification_messages
+              WHERE status <> 'pending' AND created_at < $1
+              ORDER BY created_at LIMIT $2)
+           RETURNING 1)
+         SELECT count(*)::int AS n FROM gone`,
+        [before, batch],
+      );
+      pruned += row?.n ?? 0;
+      if ((row?.n ?? 0) < batch) return pruned;
+    }
   }
 }

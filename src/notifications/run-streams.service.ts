@@ -22,7 +22,7 @@ import { matchesRunStream, type RunStreamFilter } from './run-stream-filter.js';
 import { SseFrame, SseStream } from './sse-stream.js';
 
 /** A comment line this often keeps idle proxies from closing a stream. */
-export const HEARTBEAT_MS = 15_000;
+const HEARTBEAT_MS = 15_000;
 
 /** A run's lifecycle, oldest first: every state it entered and every follow-up it was sent. */
 export type TimelineEntry =

@@ -1,5 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { Metrics } from './metrics.js';
+import { Metrics } from '../common/metrics.js';
 import { OpsController } from './ops.controller.js';
 import { ReadinessRepository } from './readiness.repository.js';
 

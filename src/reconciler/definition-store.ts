@@ -29,6 +29,12 @@ export interface FactoryRecord {
   updatedAt: Date;
 }
 
+/** The other columns of a definition row: its file's fields, compared as they are. */
+type Columns = Record<string, unknown>;
+
+/** A definition row of the applied state: what identifies it, and its file's fields. */
+type AppliedRow = { id: string; path: string; name: string; deleted: boolean } & Columns;
+
 export type ApplyResult = 'applied' | 'failed' | 'unchanged';
 
 /** Why the last attempt failed: the step that failed (Reconciler's `ReconcileFailure`). */
@@ -57,27 +63,50 @@ export const FACTORY_COLUMNS = `f.id, f.uid, f.team_id, t.name AS team_name, t.u
   f.description, f.definition, f.last_attempted_revision, f.last_applied_revision, f.ready, f.reason, f.message,
   f.created_at, f.updated_at`;
 
-export function toFactory(r: Record<string, unknown>): FactoryRecord {
+/** A row of FACTORY_COLUMNS. */
+export interface FactoryRow {
+  id: string;
+  uid: string;
+  team_id: string;
+  team_name: string;
+  team_uid: string;
+  name: string;
+  repo_url: string;
+  repo_credentials_secret: string | null;
+  branch: string;
+  managed: boolean;
+  description: string | null;
+  definition: Record<string, unknown> | null;
+  last_attempted_revision: string | null;
+  last_applied_revision: string | null;
+  ready: boolean;
+  reason: StatusReason | null;
+  message: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function toFactory(r: FactoryRow): FactoryRecord {
   return {
-    id: r.id as string,
-    uid: r.uid as string,
-    teamId: r.team_id as string,
-    teamName: r.team_name as string,
-    teamUid: r.team_uid as string,
-    name: r.name as string,
-    repoUrl: r.repo_url as string,
-    repoCredentialsSecret: r.repo_credentials_secret as string | null,
-    branch: r.branch as string,
-    managed: r.managed as boolean,
-    description: r.description as string | null,
-    definition: r.definition as Record<string, unknown> | null,
-    lastAttemptedRevision: r.last_attempted_revision as string | null,
-    lastAppliedRevision: r.last_applied_revision as string | null,
-    ready: r.ready as boolean,
-    reason: r.reason as StatusReason | null,
-    message: r.message as string | null,
-    createdAt: r.created_at as Date,
-    updatedAt: r.updated_at as Date,
+    id: r.id,
+    uid: r.uid,
+    teamId: r.team_id,
+    teamName: r.team_name,
+    teamUid: r.team_uid,
+    name: r.name,
+    repoUrl: r.repo_url,
+    repoCredentialsSecret: r.repo_credentials_secret,
+    branch: r.branch,
+    managed: r.managed,
+    description: r.description,
+    definition: r.definition,
+    lastAttemptedRevision: r.last_attempted_revision,
+    lastAppliedRevision: r.last_applied_revision,
+    ready: r.ready,
+    reason: r.reason,
+    message: r.message,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
   };
 }
 
@@ -140,7 +169,7 @@ export class DefinitionStore {
   }
 
   async listAll(): Promise<FactoryRecord[]> {
-    const rows = await this.db.query(
+    const rows = await this.db.query<FactoryRow>(
       `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id ORDER BY f.created_at`,
     );
     return rows.map(toFactory);
@@ -156,7 +185,7 @@ export class DefinitionStore {
   }
 
   async find(id: string, q: Queryable = this.db): Promise<FactoryRecord | undefined> {
-    const rows = await q.query(
+    const rows = await q.query<FactoryRow>(
       `SELECT ${FACTORY_COLUMNS} FROM factories f JOIN teams t ON t.id = f.team_id WHERE f.id = $1`,
       [id],
     );
@@ -173,40 +202,38 @@ export class DefinitionStore {
 
   async appliedState(tx: Queryable, factoryId: string): Promise<AppliedState> {
     // One after another: a transaction's client runs one query at a time.
-    const agents = await tx.query(
+    const agents = await tx.query<AppliedRow>(
       `SELECT id, path, name, agent_type, description, overrides, base_prompt, deleted_at IS NOT NULL AS deleted
            FROM agents WHERE factory_id = $1`,
       [factoryId],
     );
-    const automations = await tx.query(
+    const automations = await tx.query<AppliedRow>(
       `SELECT id, path, name, enabled, agent_name, triggers, overrides, prompt, deleted_at IS NOT NULL AS deleted
            FROM automations WHERE factory_id = $1`,
       [factoryId],
     );
-    const skills = await tx.query(
+    const skills = await tx.query<AppliedRow>(
       `SELECT id, path, name, description, content, deleted_at IS NOT NULL AS deleted FROM factory_skills WHERE factory_id = $1`,
       [factoryId],
     );
-    const webhooks = await tx.query(
+    const webhooks = await tx.query<AppliedRow & { uid: string; secret_version_id: string | null }>(
       `SELECT id, uid, path, name, auth_mode, signature_scheme, secret_name, secret_version_id, delivery_id_header,
                 enabled, description, deleted_at IS NOT NULL AS deleted
            FROM webhooks WHERE factory_id = $1 ORDER BY created_at`,
       [factoryId],
     );
-    const notifications = await tx.query(
+    const notifications = await tx.query<
+      { id: string; name: string; secret_version_id: string | null } & Columns
+    >(
       `SELECT id, name, url, event_types, secret_name, secret_version_id, enabled, description
            FROM notification_endpoints WHERE factory_id = $1`,
       [factoryId],
     );
-    const environments = await tx.query(`SELECT id, name, config FROM environments WHERE factory_id = $1`, [
-      factoryId,
-    ]);
-    const base = (r: Record<string, unknown>) => ({
-      id: r.id as string,
-      path: r.path as string,
-      name: r.name as string,
-      deleted: r.deleted as boolean,
-    });
+    const environments = await tx.query<{ id: string; name: string; config: Record<string, unknown> }>(
+      `SELECT id, name, config FROM environments WHERE factory_id = $1`,
+      [factoryId],
+    );
+    const base = (r: AppliedRow) => ({ id: r.id, path: r.path, name: r.name, deleted: r.deleted });
     return {
       agents: agents.map((r) => ({
         ...base(r),
@@ -235,8 +262,8 @@ export class DefinitionStore {
       })),
       webhooks: webhooks.map((r): AppliedWebhook => ({
         ...base(r),
-        uid: r.uid as string,
-        secretVersionId: r.secret_version_id as string | null,
+        uid: r.uid,
+        secretVersionId: r.secret_version_id,
         fields: {
           name: r.name,
           authMode: r.auth_mode,
@@ -248,11 +275,11 @@ export class DefinitionStore {
         },
       })),
       notifications: notifications.map((r) => ({
-        id: r.id as string,
-        path: `notifications/${r.name as string}.yaml`,
-        name: r.name as string,
+        id: r.id,
+        path: `notifications/${r.name}.yaml`,
+        name: r.name,
         deleted: false,
-        secretVersionId: r.secret_version_id as string | null,
+        secretVersionId: r.secret_version_id,
         fields: {
           url: r.url,
           events: r.event_types,
@@ -262,11 +289,11 @@ export class DefinitionStore {
         },
       })),
       environments: environments.map((r) => ({
-        id: r.id as string,
-        path: `environments/${r.name as string}.yaml`,
-        name: r.name as string,
+        id: r.id,
+        path: `environments/${r.name}.yaml`,
+        name: r.name,
         deleted: false,
-        fields: r.config as Record<string, unknown>,
+        fields: r.config,
       })),
     };
   }

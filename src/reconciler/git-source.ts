@@ -125,11 +125,7 @@ async function revParse(git: GitRunner, repo: string, branch: string): Promise<s
 }
 
 /** `git cat-file --batch`: many blobs through one process. */
-export async function catFileBatch(
-  git: GitRunner,
-  gitDir: string,
-  shas: string[],
-): Promise<Map<string, string>> {
+async function catFileBatch(git: GitRunner, gitDir: string, shas: string[]): Promise<Map<string, string>> {
   const out = await git.run(['cat-file', '--batch'], gitDir, shas.join('\n') + '\n');
   const blobs = new Map<string, string>();
   let at = 0;

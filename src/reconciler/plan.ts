@@ -103,7 +103,7 @@ export const fieldsOf = {
 };
 
 /** An environment's stored config: its file's content in definition shape, absent keys left out. */
-export function environmentConfig(e: Omit<EnvironmentDefinition, 'name' | 'path'>): Record<string, unknown> {
+function environmentConfig(e: Omit<EnvironmentDefinition, 'name' | 'path'>): Record<string, unknown> {
   return JSON.parse(JSON.stringify(e)) as Record<string, unknown>;
 }
 

@@ -14,9 +14,18 @@ const gitSource = {
   inject: [CONFIG, GitRunner],
 };
 
+/** Git to tables on request: what `serve` and the CLI's `plan`, `apply` and `factories add` share. */
 @Module({
   imports: [SecretsModule],
-  providers: [DefinitionStore, GitRunner, gitSource, Reconciler, ReconcileScheduler],
-  exports: [DefinitionStore, GitRunner, Reconciler, ReconcileScheduler],
+  providers: [DefinitionStore, GitRunner, gitSource, Reconciler],
+  exports: [DefinitionStore, GitRunner, Reconciler],
 })
 export class ReconcilerModule {}
+
+/** The reconciler's triggers (the poll, the watches on local repositories): serve only. */
+@Module({
+  imports: [ReconcilerModule],
+  providers: [ReconcileScheduler],
+  exports: [ReconcileScheduler],
+})
+export class ReconcileSchedulerModule {}

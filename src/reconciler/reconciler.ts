@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { Metrics } from '../common/metrics.js';
 import { isDatabaseUnreachable } from '../common/problem.js';
 import { SchemaRegistry } from '../common/schema-validator.js';
 import { CONFIG, type Config } from '../config/config.js';
@@ -150,6 +151,8 @@ export class Reconciler {
     @Inject(Clock) private readonly clock: Clock,
     @Inject(CONFIG) config: Config,
     @Inject(GitSource) private readonly source: GitSource,
+    /** The service's metrics (reconcile results); absent in the CLI's own reconciles. */
+    @Optional() @Inject(Metrics) private readonly metrics?: Metrics,
   ) {
     this.policy = new RepositoryPolicy(config, store);
     this.allowPrivateUrls = config.notificationsAllowPrivateUrls;
@@ -213,10 +216,26 @@ export class Reconciler {
   }
 
   /**
-   * One pass of the pipeline. `force` reconciles the head even when it was already attempted;
-   * `revision` reconciles that commit instead of the head.
+   * One pass of the pipeline, counted by its result and reason (`error`: it threw, the database
+   * gone for one). `force` reconciles the head even when it was already attempted; `revision`
+   * reconciles that commit instead of the head.
    */
   private async reconcile(
+    factoryId: string,
+    opts: { force: boolean; dryRun?: boolean; revision?: string },
+  ): Promise<ReconcileOutcome> {
+    try {
+      const outcome = await this.pass(factoryId, opts);
+      const reason = outcome.failure?.reason;
+      this.metrics?.reconciles.inc({ result: outcome.result, ...(reason && { reason }) });
+      return outcome;
+    } catch (err) {
+      this.metrics?.reconciles.inc({ result: 'error' });
+      throw err;
+    }
+  }
+
+  private async pass(
     factoryId: string,
     opts: { force: boolean; dryRun?: boolean; revision?: string },
   ): Promise<ReconcileOutcome> {

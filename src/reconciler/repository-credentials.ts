@@ -8,7 +8,7 @@ import type { GitCredentials } from '../git/git-runner.js';
  * The team secret that holds the credentials of a factory's repository: its value is
  * `USERNAME:PASSWORD` (or a token alone, taken as the username, as in `https://TOKEN@host/…`).
  */
-export function credentialsSecretName(factoryName: string): string {
+function credentialsSecretName(factoryName: string): string {
   return `git-credentials-${factoryName}`;
 }
 

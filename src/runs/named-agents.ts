@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { AgentConfig, NewRun } from './run.js';
 
 /** The most metadata keys a run has (CONTRACT: 20); an agent's stamps are left out rather than pass it. */
-export const MAX_RUN_METADATA_KEYS = 20;
+const MAX_RUN_METADATA_KEYS = 20;
 
 /** A named agent's defaults, as a run created with `agent_identity_uid` takes them. */
 export interface NamedAgentDefaults {

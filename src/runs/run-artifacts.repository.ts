@@ -43,14 +43,36 @@ const HANDOFF_OF_RUN = `FROM run_artifacts a JOIN runs r ON r.id = a.run_id
   ORDER BY a.created_at, a.id`;
 
 /**
- * A run's artifacts: each stored with its content (what a download returns) and listed on the run
- * (`runs.artifacts`, which the run's detail shows and `artifact_type` filters).
+ * A run's `artifacts` as RUN_COLUMNS selects it (`r` is runs), in the order they were reported: each
+ * row's uid, kind, data and time, which `runArtifactItems` shapes; null when the run left none. One
+ * index probe per run (run_artifacts_run), so a page of runs stays one statement.
+ */
+export const RUN_ARTIFACTS_COLUMN = `(SELECT jsonb_agg(jsonb_build_object('id', a.id, 'artifact_type', a.artifact_type,
+    'data', a.data, 'created_at', a.created_at) ORDER BY a.created_at, a.position)
+    FROM run_artifacts a WHERE a.run_id = r.id) AS artifacts`;
+
+/** The run item's `artifacts[]` (ArtifactItem) from RUN_ARTIFACTS_COLUMN. */
+export function runArtifactItems(column: unknown): Record<string, unknown>[] | null {
+  if (!Array.isArray(column)) return null;
+  return (
+    column as Array<{
+      id: string;
+      artifact_type: ArtifactType;
+      data: Record<string, unknown>;
+      created_at: string;
+    }>
+  ).map((a) => artifactItem(a.id, a.artifact_type, a.data, new Date(a.created_at)));
+}
+
+/**
+ * A run's artifacts, the one home of them: each stored with its content (what a download returns),
+ * listed on the run (RUN_ARTIFACTS_COLUMN) and filtered by `artifact_type`.
  */
 @Injectable()
 export class RunArtifacts {
   constructor(@Inject(Database) private readonly db: Database) {}
 
-  /** Stores the artifacts one report of an execution brought, and lists them on the run. */
+  /** Stores the artifacts one report of an execution brought, in the order it gave them. */
   async record(
     q: Queryable,
     runId: string,
@@ -59,28 +81,23 @@ export class RunArtifacts {
     now: Date,
   ): Promise<void> {
     if (!reports.length) return;
-    const ids = reports.map(() => newUuid());
     await q.execute(
-      `INSERT INTO run_artifacts (id, run_id, team_id, execution, artifact_type, data, content_type, content, handoff, created_at)
-         SELECT a.id, r.id, r.team_id, $2, a.t, a.d, a.ct, a.c, a.h, $3
-           FROM runs r, unnest($4::uuid[], $5::text[], $6::jsonb[], $7::text[], $8::bytea[], $9::boolean[]) AS a(id, t, d, ct, c, h)
+      `INSERT INTO run_artifacts (id, run_id, team_id, execution, artifact_type, data, content_type, content, handoff, position, created_at)
+         SELECT a.id, r.id, r.team_id, $2, a.t, a.d, a.ct, a.c, a.h, a.position, $3
+           FROM runs r, unnest($4::uuid[], $5::text[], $6::jsonb[], $7::text[], $8::bytea[], $9::boolean[])
+                        WITH ORDINALITY AS a(id, t, d, ct, c, h, position)
           WHERE r.id = $1`,
       [
         runId,
         execution,
         now,
-        ids,
+        reports.map(() => newUuid()),
         reports.map((r) => r.artifact_type),
         reports.map((r) => JSON.stringify(r.data)),
         reports.map((r) => r.content?.type ?? null),
         reports.map((r) => r.content?.bytes ?? null),
         reports.map((r) => r.handoff),
       ],
-    );
-    const items = reports.map((r, i) => artifactItem(ids[i]!, r.artifact_type, r.data, now));
-    await q.execute(
-      `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
-      [runId, JSON.stringify(items)],
     );
   }
 

@@ -13,7 +13,7 @@ import type { QueryParams } from '../common/query-params.js';
 import { Database } from '../database/database.js';
 import { RUN_STATES, type RunState } from './run-state.js';
 import { RUN_SOURCES, type Run, type RunSource } from './run.js';
-import { RUN_COLUMNS, RUN_FROM, toRun } from './runs.repository.js';
+import { RUN_COLUMNS, RUN_FROM, toRun, type RunRow } from './runs.repository.js';
 import { ARTIFACT_TYPES, type ArtifactType } from './artifact.js';
 
 /**
@@ -24,7 +24,7 @@ import { ARTIFACT_TYPES, type ArtifactType } from './artifact.js';
  * turns that value into one SQL condition. A new filter is one entry there (and its ApiQuery in
  * runs.controller.ts).
  */
-export const SORT_KEYS = {
+const SORT_KEYS = {
   updated_at: 'r.updated_at',
   created_at: 'r.created_at',
   title: 'r.title',
@@ -110,14 +110,14 @@ const TASK_STATES: Record<Exclude<TaskStatus, 'running'>, RunState[]> = {
 };
 
 /** The run `q` names, if it is a run id or a run's URL (its `session_link`, `…/ui/runs/<id>`). */
-export function runIdIn(q: string): string | undefined {
+function runIdIn(q: string): string | undefined {
   const s = q.trim();
   if (UUID_PATTERN.test(s)) return s;
   const id = /^https?:\/\/\S*\/runs\/([^/]+)\/?$/i.exec(s)?.[1];
   return id && UUID_PATTERN.test(id) ? id : undefined;
 }
 
-export const RUN_FILTERS = {
+const RUN_FILTERS = {
   state: filter<RunState[]>({
     parse: (q) => {
       const states = q.all('state');
@@ -201,7 +201,10 @@ export const RUN_FILTERS = {
         throw invalidParam('artifact_type', `artifact_type must be one of ${ARTIFACT_TYPES.join(', ')}`);
       return t as ArtifactType | undefined;
     },
-    where: (v, p) => `r.artifacts @> ${p(JSON.stringify([{ artifact_type: v }]))}::jsonb`,
+    // The team's runs that left one (run_artifacts_team_type), or a probe per run in the page's order.
+    where: (v, p) =>
+      `EXISTS (SELECT 1 FROM run_artifacts a
+                WHERE a.run_id = r.id AND a.team_id = r.team_id AND a.artifact_type = ${p(v)})`,
   }),
   // Stamped on the runs a schedule started (metadata schedule_id).
   scheduleId: stamped('schedule_id', 'schedule_id'),
@@ -381,7 +384,7 @@ export function buildRunListSql(
 const PAGE_TOO_LONG =
   `Finding this page of runs took longer than ${PAGE_TIME_LIMIT_MS / 1000} s and was stopped. ` +
   'Retry later, or narrow the list (state, created_after, created_before): filtering by ' +
-  'executor or artifact_type, or sorting by agent, walks every run of the team.';
+  'executor, or sorting by agent, walks every run of the team.';
 
 /** The run listing's reads: one statement per page. */
 @Injectable()
@@ -390,7 +393,7 @@ export class RunListRepository {
 
   async page(teamId: string, query: RunListQuery): Promise<{ runs: Run[]; pageInfo: PageInfo }> {
     const { sql, params, planEachTime } = buildRunListSql(teamId, query);
-    const rows = await this.db.queryWithin<Record<string, unknown> & { sort_key: string; id: string }>(
+    const rows = await this.db.queryWithin<RunRow & { sort_key: string }>(
       { ms: PAGE_TIME_LIMIT_MS, tooLong: PAGE_TOO_LONG },
       sql,
       params,

@@ -111,22 +111,32 @@ export class RunUsageRepository {
 
   /** The run's sums, by model id. */
   async forRun(runId: string): Promise<ModelUsage[]> {
-    const rows = await this.db.query<Record<string, unknown>>(
+    // The sums are bigint, which pg hands over as text: converted below.
+    const rows = await this.db.query<{
+      model_id: string;
+      input_tokens: string;
+      output_tokens: string;
+      cache_read_tokens: string | null;
+      cache_write_tokens: string | null;
+      reports: number;
+      last_execution: number;
+      updated_at: Date;
+    }>(
       `SELECT model_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reports,
               last_execution, updated_at
          FROM run_token_usage WHERE run_id = $1 ORDER BY model_id`,
       [runId],
     );
-    const count = (v: unknown) => (v === null ? null : Number(v));
+    const count = (v: string | null) => (v === null ? null : Number(v));
     return rows.map((r) => ({
-      modelId: r.model_id as string,
+      modelId: r.model_id,
       inputTokens: Number(r.input_tokens),
       outputTokens: Number(r.output_tokens),
       cacheReadTokens: count(r.cache_read_tokens),
       cacheWriteTokens: count(r.cache_write_tokens),
-      reports: r.reports as number,
-      lastExecution: r.last_execution as number,
-      updatedAt: r.updated_at as Date,
+      reports: r.reports,
+      lastExecution: r.last_execution,
+      updatedAt: r.updated_at,
     }));
   }
 }

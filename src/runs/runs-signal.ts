@@ -2,9 +2,8 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { CHANNELS } from '../database/channels.js';
 import { Notifications } from '../database/notifications.js';
 
-/** Channel names, for whoever LISTENs from outside (tests); defined once in CHANNELS. */
+/** The wake-up channel's name, for whoever LISTENs from outside (tests); defined once in CHANNELS. */
 export const RUNS_QUEUED_CHANNEL = CHANNELS.runsQueued.name;
-export const RUN_CONTROL_CHANNEL = CHANNELS.runControl.name;
 
 /** At most one run-changed NOTIFY per this many ms per process: the streams' news, never a hot-path cap. */
 const CHANGED_EVERY_MS = 20;

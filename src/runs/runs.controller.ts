@@ -20,7 +20,7 @@ import { RunsService, type RunCreateRequest } from './runs.service.js';
  * A run's body: up to ten 1 MiB attachments in base64 (13.3 MiB) with the prompt and config; the
  * attachments and images together may not pass it. The API's only large body.
  */
-export const RUN_CREATE_BODY_LIMIT = 16 * 1024 * 1024;
+const RUN_CREATE_BODY_LIMIT = 16 * 1024 * 1024;
 
 const RUN_ID = ApiParam({ name: 'runId', description: 'The run id (a UUID)', schema: { type: 'string' } });
 

@@ -8,10 +8,11 @@ import { McpCredentials } from '../secrets/mcp-credentials.js';
 import { RunsSignal } from './runs-signal.js';
 import { SERVICE_WORKER_HOST, type NewRun, type Run } from './run.js';
 import { MODEL_TOKEN_USAGE_COLUMN } from './run-usage.repository.js';
+import { RUN_ARTIFACTS_COLUMN, runArtifactItems } from './run-artifacts.repository.js';
 
 /** The columns every run read selects, creator joined; `r` is runs, `p` principals. */
 export const RUN_COLUMNS = `r.id, r.team_id, r.title, r.prompt, r.state, r.source, r.agent_config, r.worker_host,
-  r.metadata, r.conversation_id, r.parent_run_id, r.mode, r.session_id, r.status_message, r.artifacts,
+  r.metadata, r.conversation_id, r.parent_run_id, r.mode, r.session_id, r.status_message, ${RUN_ARTIFACTS_COLUMN},
   r.agent_skill, r.execution_location, r.executor, r.environment, r.factory_uid, r.root_run_id, r.schedule,
   r.created_at, r.updated_at, r.started_at, r.ended_at,
   p.type AS creator_type, p.uid AS creator_uid, p.display_name AS creator_name, ${MODEL_TOKEN_USAGE_COLUMN}`;
@@ -51,42 +52,74 @@ const ATTACHMENT_COLUMNS = {
   payload_of: 'uuid',
 } as const;
 
-export function toRun(row: Record<string, unknown>): Run {
+/** A row of RUN_COLUMNS (from RUN_FROM). */
+export interface RunRow {
+  id: string;
+  team_id: string;
+  title: string;
+  prompt: string;
+  state: RunState;
+  source: Run['source'];
+  agent_config: Run['agentConfig'];
+  worker_host: string;
+  metadata: Run['metadata'];
+  conversation_id: string;
+  parent_run_id: string | null;
+  mode: string | null;
+  session_id: string | null;
+  status_message: Run['statusMessage'];
+  /** The run's artifacts as RUN_ARTIFACTS_COLUMN gathers them (runArtifactItems shapes them). */
+  artifacts: unknown;
+  agent_skill: Run['agentSkill'];
+  execution_location: string | null;
+  executor: Run['executor'];
+  environment: Run['environment'];
+  factory_uid: string | null;
+  root_run_id: string | null;
+  schedule: Run['schedule'];
+  created_at: Date;
+  updated_at: Date;
+  started_at: Date | null;
+  ended_at: Date | null;
+  creator_type: NonNullable<Run['creator']>['type'] | null;
+  creator_uid: string | null;
+  creator_name: string | null;
+  model_token_usage: Run['modelTokenUsage'];
+}
+
+export function toRun(row: RunRow): Run {
   return {
-    id: row.id as string,
-    teamId: row.team_id as string,
-    title: row.title as string,
-    prompt: row.prompt as string,
-    state: row.state as RunState,
-    source: row.source as Run['source'],
+    id: row.id,
+    teamId: row.team_id,
+    title: row.title,
+    prompt: row.prompt,
+    state: row.state,
+    source: row.source,
+    // The creator's three columns come from one principal: all set or all null.
     creator: row.creator_uid
-      ? {
-          type: row.creator_type as 'user' | 'service_account',
-          uid: row.creator_uid as string,
-          displayName: row.creator_name as string,
-        }
+      ? { type: row.creator_type!, uid: row.creator_uid, displayName: row.creator_name! }
       : null,
-    agentConfig: row.agent_config as Run['agentConfig'],
-    workerHost: row.worker_host as string,
-    metadata: row.metadata as Run['metadata'],
-    conversationId: row.conversation_id as string,
-    parentRunId: row.parent_run_id as string | null,
-    mode: row.mode as string | null,
-    sessionId: row.session_id as string | null,
-    statusMessage: row.status_message as Run['statusMessage'],
-    artifacts: row.artifacts as unknown[] | null,
-    agentSkill: row.agent_skill as Run['agentSkill'],
-    executionLocation: row.execution_location as string | null,
-    executor: row.executor as Run['executor'],
-    environment: (row.environment ?? null) as Run['environment'],
-    createdAt: row.created_at as Date,
-    updatedAt: row.updated_at as Date,
-    startedAt: row.started_at as Date | null,
-    endedAt: row.ended_at as Date | null,
-    modelTokenUsage: (row.model_token_usage as Run['modelTokenUsage']) ?? null,
-    factoryUid: row.factory_uid as string | null,
-    rootRunId: row.root_run_id as string | null,
-    schedule: row.schedule as Run['schedule'],
+    agentConfig: row.agent_config,
+    workerHost: row.worker_host,
+    metadata: row.metadata,
+    conversationId: row.conversation_id,
+    parentRunId: row.parent_run_id,
+    mode: row.mode,
+    sessionId: row.session_id,
+    statusMessage: row.status_message,
+    artifacts: runArtifactItems(row.artifacts),
+    agentSkill: row.agent_skill,
+    executionLocation: row.execution_location,
+    executor: row.executor,
+    environment: row.environment ?? null,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    modelTokenUsage: row.model_token_usage ?? null,
+    factoryUid: row.factory_uid,
+    rootRunId: row.root_run_id,
+    schedule: row.schedule,
   };
 }
 
@@ -216,7 +249,7 @@ export class RunsRepository {
   }
 
   async findForTeam(teamId: string, runId: string): Promise<Run | undefined> {
-    const rows = await this.db.query(
+    const rows = await this.db.query<RunRow>(
       `SELECT ${RUN_COLUMNS} FROM ${RUN_FROM} WHERE r.id = $1 AND r.team_id = $2`,
       [runId, teamId],
     );
@@ -284,14 +317,6 @@ export class RunsRepository {
     if (changed && to === 'QUEUED') tx.afterCommit(() => this.queued());
     else if (changed || part) tx.afterCommit(() => this.changed());
     return changed ? to : undefined;
-  }
-
-  /** Appends artifacts (a worker's harness reported them) to the run's list. */
-  async addArtifacts(q: Queryable, runId: string, artifacts: Record<string, unknown>[]): Promise<void> {
-    await q.execute(
-      `UPDATE runs SET artifacts = coalesce(artifacts, '[]'::jsonb) || $2::jsonb WHERE id = $1`,
-      [runId, JSON.stringify(artifacts)],
-    );
   }
 
   /** Clears the run's status message (a BLOCKED run's question, once a follow-up answered it). */

@@ -226,7 +226,7 @@ export class RunsService {
  * once it does (factoryd never appends a follow-up to the prompt: `queued_prompt` does not occur).
  */
 export type FollowupOutcome = 'live_session' | 'handoff_execution' | 'queue_pending';
-export function followupOutcome(state: RunState): FollowupOutcome {
+function followupOutcome(state: RunState): FollowupOutcome {
   if (isTerminal(state)) return 'handoff_execution';
   return state === 'INPROGRESS' || state === 'BLOCKED' ? 'live_session' : 'queue_pending';
 }

@@ -10,7 +10,7 @@ import { sealIdOf, type ScheduleFields } from './schedule.js';
 import { SchedulesRepository } from './schedules.repository.js';
 
 /** An automation's `provider: schedule` triggers, by their index among its triggers. */
-export function scheduleTriggers(triggers: unknown): Array<{ index: number; cron: string }> {
+function scheduleTriggers(triggers: unknown): Array<{ index: number; cron: string }> {
   const out: Array<{ index: number; cron: string }> = [];
   (Array.isArray(triggers) ? triggers : []).forEach((t: unknown, index) => {
     const spec = t as { provider?: unknown; filter?: { cron_schedule?: unknown } } | null;

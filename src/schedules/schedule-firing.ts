@@ -11,7 +11,7 @@ import { sealIdOf } from './schedule.js';
 import { SchedulesRepository, type DueSchedule } from './schedules.repository.js';
 
 /** Schedules one transaction claims and fires: one statement inserts their runs. */
-export const FIRING_BATCH = 500;
+const FIRING_BATCH = 500;
 
 /**
  * Fires the schedules due at a given time, each exactly once whatever the number of replicas doing the
@@ -117,7 +117,7 @@ export class ScheduleFiring {
 }
 
 /** The run a firing starts: the schedule's prompt and config, `source` SCHEDULED_AGENT, `schedule_id` in its metadata. */
-export function runOf(s: DueSchedule): NewRun {
+function runOf(s: DueSchedule): NewRun {
   const config = withPrimarySkill({ ...s.agentConfig });
   if (config.skill_spec !== undefined && config.name === undefined)
     config.name = skillName(config.skill_spec);
@@ -140,7 +140,7 @@ export function runOf(s: DueSchedule): NewRun {
 }
 
 /** The schedule's next time strictly after `now` (null for one that will never fire again). */
-export function nextAfter(cron: string, now: Date): Date | null {
+function nextAfter(cron: string, now: Date): Date | null {
   const parsed = parseCron(cron);
   return 'error' in parsed ? null : parsed.schedule.next(now);
 }

@@ -1,7 +1,5 @@
 import type { AgentConfig } from '../runs/run.js';
 
-export const SCHEDULE_MODES = ['normal', 'plan', 'orchestrate'] as const;
-
 /** A schedule as stored (its agent config's MCP credentials sealed), with who made and changed it. */
 export interface Schedule extends ScheduleFields {
   id: string;

@@ -13,7 +13,7 @@ import { FactorySchedules } from './factory-schedules.js';
 import { ScheduleFiring } from './schedule-firing.js';
 
 /** How often each replica looks for due schedules: a firing starts within this of its minute. */
-export const SCHEDULER_POLL_MS = 1000;
+const SCHEDULER_POLL_MS = 1000;
 
 /**
  * The scheduler every replica runs: each tick brings the factories announced since the last one in

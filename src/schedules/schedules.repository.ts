@@ -14,44 +14,74 @@ const FROM = `schedules s JOIN teams t ON t.id = s.team_id
   LEFT JOIN factories f ON f.id = s.factory_id LEFT JOIN automations a ON a.id = s.automation_id
   LEFT JOIN principals c ON c.id = s.creator_id LEFT JOIN principals u ON u.id = s.updated_by_id`;
 
-const profile = (uid: unknown, type: unknown, name: unknown): Profile | null =>
-  uid ? { uid: uid as string, type: type as Profile['type'], displayName: name as string } : null;
+const profile = (uid: string | null, type: Profile['type'] | null, name: string | null): Profile | null =>
+  uid ? { uid, type: type!, displayName: name! } : null;
 
-/** A schedule row's own fields: what the API and a factory's file set. */
-function fieldsOf(r: Record<string, unknown>): ScheduleFields {
+/** A schedule row's own columns: what the API and a factory's file set. */
+interface FieldsRow {
+  name: string;
+  cron_schedule: string;
+  prompt: string;
+  agent_config: AgentConfig;
+  metadata: Record<string, string> | null;
+  mode: string | null;
+  agent_uid: string | null;
+  enabled: boolean;
+}
+
+/** A row of COLUMNS. */
+interface ScheduleRow extends FieldsRow {
+  id: string;
+  team_id: string;
+  team_uid: string;
+  next_fire_at: Date | null;
+  last_fired_at: Date | null;
+  last_run_id: string | null;
+  last_spawn_error: string | null;
+  trigger_index: number | null;
+  created_at: Date;
+  updated_at: Date;
+  factory_uid: string | null;
+  automation_path: string | null;
+  creator_uid: string | null;
+  creator_type: Profile['type'] | null;
+  creator_name: string | null;
+  updater_uid: string | null;
+  updater_type: Profile['type'] | null;
+  updater_name: string | null;
+}
+
+function fieldsOf(r: FieldsRow): ScheduleFields {
   return {
-    name: r.name as string,
-    cronSchedule: r.cron_schedule as string,
-    prompt: r.prompt as string,
-    agentConfig: r.agent_config as AgentConfig,
-    metadata: r.metadata as Record<string, string> | null,
-    mode: r.mode as string | null,
-    agentUid: r.agent_uid as string | null,
-    enabled: r.enabled as boolean,
+    name: r.name,
+    cronSchedule: r.cron_schedule,
+    prompt: r.prompt,
+    agentConfig: r.agent_config,
+    metadata: r.metadata,
+    mode: r.mode,
+    agentUid: r.agent_uid,
+    enabled: r.enabled,
   };
 }
 
-function toSchedule(r: Record<string, unknown>): Schedule {
+function toSchedule(r: ScheduleRow): Schedule {
   return {
     ...fieldsOf(r),
-    id: r.id as string,
-    teamId: r.team_id as string,
-    teamUid: r.team_uid as string,
-    nextFireAt: r.next_fire_at as Date | null,
-    lastFiredAt: r.last_fired_at as Date | null,
-    lastRunId: r.last_run_id as string | null,
-    lastSpawnError: r.last_spawn_error as string | null,
+    id: r.id,
+    teamId: r.team_id,
+    teamUid: r.team_uid,
+    nextFireAt: r.next_fire_at,
+    lastFiredAt: r.last_fired_at,
+    lastRunId: r.last_run_id,
+    lastSpawnError: r.last_spawn_error,
     createdBy: profile(r.creator_uid, r.creator_type, r.creator_name),
     updatedBy: profile(r.updater_uid, r.updater_type, r.updater_name),
+    // A factory's schedule is one of its automations' triggers: both are set (and checked to go together).
     factory: r.factory_uid
-      ? {
-          uid: r.factory_uid as string,
-          automation: r.automation_path as string,
-          triggerIndex: r.trigger_index as number,
-        }
+      ? { uid: r.factory_uid, automation: r.automation_path!, triggerIndex: r.trigger_index! }
       : null,
-    createdAt: r.created_at as Date,
-    updatedAt: r.updated_at as Date,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
   };
 }
 
@@ -81,10 +111,10 @@ export class SchedulesRepository {
   constructor(@Inject(Database) readonly db: Database) {}
 
   async find(teamId: string, id: string, q: Queryable = this.db): Promise<Schedule | undefined> {
-    const rows = await q.query(`SELECT ${COLUMNS} FROM ${FROM} WHERE s.id = $1 AND s.team_id = $2`, [
-      id,
-      teamId,
-    ]);
+    const rows = await q.query<ScheduleRow>(
+      `SELECT ${COLUMNS} FROM ${FROM} WHERE s.id = $1 AND s.team_id = $2`,
+      [id, teamId],
+    );
     return rows[0] ? toSchedule(rows[0]) : undefined;
   }
 
@@ -99,7 +129,7 @@ export class SchedulesRepository {
 
   /** The team's schedules, by name (as the Oz clients document the list). */
   async list(teamId: string): Promise<Schedule[]> {
-    const rows = await this.db.query(
+    const rows = await this.db.query<ScheduleRow>(
       `SELECT ${COLUMNS} FROM ${FROM} WHERE s.team_id = $1 ORDER BY s.name, s.id`,
       [teamId],
     );
@@ -191,17 +221,19 @@ export class SchedulesRepository {
 
   /** A factory's schedules, locked until the transaction ends. */
   async ofFactory(tx: Queryable, factoryId: string): Promise<FactoryScheduleRow[]> {
-    const rows = await tx.query(
+    const rows = await tx.query<
+      FieldsRow & { id: string; automation_id: string; trigger_index: number; next_fire_at: Date | null }
+    >(
       `SELECT id, automation_id, trigger_index, name, cron_schedule, prompt, agent_config, metadata, mode, agent_uid,
               enabled, next_fire_at
          FROM schedules WHERE factory_id = $1 FOR UPDATE`,
       [factoryId],
     );
     return rows.map((r) => ({
-      id: r.id as string,
-      automationId: r.automation_id as string,
-      triggerIndex: r.trigger_index as number,
-      nextFireAt: r.next_fire_at as Date | null,
+      id: r.id,
+      automationId: r.automation_id,
+      triggerIndex: r.trigger_index,
+      nextFireAt: r.next_fire_at,
       fields: fieldsOf(r),
     }));
   }
@@ -220,7 +252,16 @@ export class SchedulesRepository {
    * due once this one has moved them on.
    */
   async claimDue(tx: Queryable, now: Date, limit: number): Promise<DueSchedule[]> {
-    const rows = await tx.query(
+    const rows = await tx.query<
+      FieldsRow & {
+        id: string;
+        team_id: string;
+        creator_id: string | null;
+        next_fire_at: Date;
+        automation: string | null;
+        factory_uid: string | null;
+      }
+    >(
       `SELECT s.id, s.team_id, s.name, s.cron_schedule, s.prompt, s.agent_config, s.metadata, s.mode, s.creator_id,
               s.agent_uid, s.enabled, s.next_fire_at, a.name AS automation, f.uid AS factory_uid
          FROM schedules s LEFT JOIN automations a ON a.id = s.automation_id
@@ -233,12 +274,12 @@ export class SchedulesRepository {
     );
     return rows.map((r) => ({
       ...fieldsOf(r),
-      id: r.id as string,
-      teamId: r.team_id as string,
-      creatorId: r.creator_id as string | null,
-      dueAt: r.next_fire_at as Date,
-      automation: r.automation as string | null,
-      factoryUid: r.factory_uid as string | null,
+      id: r.id,
+      teamId: r.team_id,
+      creatorId: r.creator_id,
+      dueAt: r.next_fire_at,
+      automation: r.automation,
+      factoryUid: r.factory_uid,
     }));
   }
 

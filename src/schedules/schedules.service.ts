@@ -28,7 +28,7 @@ export interface ScheduleCreateRequest {
 export type ScheduleUpdateRequest = Omit<ScheduleCreateRequest, 'enabled' | 'team'> & { enabled: boolean };
 
 /** Schedules the API may make per team (a factory's are bounded by its definition's limits). */
-export const MAX_SCHEDULES_PER_TEAM = 1000;
+const MAX_SCHEDULES_PER_TEAM = 1000;
 const MAX_METADATA_VALUE_BYTES = 256;
 
 /** The schedules API: a team's schedules, each changed under its row lock. */

@@ -5,7 +5,7 @@ import { SecretCipher } from './secret-cipher.js';
 import { generateSecret, type SecretKind } from './secret-generator.js';
 import { SecretsRepository, type SecretListing, type SecretVersionRef } from './secrets.repository.js';
 
-export const SECRET_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+const SECRET_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
 /** Team secrets: set (a new version), list (never values), and resolve a pinned version's value. */
 @Injectable()

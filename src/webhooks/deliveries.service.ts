@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { webhookRun } from '../automations/run-envelope.js';
 import { Clock } from '../common/clock.js';
+import { Metrics } from '../common/metrics.js';
 import { newUuid, UUID_PATTERN } from '../common/ids.js';
 import { Conflict, invalidParam, NotFound } from '../common/problem.js';
 import { Database } from '../database/database.js';
@@ -35,6 +36,7 @@ export class DeliveriesService {
     @Inject(WebhookDirectory) private readonly directory: WebhookDirectory,
     @Inject(RunsRepository) private readonly runs: RunsRepository,
     @Inject(Clock) private readonly clock: Clock,
+    @Inject(Metrics) private readonly metrics: Metrics,
   ) {}
 
   async list(auth: AuthContext, uid: string, query: DeliveryListQuery) {
@@ -105,6 +107,7 @@ export class DeliveriesService {
       await this.log.recordReplay(tx, entry);
       for (const run of runs) await this.runs.insert(tx, run, entry.receivedAt);
     });
+    this.metrics.deliveries.inc({ status: 'replayed' });
     return this.get(auth, uid, entry.id);
   }
 

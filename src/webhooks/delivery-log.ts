@@ -26,11 +26,11 @@ export interface DeliveryEntry {
 }
 
 /** The statuses that keep the payload: an Accepted delivery, and its replays. */
-export const WITH_PAYLOAD: readonly DeliveryStatus[] = ['accepted', 'replayed'];
+const WITH_PAYLOAD: readonly DeliveryStatus[] = ['accepted', 'replayed'];
 
 /** Keep at least this many newest entries per webhook, and everything younger than RETENTION_DAYS. */
-export const RETENTION_KEEP_NEWEST = 50;
-export const RETENTION_DAYS = 7;
+const RETENTION_KEEP_NEWEST = 50;
+const RETENTION_DAYS = 7;
 
 /**
  * GET /webhooks/{uid}/deliveries: newest first, filtered (docs/webhooks.md "Searching the delivery

@@ -12,7 +12,7 @@ import {
 } from './rate-windows.js';
 
 /** Failed authentications allowed per (webhook, client address) in a sliding minute before 429. */
-export const AUTH_FAILURE_BUDGET = 20;
+const AUTH_FAILURE_BUDGET = 20;
 
 /** Why an authenticated request is refused, and its Retry-After in whole seconds (1–60). */
 export interface Refusal {

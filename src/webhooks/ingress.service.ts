@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
 import { webhookRun } from '../automations/run-envelope.js';
 import { Clock } from '../common/clock.js';
+import { Metrics } from '../common/metrics.js';
 import { newUuid } from '../common/ids.js';
 import { InvalidRequest, NotFound, RateLimited } from '../common/problem.js';
 import { findInputProblem, MAX_JSON_DEPTH } from '../common/storable.js';
@@ -19,7 +20,7 @@ import { WebhookDirectory, type LiveWebhook } from './webhook-directory.js';
 export const WEBHOOK_UID = /^[A-Za-z0-9]{22}$/;
 
 /** 256 KiB: the largest body a webhook accepts. */
-export const MAX_BODY_BYTES = 262_144;
+const MAX_BODY_BYTES = 262_144;
 
 export type BodyRead = { body: Buffer } | { tooLarge: number };
 
@@ -51,9 +52,26 @@ export class IngressService {
     @Inject(DeliveryCommits) private readonly commits: DeliveryCommits,
     @Inject(Database) private readonly db: Database,
     @Inject(Clock) private readonly clock: Clock,
+    @Inject(Metrics) private readonly metrics: Metrics,
   ) {}
 
+  /**
+   * A delivery's answer, counted by the status it was logged with (`rate_limited`: refused before
+   * any entry). Every way out of `receive` but an unknown webhook passes here once.
+   */
   async receive(req: IngressRequest): Promise<string> {
+    try {
+      const { status, identity } = await this.take(req);
+      this.metrics.deliveries.inc({ status });
+      return identity;
+    } catch (err) {
+      const status = REFUSALS.find(([refusal]) => err instanceof refusal)?.[1];
+      if (status) this.metrics.deliveries.inc({ status });
+      throw err;
+    }
+  }
+
+  private async take(req: IngressRequest): Promise<{ status: DeliveryStatus; identity: string }> {
     const receivedAt = this.clock.now();
     const hook = WEBHOOK_UID.test(req.uid) ? await this.directory.get(req.uid) : undefined;
     if (!hook) throw new NotFound(`No enabled webhook has the UID ${req.uid}.`);
@@ -128,8 +146,7 @@ export class IngressService {
     const runs = hook.triggers
       .filter((t) => t.matches(json.value, headers))
       .map((t) => webhookRun(t, delivery));
-    await this.commits.record({ entry: accepted, runs });
-    return identity;
+    return { status: await this.commits.record({ entry: accepted, runs }), identity };
   }
 
   private checkToken(hook: LiveWebhook, req: IngressRequest): string | undefined {
@@ -158,6 +175,14 @@ export class IngressService {
     throw new WebhookAuthFailed(detail);
   }
 }
+
+/** The refusals `take` throws, each once its entry is logged, by the status it was logged with. */
+const REFUSALS: Array<[new (...args: never[]) => Error, DeliveryStatus | 'rate_limited']> = [
+  [WebhookAuthFailed, 'rejected_auth'],
+  [PayloadTooLarge, 'rejected_too_large'],
+  [InvalidRequest, 'rejected_invalid_json'],
+  [RateLimited, 'rate_limited'],
+];
 
 function authBudgetSpent(retryAfter: number): RateLimited {
   return new RateLimited(

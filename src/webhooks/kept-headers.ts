@@ -35,7 +35,7 @@ const KEPT_HEADERS = [
  * A stored header value is clipped to this many characters; all of a request's headers together are
  * bounded by Node's maxHeaderSize (16 KB), so the stored ones are too.
  */
-export const MAX_KEPT_HEADER_CHARS = 512;
+const MAX_KEPT_HEADER_CHARS = 512;
 
 /**
  * The headers stored with a delivery, and the ones its header filters see (so the ingress, a replay

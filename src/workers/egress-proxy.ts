@@ -257,12 +257,12 @@ export const forwarderInterpreter: () => string | undefined = (() => {
 })();
 
 /** The forwarder, from a copy the harness's uid reaches when the checkout keeps it out (shared-runtime.ts). */
-export function forwarderPath(): string {
+function forwarderPath(): string {
   return reachableCopy(fromRoot('bin', 'egress-forwarder.pl'), 'egress-forwarder');
 }
 
 /** The port the forwarder listens on inside the sandbox (its own loopback): the proxy's. */
-export const EGRESS_PROXY_PORT = 3128;
+const EGRESS_PROXY_PORT = 3128;
 
 /**
  * The program and arguments that run `command…` (argv) under the forwarder, inside the sandbox: the

@@ -1,3 +1,4 @@
+import { retry } from '../common/retry.js';
 import type { Assignment, Control, Outcome, WorkerBackend } from './assignment.js';
 import type { HarnessEvent } from './harness-protocol.js';
 import type { WorkerHarness } from './workers.repository.js';
@@ -33,15 +34,11 @@ export class HttpBackend implements WorkerBackend {
   async connect(
     onUnreachable: (err: unknown) => void,
   ): Promise<{ worker_host: string; team: { name: string } }> {
-    for (;;) {
-      try {
-        return await this.post('/agent/workers/connect', { harnesses: this.harnesses });
-      } catch (err) {
-        if (err instanceof RefusedError || this.abort.signal.aborted) throw err;
-        onUnreachable(err);
-        await new Promise((r) => setTimeout(r, 2000));
-      }
-    }
+    return retry(() => this.post('/agent/workers/connect', { harnesses: this.harnesses }), {
+      pauses: { firstMs: 2000, maxMs: 2000 },
+      again: (err) => !(err instanceof RefusedError) && !this.abort.signal.aborted,
+      onRetry: onUnreachable,
+    });
   }
 
   async claim(max: number): Promise<Assignment[]> {
@@ -85,15 +82,10 @@ export class HttpBackend implements WorkerBackend {
 
   private async report(path: string, body: Record<string, unknown>): Promise<void> {
     const deadline = Date.now() + REPORT_RETRY_MS;
-    for (let delay = 200; ; delay = Math.min(delay * 2, 2000)) {
-      try {
-        await this.post(path, body);
-        return;
-      } catch (err) {
-        if (err instanceof RefusedError || Date.now() > deadline || this.abort.signal.aborted) throw err;
-        await new Promise((r) => setTimeout(r, delay));
-      }
-    }
+    await retry(() => this.post(path, body), {
+      pauses: { firstMs: 200, maxMs: 2000 },
+      again: (err) => !(err instanceof RefusedError) && Date.now() <= deadline && !this.abort.signal.aborted,
+    });
   }
 
   private async post<T = unknown>(path: string, body: Record<string, unknown>): Promise<T> {

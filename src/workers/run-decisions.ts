@@ -107,7 +107,7 @@ export function idleMinutes(config: Record<string, unknown>, policy: RunPolicy):
  * How a harness that exited by itself ends its run: exit 0 succeeds, anything else fails with the
  * reason its failed result gave (a built-in harness says what to do), else with its last lines.
  */
-export function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
+function endOf(outcome: Outcome): ['succeed' | 'fail', StatusMessage] {
   if (outcome.environmentFailure)
     return ['fail', ended('environment_setup_failed', outcome.environmentFailure)];
   if (outcome.exitCode === 0)

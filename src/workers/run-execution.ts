@@ -55,7 +55,17 @@ export interface ExecutionOptions {
   onReportFailed?: (runId: string, report: 'events' | 'end', err: unknown) => void;
   /** This worker's repository cache (environments' repositories); absent: a run with repositories fails. */
   repositories?: RepositoryCache;
+  /** Each harness start, by harness type (`oz`: a command) and outcome: for the service's metrics. */
+  onHarnessStart?: (harness: string, outcome: HarnessStartOutcome) => void;
 }
+
+/**
+ * How a harness start went: the agent's harness `started` (after the environment's setup commands, if
+ * any), the environment could not be prepared (`environment_failed`: a clone, a secret it names, a
+ * setup command that failed), it could not start (`failed`: no such CLI, its key missing, the sandbox
+ * refused), or the run was stopped first.
+ */
+export type HarnessStartOutcome = 'started' | 'environment_failed' | 'failed' | 'stopped';
 
 const LAST_LINES = 20;
 /** Events are sent in batches at most this old; the start goes with the first batch or alone after this. */
@@ -82,6 +92,7 @@ export class RunExecution {
   private durationTimer?: NodeJS.Timeout;
   private result?: Extract<HarnessEvent, { type: 'result' }>;
   private stoppedBy?: Outcome['stoppedBy'];
+  private startOutcome?: HarnessStartOutcome;
   private readonly workspace: string;
   private spawnedAt = 0;
   private startReported = false;
@@ -171,6 +182,7 @@ export class RunExecution {
         (exit) => this.onSetup(exit),
       );
       this.spawnedAt = performance.now();
+      if (!a.environment?.setup_commands.length) this.started('started');
       const maxMinutes = a.max_duration_minutes ?? this.opts.maxDurationMinutes;
       if (maxMinutes)
         this.durationTimer = setTimeout(
@@ -184,6 +196,7 @@ export class RunExecution {
       const exit = await this.harness.finished;
       this.clearTimers();
       if (exit.setupFailed) this.onSetup(exit.setupFailed);
+      this.started(exit.setupFailed ? 'environment_failed' : 'stopped'); // unless it was counted already
       const events = this.takePending();
       const start = this.takeStart();
       const commits = repositories.length ? repositories.map((r) => r.commit) : undefined;
@@ -208,6 +221,7 @@ export class RunExecution {
         });
       });
     } catch (err) {
+      this.started(this.stoppedBy ? 'stopped' : 'failed');
       this.report('end', 0, () =>
         this.backend.finish(a.run_id, a.execution, {
           stoppedBy: this.stoppedBy,
@@ -251,8 +265,16 @@ export class RunExecution {
     return staged;
   }
 
+  /** Counts the start's outcome once: the first one said is what happened. */
+  private started(outcome: HarnessStartOutcome): void {
+    if (this.startOutcome) return;
+    this.startOutcome = outcome;
+    this.opts.onHarnessStart?.(this.assignment.harness?.type ?? 'oz', outcome);
+  }
+
   /** The environment could not be prepared: the run ends FAILED (environment_setup_failed), nothing started. */
   private environmentFailed(message: string): Promise<void> {
+    this.started('environment_failed');
     const a = this.assignment;
     const events = this.takePending();
     return this.report('end', 0, () =>
@@ -276,6 +298,9 @@ export class RunExecution {
 
   /** A setup command ended: it goes to the conversation as an action, with its exit status. */
   private onSetup(exit: SetupExit): void {
+    // The last setup command succeeded: the harness starts now.
+    const last = (this.assignment.environment?.setup_commands.length ?? 0) - 1;
+    if (exit.index === last && exit.code === 0) this.started('started');
     this.pending.push({
       type: 'action',
       kind: 'environment_setup',

@@ -1,4 +1,6 @@
+import { DEPTH_CAP, DEPTH_READ } from '../common/metrics.js';
 import type { Database, Queryable } from '../database/database.js';
+import { namedParams, type NamedParams } from '../database/named-params.js';
 import { sqlStates, statesAllowing, type RunState } from '../runs/run-state.js';
 import { SERVICE_WORKER_HOST } from '../runs/run.js';
 import { HELD_STATES } from './run-decisions.js';
@@ -24,7 +26,20 @@ export interface ClaimedRun {
   harness_command: string | null;
   /** The team's default harness type (teams set-harness --type); NULL: `oz`. */
   team_harness: string | null;
+  /** When the run last turned QUEUED (its `updated_at` before the claim): how long it waited. */
+  queued_at: Date;
 }
+
+/** What the queue holds now, as the metrics show it (QUEUED counted up to DEPTH_CAP, held runs up to HELD_CAP). */
+export interface QueueDepths {
+  /** Live runs by state and whether they run on service-hosted workers; `overdue`: held past the longest an execution may take. */
+  live: Array<{ state: RunState; service: boolean; runs: number; overdue: number }>;
+  /** Held runs whose lease lapsed. */
+  leaseLapsed: number;
+}
+
+/** Held runs are as many as the workers' slots; past this many, a scrape stops counting them. */
+const HELD_CAP = 10_000;
 
 /** A held run the service is taking from its worker (locked). */
 export interface HeldRun {
@@ -60,7 +75,7 @@ export class RunQueueRepository {
    * Claims up to `max` QUEUED runs of the worker's host and gathers what their harnesses need, in one
    * statement: follow-ups taken (and recorded in the conversation), attachments, the team's skills,
    * the conversation so far. A self-hosted worker takes its own team's oldest runs. Service-hosted
-   * workers share their slots fairly (FAIR_PICK). SKIP LOCKED: claimers never wait on each other's
+   * workers share their slots fairly (fairPick). SKIP LOCKED: claimers never wait on each other's
    * rows (a self-hosted claim takes NOTES_LOCK shared, so that it waits for the housekeeping's notes
    * instead of skipping the rows they write). It is the one state change that cannot go through RunsRepository.transition (a batch decided
    * by the lock), so it takes its state (`claimed`) from the state machine.
@@ -70,24 +85,29 @@ export class RunQueueRepository {
     max: number,
     at: { claimed: RunState; now: Date; leaseEnd: Date; liveSince: Date; teamMaxSlots?: number },
   ): Promise<ClaimedRun[]> {
-    const params = [w.host, max, at.claimed, at.now, w.id, at.leaseEnd];
+    const claim = { host: w.host, max, claimed: at.claimed, now: at.now, owner: w.id, leaseEnd: at.leaseEnd };
+    const harnesses = harnessTypesOf(w);
     if (w.teamId !== null)
       return this.db.queryLocked<ClaimedRun>(
         NOTES_LOCK,
-        claimStatement(OWN_TEAM_PICK),
-        [...params, w.teamId, harnessTypesOf(w)],
+        OWN_TEAM_CLAIM,
+        OWN_TEAM.values({ ...claim, team: w.teamId, harnesses }),
         'shared',
       );
     // Service-hosted claims take turns (across replicas: a lock in the database), so that each
     // counts what the claims before it took: concurrent claims would each see a team under its
     // cap and together take it over.
-    return this.db.queryLocked<ClaimedRun>(SERVICE_CLAIM_LOCK, claimStatement(FAIR_PICK, SERVED_TURNS), [
-      ...params,
-      w.slots ?? 1,
-      at.liveSince,
-      at.teamMaxSlots ?? null,
-      harnessTypesOf(w),
-    ]);
+    return this.db.queryLocked<ClaimedRun>(
+      SERVICE_CLAIM_LOCK,
+      FAIR_CLAIM,
+      FAIR.values({
+        ...claim,
+        slots: w.slots ?? 1,
+        liveSince: at.liveSince,
+        teamMaxSlots: at.teamMaxSlots ?? null,
+        harnesses,
+      }),
+    );
   }
 
   /** Renews the leases `owner` still holds among `runIds` until `until`. */
@@ -116,6 +136,30 @@ export class RunQueueRepository {
   /** The run's pending interrupt was handed to its worker. */
   async interruptTaken(tx: Queryable, runId: string): Promise<void> {
     await tx.execute(`UPDATE runs SET interrupt_execution = NULL WHERE id = $1`, [runId]);
+  }
+
+  /**
+   * The queue's depths for /metrics, in one statement that reads only the live runs' partial indexes
+   * (runs_queue_team for QUEUED, index only; runs_leases for the held runs, their rows once), never
+   * the ended runs: its cost follows the live runs, and is capped. `overdueBefore`: held runs claimed
+   * before it are overdue (none without a maximum duration).
+   */
+  async depths(now: Date, overdueBefore: Date | undefined): Promise<QueueDepths> {
+    const [row] = await this.db.queryWithin<{ live: QueueDepths['live'] | null; lapsed: number }>(
+      DEPTH_READ,
+      `SELECT
+         (SELECT json_agg(json_build_object('state', d.state, 'service', d.service, 'runs', d.runs, 'overdue', d.overdue))
+            FROM (SELECT 'QUEUED' AS state, q.worker_host = $1 AS service, count(*)::int AS runs, 0 AS overdue
+                    FROM (SELECT worker_host FROM runs WHERE state = 'QUEUED' LIMIT ${DEPTH_CAP}) q GROUP BY 2
+                  UNION ALL
+                  SELECT h.state, h.worker_host = $1, count(*)::int, count(*) FILTER (WHERE h.claimed_at < $3)::int
+                    FROM (SELECT state, worker_host, claimed_at FROM runs WHERE state IN (${HELD_SQL}) LIMIT ${HELD_CAP}) h
+                   GROUP BY 1, 2) d) AS live,
+         (SELECT count(*)::int FROM (SELECT 1 FROM runs WHERE state IN (${HELD_SQL}) AND lease_expires_at < $2
+                                      LIMIT ${HELD_CAP}) l) AS lapsed`,
+      [SERVICE_WORKER_HOST, now, overdueBefore ?? null],
+    );
+    return { live: row?.live ?? [], leaseLapsed: row?.lapsed ?? 0 };
   }
 
   /** Held runs whose lease lapsed before `now`, oldest lapse first, locked (the reaper's). */
@@ -271,22 +315,35 @@ const runHarness = (run: string, team: string) =>
   `coalesce(${run}.agent_config->'harness'->>'type', ${team}, 'oz')`;
 
 /**
- * A self-hosted worker's pick: the oldest QUEUED runs of its host in its team ($7) whose harness it
- * has ($8). Parameters of every pick: $1 host, $2 max; the claim's own are $3–$6 (claimStatement).
+ * The parameters of every claim: the worker's host, the most runs it takes, and the claim's own
+ * (claimStatement): the claimed state, now, the lease's owner and end.
  */
-const OWN_TEAM_PICK = `
-  SELECT r.id FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = $7
-     AND ${runHarness('r', '(SELECT t.harness_type FROM teams t WHERE t.id = $7)')} = ANY($8::text[])
-   ORDER BY r.created_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+const CLAIM_PARAMS = ['host', 'max', 'claimed', 'now', 'owner', 'leaseEnd'] as const;
+type ClaimParams = NamedParams<(typeof CLAIM_PARAMS)[number]>['$'];
+
+/** A self-hosted worker's claim: also its team, and the harnesses it has. */
+const OWN_TEAM = namedParams([...CLAIM_PARAMS, 'team', 'harnesses']);
+
+/** A self-hosted worker's pick: the oldest QUEUED runs of its host in its team whose harness it has. */
+const ownTeamPick = ($: (typeof OWN_TEAM)['$']) => `
+  SELECT r.id, r.updated_at AS queued_at FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = ${$.host} AND r.team_id = ${$.team}
+     AND ${runHarness('r', `(SELECT t.harness_type FROM teams t WHERE t.id = ${$.team})`)} = ANY(${$.harnesses}::text[])
+   ORDER BY r.created_at LIMIT ${$.max} FOR UPDATE SKIP LOCKED`;
+
+/**
+ * A service-hosted worker's claim: also its own slots, since when a worker counts as live,
+ * TEAM_MAX_SLOTS, and the harnesses it has.
+ */
+const FAIR = namedParams([...CLAIM_PARAMS, 'slots', 'liveSince', 'teamMaxSlots', 'harnesses']);
 
 /**
  * The service-hosted pick: fair shares of the slots. Each team with queued runs (found by skipping
  * through the queue index team by team) may hold up to its cap: the team's own max_slots, else
- * TEAM_MAX_SLOTS ($9), else every slot but one when other teams exist — so that a team that fills
+ * TEAM_MAX_SLOTS, else every slot but one when other teams exist — so that a team that fills
  * the slots with runs that hang still leaves one for the next team's run — and no cap for a lone
  * team (NULL: `least` ignores it). Not `total` for a lone team: a run whose harness ended still
  * counts as held until its worker's report lands, so that cap held free slots empty. The slots are those of every live service-hosted worker in the registry (other replicas'
- * and this worker's own $7; seen after $8). Runs are taken in turns: a team's n-th oldest queued run
+ * and this worker's own; seen after liveSince). Runs are taken in turns: a team's n-th oldest queued run
  * has turn `held + n`, so the team holding least goes first and a burst is shared out round-robin;
  * among equal turns the team served least recently goes first (`team_slot_turns`, which the claim
  * statement keeps: SERVED_TURNS), never-served teams before all, and only then the oldest run. Not
@@ -295,33 +352,33 @@ const OWN_TEAM_PICK = `
  * locked by id (`= ANY(ARRAY(…))`): joined to `runs` instead, the planner guessed many candidates
  * and read the whole table to match them.
  */
-const FAIR_PICK = `
+const fairPick = ($: (typeof FAIR)['$']) => `
   WITH RECURSIVE queued_teams(team_id) AS (
-     (SELECT team_id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = $1 ORDER BY team_id LIMIT 1)
+     (SELECT team_id FROM runs WHERE state IN (${CLAIMABLE_SQL}) AND worker_host = ${$.host} ORDER BY team_id LIMIT 1)
      UNION ALL
-     SELECT (SELECT r.team_id FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id > q.team_id
+     SELECT (SELECT r.team_id FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = ${$.host} AND r.team_id > q.team_id
               ORDER BY r.team_id LIMIT 1)
        FROM queued_teams q WHERE q.team_id IS NOT NULL),
    slots AS (
-     SELECT $7::int + coalesce(sum(w.slots), 0)::int AS total FROM workers w
-      WHERE w.team_id IS NULL AND w.worker_host = $1 AND w.id <> $5 AND w.last_seen_at > $8),
+     SELECT ${$.slots}::int + coalesce(sum(w.slots), 0)::int AS total FROM workers w
+      WHERE w.team_id IS NULL AND w.worker_host = ${$.host} AND w.id <> ${$.owner} AND w.last_seen_at > ${$.liveSince}),
    shares AS MATERIALIZED (
      SELECT q.team_id, held.n AS held, t.harness_type, coalesce(st.served, 0) AS served,
-            coalesce(t.max_slots, $9::int, CASE WHEN EXISTS (SELECT 1 FROM teams o WHERE o.id <> q.team_id)
+            coalesce(t.max_slots, ${$.teamMaxSlots}::int, CASE WHEN EXISTS (SELECT 1 FROM teams o WHERE o.id <> q.team_id)
                                                 THEN greatest(s.total - 1, 1) END) AS cap
        FROM queued_teams q JOIN teams t ON t.id = q.team_id CROSS JOIN slots s
        LEFT JOIN team_slot_turns st ON st.team_id = q.team_id
        CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM runs h
-                            WHERE h.state IN (${HELD_SQL}) AND h.worker_host = $1 AND h.team_id = q.team_id) held),
+                            WHERE h.state IN (${HELD_SQL}) AND h.worker_host = ${$.host} AND h.team_id = q.team_id) held),
    candidates AS MATERIALIZED (
      SELECT c.id, sh.held + c.n AS turn, sh.served, c.created_at
        FROM shares sh CROSS JOIN LATERAL (
          SELECT r.id, r.created_at, row_number() OVER (ORDER BY r.created_at) AS n
-           FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = $1 AND r.team_id = sh.team_id
-            AND ${runHarness('r', 'sh.harness_type')} = ANY($10::text[])
-          ORDER BY r.created_at LIMIT greatest(least($2::int, sh.cap - sh.held), 0)) c)
-  SELECT id FROM runs
-   WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, served, created_at LIMIT $2)) AND state IN (${CLAIMABLE_SQL})
+           FROM runs r WHERE r.state IN (${CLAIMABLE_SQL}) AND r.worker_host = ${$.host} AND r.team_id = sh.team_id
+            AND ${runHarness('r', 'sh.harness_type')} = ANY(${$.harnesses}::text[])
+          ORDER BY r.created_at LIMIT greatest(least(${$.max}::int, sh.cap - sh.held), 0)) c)
+  SELECT id, updated_at AS queued_at FROM runs
+   WHERE id = ANY(ARRAY(SELECT id FROM candidates ORDER BY turn, served, created_at LIMIT ${$.max})) AND state IN (${CLAIMABLE_SQL})
      FOR UPDATE SKIP LOCKED`;
 
 /**
@@ -335,28 +392,25 @@ const SERVED_TURNS = `,
          SELECT DISTINCT c.team_id, (SELECT nextval('team_slot_turn')) FROM c
          ON CONFLICT (team_id) DO UPDATE SET served = excluded.served)`;
 
-/**
- * The claim around a pick (the ids of the runs to claim, locked): $3 the claimed state, $4 now, $5 the
- * lease owner, $6 the lease's end.
- */
-function claimStatement(pick: string, more = ''): string {
+/** The claim around a pick (the ids of the runs to claim, locked, with when each turned QUEUED). */
+function claimStatement($: ClaimParams, pick: string, more = ''): string {
   // `picked` is materialized: as `id IN (… LIMIT n FOR UPDATE SKIP LOCKED)` the planner may rescan
   // the locking subquery once per row, each rescan skipping the rows just updated, and claim them all.
   // Its rows are locked in a claimable state, so the update finds them by id (the primary key).
   return `WITH picked AS MATERIALIZED (${pick}),
        c AS (
-         UPDATE runs r SET state = $3, updated_at = $4, lease_owner = $5, lease_expires_at = $6, claimed_at = $4,
+         UPDATE runs r SET state = ${$.claimed}, updated_at = ${$.now}, lease_owner = ${$.owner}, lease_expires_at = ${$.leaseEnd}, claimed_at = ${$.now},
                 execution = r.execution + 1, session_id = coalesce(r.session_id, gen_random_uuid()), status_message = NULL
            FROM picked WHERE r.id = picked.id
-          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec),
+          RETURNING r.id, r.team_id, r.prompt, r.agent_config, r.execution, r.session_id, r.skill_spec, picked.queued_at),
        f AS (
-         UPDATE run_followups u SET delivered_at = $4 FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
+         UPDATE run_followups u SET delivered_at = ${$.now} FROM c WHERE u.run_id = c.id AND u.delivered_at IS NULL
          RETURNING u.run_id, u.message, u.created_at),
        opening AS (
          INSERT INTO run_events (run_id, team_id, execution, type, role, body, created_at)
          SELECT m.run_id, m.team_id, m.execution, 'message', 'user',
-                jsonb_build_object('type', 'message', 'role', 'user', 'text', m.text), $4
-           FROM (SELECT c.id AS run_id, c.team_id, c.execution, c.prompt AS text, 0 AS k, $4::timestamptz AS at FROM c WHERE c.execution = 1
+                jsonb_build_object('type', 'message', 'role', 'user', 'text', m.text), ${$.now}
+           FROM (SELECT c.id AS run_id, c.team_id, c.execution, c.prompt AS text, 0 AS k, ${$.now}::timestamptz AS at FROM c WHERE c.execution = 1
                  UNION ALL
                  SELECT f.run_id, c.team_id, c.execution, f.message, 1, f.created_at FROM f JOIN c ON c.id = f.run_id) m
           ORDER BY m.run_id, m.k, m.at)${more}
@@ -372,3 +426,7 @@ function claimStatement(pick: string, more = ''): string {
          t.harness_command, t.harness_type AS team_harness
        FROM c JOIN teams t ON t.id = c.team_id`;
 }
+
+/** The two claim statements, each one text for every claim (pg prepares it once). */
+const OWN_TEAM_CLAIM = claimStatement(OWN_TEAM.$, ownTeamPick(OWN_TEAM.$));
+const FAIR_CLAIM = claimStatement(FAIR.$, fairPick(FAIR.$), SERVED_TURNS);

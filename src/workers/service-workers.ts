@@ -213,7 +213,7 @@ export function harnessSandbox(config: Config, workspaceRoot: string): SandboxCh
 }
 
 /** Where workspaces go as root when the folders above DATA_DIR keep other users out. */
-export const ROOT_WORKSPACES_DIR = join(ROOT_STATE_DIR, 'workspaces');
+const ROOT_WORKSPACES_DIR = join(ROOT_STATE_DIR, 'workspaces');
 
 /**
  * Workspaces of this machine's workers: `$DATA_DIR/workspaces`. As root, harnesses run as other uids
@@ -270,6 +270,7 @@ export function startServiceHostedPool(
   log: WorkerLog,
   concurrency = config.workerConcurrency,
   onReportFailed?: ExecutionOptions['onReportFailed'],
+  onHarnessStart?: ExecutionOptions['onHarnessStart'],
 ): WorkerPool {
   const worker = {
     id: `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`,
@@ -280,6 +281,7 @@ export function startServiceHostedPool(
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
     ...executionOptions(config, serviceWorkspaceRoot(config), harnesses, log, onReportFailed),
+    onHarnessStart,
     concurrency,
     heartbeatMs: heartbeatMs(config),
     pollMs: SAFETY_POLL_MS,

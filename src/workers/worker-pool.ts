@@ -20,6 +20,8 @@ export interface PoolOptions extends ExecutionOptions {
  */
 export class WorkerPool {
   private readonly active = new Map<string, RunExecution>();
+  /** Each live execution's end (its slot freed), for a stop to wait on. */
+  private readonly endings = new Set<Promise<void>>();
   /** Executions whose harness ended but whose reports are still on their way. */
   private readonly reporting = new Set<Promise<void>>();
   private running = false;
@@ -78,7 +80,7 @@ export class WorkerPool {
     const heartbeatsStopped = this.heartbeats?.stop(); // no new beat; one under way ends on its own
     this.slotFreed?.();
     await Promise.all([...this.active.values()].map((e) => e.stop('shutdown')));
-    while (this.active.size) await new Promise((r) => setTimeout(r, 10));
+    await Promise.all(this.endings);
     await Promise.all(this.reporting);
     await heartbeatsStopped;
     await this.backend.close(); // also ends a claim that is waiting (long poll)
@@ -136,16 +138,18 @@ export class WorkerPool {
 
   private launch(exec: RunExecution): void {
     this.active.set(exec.runId, exec);
-    exec
+    const ended: Promise<void> = exec
       .run()
       .catch((err) => this.opts.onError?.(err))
       .finally(() => {
         const reported = exec.reported.finally(() => this.reporting.delete(reported));
         this.reporting.add(reported);
         this.active.delete(exec.runId);
+        this.endings.delete(ended);
         this.slotFreed?.();
         this.slotFreed = undefined;
       });
+    this.endings.add(ended);
   }
 
   private async heartbeat(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Database, Queryable } from '../database/database.js';
+import type { Metrics } from '../common/metrics.js';
 import { nextState } from '../runs/run-state.js';
 import type { RunsRepository } from '../runs/runs.repository.js';
 import type { Config } from '../config/config.js';
@@ -9,6 +10,7 @@ import {
   forgottenBefore,
   harnessEnd,
   idleMinutes,
+  HELD_STATES,
   isHeld,
   lapsedLeaseEnd,
   leaseEnd,
@@ -45,7 +47,11 @@ export const runPolicy = (config: Config): RunPolicy => ({
   transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
 });
 
-const isArtifact = (e: HarnessEvent) => e.type === 'action' && e.kind === 'artifact';
+/** The metrics' `workers` label: runs on service-hosted workers, or on a team's self-hosted ones. */
+const WORKER_KINDS = ['service', 'self_hosted'] as const;
+
+const sum = (ns: number[]) => ns.reduce((a, b) => a + b, 0);
+
 const isUsage = (e: HarnessEvent): e is Extract<HarnessEvent, { type: 'usage' }> => e.type === 'usage';
 
 /**
@@ -71,12 +77,27 @@ export class WorkerRunsService {
     private readonly secrets?: SecretsService,
     /** Resolves runs' environments at their claim; absent: runs start in an empty workspace. */
     private readonly environments?: EnvironmentResolver,
+    /** The service's metrics (claims, reaps, the queue's depths); absent outside `factoryd serve`. */
+    private readonly metrics?: Metrics,
   ) {
     this.queue = new RunQueueRepository(db);
     this.registry = new WorkersRepository(db);
     this.artifacts = new RunArtifacts(db);
     this.usage = new RunUsageRepository(db);
     this.skills = new SkillResolver(this.queue);
+    metrics?.addDepthReader(() => this.readDepths(metrics));
+  }
+
+  /** The queue's depths into the metrics' gauges (every state and kind of worker, zero included). */
+  private async readDepths(metrics: Metrics): Promise<void> {
+    const now = this.now();
+    const depths = await this.queue.depths(now, overdueClaimedBefore(now, this.policy));
+    for (const state of ['QUEUED', ...HELD_STATES])
+      for (const workers of WORKER_KINDS) metrics.runsByState.set({ state, workers }, 0);
+    for (const d of depths.live)
+      metrics.runsByState.set({ state: d.state, workers: d.service ? 'service' : 'self_hosted' }, d.runs);
+    metrics.runsOverdue.set({ reason: 'lease_lapsed' }, depths.leaseLapsed);
+    metrics.runsOverdue.set({ reason: 'overdue' }, sum(depths.live.map((d) => d.overdue)));
   }
 
   register(w: WorkerIdentity): Promise<void> {
@@ -103,6 +124,13 @@ export class WorkerRunsService {
       teamMaxSlots: this.policy.teamMaxSlots,
     });
     if (rows.length) this.runs.changed();
+    const workers = w.teamId === null ? 'service' : 'self_hosted';
+    this.metrics?.runsClaimed.inc({ workers }, rows.length);
+    for (const r of rows)
+      this.metrics?.claimWait.observe(
+        { workers },
+        Math.max(0, now.getTime() - new Date(r.queued_at).getTime()) / 1000,
+      );
     return Promise.all(rows.map((r) => this.assignment(r, w)));
   }
 
@@ -240,8 +268,6 @@ export class WorkerRunsService {
     if (!held) return;
     this.runs.changed();
     const stored = events.slice(0, kept);
-    const artifacts = stored.filter(isArtifact).map((e) => (e as { input: Record<string, unknown> }).input);
-    if (artifacts.length) await this.runs.addArtifacts(this.db, runId, artifacts);
     await this.artifacts.record(this.db, runId, execution, artifactReports(stored), this.now());
     const blocked = events.find((e) => e.type === 'status');
     if (blocked)
@@ -298,7 +324,7 @@ export class WorkerRunsService {
     // Usage first, while this worker still holds the run.
     let events = await this.addUsage(w, runId, execution, outcome.events ?? []);
     // Events that change the run besides the end (an artifact, BLOCKED) go through `record` first.
-    if (events.some((e) => e.type === 'status' || e.type === 'artifact' || isArtifact(e))) {
+    if (events.some((e) => e.type === 'status' || e.type === 'artifact')) {
       await this.record(w, runId, execution, events);
       events = [];
     }
@@ -357,14 +383,19 @@ export class WorkerRunsService {
     const before = overdueClaimedBefore(this.now(), this.policy);
     if (!before) return 0;
     return this.db.transaction(async (tx) =>
-      this.end(tx, await this.queue.claimedBefore(tx, before), (r) => overdueEnd(r.state, this.policy)),
+      this.end(
+        tx,
+        await this.queue.claimedBefore(tx, before),
+        (r) => overdueEnd(r.state, this.policy),
+        'overdue',
+      ),
     );
   }
 
   /** Runs whose lease lapsed end as ERROR (retryable); returns how many. */
   async reap(): Promise<number> {
     return this.db.transaction(async (tx) =>
-      this.end(tx, await this.queue.lapsed(tx, this.now()), lapsedLeaseEnd),
+      this.end(tx, await this.queue.lapsed(tx, this.now()), lapsedLeaseEnd, 'lease_lapsed'),
     );
   }
 
@@ -375,18 +406,28 @@ export class WorkerRunsService {
   async lost(w: WorkerIdentity, workerIds: string[]): Promise<number> {
     if (!workerIds.length) return 0;
     return this.db.transaction(async (tx) =>
-      this.end(tx, await this.queue.heldBy(tx, w, workerIds), lostWorkerEnd),
+      this.end(tx, await this.queue.heldBy(tx, w, workerIds), lostWorkerEnd, 'worker_lost'),
     );
   }
 
-  /** Ends held runs the service took from their workers (`end` from each), their leases released. */
-  private async end(tx: Queryable, rows: HeldRun[], end: (r: HeldRun) => RunEnd): Promise<number> {
+  /**
+   * Ends held runs the service took from their workers (`end` from each), their leases released;
+   * counted as reaped for `reason` once the transaction commits.
+   */
+  private async end(
+    tx: Queryable,
+    rows: HeldRun[],
+    end: (r: HeldRun) => RunEnd,
+    reason: 'overdue' | 'lease_lapsed' | 'worker_lost',
+  ): Promise<number> {
     const now = this.now();
+    let ended = 0;
     for (const r of rows) {
       const { path, statusMessage } = end(r);
-      await this.runs.transition(tx, r.id, r.state, path, now, { statusMessage });
+      if (await this.runs.transition(tx, r.id, r.state, path, now, { statusMessage })) ended++;
       await this.queue.release(tx, r.id);
     }
+    if (ended) tx.afterCommit(() => this.metrics?.runsReaped.inc({ reason }, ended));
     return rows.length;
   }
 

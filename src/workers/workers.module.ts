@@ -6,15 +6,9 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { Clock } from '../common/clock.js';
+import { Metrics } from '../common/metrics.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
-import { Notifications } from '../database/notifications.js';
-import { RunsModule } from '../runs/runs.module.js';
-import { RunsRepository } from '../runs/runs.repository.js';
-import { EnvironmentResolver } from '../environments/environment-resolver.js';
-import { SecretsModule } from '../secrets/secrets.module.js';
-import { SecretsService } from '../secrets/secrets.service.js';
 import { RunWakeups } from './run-wakeups.js';
 import {
   harnessCatalog,
@@ -27,12 +21,13 @@ import {
   type Housekeeping,
 } from './service-workers.js';
 import type { WorkerPool } from './worker-pool.js';
-import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
+import { WorkerRunsService } from './worker-runs.service.js';
 import { WorkersController } from './workers.controller.js';
+import { WorkerRunsModule } from './worker-runs.module.js';
 
 /** `factoryd serve`: the wake-ups, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
 @Injectable()
-export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
+class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly log = new Logger('workers');
   private pool?: WorkerPool;
   private housekeeping?: Housekeeping;
@@ -42,6 +37,7 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
     @Inject(CONFIG) private readonly config: Config,
     @Inject(WorkerRunsService) private readonly service: WorkerRunsService,
     @Inject(RunWakeups) private readonly wakeups: RunWakeups,
+    @Inject(Metrics) private readonly metrics: Metrics,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -69,6 +65,7 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
         log,
         this.config.workerConcurrency,
         (runId, report, err) => this.log.error(reportFailure(runId, report, err)),
+        (harness, outcome) => this.metrics.harnessStarts.inc({ harness, outcome }),
       );
     }
   }
@@ -82,34 +79,8 @@ export class ServiceWorkers implements OnApplicationBootstrap, BeforeApplication
 }
 
 @Module({
-  imports: [RunsModule, SecretsModule],
+  imports: [WorkerRunsModule],
   controllers: [WorkersController],
-  providers: [
-    {
-      provide: WorkerRunsService,
-      inject: [Database, RunsRepository, CONFIG, Clock, SecretsService],
-      useFactory: (
-        db: Database,
-        runs: RunsRepository,
-        config: Config,
-        clock: Clock,
-        secrets: SecretsService,
-      ) =>
-        new WorkerRunsService(
-          db,
-          runs,
-          runPolicy(config),
-          () => clock.now(),
-          secrets,
-          new EnvironmentResolver(db, secrets),
-        ),
-    },
-    {
-      provide: RunWakeups,
-      inject: [Notifications],
-      useFactory: (notifications: Notifications) => new RunWakeups(notifications),
-    },
-    ServiceWorkers,
-  ],
+  providers: [ServiceWorkers],
 })
 export class WorkersModule {}

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QueryRunner } from 'typeorm';
 import { RunErrorCodes1763690410000 } from '../../src/database/migrations/1763690410000-run-error-codes.js';
 import { RunItemFields1763690400000 } from '../../src/database/migrations/1763690400000-run-item-fields.js';
+import { ArtifactsOneHome1763690450000 } from '../../src/database/migrations/1763690450000-artifacts-one-home.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { artifactText } from '../support/artifacts.js';
 import { python } from './support.js';
 
 // Runs stored before the newest clients' fields existed read back as those clients expect, once the
@@ -99,5 +101,76 @@ describe('runs that ended before RunErrorCodes', () => {
       const ended = (await python(t, 'GET', `/agent/runs/${runs[code]}/timeline`)).body.timeline.at(-1);
       expect(ended.status_message).toEqual(run.status_message);
     }
+  });
+});
+
+describe('runs stored before ArtifactsOneHome', () => {
+  it('list the artifacts their runs.artifacts held, in its order, from run_artifacts alone', async () => {
+    const id = await created({ prompt: 'Left artifacts' });
+    const migration = new ArtifactsOneHome1763690450000();
+    await migration.down(runner);
+    // As the earlier code stored them: a row per artifact, listed again on the run (in the report's
+    // order, which the random ids do not keep), and the older action's inputs on the run only.
+    const [first, second] = ['00000000-0000-4000-8000-00000000000f', '00000000-0000-4000-8000-000000000001'];
+    const at = '2026-11-20T10:00:00.000Z';
+    await t.service.db.execute(
+      `INSERT INTO run_artifacts (id, run_id, team_id, execution, artifact_type, data, created_at)
+         SELECT x.id, r.id, r.team_id, 1, x.t, x.d, $2 FROM runs r,
+                unnest($3::uuid[], $4::text[], $5::jsonb[]) AS x(id, t, d) WHERE r.id = $1`,
+      [
+        id,
+        at,
+        [first, second],
+        ['PULL_REQUEST', 'EXTERNAL_REFERENCE'],
+        [
+          { url: 'https://example.com/pr/1', branch: 'fix' },
+          { reference_type: 'issue', url: 'https://example.com/1' },
+        ],
+      ],
+    );
+    const items = [
+      {
+        artifact_type: 'PULL_REQUEST',
+        created_at: at,
+        data: { url: 'https://example.com/pr/1', branch: 'fix', artifact_uid: first },
+      },
+      {
+        artifact_type: 'EXTERNAL_REFERENCE',
+        created_at: at,
+        data: { reference_type: 'issue', url: 'https://example.com/1', artifact_uid: second },
+      },
+      { type: 'file', name: 'summary.md', content: 'The summary' },
+      { artifact_type: 'PULL_REQUEST', data: { url: 'https://example.com/pr/2', branch: 'older' } },
+      { something: 'else' },
+    ];
+    await t.service.db.execute(`UPDATE runs SET artifacts = $2 WHERE id = $1`, [id, JSON.stringify(items)]);
+    await migration.up(runner);
+
+    const run = await item(id);
+    expect(run.artifacts.map((a: any) => a.artifact_type)).toEqual([
+      'PULL_REQUEST',
+      'EXTERNAL_REFERENCE',
+      'FILE',
+      'PULL_REQUEST',
+    ]);
+    expect(run.artifacts.slice(0, 2)).toEqual(items.slice(0, 2));
+    expect(run.artifacts[2].data).toMatchObject({
+      filename: 'summary.md',
+      mime_type: 'text/plain',
+      size_bytes: 11,
+    });
+    expect(await artifactText(t, run.artifacts[2])).toBe('The summary');
+    expect(run.artifacts[3].data).toEqual({
+      url: 'https://example.com/pr/2',
+      branch: 'older',
+      artifact_uid: expect.any(String),
+    });
+    expect(
+      (await python(t, 'GET', '/agent/runs?artifact_type=FILE')).body.runs.map((r: any) => r.run_id),
+    ).toEqual([id]);
+    const columns = await t.service.db.query(
+      `SELECT 1 FROM information_schema.columns WHERE table_name = 'runs' AND column_name = 'artifacts'`,
+    );
+    expect(columns).toEqual([]);
   });
 });

@@ -11,6 +11,7 @@ import { packageProgramCommand } from '../../src/workers/harness-programs.js';
 import { CLI, runCli } from '../support/cli.js';
 import { createTestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
+import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
 
 /**
  * A harness attacks the service that runs it (docs/security.md, "The harness sandbox"). The real
@@ -70,51 +71,29 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-interface Served {
-  child: ChildProcess;
-  api: string;
-  output: () => string;
-  stop(): Promise<void>;
-}
+/** A `factoryd serve` of these tests, with its API's URL. */
+type Served = ServeProcess & { api: string };
 
-/** `factoryd serve` with the operator's environment and HARNESS_SANDBOX=`mode`. */
-async function serve(mode: string, more: Record<string, string> = {}): Promise<Served> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...env, PORT: '0', WORKER_CONCURRENCY: '2', HARNESS_SANDBOX: mode, ...more },
-  });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const url = await eventually(
-    () => {
-      if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}: ${out}`);
-      return /factoryd is up: API (\S+)\/api\/v1/.exec(out)?.[1];
-    },
-    'factoryd serve to start',
-    { timeoutMs: 60_000 },
+/** `factoryd serve` with the operator's environment (only) and HARNESS_SANDBOX=`mode`. */
+async function serve(
+  mode: string,
+  more: Record<string, string> = {},
+): Promise<ServeProcess & { api: string }> {
+  const served = await startServeProcess(
+    { ...env, WORKER_CONCURRENCY: '2', HARNESS_SANDBOX: mode, ...more },
+    { bareEnvironment: true },
   );
+  children.push(served.child);
   if (!adminKey) {
     // The first start made the default team and printed its admin key (once); then the attacker's team.
-    adminKey = await eventually(
-      () => /export FACTORYD_API_KEY=(\S+)/.exec(out)?.[1],
-      'the first start’s admin key',
-    );
+    adminKey = served.adminKey;
     const team = await runCli(['teams', 'create', 'attacker', '--json'], { env });
     expect(team.code, team.stderr).toBe(0);
     const created = await runCli(['api-keys', 'create', '--team', 'attacker', '--json'], { env });
     expect(created.code, created.stderr).toBe(0);
     attackerKey = JSON.parse(created.stdout).key;
   }
-  return {
-    child,
-    api: `${url}/api/v1`,
-    output: () => out,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await eventually(() => child.exitCode !== null, 'factoryd serve to stop');
-    },
-  };
+  return { ...served, api: `${served.url}/api/v1` };
 }
 
 async function call(api: string, key: string, method: string, path: string, body?: unknown) {

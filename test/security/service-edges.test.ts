@@ -1,12 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, runCli } from '../support/cli.js';
+import { runCli } from '../support/cli.js';
 import { createTestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
+import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
 
 /**
  * Issue #32, 8: the edges of `factoryd serve` a caller or a broken network reaches — a database that
@@ -15,40 +15,22 @@ import { eventually } from '../support/eventually.js';
 describe('factoryd serve at its edges (docs/operations.md, docs/security.md)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'factoryd-edges-'));
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let serve: ChildProcess | undefined;
-  let out = '';
+  let serve: ServeProcess | undefined;
   let url = '';
   let key = '';
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    serve = spawn(process.execPath, [CLI, 'serve'], {
-      env: {
-        ...process.env,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'debug', // request lines are at debug
-        DATABASE_URL: database.url,
-        DATA_DIR: dataDir,
-        WORKER_CONCURRENCY: '0',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    serve = await startServeProcess({
+      LOG_LEVEL: 'debug', // request lines are at debug
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDir,
+      WORKER_CONCURRENCY: '0',
     });
-    serve.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    serve.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    [url, key] = await eventually(
-      () => {
-        const up = /API (http:\/\/[^\s/]+)\/api\/v1/.exec(out)?.[1];
-        const admin = /export FACTORYD_API_KEY=(\S+)/.exec(out)?.[1];
-        return up && admin ? [up, admin] : undefined;
-      },
-      'factoryd serve up',
-      { timeoutMs: 120_000 },
-    );
+    ({ url, adminKey: key } = serve);
   }, 180_000);
   afterAll(async () => {
-    serve?.kill('SIGTERM');
-    await eventually(() => serve?.exitCode !== null || serve?.signalCode !== null, 'serve ended');
+    await serve?.stop();
     await database?.drop();
     rmSync(dataDir, { recursive: true, force: true });
   });
@@ -61,7 +43,8 @@ describe('factoryd serve at its edges (docs/operations.md, docs/security.md)', (
     await res.arrayBuffer();
     const line = await eventually(
       () =>
-        out
+        serve!
+          .output()
           .split('\n')
           .filter((l) => l.startsWith('{'))
           .map((l) => JSON.parse(l))
@@ -69,7 +52,7 @@ describe('factoryd serve at its edges (docs/operations.md, docs/security.md)', (
       'the request line',
     );
     expect(line.req.query).toEqual(['api_key', 'limit']);
-    expect(out).not.toContain(leaked);
+    expect(serve!.output()).not.toContain(leaked);
   });
 
   it('builds links from the listening address, not from a Host header the caller chose', async () => {

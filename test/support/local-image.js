@@ -1,11 +1,13 @@
 // A Docker image made from this machine's own files, for the Docker backend's tests and benchmark
-// (no registry is needed, none may be reachable): the shell and a few tools of the host, the glibc
-// and C++ libraries they and Node.js link against, perl and its base modules (the egress forwarder's:
+// (no registry is needed, none may be reachable): the shell and a few tools of the host, the whole
+// of glibc's shared libraries as every glibc image has them (an agent CLI's native binary links
+// librt, which neither the tools nor Node.js need), the C++ libraries Node.js links against, perl and its base modules (the egress forwarder's:
 // Debian and Ubuntu images have them), `nobody` in /etc/passwd. No Node.js: the backend binds the
 // worker's own in. Plain JS: bench/ imports it too.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  chmodSync,
   copyFileSync,
   mkdirSync,
   mkdtempSync,
@@ -45,6 +47,16 @@ function perlBase() {
     );
 }
 
+/** The files this module writes into the image itself (below): a change here makes a new tag. */
+const LAYOUT = '/tmp 1777; /etc/passwd root, nobody; /etc/image-marker; /bin/sh -> dash';
+
+/** glibc's shared libraries (Debian's libc6), or none where dpkg does not know it (ldd's then). */
+function glibc() {
+  const listed = spawnSync('dpkg', ['-L', 'libc6'], { encoding: 'utf8' });
+  if (listed.status !== 0) return [];
+  return listed.stdout.split('\n').filter((f) => /^\/lib\/[^/]+-linux-gnu\/[^/]+\.so[.\d]*$/.test(f));
+}
+
 /** Why the Docker tests cannot run here, or undefined when they can (root, and the Engine answers). */
 export function dockerUnavailable() {
   if (process.getuid?.() !== 0) return 'not root (the Docker backend tests start containers as root)';
@@ -64,8 +76,10 @@ export function localImage() {
     const ldd = execFileSync('ldd', [bin], { encoding: 'utf8' });
     for (const m of ldd.matchAll(/(\/\S+\.so[^\s]*)/g)) libs.add(m[1]);
   }
-  const files = [...TOOLS, ...libs, ...perlBase()].sort();
+  const files = [...new Set([...TOOLS, ...libs, ...glibc(), ...perlBase()])].sort();
   const hash = createHash('sha256');
+  // What is made here rather than copied is part of the tag too: change LAYOUT with it.
+  hash.update(LAYOUT);
   for (const f of files) hash.update(f).update(readFileSync(f));
   const tag = `factoryd-test-glibc:${hash.digest('hex').slice(0, 12)}`;
   if (spawnSync('docker', ['image', 'inspect', tag], { stdio: 'ignore' }).status === 0) return tag;
@@ -77,6 +91,8 @@ export function localImage() {
     }
     symlinkSync('dash', join(root, 'bin/sh'));
     for (const d of ['tmp', 'etc', 'run', 'workspace']) mkdirSync(join(root, d), { recursive: true });
+    // As in every image: anyone may write /tmp (Docker copies its mode onto the tmpfs over it).
+    chmodSync(join(root, 'tmp'), 0o1777);
     writeFileSync(
       join(root, 'etc/passwd'),
       'root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/nonexistent:/bin/sh\n',
@@ -89,6 +105,28 @@ export function localImage() {
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+}
+
+/** `base` with its /tmp made root's alone (0755), as a careless image has it; made once. */
+export function imageWithRootOnlyTmp(base) {
+  const tag = `${base}-root-tmp`;
+  if (spawnSync('docker', ['image', 'inspect', tag], { stdio: 'ignore' }).status === 0) return tag;
+  const name = `factoryd-test-root-tmp-${process.pid}`;
+  execFileSync('docker', [
+    'run',
+    '--name',
+    name,
+    base,
+    '/usr/bin/perl',
+    '-e',
+    'chmod 0755, "/tmp" or die $!',
+  ]);
+  try {
+    execFileSync('docker', ['commit', name, tag], { stdio: 'ignore' });
+  } finally {
+    spawnSync('docker', ['rm', '-f', name], { stdio: 'ignore' });
+  }
+  return tag;
 }
 
 /** Names of containers (running or not) whose name contains `part`. */

@@ -6,42 +6,58 @@ export interface ServeProcess {
   child: ChildProcess;
   /** e.g. http://127.0.0.1:41234 */
   url: string;
-  /** The admin key the first start printed. */
+  /** The admin key a first start printed; empty on a later start. */
   adminKey: string;
   /** Everything it wrote so far (stdout and stderr). */
   output(): string;
+  /** Its exit code once it has exited. */
+  exited: Promise<number | null>;
   /** SIGTERM, and resolves with its exit code once it has exited. */
   stop(): Promise<number | null>;
 }
 
+/** The banner `serve` prints when it is up, to its closing rule (a first start's credentials come before it). */
+const BANNER = /factoryd is up: API (http:\/\/[^\s/]+)\/api\/v1[^\n]*\n[\s\S]*?\n─{78}\n/;
+
 /**
- * Starts `node dist/cli/main.js serve` with `env` and resolves once it says it is up; `checkout`:
- * another checkout's binary, started in its folder (its DATA_DIR `./var`), on its embedded database.
+ * Starts `node dist/cli/main.js serve` with `env` (PORT 0) and resolves, in the very output event that
+ * completes its banner, once it is up. It inherits this process's environment, with HOST 127.0.0.1
+ * and LOG_LEVEL silent unless `env` says otherwise; `bareEnvironment`: only PATH and HOME (what a
+ * person's shell may well have), so nothing of the tests' setup reaches it. `checkout`: another
+ * checkout's binary, started in its folder (its DATA_DIR `./var`), on its embedded database. `cwd`:
+ * the folder it starts in.
  */
-export function startServeProcess(env: Record<string, string>, checkout?: string): Promise<ServeProcess> {
-  const base = { ...process.env };
-  if (checkout) delete base.DATABASE_URL;
-  const child = spawn(process.execPath, [checkout ? `${checkout}/dist/cli/main.js` : CLI, 'serve'], {
-    cwd: checkout,
-    env: { ...base, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export function startServeProcess(
+  env: Record<string, string>,
+  opts: { checkout?: string; cwd?: string; bareEnvironment?: boolean } = {},
+): Promise<ServeProcess> {
+  const base: NodeJS.ProcessEnv = opts.bareEnvironment
+    ? { PATH: process.env.PATH, HOME: process.env.HOME }
+    : { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'silent' };
+  if (opts.checkout) delete base.DATABASE_URL;
+  const child = spawn(
+    process.execPath,
+    [opts.checkout ? `${opts.checkout}/dist/cli/main.js` : CLI, 'serve'],
+    {
+      cwd: opts.cwd ?? opts.checkout,
+      env: { ...base, PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      const up = /API (http:\/\/[^\s/]+)\/api\/v1/.exec(out);
-      const key = /export FACTORYD_API_KEY=(\S+)/.exec(out);
-      // The banner's closing rule after the key: log lines may follow it in the same chunk (so the
-      // output need not end with the banner), and none comes inside it.
-      if (up && key && /\n─{10,}\n/.test(out.slice(key.index)))
+      const up = BANNER.exec(out);
+      if (up)
         resolve({
           child,
           url: up[1]!,
-          adminKey: key[1]!,
+          adminKey: /export FACTORYD_API_KEY=(\S+)/.exec(out)?.[1] ?? '',
           output: () => out,
+          exited,
           stop: () => {
             if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
             return exited;

@@ -3,14 +3,8 @@ import { HARNESS_TYPES, isHarnessType } from '../../harnesses/harness-types.js';
 import { parseScopes } from '../../auth/api-key.js';
 import { AuthRepository } from '../../auth/auth.repository.js';
 import { AuthService } from '../../auth/auth.service.js';
-import type { Database } from '../../database/database.js';
-import { withDatabase } from '../context.js';
+import { teamNamed, withServices } from '../context.js';
 import { print, renderTable } from '../output.js';
-
-export const authOf = (db: Database) => {
-  const repo = new AuthRepository(db);
-  return { repo, auth: new AuthService(repo) };
-};
 
 /** `factoryd teams …` and `factoryd api-keys …`. */
 export function registerAuthCommands(program: Command): void {
@@ -24,8 +18,8 @@ export function registerAuthCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd teams create platform')
     .action((name: string, opts: { json?: boolean }) =>
-      withDatabase(async (db) => {
-        const team = await authOf(db).auth.createTeam(name);
+      withServices(async (services) => {
+        const team = await services.get(AuthService).createTeam(name);
         print(opts, { uid: team.uid, name: team.name }, () => `Created team ${team.name} (uid ${team.uid}).`);
       }),
     );
@@ -35,8 +29,8 @@ export function registerAuthCommands(program: Command): void {
     .addHelpText('after', '\nExample:\n  npx factoryd teams list --json')
     .option('--json', 'print JSON')
     .action((opts: { json?: boolean }) =>
-      withDatabase(async (db) => {
-        const list = await authOf(db).repo.listTeams();
+      withServices(async (services) => {
+        const list = await services.get(AuthRepository).listTeams();
         const data = list.map((t) => ({
           uid: t.uid,
           name: t.name,
@@ -77,13 +71,13 @@ export function registerAuthCommands(program: Command): void {
         '  npx factoryd teams set-harness platform --type claude\n' +
         '  npx factoryd teams set-harness platform --default',
     )
-    .action((name: string, words: string[], opts: { default?: boolean; type?: string; json?: boolean }) =>
-      withDatabase(async (db) => {
-        if (opts.type !== undefined && !isHarnessType(opts.type))
-          throw new Error(`--type must be one of ${HARNESS_TYPES.join(', ')}, got "${opts.type}"`);
-        const { repo } = authOf(db);
-        const team = await repo.findTeam(name);
-        if (!team) throw new Error(`no team ${name}; see \`factoryd teams list\``);
+    .action((name: string, words: string[], opts: { default?: boolean; type?: string; json?: boolean }) => {
+      // Bad input is answered before a database is opened.
+      if (opts.type !== undefined && !isHarnessType(opts.type))
+        throw new Error(`--type must be one of ${HARNESS_TYPES.join(', ')}, got "${opts.type}"`);
+      return withServices(async (services) => {
+        const repo = services.get(AuthRepository);
+        const team = await teamNamed(services, name);
         if (opts.type !== undefined && !words.length && !opts.default) {
           await repo.setHarnessType(team.id, opts.type === 'oz' ? null : opts.type);
           print(
@@ -102,8 +96,8 @@ export function registerAuthCommands(program: Command): void {
             ? `Team ${team.name} runs the environment's HARNESS_COMMAND.`
             : `Team ${team.name} runs: ${command}`,
         );
-      }),
-    );
+      });
+    });
 
   teams
     .command('set-slots <team> [slots]')
@@ -117,20 +111,19 @@ export function registerAuthCommands(program: Command): void {
       'after',
       '\nExamples:\n  npx factoryd teams set-slots platform 4\n  npx factoryd teams set-slots platform --default',
     )
-    .action((name: string, slots: string | undefined, opts: { default?: boolean; json?: boolean }) =>
-      withDatabase(async (db) => {
-        const max = maxSlots(slots, opts.default);
-        const { repo } = authOf(db);
-        const team = await repo.findTeam(name);
-        if (!team) throw new Error(`no team ${name}; see \`factoryd teams list\``);
-        await repo.setMaxSlots(team.id, max);
+    .action((name: string, slots: string | undefined, opts: { default?: boolean; json?: boolean }) => {
+      // Bad input is answered before a database is opened.
+      const max = maxSlots(slots, opts.default);
+      return withServices(async (services) => {
+        const team = await teamNamed(services, name);
+        await services.get(AuthRepository).setMaxSlots(team.id, max);
         print(opts, { name: team.name, max_slots: max }, () =>
           max === null
             ? `Team ${team.name} may hold the environment's TEAM_MAX_SLOTS service-hosted slots.`
             : `Team ${team.name} may hold at most ${max} service-hosted slot(s) at once.`,
         );
-      }),
-    );
+      });
+    });
 
   const keys = program
     .command('api-keys')
@@ -157,13 +150,12 @@ export function registerAuthCommands(program: Command): void {
         '  npx factoryd api-keys create --team default --scopes workers --worker-host build-box --name build-box',
     )
     .action((opts: { team: string[]; scopes: string; name: string; workerHost?: string; json?: boolean }) =>
-      withDatabase(async (db) => {
-        const { repo, auth } = authOf(db);
+      withServices(async (services) => {
+        const auth = services.get(AuthService);
         const scopes = parseScopes(opts.scopes);
         const teamRefs: Array<{ id: string; uid: string; name: string }> = [];
         for (const t of opts.team) {
-          const team = await repo.findTeam(t);
-          if (!team) throw new Error(`no team ${t}; see \`factoryd teams list\``);
+          const team = await teamNamed(services, t);
           teamRefs.push(team);
         }
         const created = await auth.createApiKey({
@@ -200,8 +192,8 @@ export function registerAuthCommands(program: Command): void {
     .option('--team <team>', 'only keys of this team')
     .option('--json', 'print JSON')
     .action((opts: { team?: string; json?: boolean }) =>
-      withDatabase(async (db) => {
-        const { repo } = authOf(db);
+      withServices(async (services) => {
+        const repo = services.get(AuthRepository);
         const team = opts.team ? await repo.findTeam(opts.team) : undefined;
         if (opts.team && !team) throw new Error(`no team ${opts.team}`);
         const list = await repo.listKeys(team?.id);
@@ -236,8 +228,8 @@ export function registerAuthCommands(program: Command): void {
     .addHelpText('after', '\nExample:\n  npx factoryd api-keys revoke 3b0c…   # the ID from `api-keys list`')
     .option('--json', 'print JSON')
     .action((id: string, opts: { json?: boolean }) =>
-      withDatabase(async (db) => {
-        if (!(await authOf(db).repo.revokeKey(id)))
+      withServices(async (services) => {
+        if (!(await services.get(AuthRepository).revokeKey(id)))
           throw new Error(`no live API key ${id}; see \`factoryd api-keys list\``);
         print(
           opts,

@@ -1,61 +1,23 @@
-import { lstatSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
-import { join, relative, resolve, sep } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { Logger } from '@nestjs/common';
 import type { Command } from 'commander';
-import { Clock } from '../../common/clock.js';
+import { NotFound } from '../../common/problem.js';
 import { SchemaRegistry } from '../../common/schema-validator.js';
-import type { Config } from '../../config/config.js';
-import type { Database } from '../../database/database.js';
 import { formatError, type DefinitionError } from '../../definitions/definition.js';
 import { checkTreeLimits, type ListedFile } from '../../definitions/definition-limits.js';
 import { placementOf } from '../../definitions/definition-file.js';
 import { loadDefinition } from '../../definitions/validate-definition.js';
+import { FactoryRegistrations } from '../../management/factory-registrations.js';
+import type { Author } from '../../management/managed-repositories.js';
 import { DefinitionStore, type FactoryRecord } from '../../reconciler/definition-store.js';
-import { GitRunner } from '../../git/git-runner.js';
-import { GitSource } from '../../reconciler/git-source.js';
 import type { PlanSummary } from '../../reconciler/plan.js';
 import { Reconciler, type ReconcileOutcome } from '../../reconciler/reconciler.js';
-import { keepCredentials, splitCredentials } from '../../reconciler/repository-credentials.js';
-import { RepositoryPolicy } from '../../reconciler/repository-policy.js';
-import { SecretCipher } from '../../secrets/secret-cipher.js';
-import { loadSecretsKey } from '../../secrets/secrets-key.js';
-import { SecretsRepository } from '../../secrets/secrets.repository.js';
-import { SecretsService } from '../../secrets/secrets.service.js';
-import { withDatabase } from '../context.js';
+import { setSecretCommand } from '../../secrets/secret-commands.js';
+import { teamNamed, withServices } from '../context.js';
 import { serviceChecksFor } from '../validation-context.js';
 import { print, renderTable } from '../output.js';
-import { authOf } from './auth.commands.js';
-import { FactoryWriteLock } from '../../management/factory-write-lock.js';
-import { ManagedFactories } from '../../management/managed-factories.js';
-import { ManagedRepositories, type Author } from '../../management/managed-repositories.js';
-import { setSecretCommand } from '../../secrets/secret-commands.js';
-import { FACTORY_NAME_PATTERN } from '../../contract/generated.js';
-
-/** The reconciler outside the server, on the service's database (for plan, apply and the first start). */
-export function reconcilerOf(
-  db: Database,
-  config: Config,
-): { reconciler: Reconciler; store: DefinitionStore; secrets: SecretsService } {
-  // A command prints each outcome itself: the reconciler's warning lines are for a server's log, and
-  // on stdout they would break --json. Errors still reach stderr.
-  Logger.overrideLogger(['error']);
-  const store = new DefinitionStore(db);
-  const secrets = new SecretsService(new SecretsRepository(db), new SecretCipher(loadSecretsKey(config)), db);
-  return {
-    reconciler: new Reconciler(
-      store,
-      secrets,
-      new SchemaRegistry(),
-      new Clock(),
-      config,
-      new GitSource(config.dataDir, new GitRunner(config)),
-    ),
-    store,
-    secrets,
-  };
-}
 
 /**
  * The definition files of a folder, by repository path (`.git` and `node_modules` skipped): listed
@@ -123,7 +85,7 @@ export function registerFactoryCommands(program: Command): void {
           });
         }
         const { tree } = folder;
-        const checks = await serviceChecksFor(tree, opts, reconcilerOf);
+        const checks = await serviceChecksFor(tree, opts);
         const result = folder.errors.length
           ? { errors: folder.errors, skipped: [] }
           : loadDefinition(tree, new SchemaRegistry(), checks.context);
@@ -161,9 +123,9 @@ export function registerFactoryCommands(program: Command): void {
       .option('--factory <name>', 'only this factory (default: all)')
       .option('--json', 'print JSON')
       .action((opts: { factory?: string; json?: boolean }) =>
-        withDatabase(async (db, config) => {
-          const { reconciler, store } = reconcilerOf(db, config);
-          const factories = (await store.listAll()).filter(
+        withServices(async (services) => {
+          const reconciler = services.get(Reconciler);
+          const factories = (await services.get(DefinitionStore).listAll()).filter(
             (f) => !opts.factory || f.name === opts.factory || f.uid === opts.factory,
           );
           if (opts.factory && factories.length === 0)
@@ -223,24 +185,13 @@ export function registerFactoryCommands(program: Command): void {
         name: string,
         opts: { repo?: string; managed?: boolean; branch: string; team: string; json?: boolean },
       ) =>
-        withDatabase(async (db, config) => {
-          if (!FACTORY_NAME_PATTERN.test(name))
-            throw new Error('a factory name is 1-64 letters, digits, ".", "_", "-"');
-          if (!/^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$/.test(opts.branch))
-            throw new Error(`"${opts.branch}" is not a valid branch name`);
+        withServices(async (services) => {
           if (Boolean(opts.repo) === Boolean(opts.managed))
             throw new Error('give either --repo URL_OR_PATH (a repository you commit to) or --managed');
-          const team = await authOf(db).repo.findTeam(opts.team);
-          if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
+          const team = await teamNamed(services, opts.team);
+          const registrations = services.get(FactoryRegistrations);
           if (opts.managed) {
-            const { reconciler, store } = reconcilerOf(db, config);
-            const managed = new ManagedFactories(
-              new ManagedRepositories(config, new GitRunner(config)),
-              reconciler,
-              store,
-              new FactoryWriteLock(db),
-            );
-            const { factory: f, outcome } = await managed.create({
+            const { factory: f, outcome } = await registrations.addManaged({
               team,
               name,
               branch: opts.branch,
@@ -264,25 +215,11 @@ export function registerFactoryCommands(program: Command): void {
             if (outcome.result === 'failed') process.exitCode = 1;
             return;
           }
-          const given = GitSource.isLocal(opts.repo!) ? resolve(opts.repo!) : opts.repo!;
-          const store = new DefinitionStore(db);
-          await new RepositoryPolicy(config, store).check(given, {
-            teamId: team.id,
-            teamName: team.name,
-            name,
-            managed: false,
-          });
-          // Credentials in the URL become a team secret: the row and git's command line never hold them.
-          const split = splitCredentials(given);
-          const f = await store.register({
-            teamId: team.id,
-            name,
-            repoUrl: split?.url ?? given,
-            branch: opts.branch,
-          });
-          if (!f) throw new Error(`team ${team.name} already has a factory named ${name}`);
-          const secret =
-            split && (await keepCredentials({ store, secrets: reconcilerOf(db, config).secrets }, f, split));
+          const {
+            factory: f,
+            repository,
+            credentialsSecret: secret,
+          } = await registrations.addRepository({ team, name, repository: opts.repo!, branch: opts.branch });
           print(
             opts,
             {
@@ -290,7 +227,7 @@ export function registerFactoryCommands(program: Command): void {
               name: f.name,
               team: team.name,
               branch: f.branch,
-              repository: split?.url ?? given,
+              repository,
               ...(secret && { credentials_secret: secret }),
             },
             () =>
@@ -317,15 +254,16 @@ export function registerFactoryCommands(program: Command): void {
         '\nExamples:\n  npx factoryd factories remove platform --team platform\n  npx factoryd factories remove support --yes',
     )
     .action((name: string, opts: { team: string; yes?: boolean; keepRepository?: boolean; json?: boolean }) =>
-      withDatabase(async (db, config) => {
-        const team = await authOf(db).repo.findTeam(opts.team);
-        if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
-        const store = new DefinitionStore(db);
-        const f = (await store.listAll()).find(
-          (x) => x.teamId === team.id && (x.name === name || x.uid === name),
-        );
-        if (!f) throw new Error(`team ${team.name} has no factory ${name}; see \`factoryd factories list\``);
-        const repository = f.managed && !opts.keepRepository ? managedRepositoryOf(f, config) : undefined;
+      withServices(async (services) => {
+        const team = await teamNamed(services, opts.team);
+        const registrations = services.get(FactoryRegistrations);
+        const removal = await registrations
+          .findForRemoval(team, name, Boolean(opts.keepRepository))
+          .catch((err: unknown) => {
+            if (err instanceof NotFound) throw new Error(`${err.message}; see \`factoryd factories list\``);
+            throw err;
+          });
+        const { factory: f, repositoryToDelete: repository } = removal;
         if (
           repository &&
           !opts.yes &&
@@ -334,12 +272,7 @@ export function registerFactoryCommands(program: Command): void {
           throw new Error(
             `${f.name} is a managed factory: removing it deletes its repository ${repository}. Nothing was removed; rerun with --yes, or with --keep-repository to keep the repository`,
           );
-        // Not while a management write (of any replica) is committing to the repository.
-        const gone = await new FactoryWriteLock(db).run(f.id, async () => {
-          const counts = await store.remove(f.id);
-          if (repository) rmSync(repository, { recursive: true, force: true });
-          return counts;
-        });
+        const gone = await registrations.remove(removal);
         print(
           opts,
           {
@@ -367,8 +300,8 @@ export function registerFactoryCommands(program: Command): void {
     .addHelpText('after', '\nExample:\n  npx factoryd factories list --json')
     .option('--json', 'print JSON')
     .action((opts: { json?: boolean }) =>
-      withDatabase(async (db) => {
-        const list = await new DefinitionStore(db).listAll();
+      withServices(async (services) => {
+        const list = await services.get(DefinitionStore).listAll();
         const data = list.map((f: FactoryRecord) => ({
           uid: f.uid,
           name: f.name,
@@ -418,20 +351,6 @@ function describePlan(plan: PlanSummary | undefined): string[] {
     }
   }
   return lines.length ? lines : ['  no changes'];
-}
-
-/**
- * The folder of a managed factory's repository, to delete with it: only ever one under
- * DATA_DIR/factories, whatever the row says.
- */
-function managedRepositoryOf(f: FactoryRecord, config: Config): string {
-  const root = join(resolve(config.dataDir), 'factories');
-  const repository = resolve(f.repoUrl);
-  if (!repository.startsWith(`${root}${sep}`))
-    throw new Error(
-      `${f.name}'s repository ${repository} is not under ${root}: rerun with --keep-repository and delete it yourself`,
-    );
-  return repository;
 }
 
 /** Asks a yes/no question at a terminal; anything but a terminal is a no. */

@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import { SECRET_KINDS, type SecretKind } from '../../secrets/secret-generator.js';
-import { withDatabase } from '../context.js';
+import { SecretsService } from '../../secrets/secrets.service.js';
+import { teamNamed, withServices } from '../context.js';
 import { print, renderTable } from '../output.js';
 import { readSecret } from '../stdin.js';
-import { authOf } from './auth.commands.js';
-import { reconcilerOf } from './factories.commands.js';
 
 /** `factoryd secrets set|list`: team secrets; values go in, never come out (except a generated one, once). */
 export function registerSecretsCommands(program: Command): void {
@@ -25,13 +24,12 @@ export function registerSecretsCommands(program: Command): void {
       '\nExamples:\n  npx factoryd secrets set anthropic-api-key        # asks for the value\n  printf %s "$GITHUB_WEBHOOK_SECRET" | npx factoryd secrets set github-webhook\n  npx factoryd secrets set pager-token --generate url-safe',
     )
     .action((name: string, opts: { team: string; generate?: string; json?: boolean }) =>
-      withDatabase(async (db, config) => {
+      withServices(async (services) => {
         if (opts.generate !== undefined && !(SECRET_KINDS as readonly string[]).includes(opts.generate)) {
           throw new Error(`--generate must be one of ${SECRET_KINDS.join(', ')}`);
         }
-        const team = await authOf(db).repo.findTeam(opts.team);
-        if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
-        const { secrets: service } = reconcilerOf(db, config);
+        const team = await teamNamed(services, opts.team);
+        const service = services.get(SecretsService);
         if (opts.generate) {
           const { value, ref } = await service.generate(team.id, name, opts.generate as SecretKind);
           print(opts, { name, team: team.name, version: ref.version, value }, () =>
@@ -58,10 +56,9 @@ export function registerSecretsCommands(program: Command): void {
     .option('--team <team>', 'team name or uid', 'default')
     .option('--json', 'print JSON')
     .action((opts: { team: string; json?: boolean }) =>
-      withDatabase(async (db, config) => {
-        const team = await authOf(db).repo.findTeam(opts.team);
-        if (!team) throw new Error(`no team ${opts.team}; see \`factoryd teams list\``);
-        const list = await reconcilerOf(db, config).secrets.list(team.id);
+      withServices(async (services) => {
+        const team = await teamNamed(services, opts.team);
+        const list = await services.get(SecretsService).list(team.id);
         const data = list.map((s) => ({
           name: s.name,
           version: s.current_version,

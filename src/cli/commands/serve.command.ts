@@ -1,10 +1,11 @@
 import { closeSync, fchmodSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import type { Command } from 'commander';
+import { AuthRepository } from '../../auth/auth.repository.js';
+import { AuthService } from '../../auth/auth.service.js';
 import { bootstrapDefaultTeam } from '../../auth/bootstrap.js';
 import { ConfigError, loadConfig } from '../../config/config.js';
-import { recordLocalService } from '../local-service.js';
-import { authOf } from './auth.commands.js';
+import { findLocalService, recordLocalService } from '../local-service.js';
 
 export function registerServeCommand(program: Command): void {
   program
@@ -54,6 +55,17 @@ async function serve(opts: { role: string }): Promise<void> {
     }
     return serveNotifications();
   }
+  // The embedded database belongs to the `serve` that started it: a second one on the same DATA_DIR
+  // would run on it, and lose it the moment the first stops.
+  const running = config.databaseUrl ? undefined : findLocalService(config.dataDir);
+  if (running?.database === 'embedded') {
+    process.stderr.write(
+      `factoryd: another factoryd serve (pid ${running.pid}, ${running.url}) runs on the embedded database ` +
+        `under ${shown(config.dataDir)}: use that one (the CLI finds it by itself), stop it first, ` +
+        'or give this one a DATA_DIR of its own\n',
+    );
+    process.exit(2);
+  }
   // Loaded here, not at the top: every other command (an API client, say) starts without NestJS.
   const { startService } = await import('../../service.js');
   const { bootstrapFactory } = await import('../factory-bootstrap.js');
@@ -64,8 +76,7 @@ async function serve(opts: { role: string }): Promise<void> {
   let onSignal: (signal: NodeJS.Signals) => void = () => process.exit(1);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => onSignal(signal));
   const service = await startService(config);
-  const { repo, auth } = authOf(service.db);
-  const adminKey = await bootstrapDefaultTeam(repo, auth);
+  const adminKey = await bootstrapDefaultTeam(service.app.get(AuthRepository), service.app.get(AuthService));
   const factory = await bootstrapFactory(service, config);
   const rule = '─'.repeat(78);
   const lines = [
@@ -126,46 +137,42 @@ async function serve(opts: { role: string }): Promise<void> {
  * finishes and records the attempts in flight, and exits.
  */
 async function serveNotifications(): Promise<void> {
-  const { withDatabase } = await import('../context.js');
   const [
+    { withServices },
+    { Database },
     { Notifications },
     { NotificationsRepository },
     { configuredDispatcher },
-    secretsKey,
-    cipherMod,
-    secretsMod,
-    secretsRepoMod,
+    { SecretCipher },
+    { SecretsService },
   ] = await Promise.all([
+    import('../context.js'),
+    import('../../database/database.js'),
     import('../../database/notifications.js'),
     import('../../notifications/notifications.repository.js'),
     import('../../notifications/dispatcher-setup.js'),
-    import('../../secrets/secrets-key.js'),
     import('../../secrets/secret-cipher.js'),
     import('../../secrets/secrets.service.js'),
-    import('../../secrets/secrets.repository.js'),
   ]);
-  await withDatabase(async (db, config) => {
-    const cipher = new cipherMod.SecretCipher(secretsKey.loadSecretsKey(config));
-    const secrets = new secretsMod.SecretsService(new secretsRepoMod.SecretsRepository(db), cipher, db);
+  await withServices(async (services, config) => {
     const say = (line: string) => process.stderr.write(`factoryd notifications: ${line}\n`);
+    // The dispatcher `serve` builds (configuredDispatcher), on the services' cipher and secrets; it
+    // tells its warnings here, in the process's own lines.
     const dispatcher = configuredDispatcher(
-      new NotificationsRepository(db),
-      cipher,
-      secrets,
+      new NotificationsRepository(services.get(Database)),
+      services.get(SecretCipher),
+      services.get(SecretsService),
       config,
       () => new Date(),
       say,
     );
-    const notifications = new Notifications(db);
-    dispatcher.start(notifications);
-    await notifications.start();
+    dispatcher.start(services.get(Notifications));
     process.stdout.write(`factoryd notifications: dispatcher up (pid ${process.pid})\n`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());
     });
     await dispatcher.stop();
-    await notifications.stop();
     process.stdout.write('factoryd notifications: stopped\n');
   });
   process.exit(0);

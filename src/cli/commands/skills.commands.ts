@@ -1,8 +1,5 @@
 import type { Command } from 'commander';
-import { AuthRepository } from '../../auth/auth.repository.js';
-import { ConversationsRepository } from '../../conversations/conversations.repository.js';
-import { ConversationsService } from '../../conversations/conversations.service.js';
-import { withDatabase } from '../context.js';
+import { teamNamed, withServices } from '../context.js';
 import { print, renderTable } from '../output.js';
 
 /** `factoryd skills usage`: the team-owned skill usage report (CONTRACT.md §6). */
@@ -20,29 +17,33 @@ export function registerSkillsCommands(program: Command): void {
     .option('--team <team>', 'team name or uid', 'default')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd skills usage --since 2026-01-01')
-    .action((opts: { since?: string; team: string; json?: boolean }) =>
-      withDatabase(async (db) => {
-        const team = await new AuthRepository(db).findTeamByName(opts.team);
-        if (!team) throw new Error(`no team "${opts.team}" (see \`factoryd teams list\`)`);
-        const report = await new ConversationsService(new ConversationsRepository(db)).skillUsage(
-          team.id,
-          opts.since,
-        );
-        print(opts, report, () =>
-          [
-            renderTable(
-              ['FACTORY', 'SKILL', 'LOADS', 'RUNS', 'LAST LOADED'],
-              report.skills.map((s) => [s.factory, s.skill, s.loads, s.runs, s.last_loaded_at]),
-            ),
-            '',
-            renderTable(
-              ['BUNDLED SKILL', 'LOADS'],
-              report.bundled.map((b) => [b.bundled_skill_id, b.loads]),
-            ),
-            '',
-            `Not counted (outside the team's skill roots): ${report.not_counted.outside_managed_roots}`,
-          ].join('\n'),
-        );
-      }),
-    );
+    .action(async (opts: { since?: string; team: string; json?: boolean }) => {
+      // The conversations' module for this command only: with its API it loads what others need not.
+      const [{ ConversationsModule }, { ConversationsService }] = await Promise.all([
+        import('../../conversations/conversations.module.js'),
+        import('../../conversations/conversations.service.js'),
+      ]);
+      await withServices(
+        async (services) => {
+          const team = await teamNamed(services, opts.team);
+          const report = await services.get(ConversationsService).skillUsage(team.id, opts.since);
+          print(opts, report, () =>
+            [
+              renderTable(
+                ['FACTORY', 'SKILL', 'LOADS', 'RUNS', 'LAST LOADED'],
+                report.skills.map((s) => [s.factory, s.skill, s.loads, s.runs, s.last_loaded_at]),
+              ),
+              '',
+              renderTable(
+                ['BUNDLED SKILL', 'LOADS'],
+                report.bundled.map((b) => [b.bundled_skill_id, b.loads]),
+              ),
+              '',
+              `Not counted (outside the team's skill roots): ${report.not_counted.outside_managed_roots}`,
+            ].join('\n'),
+          );
+        },
+        { modules: [ConversationsModule] },
+      );
+    });
 }

@@ -7,13 +7,7 @@ import { HttpBackend, RefusedError } from '../../workers/http-backend.js';
 import { narratedBackend } from '../../workers/narrated-backend.js';
 import { WorkerPool } from '../../workers/worker-pool.js';
 import { API_OPTION_HELP } from '../api-client.js';
-import { withDatabase } from '../context.js';
-import { McpCredentials } from '../../secrets/mcp-credentials.js';
-import { SecretCipher } from '../../secrets/secret-cipher.js';
-import { loadSecretsKey } from '../../secrets/secrets-key.js';
-import { SecretsRepository } from '../../secrets/secrets.repository.js';
-import { SecretsService } from '../../secrets/secrets.service.js';
-import { EnvironmentResolver } from '../../environments/environment-resolver.js';
+import { withServices } from '../context.js';
 import { serviceRootOf } from '../local-service.js';
 
 interface WorkerOptions {
@@ -134,56 +128,47 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   }
   // Checked before the database starts: a backend that cannot run stops the start in one line.
   harnessSandbox(config, serviceWorkspaceRoot(config));
-  const [{ RunsRepository }, { Notifications }, { RunWakeups }, { WorkerRunsService, runPolicy }] =
-    await Promise.all([
-      import('../../runs/runs.repository.js'),
-      import('../../database/notifications.js'),
-      import('../../workers/run-wakeups.js'),
-      import('../../workers/worker-runs.service.js'),
-    ]);
-  await withDatabase(async (db, loaded) => {
-    const cfg = { ...loaded, workerBackend: config.workerBackend };
-    const cipher = new SecretCipher(loadSecretsKey(cfg));
-    const credentials = new McpCredentials(cipher);
-    const secrets = new SecretsService(new SecretsRepository(db), cipher, db);
-    const service = new WorkerRunsService(
-      db,
-      new RunsRepository(db, credentials),
-      runPolicy(cfg),
-      undefined,
-      secrets,
-      new EnvironmentResolver(db, secrets),
-    );
-    const notifications = new Notifications(db);
-    const wakeups = new RunWakeups(notifications);
-    wakeups.start();
-    await notifications.start();
-    const housekeeping = startHousekeeping(service, cfg, log);
-    const workspaces = serviceWorkspaceRoot(cfg);
-    const sandbox = harnessSandbox(cfg, workspaces).description;
-    process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}; workspaces under ${workspaces}\n`);
-    const harnesses = await harnessCatalog(cfg);
-    process.stderr.write(
-      `factoryd worker: ${harnesses.description.replaceAll('\n', '\nfactoryd worker: ')}\n`,
-    );
-    void reportHarnessNetwork(cfg, workspaces, lines);
-    const pool = startServiceHostedPool(
-      db,
-      service,
-      wakeups,
-      cfg,
-      harnesses,
-      log,
-      lines,
-      concurrency,
-      reportFailed,
-    );
-    process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
-    await stopOnSignal(pool, (line) => process.stdout.write(`factoryd worker: ${line}\n`));
-    await housekeeping.stop();
-    await wakeups.close();
-    await notifications.stop();
-  });
+  const [{ Database }, { WorkerRunsModule }, { RunWakeups }, { WorkerRunsService }] = await Promise.all([
+    import('../../database/database.js'),
+    import('../../workers/worker-runs.module.js'),
+    import('../../workers/run-wakeups.js'),
+    import('../../workers/worker-runs.service.js'),
+  ]);
+  // The services `serve` runs its workers on (the run queue, its signals, the wake-ups), from the same
+  // modules; only the pool is this command's. NestJS's warnings (a lost LISTEN connection) are kept.
+  await withServices(
+    async (services, cfg) => {
+      const db = services.get(Database);
+      const service = services.get(WorkerRunsService);
+      const wakeups = services.get(RunWakeups);
+      wakeups.start();
+      const housekeeping = startHousekeeping(service, cfg, log);
+      const workspaces = serviceWorkspaceRoot(cfg);
+      const sandbox = harnessSandbox(cfg, workspaces).description;
+      process.stderr.write(`factoryd worker: harness sandbox: ${sandbox}; workspaces under ${workspaces}\n`);
+      const harnesses = await harnessCatalog(cfg);
+      process.stderr.write(
+        `factoryd worker: ${harnesses.description.replaceAll('\n', '\nfactoryd worker: ')}\n`,
+      );
+      void reportHarnessNetwork(cfg, workspaces, lines);
+      const pool = startServiceHostedPool(
+        db,
+        service,
+        wakeups,
+        cfg,
+        harnesses,
+        log,
+        lines,
+        concurrency,
+        reportFailed,
+      );
+      process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
+      await stopOnSignal(pool, (line) => process.stdout.write(`factoryd worker: ${line}\n`));
+      await housekeeping.stop();
+      await wakeups.close();
+    },
+    { config, logLevels: ['error', 'warn'], modules: [WorkerRunsModule] },
+  );
 }
 
 /** Waits for SIGINT or SIGTERM, then stops the pool, saying so before and after. */

@@ -29,6 +29,8 @@ import { RepositoryCredentials1763690320000 } from './1763690320000-repository-c
 import { RunItemFields1763690400000 } from './1763690400000-run-item-fields.js';
 import { RunErrorCodes1763690410000 } from './1763690410000-run-error-codes.js';
 import { NotificationClaimsPerEndpoint1763690420000 } from './1763690420000-notification-claims-per-endpoint.js';
+import { NotificationRetention1763690440000 } from './1763690440000-notification-retention.js';
+import { ArtifactsOneHome1763690450000 } from './1763690450000-artifacts-one-home.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -61,4 +63,6 @@ export const MIGRATIONS = [
   RunItemFields1763690400000,
   RunErrorCodes1763690410000,
   NotificationClaimsPerEndpoint1763690420000,
+  NotificationRetention1763690440000,
+  ArtifactsOneHome1763690450000,
 ];

@@ -5,7 +5,7 @@ import { dataOf, isValid, type Findings, type ValidationContext } from './rule.j
 import { setSecretCommand } from '../../secrets/secret-commands.js';
 
 /** At most this many environment files per factory. */
-export const MAX_ENVIRONMENTS = 50;
+const MAX_ENVIRONMENTS = 50;
 
 /**
  * Variables an environment may not set: the harness's own (its workspace, the run it serves) and
@@ -129,7 +129,7 @@ export function checkEnvironments(
 }
 
 /** Why git may not fetch `url` for an environment; undefined when it may (a local path is checked by the worker's FACTORY_REPO_ROOTS). */
-export function repositoryUrlProblem(url: string): string | undefined {
+function repositoryUrlProblem(url: string): string | undefined {
   try {
     if (isRemote(url)) {
       // A user and password, or an https user (a token is one): stored, logged and shown with the URL.

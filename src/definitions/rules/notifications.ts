@@ -5,7 +5,7 @@ import { dataOf, isValid, type Findings, type ValidationContext } from './rule.j
 import { setSecretCommand } from '../../secrets/secret-commands.js';
 
 /** At most this many notification files per factory. */
-export const MAX_NOTIFICATIONS = 20;
+const MAX_NOTIFICATIONS = 20;
 
 /**
  * notifications/<name>.yaml: at most MAX_NOTIFICATIONS, a URL factoryd may POST to, and (with the

@@ -19,12 +19,17 @@ const run = {
   cwd: '/w/worker-1/run-7-1',
   env: { HOME: '/w/worker-1/run-7-1', API_KEY: 'sk-secret' },
 };
+/** The command as the container's shell gets it: a word on an unwritable /tmp first (docker.ts). */
+const withTmpCheck = (command: string) =>
+  expect.stringMatching(
+    new RegExp(`^\\[ -w /tmp \\] \\|\\| echo "factoryd: /tmp is not writable.*; ${command}$`),
+  );
 const valueOf = (args: string[], flag: string) => args.filter((_, i) => args[i - 1] === flag);
 
 describe('dockerRunArgs', () => {
   it("runs the worker's image with no network, the limits, the workspace, variables by name only", () => {
     const args = dockerRunArgs(sandbox, run, 'host/1/2');
-    expect(args.slice(-4)).toEqual(['worker-default:1', '/bin/sh', '-c', 'node agent.js']);
+    expect(args.slice(-4)).toEqual(['worker-default:1', '/bin/sh', '-c', withTmpCheck('node agent.js')]);
     expect(valueOf(args, '--network')).toEqual(['none']);
     expect(valueOf(args, '--user')).toEqual(['65534:65534']);
     expect(valueOf(args, '--pids-limit')).toEqual(['1024']);
@@ -75,10 +80,10 @@ describe('dockerRunArgs', () => {
       '--',
       '/bin/sh',
       '-c',
-      'node agent.js',
+      withTmpCheck('node agent.js'),
     ]);
     const bridged = dockerRunArgs(sandbox, { ...run, egress, placement: { network: 'bridge' } });
-    expect(bridged.slice(-4)).toEqual(['worker-default:1', '/bin/sh', '-c', 'node agent.js']);
+    expect(bridged.slice(-4)).toEqual(['worker-default:1', '/bin/sh', '-c', withTmpCheck('node agent.js')]);
     expect(bridged.join(' ')).not.toContain('egress');
   });
 });

@@ -26,7 +26,7 @@ import type { HarnessEgress } from '../sandbox.js';
 export { imageProblem };
 
 /** `none`: loopback only (the default). `bridge`: Docker's default bridge, the internet and the host. */
-export const DOCKER_NETWORKS = ['none', 'bridge'] as const;
+const DOCKER_NETWORKS = ['none', 'bridge'] as const;
 export type DockerNetwork = (typeof DOCKER_NETWORKS)[number];
 
 /** The worker's Docker settings (WORKER_DOCKER_*), fixed for its life. */
@@ -64,9 +64,9 @@ export interface ContainerPlacement {
 }
 
 /** Where Node.js is inside every container (first on PATH), whatever the image has. */
-export const CONTAINER_NODE = '/opt/factoryd/bin/node';
+const CONTAINER_NODE = '/opt/factoryd/bin/node';
 const CONTAINER_PATH = '/opt/factoryd/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-export const EGRESS_SOCKET = '/run/factoryd/egress.sock';
+const EGRESS_SOCKET = '/run/factoryd/egress.sock';
 
 /** Labels every container of factoryd carries: how a later worker finds the ones it must remove. */
 const OWNER_LABEL = 'factoryd.owner';
@@ -85,7 +85,7 @@ export function containerName(cwd: string): string {
  * Who owns a container: this machine, the launcher's pid and its start time (a pid reused by
  * another process is no longer the owner). A container whose owner is gone is an orphan.
  */
-export function launcherIdentity(pid = process.pid): string {
+function launcherIdentity(pid = process.pid): string {
   return `${hostname()}/${pid}/${processStart(pid) ?? '?'}`;
 }
 
@@ -178,9 +178,18 @@ export function dockerRunArgs(
   for (const name of Object.keys(run.env)) if (name !== 'PATH') args.push('--env', name);
   args.push(image);
   if (egress) args.push('/bin/sh', '-c', IMAGE_PERL, 'factoryd-egress', forwarder!, ...forwarderArgs);
-  args.push('/bin/sh', '-c', run.command);
+  args.push('/bin/sh', '-c', TMP_WRITABLE + run.command);
   return args;
 }
+
+/**
+ * Docker's tmpfs over /tmp keeps the mode of the image's own /tmp: an image that made it root's
+ * alone leaves the run without one, and agent CLIs then fail in ways that name nothing (Claude
+ * Code exits 0 having said nothing). The run's output says why first.
+ */
+const TMP_WRITABLE =
+  '[ -w /tmp ] || echo "factoryd: /tmp is not writable by the run\'s user in this image; agent CLIs write ' +
+  'their temporary files there. Give the image\'s /tmp mode 1777, as Debian, Ubuntu and Alpine images have it" >&2; ';
 
 /**
  * The image's perl runs the forwarder. An image without one runs the command as it is, with no way
