@@ -117,7 +117,7 @@ interface Operation {
   response?: ApiSchemaName | 'string';
 }
 
-export type OperationName = keyof typeof OPERATIONS;
+type OperationName = keyof typeof OPERATIONS;
 
 /** `/webhooks/{uid}/x/{id}` → `{ uid: string; id: string }`. */
 type PathParams<P extends string> = P extends `${string}{${infer N}}${infer Rest}`
@@ -125,13 +125,13 @@ type PathParams<P extends string> = P extends `${string}{${infer N}}${infer Rest
   : unknown;
 
 /** A query value as it goes on the URL: a list repeats the parameter; undefined or '' leaves it out. */
-export type QueryValue = string | number | boolean | readonly (string | number)[] | undefined;
+type QueryValue = string | number | boolean | readonly (string | number)[] | undefined;
 
 /** `metadata[key]=value`: a map parameter, one key a parameter. */
 type MapParams = { [key: `${string}[${string}]`]: QueryValue };
 
 /** The parameters a query schema names (and map parameters), else any. */
-export type QueryOf<O> = O extends { query: infer Q extends ApiSchemaName }
+type QueryOf<O> = O extends { query: infer Q extends ApiSchemaName }
   ? { [K in keyof ApiSchemas[Q]]?: QueryValue } & MapParams
   : Record<string, QueryValue>;
 
@@ -140,11 +140,11 @@ type BodyOf<O> = O extends { body: infer B extends ApiSchemaName }
   : { body?: never };
 
 /** What a call takes: its path parameters, its body when it has one, and any query parameters. */
-export type ArgsOf<K extends OperationName> = PathParams<(typeof OPERATIONS)[K]['path']> &
+type ArgsOf<K extends OperationName> = PathParams<(typeof OPERATIONS)[K]['path']> &
   BodyOf<(typeof OPERATIONS)[K]> & { query?: QueryOf<(typeof OPERATIONS)[K]> };
 
 /** What a call answers. */
-export type ResultOf<K extends OperationName> = (typeof OPERATIONS)[K] extends {
+type ResultOf<K extends OperationName> = (typeof OPERATIONS)[K] extends {
   response: infer R;
 }
   ? R extends ApiSchemaName
@@ -155,7 +155,7 @@ export type ResultOf<K extends OperationName> = (typeof OPERATIONS)[K] extends {
   : void;
 
 /** How a caller sends a request (its own auth, headers and errors): the path is under /api/v1. */
-export type Send = (method: string, path: string, body?: unknown) => Promise<unknown>;
+type Send = (method: string, path: string, body?: unknown) => Promise<unknown>;
 
 /** The typed client: `api.call('getRun', { runId })` answers a RunItem. */
 export class ApiOperations {

@@ -12,11 +12,8 @@ import { RequestValidator } from '../common/request-validation.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { FilterTests, type TestFilterRequest } from './test-filter.service.js';
 import { filterFromText, type GivenFilter } from './test-filter.js';
-import {
-  WebhookManagement,
-  type WebhookCreateRequest,
-  type WebhookUpdateRequest,
-} from './webhook-management.service.js';
+import type { WebhookCreateRequest, WebhookUpdateRequest } from '../contract/generated.js';
+import { WebhookManagement } from './webhook-management.service.js';
 import { presentManagedWebhook, presentWithSecret } from './webhook.presenter.js';
 
 const WEBHOOK_UID = ApiParam({

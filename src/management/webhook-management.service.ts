@@ -16,9 +16,6 @@ import { generatedSecretKind, WHSEC, writeWebhookFile, type WebhookFileFields } 
 import { setSecretCommand } from '../secrets/secret-commands.js';
 import type { WebhookCreateRequest, WebhookUpdateRequest } from '../contract/generated.js';
 
-/** The bodies as their schemas admit them (schemas/api/webhook-*-request.schema.json). */
-export type { WebhookCreateRequest, WebhookUpdateRequest };
-
 /** A webhook, and a secret value only at the moment it was generated. */
 export interface WebhookWithSecret {
   webhook: ManagedWebhookRow;

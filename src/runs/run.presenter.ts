@@ -4,8 +4,6 @@ import type { Run } from './run.js';
 import { isTerminal } from './run-state.js';
 import { isoDuration } from '../common/durations.js';
 
-export type { RunItem };
-
 /** RunItem on the wire (CONTRACT.md §1; schemas/api/run-item.schema.json): snake_case, RFC 3339 UTC, optional fields only when known. */
 export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem {
   const item: RunItem = {

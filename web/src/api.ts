@@ -5,7 +5,7 @@
  * sessionStorage (gone when the tab closes).
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiOperations } from '../../src/contract/client';
+import { ApiOperations, queryString } from '../../src/contract/client';
 import type { ApiKeyInfo, Team } from '../../src/contract/generated';
 
 export type { Team };
@@ -133,15 +133,8 @@ export const api = {
 /** The typed operations (src/contract, generated from schemas/api): `wire.call('getRun', { runId })`. */
 export const wire = new ApiOperations((method, path, body) => send(method, path, body));
 
-/** A query string from the set fields (arrays repeat the key). */
-export function query(params: Record<string, string | string[] | undefined>): string {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) {
-    for (const one of [v ?? []].flat()) if (one !== '') q.append(k, one);
-  }
-  const s = q.toString();
-  return s ? `?${s}` : '';
-}
+/** A query string from the set fields (arrays repeat the key); the typed client's own. */
+export const query = queryString;
 
 export interface Live<T> {
   data: T | undefined;

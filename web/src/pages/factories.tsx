@@ -1,9 +1,6 @@
 import { useLive, wire } from '../api';
-import type { FactoryItem } from '../../../src/contract/generated';
 import { BASE, Link } from '../router';
 import { Badge, Empty, ErrorBox, Loading, short, Time } from '../ui';
-
-export type { FactoryItem as Factory };
 
 export function FactoriesPage() {
   const list = useLive(() => wire.call('listFactories', { query: { limit: 100 } }), [], 5000);

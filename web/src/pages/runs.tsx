@@ -2,9 +2,8 @@ import { useState } from 'preact/hooks';
 import { can, query, useAction, useFeed, useLive, wire } from '../api';
 import { BASE, Link, navigate } from '../router';
 import { Badge, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
-import { RUN_STATE_VALUES, type RunCreateRequest, type RunItem } from '../../../src/contract/generated';
+import { RUN_STATE_VALUES, type RunCreateRequest } from '../../../src/contract/generated';
 
-export const RUN_STATES = RUN_STATE_VALUES;
 const SOURCES = ['API', 'CLI', 'WEBHOOK', 'FACTORY', 'SCHEDULED_AGENT'];
 const TEXT_FILTERS: Array<[string, string, string]> = [
   ['name', 'Agent name', 'e.g. triage'],
@@ -14,8 +13,6 @@ const TEXT_FILTERS: Array<[string, string, string]> = [
 
 /** The filters behind "More filters" (opened when one is set). */
 const MORE = ['name', 'model_id', 'creator', 'created_after', 'created_before', 'metadata'];
-
-export type { RunItem };
 
 interface Filters {
   [k: string]: string | string[] | undefined;
@@ -101,7 +98,7 @@ export function RunsPage() {
       </div>
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
         <div class="chips" role="group" aria-label="State">
-          {RUN_STATES.map((s) => (
+          {RUN_STATE_VALUES.map((s) => (
             <button
               type="button"
               key={s}

@@ -7,7 +7,7 @@ import {
 } from '../../../src/contract/generated';
 import { BASE, Link, navigate } from '../router';
 import { Badge, bytes, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
-import type { Factory } from './factories';
+import type { FactoryItem as Factory } from '../../../src/contract/generated';
 import { yamlText } from '../yaml';
 import { RepoFile, SecretOnce, webhookFile, type Webhook } from './webhooks';
 

@@ -3,7 +3,7 @@ import { can, useAction, useLive, wire } from '../api';
 import { BASE, Link } from '../router';
 import { Badge, Copy, CopyField, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
 import { yamlText } from '../yaml';
-import type { Factory } from './factories';
+import type { FactoryItem as Factory } from '../../../src/contract/generated';
 import {
   WEBHOOK_FILE_SIGNATURE_SCHEME_VALUES,
   type WebhookCreateRequest,
