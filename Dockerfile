@@ -7,6 +7,9 @@ RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY web ./web
+# The API contract is generated from the schemas (bin/generate-contract.js) before the compile.
+COPY schemas ./schemas
+COPY bin ./bin
 RUN npm run build
 
 # Run: production dependencies only, as the unprivileged `node` user.

@@ -2,7 +2,17 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'var/**', '.cache/**', 'coverage/**', 'examples/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'var/**',
+      '.cache/**',
+      'coverage/**',
+      'examples/**',
+      'src/contract/generated.ts',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

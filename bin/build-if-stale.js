@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Builds `dist/` (the service: tsc; the dashboard: vite) only where a source is newer than what was
+// Generates the API contract from schemas/ when a schema changed (bin/generate-contract.js), then
+// builds `dist/` (the service: tsc; the dashboard: vite) only where a source is newer than what was
 // built from it: `npm start` then costs no build on a restart, and the test setup builds once, before
 // any test file spawns the binary. Run as a script (the first step of `npm start`), or imported (tests).
 import { execFileSync } from 'node:child_process';
@@ -12,6 +13,11 @@ const at = (...parts) => join(root, ...parts);
 
 /** Builds what is stale; says so on stderr when it builds. */
 export function buildIfStale() {
+  // The API contract (src/contract/generated.ts) first: both builds import it.
+  execFileSync(process.execPath, [at('bin', 'generate-contract.js')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    cwd: root,
+  });
   const service = [at('tsconfig.json'), at('tsconfig.build.json'), ...files(at('src'))];
   if (stale(at('dist', 'cli', 'main.js'), service))
     build('the service', 'typescript/bin/tsc', ['-p', at('tsconfig.build.json')]);

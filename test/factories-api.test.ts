@@ -1,10 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SchemaRegistry } from '../src/common/schema-validator.js';
 import { DefinitionStore } from '../src/reconciler/definition-store.js';
 import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
 import { automation, baseFactory, TestRepo } from './support/git-repo.js';
 import { startTestService, type TestService } from './support/service.js';
+
+/** What the API documents (and the CLI and the dashboard are typed by) is what it answers. */
+const schemas = new SchemaRegistry();
 
 describe('factory API', () => {
   let t: TestService;
@@ -51,6 +55,7 @@ describe('factory API', () => {
     expect(all.status).toBe(200);
     expect(all.body.factories.map((f: any) => f.name)).toEqual(['alpha', 'beta', 'gamma']);
     expect(all.body.page_info).toEqual({ has_next_page: false });
+    expect(schemas.check('FactoryListResponse', all.body)).toEqual([]);
     const p1 = await t.call('GET', '/api/v1/factory?limit=2');
     expect(p1.body.factories.map((f: any) => f.name)).toEqual(['alpha', 'beta']);
     expect(p1.body.page_info.has_next_page).toBe(true);
@@ -68,6 +73,7 @@ describe('factory API', () => {
 
   it('shows a factory with its apply status', async () => {
     const res = await t.call('GET', `/api/v1/factory/${uid}`);
+    expect(schemas.check('FactoryItem', res.body)).toEqual([]);
     expect(res.body).toMatchObject({
       uid,
       name: 'alpha',
@@ -91,11 +97,13 @@ describe('factory API', () => {
     expect(first.body.applies[0].revision).toMatch(/^[0-9a-f]{40}$/);
     expect(typeof first.body.applies[0].duration_ms).toBe('number');
     expect(first.body.page_info).toEqual({ has_next_page: false });
+    expect(schemas.check('FactoryApplyListResponse', first.body)).toEqual([]);
     expect((await t.call('GET', `/api/v1/factory/${uid}/applies?limit=0`)).status).toBe(400);
   });
 
   it('lists webhooks with ingress URLs; a url_token URL shows {token}', async () => {
     const res = await t.call('GET', `/api/v1/factory/${uid}/webhooks`);
+    expect(schemas.check('WebhookListResponse', res.body)).toEqual([]);
     const byName = Object.fromEntries(res.body.webhooks.map((w: any) => [w.name, w]));
     expect(byName.pager.ingress_url).toBe(`https://hooks.example.com/webhooks/w/${byName.pager.uid}/{token}`);
     expect(byName.gh).toMatchObject({

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SchemaRegistry } from '../src/common/schema-validator.js';
 import { NotificationRetention } from '../src/notifications/notification-retention.js';
 import { runCli } from './support/cli.js';
 import { createFactory, createWebhook, deliver } from './support/definitions.js';
@@ -64,6 +65,9 @@ describe('signed notifications out', () => {
       return r.at(-1)?.body.type === 'run.succeeded' ? r : undefined;
     }, 'the run.succeeded notification');
     expect(got.every((r) => r.verified)).toBe(true);
+    // The database builds the body; its shape is the contract's (schemas/api/run-notification.schema.json).
+    const schemas = new SchemaRegistry();
+    for (const r of got) expect(schemas.check('RunNotification', r.body), r.body.type).toEqual([]);
     expect(got[0]!.body.type).toBe('run.queued');
     expect(got[0]!.body.data.previous_state).toBeNull();
     // Each notification continues where the one before left: no transition missing, none reordered.

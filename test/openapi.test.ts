@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATIONS } from '../src/contract/client.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /** /api/v1/openapi.json lists every route the server has, and every reference in it resolves. */
@@ -194,6 +195,34 @@ describe('OpenAPI document', () => {
     ).toBe('#/components/schemas/RunItem');
   });
 
+  it('has every operation of the typed client (src/contract/client.ts), with its body and answer schemas', () => {
+    for (const [name, op] of Object.entries(OPERATIONS)) {
+      const found = doc.paths[`/api/v1${op.path}`]?.[op.method.toLowerCase()];
+      expect(found, `${name}: ${op.method} ${op.path}`).toBeDefined();
+      const body = 'body' in op ? op.body : undefined;
+      expect(found.requestBody?.content['application/json'].schema.$ref, `${name}'s body`).toBe(
+        body && `#/components/schemas/${body}`,
+      );
+      const success = Object.entries<any>(found.responses).find(([status]) => status.startsWith('2'))!;
+      const answer = success[1].content?.['application/json']?.schema;
+      if (op.response === 'string') expect(answer, `${name}'s answer`).toMatchObject({ type: 'string' });
+      else expect(answer?.$ref, `${name}'s answer`).toBe(`#/components/schemas/${op.response}`);
+    }
+  });
+
+  it('documents the run filters from RunListQuery with the values the parser takes', async () => {
+    const { TASK_STATUSES } = await import('../src/runs/run-list.js');
+    const { ARTIFACT_TYPES } = await import('../src/runs/artifact.js');
+    const params = new Map<string, any>(
+      doc.paths['/api/v1/agent/runs'].get.parameters.map((p: any) => [p.name, p]),
+    );
+    expect(params.get('task_status').schema.items.enum).toEqual([...TASK_STATUSES]);
+    expect(params.get('artifact_type').schema.enum).toEqual([...ARTIFACT_TYPES]);
+    expect(params.get('state')).toMatchObject({ style: 'form', explode: true });
+    expect(params.get('state').schema.items.$ref).toBe('#/components/schemas/RunState');
+    expect(params.get('metadata')).toMatchObject({ style: 'deepObject', explode: true });
+  });
+
   it('resolves every $ref', () => {
     const refs: string[] = [];
     const walk = (node: unknown) => {
@@ -216,7 +245,7 @@ describe('OpenAPI document', () => {
     expect([...new Set(unresolved)]).toEqual([]);
   });
 
-  it('describes what the server really returns (RunItem and RunListResponse)', async () => {
+  it('describes what the server really returns (RunItem, RunListResponse, the conversation, the key)', async () => {
     const { SchemaRegistry } = await import('../src/common/schema-validator.js');
     const registry = new SchemaRegistry();
     const created = await t.call('POST', '/api/v1/agent/runs', {
@@ -229,6 +258,10 @@ describe('OpenAPI document', () => {
     expect(registry.check('RunItem', item.body)).toEqual([]);
     const list = await t.call('GET', '/api/v1/agent/runs?limit=1');
     expect(registry.check('RunListResponse', list.body)).toEqual([]);
+    const conversation = await t.call('GET', `/api/v1/agent/runs/${created.body.run_id}/conversation`);
+    // A queued run's: its messages' shape is checked where a run has some (test/skills.test.ts).
+    expect(registry.check('RunConversationResponse', conversation.body)).toEqual([]);
+    expect(registry.check('ApiKeyInfo', (await t.call('GET', '/api/v1/api-key')).body)).toEqual([]);
     const problem = await t.call('GET', '/api/v1/agent/runs?limit=0');
     expect(registry.check('Problem', problem.body)).toEqual([]);
   });

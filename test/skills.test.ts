@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SchemaRegistry } from '../src/common/schema-validator.js';
 import { DefinitionStore } from '../src/reconciler/definition-store.js';
 import { Reconciler } from '../src/reconciler/reconciler.js';
 import { TestRepo } from './support/git-repo.js';
@@ -49,9 +50,10 @@ describe('skills', () => {
     const run = await finished(res.body.run_id);
     expect(run.state).toBe('SUCCEEDED');
     expect(run.agent_config.name).toBe('triage');
-    const texts = (await t.call('GET', `/api/v1/agent/runs/${run.run_id}/conversation`)).body.messages.map(
-      (m: any) => m.text ?? m.input?.skill_path,
-    );
+    const conversation = (await t.call('GET', `/api/v1/agent/runs/${run.run_id}/conversation`)).body;
+    // Messages and actions both, as the API documents them (schemas/api/conversation-message.schema.json).
+    expect(new SchemaRegistry().check('RunConversationResponse', conversation)).toEqual([]);
+    const texts = conversation.messages.map((m: any) => m.text ?? m.input?.skill_path);
     // The reconciler stores a skill's body without its front matter: two lines.
     expect(texts).toContain('Following my instructions (2 lines of base prompt).');
     // The skill's own directive loaded another managed skill from the workspace.
@@ -80,6 +82,7 @@ describe('skills', () => {
     expect(usage.body.skills.find((s: any) => s.skill === 'release')).toMatchObject({ loads: 1, runs: 1 });
     expect(usage.body.bundled).toEqual([{ bundled_skill_id: 'pr-comments', loads: 1 }]);
     expect(usage.body.not_counted).toEqual({ outside_managed_roots: 1 });
+    expect(new SchemaRegistry().check('SkillUsageResponse', usage.body)).toEqual([]);
 
     const later = await t.call('GET', '/api/v1/skills/usage?since=2999-01-01');
     expect(later.body.skills).toEqual([]);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SchemaRegistry } from '../src/common/schema-validator.js';
 import { DeliveryLog } from '../src/webhooks/delivery-log.js';
 import { DeliveryRetention } from '../src/webhooks/delivery-retention.js';
 import {
@@ -76,6 +77,12 @@ describe('the delivery log API', () => {
       'GET',
       `/api/v1/webhooks/${hook.uid}/deliveries/${all.body.deliveries[1].id}`,
     );
+    // What the API documents (and the CLI and the dashboard are typed by) is what it answers.
+    const schemas = new SchemaRegistry();
+    expect(schemas.check('DeliveryListResponse', all.body)).toEqual([]);
+    expect(schemas.check('DeliveryListResponse', page2.body)).toEqual([]);
+    expect(schemas.check('DeliveryDetail', accepted.body)).toEqual([]);
+    expect(schemas.check('DeliveryDetail', rejected.body)).toEqual([]);
     expect(rejected.body.status).toBe('rejected_invalid_json');
     expect(rejected.body).not.toHaveProperty('payload');
     expect(rejected.body.runs).toEqual([]);

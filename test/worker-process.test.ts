@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
+import { SchemaRegistry } from '../src/common/schema-validator.js';
 import { artifactText } from './support/artifacts.js';
 import { eventually } from './support/eventually.js';
 import { runIn as runInOn, startTestService, type TestService } from './support/service.js';
@@ -223,6 +224,7 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
         harnesses: expect.arrayContaining([{ type: 'oz' }]),
       },
     ]);
+    expect(new SchemaRegistry().check('ConnectedWorkersResponse', connected.body)).toEqual([]);
     expect(
       (await t.call('GET', '/api/v1/agent/connected-self-hosted-workers', undefined, other.key)).body.workers,
     ).toEqual([]);

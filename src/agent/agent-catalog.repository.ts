@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Database } from '../database/database.js';
+import { sqlStates, TERMINAL_STATES } from '../runs/run-state.js';
 
 /**
  * The reads behind the agent catalog (`GET /agent`, `GET /agent/environments`) and the clients'
@@ -88,4 +89,4 @@ export class AgentCatalogRepository {
   }
 }
 
-const ENDED = `('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')`;
+const ENDED = `(${sqlStates([...TERMINAL_STATES])})`;

@@ -93,7 +93,7 @@ export class AgentController {
   @Get('artifacts/:artifactUid')
   @ApiOperation({ summary: 'One artifact: a plan with its text, a file or screenshot with a download link' })
   @ApiParam({ name: 'artifactUid', schema: { type: 'string' } })
-  @ApiJsonOk(object({ artifact_type: {}, artifact_uid: {}, created_at: {}, data: { type: 'object' } }))
+  @ApiJsonOk('ArtifactItem')
   @ApiProblems(403, 404)
   @RequireScope('runs:read')
   artifact(@Auth() auth: AuthContext, @Param('artifactUid') uid: string, @Req() req: FastifyRequest) {

@@ -1,10 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Req } from '@nestjs/common';
+import { SchemaBody } from '../common/schema-body.js';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { QueryParams } from '../common/query-params.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { AgentIdentitiesService, type IdentityRequest } from './agent-identities.service.js';
@@ -28,7 +29,6 @@ export class IdentitiesController {
   @Post()
   @HttpCode(201)
   @ApiOperation({ summary: 'Create a named agent of the team' })
-  @ApiJsonBody('AgentIdentityCreateRequest')
   @ApiResponse({
     status: 201,
     description: 'Created',
@@ -37,11 +37,8 @@ export class IdentitiesController {
   @ApiProblems(403, 404)
   @RequireScope('factory:manage')
   @BodyLimit(PROMPT_BODY_LIMIT) // a prompt of up to 100,000 characters
-  create(@Auth() auth: AuthContext, @Body() body: unknown) {
-    return this.identities.create(
-      auth,
-      this.validate.body<IdentityRequest>('AgentIdentityCreateRequest', body),
-    );
+  create(@Auth() auth: AuthContext, @SchemaBody('AgentIdentityCreateRequest') body: IdentityRequest) {
+    return this.identities.create(auth, body);
   }
 
   @Get()
@@ -71,17 +68,16 @@ export class IdentitiesController {
   @Put(':uid')
   @ApiOperation({ summary: 'Update a named agent: omitted or null unchanged, empty cleared' })
   @UID
-  @ApiJsonBody('AgentIdentityUpdateRequest')
   @ApiJsonOk('AgentIdentity')
   @ApiProblems(403, 404, 409)
   @RequireScope('factory:manage')
   @BodyLimit(PROMPT_BODY_LIMIT)
-  update(@Auth() auth: AuthContext, @Param('uid') uid: string, @Body() body: unknown) {
-    return this.identities.update(
-      auth,
-      uid,
-      this.validate.body<IdentityRequest>('AgentIdentityUpdateRequest', body ?? {}),
-    );
+  update(
+    @Auth() auth: AuthContext,
+    @Param('uid') uid: string,
+    @SchemaBody('AgentIdentityUpdateRequest', { optional: true }) body: IdentityRequest,
+  ) {
+    return this.identities.update(auth, uid, body);
   }
 
   @Delete(':uid')

@@ -1,4 +1,6 @@
 import { dataDirOf } from '../config/config.js';
+import { ApiOperations } from '../contract/client.js';
+import type { Team } from '../contract/generated.js';
 import { findLocalService, serviceRootOf } from './local-service.js';
 
 /**
@@ -39,6 +41,9 @@ export class ApiClient {
     this.key = key;
   }
 
+  /** The typed operations (src/contract): `client.api.call('getRun', { runId })`. */
+  readonly api = new ApiOperations((method, path, body) => this.request(method, path, body));
+
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     this.teamUid ??=
       this.opts.team === undefined ? Promise.resolve(undefined) : this.findTeam(this.opts.team);
@@ -51,14 +56,10 @@ export class ApiClient {
    * value as it is.
    */
   private async findTeam(team: string): Promise<string> {
-    let teams: Array<{ uid: string; name: string }>;
+    let teams: Team[];
     try {
-      ({ teams } = await this.send<{ teams: Array<{ uid: string; name: string }> }>(
-        'GET',
-        '/api-key',
-        undefined,
-        undefined,
-      ));
+      // Without X-Team-Uid: the key's teams are what decides it.
+      ({ teams } = await new ApiOperations((m, p, b) => this.send(m, p, b, undefined)).call('whoAmI'));
     } catch (err) {
       if (err instanceof ApiCallFailed && err.status === 403) return team;
       throw err;

@@ -18,6 +18,7 @@ import { ReconcileScheduler } from '../reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../reconciler/reconciler.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import type { RunningService } from '../service.js';
+import { FACTORY_NAME_PATTERN } from '../contract/generated.js';
 
 const EXAMPLE = fromRoot('examples', 'factory');
 /** How the example's automations name a webhook before it has a UID. */
@@ -209,7 +210,7 @@ async function factoryNameOf(runner: GitRunner, repoUrl: string, branch: string)
       if (!blob) throw new Error('no factory.yaml');
       const text = await git(repoUrl, 'cat-file', 'blob', blob);
       const name = (parse(text) as { name?: unknown })?.name;
-      if (typeof name === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name)) return name;
+      if (typeof name === 'string' && FACTORY_NAME_PATTERN.test(name)) return name;
     } catch {
       /* no factory.yaml yet: fall back to the folder name */
     }

@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { applyDecorators } from '@nestjs/common';
-import { ApiBody, ApiResponse } from '@nestjs/swagger';
+import { ApiQuery, ApiResponse } from '@nestjs/swagger';
+import type { ApiSchemaName } from '../contract/generated.js';
+import { fromRoot } from './paths.js';
 
 /**
  * OpenAPI annotations that point at the JSON Schemas under `schemas/` (published as
@@ -32,16 +35,6 @@ export function ApiProblems(...statuses: number[]): MethodDecorator & ClassDecor
   return applyDecorators(...all.map((status) => ApiProblem(status)));
 }
 
-/** The schema of a page of a listing: the items under `key` (objects), and `page_info`. */
-export const pageOf = (key: string) => ({
-  type: 'object',
-  required: [key, 'page_info'],
-  properties: { [key]: { type: 'array', items: { type: 'object' } }, page_info: schemaRef('PageInfo') },
-});
-
-/** A JSON request body validated against the schema `$id`. */
-export const ApiJsonBody = (id: string) => ApiBody({ required: true, schema: schemaRef(id) });
-
 /** A 200 JSON response of the schema `$id` (or an inline schema). */
 export const ApiJsonOk = (schema: string | Record<string, unknown>, description = 'OK') =>
   ApiResponse({
@@ -49,3 +42,41 @@ export const ApiJsonOk = (schema: string | Record<string, unknown>, description 
     description,
     content: { 'application/json': { schema: typeof schema === 'string' ? schemaRef(schema) : schema } },
   });
+
+/**
+ * A route's query parameters from an object schema of schemas/api (`RunListQuery`): one parameter per
+ * property, with its schema and description; a list is repeated (`state=A&state=B`), a map is
+ * `key[name]=value`. The schema is then the one list of the parameters the CLI and the dashboard type
+ * their queries with (src/contract).
+ */
+export function ApiQueryParams(id: ApiSchemaName): MethodDecorator {
+  const file = `${id.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}.schema.json`;
+  const schema = JSON.parse(readFileSync(fromRoot('schemas', 'api', file), 'utf8')) as {
+    properties: Record<string, Record<string, unknown>>;
+    required?: string[];
+  };
+  // `$ref: "RunState"` (by $id, as ajv reads it) is the published component.
+  const published = (node: Record<string, unknown>) =>
+    JSON.parse(JSON.stringify(node), (k, v) => (k === '$ref' ? schemaRef(v as string).$ref : v)) as Record<
+      string,
+      unknown
+    >;
+  return applyDecorators(
+    ...Object.entries(schema.properties).map(([name, property]) => {
+      const { description, ...rest } = published(property);
+      const style =
+        rest.type === 'array'
+          ? { style: 'form' as const, explode: true }
+          : rest.type === 'object'
+            ? { style: 'deepObject' as const, explode: true }
+            : {};
+      return ApiQuery({
+        name,
+        required: schema.required?.includes(name) ?? false,
+        ...(typeof description === 'string' ? { description } : {}),
+        schema: rest,
+        ...style,
+      });
+    }),
+  );
+}

@@ -1,4 +1,5 @@
 import { uuidFrom } from '../common/ids.js';
+import type { ConversationMessage } from '../contract/generated.js';
 
 /**
  * A run's recorded conversation (run_events of type message and action) in two shapes: factoryd's flat
@@ -17,9 +18,8 @@ export interface ConversationEvent {
   created_at: Date;
 }
 
-export type ConversationItem =
-  | { type: 'message'; role: string; text: string; execution: number; created_at: string }
-  | { type: 'action'; kind: string; input: Record<string, unknown>; execution: number; created_at: string };
+/** An entry of the flat list (schemas/api/conversation-message.schema.json). */
+export type ConversationItem = ConversationMessage;
 
 /** factoryd's flat list: each message and action with its execution. */
 export function conversationItems(events: ConversationEvent[]): ConversationItem[] {

@@ -17,27 +17,7 @@ export class ConversationsController {
     summary:
       "A run's conversation, in order: the Oz clients' `steps` (one per execution) and factoryd's flat `messages`",
   })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['run_id', 'conversation_id', 'steps', 'messages'],
-    properties: {
-      run_id: { type: 'string', format: 'uuid' },
-      conversation_id: { type: 'string', format: 'uuid' },
-      session_id: { type: 'string', format: 'uuid' },
-      steps: {
-        type: 'array',
-        description:
-          'ConversationStep: {id, messages: [{role, content: [text | action | action_result blocks], message_ids, timestamp}], steps: [], started_at, completed_at}',
-        items: { type: 'object' },
-      },
-      messages: {
-        type: 'array',
-        description:
-          '{type: message, role, text, execution, created_at} | {type: action, kind, input, execution, created_at}',
-        items: { type: 'object' },
-      },
-    },
-  })
+  @ApiJsonOk('RunConversationResponse')
   @RequireScope('runs:read')
   conversation(@Auth() auth: AuthContext, @Param('runId') runId: string) {
     return this.conversations.conversation(auth.team.id, runId);
@@ -45,7 +25,7 @@ export class ConversationsController {
 
   @Get('skills/usage')
   @ApiOperation({ summary: 'Team-owned skill usage (bundled skills grouped apart)' })
-  @ApiJsonOk({ type: 'object' })
+  @ApiJsonOk('SkillUsageResponse')
   @RequireScope('runs:read')
   usage(@Auth() auth: AuthContext, @Query('since') since?: string) {
     return this.conversations.skillUsage(auth.team.id, since);

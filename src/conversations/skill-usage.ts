@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import type { SkillUsageResponse } from '../contract/generated.js';
 
 /**
  * Team-owned skill usage (CONTRACT.md §6), as a pure function. A load is a `read_skill` action: one
@@ -17,18 +18,8 @@ export interface ManagedFactory {
   repoUrl: string;
 }
 
-export interface SkillUsageReport {
-  skills: Array<{
-    factory: string;
-    skill: string;
-    path: string;
-    loads: number;
-    runs: number;
-    last_loaded_at: string;
-  }>;
-  bundled: Array<{ bundled_skill_id: string; loads: number }>;
-  not_counted: { outside_managed_roots: number };
-}
+/** The report (schemas/api/skill-usage-response.schema.json) before it names its `since`. */
+export type SkillUsageReport = Omit<SkillUsageResponse, 'since'>;
 
 /**
  * The roots of one factory, in the two forms a harness reports a path in: inside its workspace

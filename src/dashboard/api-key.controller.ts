@@ -5,12 +5,7 @@ import { ChecksOwnKey } from '../auth/auth.guard.js';
 import { AuthService } from '../auth/auth.service.js';
 import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import { NotAuthorized } from '../common/problem.js';
-
-const TEAM = {
-  type: 'object',
-  required: ['uid', 'name'],
-  properties: { uid: { type: 'string' }, name: { type: 'string' } },
-};
+import type { ApiKeyInfo } from '../contract/generated.js';
 
 /**
  * Who the calling key is: what the dashboard needs at sign-in to offer the team choice and to show
@@ -28,22 +23,9 @@ export class ApiKeyController {
     summary: 'The calling API key: its principal, scopes and teams',
     description: 'Every team of the key (no X-Team-Uid needed). Never returns the key itself.',
   })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['principal', 'scopes', 'teams'],
-    properties: {
-      principal: {
-        type: 'object',
-        required: ['type', 'uid', 'display_name'],
-        properties: { type: { type: 'string' }, uid: { type: 'string' }, display_name: { type: 'string' } },
-      },
-      scopes: { type: 'array', items: { type: 'string' } },
-      teams: { type: 'array', items: TEAM },
-      worker_host: { type: 'string' },
-    },
-  })
+  @ApiJsonOk('ApiKeyInfo')
   @ApiProblems(403)
-  async whoAmI(@Req() req: FastifyRequest) {
+  async whoAmI(@Req() req: FastifyRequest): Promise<ApiKeyInfo> {
     const key = await this.auth.keyOf(req.headers.authorization);
     if (!key.scopes.includes('runs:read'))
       throw new NotAuthorized(`This API key lacks the scope runs:read (it has ${key.scopes.join(', ')}).`);

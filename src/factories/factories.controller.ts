@@ -1,10 +1,11 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { SchemaBody } from '../common/schema-body.js';
+import { Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiOperation, ApiQuery, ApiResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
 import { publicBaseUrl, webhookBaseUrl } from '../common/base-url.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblem, ApiProblems, pageOf } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblem, ApiProblems } from '../common/openapi-decorators.js';
 import { parsePageRequest } from '../common/pagination.js';
 import { NotFound } from '../common/problem.js';
 import { QueryParams } from '../common/query-params.js';
@@ -66,7 +67,7 @@ export class FactoriesController {
     description:
       'The owning team (the Python client sends `team_uid`): the selected team’s factories when it names that team, none otherwise',
   })
-  @ApiJsonOk(pageOf('factories'))
+  @ApiJsonOk('FactoryListResponse')
   @ApiProblems(403)
   async list(@Auth() auth: AuthContext, @Req() req: FastifyRequest) {
     const query = QueryParams.of(req);
@@ -85,7 +86,7 @@ export class FactoriesController {
   @Get('factory/:uid')
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'One factory' })
-  @ApiJsonOk({ type: 'object' }, 'The factory: its repository, status and applied definition')
+  @ApiJsonOk('FactoryItem', 'The factory: its repository, status and applied definition')
   @ApiProblems(403, 404)
   async get(@Auth() auth: AuthContext, @Param('uid') uid: string) {
     return presentFactory(await this.factories.get(auth, uid));
@@ -94,7 +95,7 @@ export class FactoriesController {
   @Get('factory/:uid/applies')
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'The apply history of a factory' })
-  @ApiJsonOk(pageOf('applies'))
+  @ApiJsonOk('FactoryApplyListResponse')
   @ApiProblems(403, 404)
   async applies(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
     const page = parsePageRequest(QueryParams.of(req), APPLIES_SCOPE, { fallback: 20, max: 100 });
@@ -109,15 +110,7 @@ export class FactoriesController {
     description:
       'A webhook trigger lists its webhooks by UID and name (`name` null for a UID the factory never had).',
   })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['agents', 'automations', 'skills'],
-    properties: {
-      agents: { type: 'array', items: { type: 'object' } },
-      automations: { type: 'array', items: { type: 'object' } },
-      skills: { type: 'array', items: { type: 'object' } },
-    },
-  })
+  @ApiJsonOk('FactoryDefinitionResponse')
   @ApiProblems(403, 404)
   async definition(@Auth() auth: AuthContext, @Param('uid') uid: string) {
     return presentDefinition(await this.factories.definition(auth, uid));
@@ -130,16 +123,7 @@ export class FactoriesController {
     description:
       'Fetches the production branch and plans its head against the applied state, as `factoryd plan` does; nothing is applied or recorded.',
   })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['result', 'revision', 'errors'],
-    properties: {
-      result: { type: 'string', description: '`planned`, or `failed` when the head does not validate' },
-      revision: { type: ['string', 'null'] },
-      errors: { type: 'array', items: { type: 'object' } },
-      plan: { type: 'object' },
-    },
-  })
+  @ApiJsonOk('FactoryPlanResponse')
   @ApiProblems(403, 404)
   async plan(@Auth() auth: AuthContext, @Param('uid') uid: string) {
     const o = await this.factories.plan(auth, uid);
@@ -149,11 +133,7 @@ export class FactoriesController {
   @Get('factory/:uid/webhooks')
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'The webhooks of a factory, with their ingress URLs' })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['webhooks'],
-    properties: { webhooks: { type: 'array', items: { type: 'object' } } },
-  })
+  @ApiJsonOk('WebhookListResponse')
   @ApiProblems(403, 404)
   async webhooks(@Auth() auth: AuthContext, @Param('uid') uid: string, @Req() req: FastifyRequest) {
     const all = QueryParams.of(req).one('include_deleted') === 'true';
@@ -167,20 +147,15 @@ export class FactoriesController {
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
   @ApiOperation({ summary: 'Start a run of the factory’s foreman, linked to the ticket it works on' })
-  @ApiJsonBody('FactoryRunRequest')
   @ApiJsonOk(DISPATCHED, 'The run, queued')
   @ApiProblems(403, 404, 409, 429)
   async dispatch(
     @Auth() auth: AuthContext,
     @Param('uid') uid: string,
-    @Body() body: unknown,
+    @SchemaBody('FactoryRunRequest') body: FactoryRunRequest,
     @Req() req: FastifyRequest,
   ) {
-    const run = await this.factories.dispatch(
-      auth,
-      uid,
-      this.validate.body<FactoryRunRequest>('FactoryRunRequest', body),
-    );
+    const run = await this.factories.dispatch(auth, uid, body);
     return { ...run, run_url: runPageUrl(publicBaseUrl(req, this.config.publicBaseUrl), run.run_id) };
   }
 

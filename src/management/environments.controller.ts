@@ -1,8 +1,9 @@
-import { Body, Controller, Delete, HttpCode, Inject, Param, Post, Put } from '@nestjs/common';
+import { SchemaBody } from '../common/schema-body.js';
+import { Controller, Delete, HttpCode, Inject, Param, Post, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { EnvironmentManagement, type EnvironmentRequest } from './environment-management.service.js';
 
@@ -31,30 +32,28 @@ export class EnvironmentsController {
   @HttpCode(201)
   @RequireScope('factory:manage')
   @ApiOperation({ summary: 'Create an environment in a managed factory (commits environments/<name>.yaml)' })
-  @ApiJsonBody('EnvironmentRequest')
   @ApiResponse({
     status: 201,
     description: 'Created and applied',
     content: { 'application/json': { schema: ENVIRONMENT } },
   })
   @ApiProblems(400, 403, 404, 409)
-  create(@Auth() auth: AuthContext, @Body() body: unknown) {
-    return this.environments.create(auth, this.validate.body<EnvironmentRequest>('EnvironmentRequest', body));
+  create(@Auth() auth: AuthContext, @SchemaBody('EnvironmentRequest') body: EnvironmentRequest) {
+    return this.environments.create(auth, body);
   }
 
   @Put(':uid')
   @RequireScope('factory:manage')
   @ApiOperation({ summary: 'Replace an environment of a managed factory (its file rewritten and applied)' })
   @ENVIRONMENT_UID
-  @ApiJsonBody('EnvironmentRequest')
   @ApiJsonOk(ENVIRONMENT)
   @ApiProblems(400, 403, 404, 409)
-  replace(@Auth() auth: AuthContext, @Param('uid') uid: string, @Body() body: unknown) {
-    return this.environments.replace(
-      auth,
-      uid,
-      this.validate.body<EnvironmentRequest>('EnvironmentRequest', body),
-    );
+  replace(
+    @Auth() auth: AuthContext,
+    @Param('uid') uid: string,
+    @SchemaBody('EnvironmentRequest') body: EnvironmentRequest,
+  ) {
+    return this.environments.replace(auth, uid, body);
   }
 
   @Delete(':uid')

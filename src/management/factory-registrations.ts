@@ -3,6 +3,7 @@ import { join, resolve, sep } from 'node:path';
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { Conflict, InvalidRequest, NotFound } from '../common/problem.js';
 import { CONFIG, type Config } from '../config/config.js';
+import { FACTORY_NAME_PATTERN } from '../contract/generated.js';
 import { ReconcilerModule } from '../reconciler/reconciler.module.js';
 import { DefinitionStore, type FactoryRecord } from '../reconciler/definition-store.js';
 import { GitSource } from '../reconciler/git-source.js';
@@ -15,7 +16,6 @@ import { FactoryWriteLock } from './factory-write-lock.js';
 import { ManagedFactories } from './managed-factories.js';
 import { ManagedRepositories, type Author } from './managed-repositories.js';
 
-const FACTORY_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const BRANCH_NAME = /^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$/;
 
 type Team = { id: string; name: string };
@@ -129,7 +129,7 @@ export class FactoryRegistrations {
 }
 
 function checkNames(name: string, branch: string): void {
-  if (!FACTORY_NAME.test(name))
+  if (!FACTORY_NAME_PATTERN.test(name))
     throw new InvalidRequest('a factory name is 1-64 letters, digits, ".", "_", "-"');
   if (!BRANCH_NAME.test(branch)) throw new InvalidRequest(`"${branch}" is not a valid branch name`);
 }

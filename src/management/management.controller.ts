@@ -1,19 +1,19 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req } from '@nestjs/common';
+import { SchemaBody } from '../common/schema-body.js';
+import type { WebhookTestFilterRequest } from '../contract/generated.js';
+import type { WebhookSecretRequest } from '../contract/generated.js';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { webhookBaseUrl } from '../common/base-url.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { FilterTests, type TestFilterRequest } from './test-filter.service.js';
 import { filterFromText, type GivenFilter } from './test-filter.js';
-import {
-  WebhookManagement,
-  type WebhookCreateRequest,
-  type WebhookUpdateRequest,
-} from './webhook-management.service.js';
+import type { WebhookCreateRequest, WebhookUpdateRequest } from '../contract/generated.js';
+import { WebhookManagement } from './webhook-management.service.js';
 import { presentManagedWebhook, presentWithSecret } from './webhook.presenter.js';
 
 const WEBHOOK_UID = ApiParam({
@@ -46,7 +46,6 @@ export class ManagementController {
       'Commits webhooks/<name>.yaml (author: the caller) and applies it. `secret` in the answer only when generated now.',
   })
   @ApiParam({ name: 'uid', description: 'The factory UID', schema: { type: 'string' } })
-  @ApiJsonBody('WebhookCreateRequest')
   @ApiResponse({
     status: 201,
     description: 'Created and applied',
@@ -56,14 +55,10 @@ export class ManagementController {
   async create(
     @Auth() auth: AuthContext,
     @Param('uid') uid: string,
-    @Body() body: unknown,
+    @SchemaBody('WebhookCreateRequest') body: WebhookCreateRequest,
     @Req() req: FastifyRequest,
   ) {
-    const out = await this.webhooks.create(
-      auth,
-      uid,
-      this.validate.body<WebhookCreateRequest>('WebhookCreateRequest', body),
-    );
+    const out = await this.webhooks.create(auth, uid, body);
     return presentWithSecret(out, webhookBaseUrl(req, this.config));
   }
 
@@ -85,20 +80,15 @@ export class ManagementController {
       'A rename, or a change of auth_mode, signature_scheme or secret_name, is 400 operation_not_supported.',
   })
   @WEBHOOK_UID
-  @ApiJsonBody('WebhookUpdateRequest')
   @ApiJsonOk('WebhookItem')
   @ApiProblems(403, 404, 409)
   async update(
     @Auth() auth: AuthContext,
     @Param('uid') uid: string,
-    @Body() body: unknown,
+    @SchemaBody('WebhookUpdateRequest') body: WebhookUpdateRequest,
     @Req() req: FastifyRequest,
   ) {
-    const w = await this.webhooks.update(
-      auth,
-      uid,
-      this.validate.body<WebhookUpdateRequest>('WebhookUpdateRequest', body),
-    );
+    const w = await this.webhooks.update(auth, uid, body);
     return presentManagedWebhook(w, webhookBaseUrl(req, this.config));
   }
 
@@ -153,16 +143,15 @@ export class ManagementController {
       'The value the provider issued; blank for standard_webhooks generates one (returned once). Enables a webhook created awaiting its secret.',
   })
   @WEBHOOK_UID
-  @ApiJsonBody('WebhookSecretRequest')
   @ApiJsonOk('WebhookWithSecret')
   @ApiProblems(403, 404, 409)
   async secret(
     @Auth() auth: AuthContext,
     @Param('uid') uid: string,
-    @Body() body: unknown,
+    @SchemaBody('WebhookSecretRequest', { optional: true }) body: WebhookSecretRequest,
     @Req() req: FastifyRequest,
   ) {
-    const request = this.validate.body<{ secret?: string }>('WebhookSecretRequest', body ?? {});
+    const request = body;
     return presentWithSecret(
       await this.webhooks.setSecret(auth, uid, request),
       webhookBaseUrl(req, this.config),
@@ -189,11 +178,14 @@ export class ManagementController {
       'An automation’s trigger, or a filter given here, against an Accepted delivery (default: the newest).',
   })
   @WEBHOOK_UID
-  @ApiJsonBody('WebhookTestFilterRequest')
   @ApiJsonOk('WebhookTestFilterResponse')
   @ApiProblems(403, 404)
-  testFilter(@Auth() auth: AuthContext, @Param('uid') uid: string, @Body() body: unknown) {
-    const request = this.validate.body<TestFilterRequest>('WebhookTestFilterRequest', body ?? {});
+  testFilter(
+    @Auth() auth: AuthContext,
+    @Param('uid') uid: string,
+    @SchemaBody('WebhookTestFilterRequest', { optional: true }) body: WebhookTestFilterRequest,
+  ) {
+    const request = body;
     // A filter's text is read, then held to the same schema as a filter given as an object.
     const given =
       typeof request.filter === 'string'

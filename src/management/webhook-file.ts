@@ -1,16 +1,13 @@
 import { Document, parseDocument } from 'yaml';
+import type { WebhookFile } from '../contract/generated.js';
 import type { AuthMode } from '../definitions/definition.js';
 import type { SecretKind } from '../secrets/secret-generator.js';
 
-/** The fields of `webhooks/<name>.yaml` (schemas/webhook.schema.json), in the file's own spelling. */
-export interface WebhookFileFields {
-  authMode?: AuthMode;
-  signatureScheme?: string;
-  secretName?: string;
-  deliveryIdHeader?: string | null;
-  enabled?: boolean;
-  description?: string | null;
-}
+/**
+ * The fields of `webhooks/<name>.yaml` (schemas/webhook.schema.json, the generated `WebhookFile`), in
+ * the file's own spelling; null removes one.
+ */
+export type WebhookFileFields = { [K in keyof WebhookFile]?: WebhookFile[K] | null };
 
 const ORDER: Array<keyof WebhookFileFields> = [
   'authMode',

@@ -14,26 +14,7 @@ import { authorOf } from './managed-repositories.js';
 import { ManagementRepository, type ManagedWebhookRow } from './management.repository.js';
 import { generatedSecretKind, WHSEC, writeWebhookFile, type WebhookFileFields } from './webhook-file.js';
 import { setSecretCommand } from '../secrets/secret-commands.js';
-
-export interface WebhookCreateRequest {
-  name: string;
-  auth_mode?: AuthMode;
-  signature_scheme?: string;
-  secret?: string;
-  secret_name?: string;
-  delivery_id_header?: string;
-  enabled?: boolean;
-  description?: string;
-}
-
-export interface WebhookUpdateRequest {
-  name?: string;
-  auth_mode?: string;
-  signature_scheme?: string;
-  secret_name?: string;
-  delivery_id_header?: string | null;
-  description?: string | null;
-}
+import type { WebhookCreateRequest, WebhookUpdateRequest } from '../contract/generated.js';
 
 /** A webhook, and a secret value only at the moment it was generated. */
 export interface WebhookWithSecret {

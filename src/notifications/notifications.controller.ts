@@ -1,8 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req } from '@nestjs/common';
+import { SchemaBody } from '../common/schema-body.js';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
 import { RequestValidator } from '../common/request-validation.js';
 import type { FastifyRequest } from 'fastify';
 import { UUID_PATTERN } from '../common/ids.js';
@@ -49,28 +50,23 @@ export class NotificationsController {
     summary: 'Subscribe an endpoint to run and delivery events',
     description: 'The answer carries the endpoint’s `whsec_` signing secret, this once.',
   })
-  @ApiJsonBody('NotificationEndpointCreateRequest')
   @ApiResponse({
     status: 201,
     description: 'Created',
     content: { 'application/json': { schema: schemaRef('NotificationEndpointWithSecret') } },
   })
   @ApiProblems(400, 403, 409)
-  create(@Auth() auth: AuthContext, @Body() body: unknown) {
-    return this.endpoints.create(
-      auth,
-      this.validate.body<EndpointCreateRequest>('NotificationEndpointCreateRequest', body),
-    );
+  create(
+    @Auth() auth: AuthContext,
+    @SchemaBody('NotificationEndpointCreateRequest') body: EndpointCreateRequest,
+  ) {
+    return this.endpoints.create(auth, body);
   }
 
   @Get()
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'The team’s notification endpoints' })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['endpoints'],
-    properties: { endpoints: { type: 'array', items: schemaRef('NotificationEndpoint') } },
-  })
+  @ApiJsonOk('NotificationEndpointListResponse')
   @ApiProblems(403)
   list(@Auth() auth: AuthContext) {
     return this.endpoints.list(auth);
@@ -93,15 +89,14 @@ export class NotificationsController {
     description: 'Enabling clears the run of failures that disabled it; its pending messages go out again.',
   })
   @ENDPOINT_ID
-  @ApiJsonBody('NotificationEndpointUpdateRequest')
   @ApiJsonOk('NotificationEndpoint')
   @ApiProblems(400, 403, 404, 409)
-  update(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: unknown) {
-    return this.endpoints.update(
-      auth,
-      id,
-      this.validate.body<EndpointUpdateRequest>('NotificationEndpointUpdateRequest', body),
-    );
+  update(
+    @Auth() auth: AuthContext,
+    @Param('id') id: string,
+    @SchemaBody('NotificationEndpointUpdateRequest') body: EndpointUpdateRequest,
+  ) {
+    return this.endpoints.update(auth, id, body);
   }
 
   @Delete(':id')
@@ -132,11 +127,7 @@ export class NotificationsController {
   @ENDPOINT_ID
   @ApiQuery({ name: 'status', required: false, enum: ['pending', 'delivered', 'failed'] })
   @LOG_LIMIT
-  @ApiJsonOk({
-    type: 'object',
-    required: ['messages'],
-    properties: { messages: { type: 'array', items: schemaRef('NotificationMessage') } },
-  })
+  @ApiJsonOk('NotificationMessageListResponse')
   @ApiProblems(400, 403, 404)
   messages(@Auth() auth: AuthContext, @Param('id') id: string, @Req() req: FastifyRequest) {
     const q = QueryParams.of(req);
@@ -155,11 +146,7 @@ export class NotificationsController {
   @ENDPOINT_ID
   @ApiQuery({ name: 'message_id', required: false, schema: { type: 'string', format: 'uuid' } })
   @LOG_LIMIT
-  @ApiJsonOk({
-    type: 'object',
-    required: ['attempts'],
-    properties: { attempts: { type: 'array', items: schemaRef('NotificationAttempt') } },
-  })
+  @ApiJsonOk('NotificationAttemptListResponse')
   @ApiProblems(400, 403, 404)
   attempts(@Auth() auth: AuthContext, @Param('id') id: string, @Req() req: FastifyRequest) {
     const q = QueryParams.of(req);

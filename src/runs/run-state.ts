@@ -1,22 +1,16 @@
+import { RUN_STATE_VALUES, TERMINAL_RUN_STATE_VALUES } from '../contract/generated.js';
+
 /**
  * The run state machine of CONTRACT.md §1, as data. Every state change in the service goes through
  * `nextState`; an event that is not allowed from the current state is a programming error
  * (IllegalTransition), so callers check `canApply` first where the caller's input decides.
+ *
+ * The states and the terminal ones are the API's (schemas/api/run-state, terminal-run-state).
  */
-export const RUN_STATES = [
-  'QUEUED',
-  'PENDING',
-  'CLAIMED',
-  'INPROGRESS',
-  'SUCCEEDED',
-  'FAILED',
-  'BLOCKED',
-  'ERROR',
-  'CANCELLED',
-] as const;
+export const RUN_STATES = RUN_STATE_VALUES;
 export type RunState = (typeof RUN_STATES)[number];
 
-const TERMINAL_STATES: ReadonlySet<RunState> = new Set(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+export const TERMINAL_STATES: ReadonlySet<RunState> = new Set(TERMINAL_RUN_STATE_VALUES);
 
 export type RunEvent =
   /** QUEUED → PENDING: the run is being prepared before it can be claimed. */

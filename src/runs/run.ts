@@ -1,30 +1,8 @@
+import { RUN_SOURCE_VALUES } from '../contract/generated.js';
 import type { RunState } from './run-state.js';
 
-export const RUN_SOURCES = [
-  'API',
-  'CLI',
-  'WEBHOOK',
-  'FACTORY',
-  'SCHEDULED_AGENT',
-  'LINEAR',
-  'SLACK',
-  'LOCAL',
-  'WEB_APP',
-  'GITHUB_ACTION',
-  'CLOUD_MODE',
-  'JIRA',
-  'SELF_IMPROVEMENT',
-  'GITHUB_WEBHOOK',
-  'GITLAB_WEBHOOK',
-  'AUTOFIX',
-  'RUN_SCORER',
-  'ORCHESTRATION',
-  'TEAMS',
-  'AZURE_DEVOPS_WEBHOOK',
-  'BENCHMARK_TRIAL',
-  'CREATE_BENCHMARK_TASK',
-  'CUSTOM_WEBHOOK',
-] as const;
+/** What started a run (schemas/api/run-source.schema.json). */
+export const RUN_SOURCES = RUN_SOURCE_VALUES;
 export type RunSource = (typeof RUN_SOURCES)[number];
 
 /** The schedule that fired a run, as it was then (the clients' `RunItem.schedule`). */

@@ -1,36 +1,17 @@
-import {
-  applyDecorators,
-  Body,
-  Controller,
-  Get,
-  Header,
-  HttpCode,
-  Inject,
-  Param,
-  Post,
-  Req,
-} from '@nestjs/common';
-import {
-  ApiBearerAuth,
-  ApiHeader,
-  ApiOperation,
-  ApiParam,
-  ApiQuery,
-  ApiResponse,
-  ApiTags,
-} from '@nestjs/swagger';
+import { SchemaBody } from '../common/schema-body.js';
+import type { RunFollowupRequest } from '../contract/generated.js';
+import { Controller, Get, Header, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { publicBaseUrl } from '../common/base-url.js';
 import { Clock } from '../common/clock.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems, ApiQueryParams } from '../common/openapi-decorators.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { QueryParams } from '../common/query-params.js';
 import { RequestValidator } from '../common/request-validation.js';
-import { parseRunListQuery, TASK_STATUSES } from './run-list.js';
-import { RUN_SOURCES } from './run.js';
-import { ARTIFACT_TYPES } from './artifact.js';
+import { parseRunListQuery } from './run-list.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { presentRun } from './run.presenter.js';
 import { RunsService, type RunCreateRequest } from './runs.service.js';
@@ -42,107 +23,6 @@ import { RunsService, type RunCreateRequest } from './runs.service.js';
 const RUN_CREATE_BODY_LIMIT = 16 * 1024 * 1024;
 
 const RUN_ID = ApiParam({ name: 'runId', description: 'The run id (a UUID)', schema: { type: 'string' } });
-
-/** GET /agent/runs query parameters, as CONTRACT.md §1 lists them (parsed in run-list.ts). */
-const LIST_QUERY = [
-  ApiQuery({
-    name: 'limit',
-    required: false,
-    schema: { type: 'integer', minimum: 1, maximum: 500, default: 20 },
-  }),
-  ApiQuery({
-    name: 'cursor',
-    required: false,
-    schema: { type: 'string' },
-    description: 'next_cursor of the previous page',
-  }),
-  ApiQuery({
-    name: 'sort_by',
-    required: false,
-    schema: { enum: ['updated_at', 'created_at', 'title', 'agent'], default: 'updated_at' },
-  }),
-  ApiQuery({ name: 'sort_order', required: false, schema: { enum: ['desc', 'asc'], default: 'desc' } }),
-  ApiQuery({
-    name: 'state',
-    required: false,
-    description: 'Repeatable (or comma-separated): any of the given states',
-    schema: { type: 'array', items: { $ref: '#/components/schemas/RunState' } },
-    style: 'form',
-    explode: true,
-  }),
-  ApiQuery({ name: 'name', required: false, schema: { type: 'string' }, description: 'agent_config.name' }),
-  ApiQuery({ name: 'model_id', required: false, schema: { type: 'string' } }),
-  ApiQuery({ name: 'creator', required: false, schema: { type: 'string' }, description: 'creator uid' }),
-  ApiQuery({
-    name: 'source',
-    required: false,
-    description:
-      'Repeatable (or comma-separated): any of the given sources. CUSTOM_WEBHOOK selects the WEBHOOK runs',
-    schema: { type: 'array', items: { enum: [...RUN_SOURCES] } },
-    style: 'form',
-    explode: true,
-  }),
-  ApiQuery({
-    name: 'environment_id',
-    required: false,
-    schema: { type: 'string' },
-    description: '`empty-environment` selects runs without an environment',
-  }),
-  ApiQuery({ name: 'skill_spec', required: false, schema: { type: 'string' } }),
-  ApiQuery({
-    name: 'skill',
-    required: false,
-    schema: { type: 'string' },
-    description: 'Alias of skill_spec',
-  }),
-  ApiQuery({ name: 'created_after', required: false, schema: { type: 'string', format: 'date-time' } }),
-  ApiQuery({ name: 'created_before', required: false, schema: { type: 'string', format: 'date-time' } }),
-  ApiQuery({ name: 'updated_after', required: false, schema: { type: 'string', format: 'date-time' } }),
-  ApiQuery({
-    name: 'metadata',
-    required: false,
-    description: '`metadata[key]=value`, at most 5, all must match',
-    schema: { type: 'object', maxProperties: 5, additionalProperties: { type: 'string' } },
-    style: 'deepObject',
-    explode: true,
-  }),
-  ApiQuery({
-    name: 'q',
-    required: false,
-    schema: { type: 'string', maxLength: 200 },
-    description:
-      'Case-insensitive substring of title, prompt or skill spec; a run id or run URL finds that run',
-  }),
-  ApiQuery({ name: 'artifact_type', required: false, schema: { enum: [...ARTIFACT_TYPES] } }),
-  ApiQuery({ name: 'ancestor_run_id', required: false, schema: { type: 'string', format: 'uuid' } }),
-  ApiQuery({ name: 'automation_id', required: false, schema: { type: 'string' } }),
-  ApiQuery({
-    name: 'factory_uid',
-    required: false,
-    description: 'Repeatable: runs executed by an agent of any of these factories',
-    schema: { type: 'array', items: { type: 'string' } },
-    style: 'form',
-    explode: true,
-  }),
-  ApiQuery({
-    name: 'factory_only',
-    required: false,
-    description: 'true: only runs executed by an agent of a factory',
-    schema: { type: 'boolean' },
-  }),
-  ApiQuery({
-    name: 'task_status',
-    required: false,
-    description:
-      'Repeatable: `running` (the run or a descendant is QUEUED, PENDING, CLAIMED or INPROGRESS), `failed` (FAILED, ERROR), `blocked`, `cancelled`, `complete` (SUCCEEDED)',
-    schema: { type: 'array', items: { enum: [...TASK_STATUSES] } },
-    style: 'form',
-    explode: true,
-  }),
-  ApiQuery({ name: 'executor', required: false, schema: { type: 'string' }, description: 'executor uid' }),
-  ApiQuery({ name: 'execution_location', required: false, schema: { enum: ['LOCAL', 'REMOTE'] } }),
-  ApiQuery({ name: 'schedule_id', required: false, schema: { type: 'string' } }),
-];
 
 @ApiTags('Runs')
 @ApiBearerAuth()
@@ -163,24 +43,23 @@ export class RunsController {
   @Post(['runs', 'run'])
   @HttpCode(200)
   @ApiOperation({ summary: 'Start an agent run (POST /agent/run is an alias)' })
-  @ApiJsonBody('RunCreateRequest')
   @ApiJsonOk('RunCreateResponse', 'The run is QUEUED')
   @ApiProblems(403, 404, 429)
   @RequireScope('runs:write')
   @BodyLimit(RUN_CREATE_BODY_LIMIT)
-  create(@Auth() auth: AuthContext, @Body() body: unknown, @Req() req: FastifyRequest) {
+  create(
+    @Auth() auth: AuthContext,
+    @SchemaBody('RunCreateRequest') body: RunCreateRequest,
+    @Req() req: FastifyRequest,
+  ) {
     // The factoryd CLI says who it is; everything else that calls the API is an API caller.
     const source = req.headers['user-agent']?.startsWith('factoryd-cli/') ? 'CLI' : 'API';
-    return this.runs.createFromApi(
-      auth,
-      this.validate.body<RunCreateRequest>('RunCreateRequest', body),
-      source,
-    );
+    return this.runs.createFromApi(auth, body, source);
   }
 
   @Get('runs')
   @ApiOperation({ summary: 'List runs, newest update first, keyset-paginated' })
-  @applyAll(LIST_QUERY)
+  @ApiQueryParams('RunListQuery')
   @ApiJsonOk('RunListResponse')
   @ApiProblems(403, 503)
   @RequireScope('runs:read')
@@ -206,31 +85,16 @@ export class RunsController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Send a follow-up; an ended run continues in the same conversation (QUEUED)' })
   @RUN_ID
-  @ApiJsonBody('RunFollowupRequest')
-  @ApiJsonOk(
-    {
-      type: 'object',
-      required: ['followup_id', 'outcome'],
-      properties: {
-        followup_id: {
-          type: ['string', 'null'],
-          format: 'uuid',
-          description: 'The stored follow-up; null when the request carried no message',
-        },
-        outcome: {
-          enum: ['live_session', 'handoff_execution', 'queue_pending'],
-          description:
-            'live_session: the run’s live harness gets it (INPROGRESS, BLOCKED); handoff_execution: the ended run continues in a new execution; queue_pending: the run gets it once it starts',
-        },
-      },
-    },
-    'Accepted',
-  )
+  @ApiJsonOk('RunFollowupResponse', 'Accepted')
   @ApiProblems(403, 404)
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
-  followup(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() body: unknown) {
-    const req = this.validate.body<{ message?: string; mode?: string }>('RunFollowupRequest', body ?? {});
+  followup(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @SchemaBody('RunFollowupRequest', { optional: true }) body: RunFollowupRequest,
+  ) {
+    const req = body;
     return this.runs.followup(auth, runId, req.message, req.mode);
   }
 
@@ -266,8 +130,4 @@ export class RunsController {
     await this.runs.cancel(auth, runId);
     return JSON.stringify(runId);
   }
-}
-
-function applyAll(decorators: Array<MethodDecorator & ClassDecorator>): MethodDecorator {
-  return applyDecorators(...decorators);
 }

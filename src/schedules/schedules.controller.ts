@@ -1,8 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put } from '@nestjs/common';
+import { SchemaBody } from '../common/schema-body.js';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
-import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import { BodyLimit, PROMPT_BODY_LIMIT } from '../common/route-config.js';
 import { RequestValidator } from '../common/request-validation.js';
 import { presentSchedule } from './schedule.presenter.js';
@@ -36,13 +37,12 @@ export class SchedulesController {
   @Post()
   @HttpCode(200)
   @ApiOperation({ summary: 'Create a scheduled agent: a run starts at every time its cron (UTC) names' })
-  @ApiJsonBody('ScheduleCreateRequest')
   @ApiJsonOk('ScheduledAgentItem')
   @ApiProblems(403, 409)
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
-  async create(@Auth() auth: AuthContext, @Body() body: unknown) {
-    const req = this.validate.body<ScheduleCreateRequest>('ScheduleCreateRequest', body);
+  async create(@Auth() auth: AuthContext, @SchemaBody('ScheduleCreateRequest') body: ScheduleCreateRequest) {
+    const req = body;
     return presentSchedule(await this.schedules.create(auth, req));
   }
 
@@ -71,13 +71,16 @@ export class SchedulesController {
       'Update a scheduled agent; cron_schedule, enabled and name are required, optional fields left out are kept',
   })
   @SCHEDULE_ID
-  @ApiJsonBody('ScheduleUpdateRequest')
   @ApiJsonOk('ScheduledAgentItem')
   @ApiProblems(403, 404, 409)
   @RequireScope('runs:write')
   @BodyLimit(PROMPT_BODY_LIMIT)
-  async update(@Auth() auth: AuthContext, @Param('scheduleId') id: string, @Body() body: unknown) {
-    const req = this.validate.body<ScheduleUpdateRequest>('ScheduleUpdateRequest', body);
+  async update(
+    @Auth() auth: AuthContext,
+    @Param('scheduleId') id: string,
+    @SchemaBody('ScheduleUpdateRequest') body: ScheduleUpdateRequest,
+  ) {
+    const req = body;
     return presentSchedule(await this.schedules.update(auth, id, req));
   }
 

@@ -3,7 +3,7 @@ import { ApiOperation, ApiQuery, ApiResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
-import { ApiJsonOk, ApiProblems, pageOf } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems, schemaRef } from '../common/openapi-decorators.js';
 import { parsePageRequest } from '../common/pagination.js';
 import { invalidParam } from '../common/problem.js';
 import { QueryParams } from '../common/query-params.js';
@@ -26,7 +26,7 @@ export class DeliveriesController {
   @Get()
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'The deliveries a webhook received (its delivery log)' })
-  @ApiJsonOk(pageOf('deliveries'))
+  @ApiJsonOk('DeliveryListResponse')
   @ApiProblems(403, 404, 503)
   @ApiQuery({ name: 'status', required: false, schema: { type: 'string', enum: [...DELIVERY_STATUSES] } })
   @ApiQuery({
@@ -67,7 +67,7 @@ export class DeliveriesController {
   @Get(':id')
   @RequireScope('runs:read')
   @ApiOperation({ summary: 'One delivery of a webhook' })
-  @ApiJsonOk({ type: 'object' }, 'The delivery: what arrived, how it was judged, the runs it started')
+  @ApiJsonOk('DeliveryDetail', 'The delivery: what arrived, how it was judged, the runs it started')
   @ApiProblems(403, 404)
   get(@Auth() auth: AuthContext, @Param('uid') uid: string, @Param('id') id: string) {
     return this.deliveries.get(auth, uid, id);
@@ -84,7 +84,7 @@ export class DeliveriesController {
   @ApiResponse({
     status: 201,
     description: 'The Replayed entry (`replay_of` names the original), with the runs it started',
-    content: { 'application/json': { schema: { type: 'object' } } },
+    content: { 'application/json': { schema: schemaRef('DeliveryDetail') } },
   })
   @ApiProblems(403, 404, 409)
   replay(@Auth() auth: AuthContext, @Param('uid') uid: string, @Param('id') id: string) {

@@ -10,8 +10,9 @@ import { RunsRepository } from '../runs/runs.repository.js';
 import { WEBHOOK_UID } from './ingress.service.js';
 import { DeliveryLog, type DeliveryEntry, type DeliveryListQuery } from './delivery-log.js';
 import { WebhookDirectory } from './webhook-directory.js';
+import type { DeliveryDetail, DeliveryItem } from '../contract/generated.js';
 
-function present(e: DeliveryEntry) {
+function present(e: DeliveryEntry): DeliveryItem {
   return {
     id: e.id,
     delivery_id: e.identity,
@@ -44,7 +45,7 @@ export class DeliveriesService {
     return { deliveries: entries.map(present), page_info: pageInfo };
   }
 
-  async get(auth: AuthContext, uid: string, id: string) {
+  async get(auth: AuthContext, uid: string, id: string): Promise<DeliveryDetail> {
     const webhookId = await this.webhookOf(auth, uid);
     const entry = UUID_PATTERN.test(id) ? await this.log.get(webhookId, id) : undefined;
     if (!entry) throw new NotFound(`Webhook ${uid} has no delivery log entry ${id}.`);

@@ -3,15 +3,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { isoKey, PAGE_TIME_LIMIT_MS, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
 import { Database, type Queryable } from '../database/database.js';
 import { StatementParams } from '../database/multi-row.js';
+import { DELIVERY_STATUS_VALUES } from '../contract/generated.js';
+import type { RunState } from '../runs/run-state.js';
 
-export const DELIVERY_STATUSES = [
-  'accepted',
-  'duplicate',
-  'rejected_auth',
-  'rejected_invalid_json',
-  'rejected_too_large',
-  'replayed',
-] as const;
+/** schemas/api/delivery-status.schema.json */
+export const DELIVERY_STATUSES = DELIVERY_STATUS_VALUES;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export interface DeliveryEntry {
@@ -193,8 +189,8 @@ export class DeliveryLog {
   }
 
   /** The runs an entry started, oldest first. */
-  async runsStartedBy(teamId: string, entryId: string): Promise<Array<{ id: string; state: string }>> {
-    return this.db.query<{ id: string; state: string }>(
+  async runsStartedBy(teamId: string, entryId: string): Promise<Array<{ id: string; state: RunState }>> {
+    return this.db.query<{ id: string; state: RunState }>(
       `SELECT id, state FROM runs WHERE team_id = $1 AND source = 'WEBHOOK' AND metadata->>'webhook_delivery_entry' = $2
         ORDER BY created_at, id`,
       [teamId, entryId],

@@ -1,7 +1,14 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
+import { SchemaBody } from '../common/schema-body.js';
+import type { WorkerFinishRequest } from '../contract/generated.js';
+import type { WorkerEventsRequest } from '../contract/generated.js';
+import type { WorkerLostRequest } from '../contract/generated.js';
+import type { WorkerHeartbeatRequest } from '../contract/generated.js';
+import type { WorkerClaimRequest } from '../contract/generated.js';
+import type { WorkerRequest } from '../contract/generated.js';
+import { Controller, Get, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { ApiJsonBody, ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
+import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { workerKeyCommand } from '../auth/api-key.js';
@@ -29,19 +36,7 @@ interface WorkerBody {
   worker_host?: string;
   harnesses?: WorkerHarness[];
 }
-type ClaimBody = WorkerBody & { max?: number; wait_seconds?: number };
-type HeartbeatBody = WorkerBody & { run_ids?: string[] };
-type LostBody = WorkerBody & { worker_ids: string[] };
 type ReportedEvent = Record<string, unknown> & { type: string };
-type EventsBody = WorkerBody & { execution: number; events: ReportedEvent[]; started_ms_ago?: number | null };
-type FinishBody = WorkerBody & {
-  execution: number;
-  outcome?: Partial<Omit<Outcome, 'result' | 'events' | 'startedMsAgo'>> & {
-    result?: ReportedEvent;
-    events?: ReportedEvent[];
-    startedMsAgo?: number | null;
-  };
-};
 
 /**
  * The self-hosted worker API: a worker connects out, long-polls for runs of its host (in its API
@@ -61,24 +56,7 @@ export class WorkersController {
 
   @Get('connected-self-hosted-workers')
   @ApiOperation({ summary: 'Self-hosted workers connected now (from heartbeats)' })
-  @ApiJsonOk({
-    type: 'object',
-    required: ['workers'],
-    properties: {
-      workers: {
-        type: 'array',
-        items: {
-          type: 'object',
-          properties: {
-            worker_host: { type: 'string' },
-            connection_count: { type: 'integer' },
-            connected_at: { type: 'string', format: 'date-time' },
-            last_seen_at: { type: 'string', format: 'date-time' },
-          },
-        },
-      },
-    },
-  })
+  @ApiJsonOk('ConnectedWorkersResponse')
   @RequireScope('runs:read')
   async connected(@Auth() auth: AuthContext) {
     return { workers: await this.service.connectedSelfHosted(auth.team.id) };
@@ -97,23 +75,25 @@ export class WorkersController {
       team: { type: 'object', properties: { uid: { type: 'string' }, name: { type: 'string' } } },
     },
   })
-  @ApiJsonBody('WorkerRequest')
   @HttpCode(200)
   @RequireScope('workers')
-  async connect(@Auth() auth: AuthContext, @Body() body: unknown) {
-    const w = identity(auth, this.validate.body<WorkerBody>('WorkerRequest', body));
+  async connect(@Auth() auth: AuthContext, @SchemaBody('WorkerRequest') body: WorkerRequest) {
+    const w = identity(auth, body);
     await this.service.register(w);
     return { worker_host: w.host, team: { uid: auth.team.uid, name: auth.team.name } };
   }
 
   @Post('workers/claim')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
-  @ApiJsonBody('WorkerClaimRequest')
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  async claim(@Auth() auth: AuthContext, @Body() raw: unknown, @Req() req: FastifyRequest) {
-    const body = this.validate.body<ClaimBody>('WorkerClaimRequest', raw);
+  async claim(
+    @Auth() auth: AuthContext,
+    @SchemaBody('WorkerClaimRequest') raw: WorkerClaimRequest,
+    @Req() req: FastifyRequest,
+  ) {
+    const body = raw;
     const w = identity(auth, body);
     const max = Math.min(body.max ?? 1, MAX_CLAIM);
     const wait = Math.min(body.wait_seconds ?? 0, MAX_WAIT_SECONDS);
@@ -133,24 +113,25 @@ export class WorkersController {
 
   @Post('workers/heartbeat')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
-  @ApiJsonBody('WorkerHeartbeatRequest')
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  async heartbeat(@Auth() auth: AuthContext, @Body() raw: unknown) {
-    const body = this.validate.body<HeartbeatBody>('WorkerHeartbeatRequest', raw);
+  async heartbeat(
+    @Auth() auth: AuthContext,
+    @SchemaBody('WorkerHeartbeatRequest') raw: WorkerHeartbeatRequest,
+  ) {
+    const body = raw;
     await this.service.heartbeat(identity(auth, body), body.run_ids ?? []);
     return {};
   }
 
   @Post('workers/lost')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
-  @ApiJsonBody('WorkerLostRequest')
   @ApiJsonOk({ type: 'object', properties: { lost_runs: { type: 'integer' } } })
   @HttpCode(200)
   @RequireScope('workers')
-  async lost(@Auth() auth: AuthContext, @Body() raw: unknown) {
-    const body = this.validate.body<LostBody>('WorkerLostRequest', raw);
+  async lost(@Auth() auth: AuthContext, @SchemaBody('WorkerLostRequest') raw: WorkerLostRequest) {
+    const body = raw;
     const w = identity(auth, body);
     const ids = body.worker_ids.map((i) => ownerId(auth, w.host, i));
     return { lost_runs: await this.service.lost(w, ids) };
@@ -161,10 +142,13 @@ export class WorkersController {
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  @ApiJsonBody('WorkerEventsRequest')
   @BodyLimit(REPORT_BODY_LIMIT)
-  async events(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() raw: unknown) {
-    const body = this.validate.body<EventsBody>('WorkerEventsRequest', raw);
+  async events(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @SchemaBody('WorkerEventsRequest') raw: WorkerEventsRequest,
+  ) {
+    const body = raw;
     await this.service.record(
       identity(auth, body),
       runParam(runId),
@@ -177,12 +161,15 @@ export class WorkersController {
 
   @Post('workers/runs/:runId/control')
   @ApiOperation({ summary: 'Self-hosted worker protocol (used by `factoryd worker --worker-host`)' })
-  @ApiJsonBody('WorkerRequest')
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  control(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() raw: unknown) {
-    const body = this.validate.body<WorkerBody>('WorkerRequest', raw);
+  control(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @SchemaBody('WorkerRequest') raw: WorkerRequest,
+  ) {
+    const body = raw;
     return this.service.control(identity(auth, body), runParam(runId));
   }
 
@@ -191,10 +178,13 @@ export class WorkersController {
   @ApiJsonOk({ type: 'object' })
   @HttpCode(200)
   @RequireScope('workers')
-  @ApiJsonBody('WorkerFinishRequest')
   @BodyLimit(REPORT_BODY_LIMIT)
-  async finish(@Auth() auth: AuthContext, @Param('runId') runId: string, @Body() raw: unknown) {
-    const body = this.validate.body<FinishBody>('WorkerFinishRequest', raw);
+  async finish(
+    @Auth() auth: AuthContext,
+    @Param('runId') runId: string,
+    @SchemaBody('WorkerFinishRequest') raw: WorkerFinishRequest,
+  ) {
+    const body = raw;
     const o = body.outcome ?? {};
     const result = o.result && toEvent(o.result);
     const outcome: Outcome = {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SchemaRegistry } from '../../src/common/schema-validator.js';
 import { DASHBOARD_DIR } from '../../src/dashboard/dashboard-pages.js';
 import { DefinitionStore } from '../../src/reconciler/definition-store.js';
 import { Reconciler } from '../../src/reconciler/reconciler.js';
@@ -126,6 +127,7 @@ describe.skipIf(!built)('dashboard pages and routes (needs `npm run build`: dist
   it('lists a factory’s agents, skills and automations, each webhook trigger with its webhook’s name', async () => {
     const res = await t.call('GET', `/api/v1/factory/${factory.uid}/definition`);
     expect(res.status).toBe(200);
+    expect(new SchemaRegistry().check('FactoryDefinitionResponse', res.body)).toEqual([]);
     expect(res.body.agents.map((a: { name: string }) => a.name)).toEqual(['lead', 'fixer']);
     expect(res.body.skills).toEqual([
       { name: 'triage', path: 'skills/triage/SKILL.md', description: 'Triage issues' },
@@ -147,6 +149,7 @@ describe.skipIf(!built)('dashboard pages and routes (needs `npm run build`: dist
     const res = await t.call('GET', `/api/v1/factory/${factory.uid}/plan`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ result: 'planned', revision: head, errors: [] });
+    expect(new SchemaRegistry().check('FactoryPlanResponse', res.body)).toEqual([]);
     expect(res.body.plan.agents.created).toEqual(['docs']);
     expect((await t.call('GET', `/api/v1/factory/${factory.uid}/applies`)).body.applies.length).toBe(before);
     const agents = (await t.call('GET', `/api/v1/factory/${factory.uid}/definition`)).body.agents;

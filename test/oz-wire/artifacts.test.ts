@@ -3,6 +3,7 @@ import { packageProgramCommand } from '../../src/workers/harness-programs.js';
 import { forgedLink } from '../support/artifacts.js';
 import { runIn, startTestService, type TestService } from '../support/service.js';
 import { python, typescript } from './support.js';
+import { SchemaRegistry } from '../../src/common/schema-validator.js';
 
 // A real worker runs a harness that reports one artifact of every kind (test/fixtures/artifact-harness.mjs);
 // the clients read them back: the run's artifacts, GET /agent/artifacts/{uid}, its download link, and
@@ -34,6 +35,9 @@ describe('artifacts a run leaves', () => {
       'FILE',
       'EXTERNAL_REFERENCE',
     ]);
+    // The run and each artifact as the API documents them (schemas/api/run-item, artifact-item).
+    const schemas = new SchemaRegistry();
+    expect(schemas.check('RunItem', run)).toEqual([]);
     const [plan, pr, shot, file, ref] = run.artifacts;
     for (const a of run.artifacts) expect(Date.parse(a.created_at)).not.toBeNaN();
     expect(plan.data).toEqual({
@@ -80,7 +84,9 @@ describe('artifacts a run leaves', () => {
         title: 'The plan',
       },
     });
+    expect(schemas.check('ArtifactItem', gotPlan.body)).toEqual([]);
     const gotFile = (await python(t, 'GET', `/agent/artifacts/${file.data.artifact_uid}`)).body;
+    expect(schemas.check('ArtifactItem', gotFile)).toEqual([]);
     expect(gotFile).toMatchObject({
       artifact_type: 'FILE',
       data: {

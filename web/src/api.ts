@@ -5,19 +5,16 @@
  * sessionStorage (gone when the tab closes).
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiOperations, queryString } from '../../src/contract/client';
+import type { ApiKeyInfo, Team } from '../../src/contract/generated';
 
-export interface Team {
-  uid: string;
-  name: string;
-}
+export type { Team };
 
-export interface Session {
+/** A signed-in key: who it is (GET /api-key) and the team every request is for. */
+export interface Session extends ApiKeyInfo {
   key: string;
   /** The team every request is for (X-Team-Uid when the key has several). */
   team: Team;
-  teams: Team[];
-  scopes: string[];
-  principal: { type: string; uid: string; display_name: string };
 }
 
 const STORE = 'factoryd.session';
@@ -129,18 +126,15 @@ export const api = {
   post: <T>(path: string, body?: unknown) => send<T>('POST', path, body),
   del: (path: string) => send<void>('DELETE', path),
   /** Sign-in: who a key is, before it becomes the session's. */
-  whoAmI: (key: string) => send<Omit<Session, 'key' | 'team'>>('GET', '/api-key', undefined, key, undefined),
+  whoAmI: (key: string) =>
+    new ApiOperations((method, path) => send(method, path, undefined, key, undefined)).call('whoAmI'),
 };
 
-/** A query string from the set fields (arrays repeat the key). */
-export function query(params: Record<string, string | string[] | undefined>): string {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) {
-    for (const one of [v ?? []].flat()) if (one !== '') q.append(k, one);
-  }
-  const s = q.toString();
-  return s ? `?${s}` : '';
-}
+/** The typed operations (src/contract, generated from schemas/api): `wire.call('getRun', { runId })`. */
+export const wire = new ApiOperations((method, path, body) => send(method, path, body));
+
+/** A query string from the set fields (arrays repeat the key); the typed client's own. */
+export const query = queryString;
 
 export interface Live<T> {
   data: T | undefined;

@@ -1,32 +1,9 @@
 import type { Command } from 'commander';
 import { ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
 import { print, renderTable } from '../output.js';
-
-/** A notification endpoint as the API shows it (docs/notifications.md). */
-interface Endpoint {
-  id: string;
-  name: string;
-  url: string;
-  event_types: string[];
-  enabled: boolean;
-  disabled_reason?: string;
-  consecutive_failures: number;
-  managed_by_factory: boolean;
-}
-
-interface Attempt {
-  id: string;
-  message_id: string;
-  attempted_at: string;
-  succeeded: boolean;
-  status_code: number | null;
-  latency_ms: number;
-  error?: string;
-}
+import type { EventTypes, NotificationEndpointCreateRequest } from '../../contract/generated.js';
 
 type Opts = ApiOptions & { json?: boolean };
-
-const path = (id: string, rest = '') => `/notifications/endpoints/${encodeURIComponent(id)}${rest}`;
 
 /** `factoryd notifications …`: signed notifications out, over the API. */
 export function registerNotificationsCommands(program: Command): void {
@@ -40,10 +17,7 @@ export function registerNotificationsCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd notifications list --json')
     .action(async (o: Opts) => {
-      const res = await new ApiClient(o).request<{ endpoints: Endpoint[] }>(
-        'GET',
-        '/notifications/endpoints',
-      );
+      const res = await new ApiClient(o).api.call('listNotificationEndpoints');
       print(o, res, () =>
         res.endpoints.length === 0
           ? 'No notification endpoints; add one with `factoryd notifications create NAME --url URL`.'
@@ -71,16 +45,11 @@ export function registerNotificationsCommands(program: Command): void {
       '\nExample:\n  npx factoryd notifications create alerts --url https://hooks.example.com/factoryd --events run.failed,run.error',
     )
     .action(async (name: string, o: Opts & { url: string; events?: string; description?: string }) => {
-      const created = await new ApiClient(o).request<{ endpoint: Endpoint; secret: string }>(
-        'POST',
-        '/notifications/endpoints',
-        {
-          name,
-          url: o.url,
-          ...(o.events ? { event_types: o.events.split(',').map((t) => t.trim()) } : {}),
-          ...(o.description ? { description: o.description } : {}),
-        },
-      );
+      const body: NotificationEndpointCreateRequest = { name, url: o.url };
+      // The service names the known event types when one is wrong (400).
+      if (o.events) body.event_types = o.events.split(',').map((t) => t.trim()) as EventTypes;
+      if (o.description) body.description = o.description;
+      const created = await new ApiClient(o).api.call('createNotificationEndpoint', { body });
       print(o, created, () =>
         [
           `Created notification endpoint ${created.endpoint.name} (${created.endpoint.id}).`,
@@ -100,8 +69,10 @@ export function registerNotificationsCommands(program: Command): void {
       '\nExample:\n  npx factoryd notifications attempts 0b6f…  # the endpoint id from `notifications list`',
     )
     .action(async (id: string, o: Opts & { message?: string }) => {
-      const qs = o.message ? `?message_id=${encodeURIComponent(o.message)}` : '';
-      const res = await new ApiClient(o).request<{ attempts: Attempt[] }>('GET', path(id, `/attempts${qs}`));
+      const res = await new ApiClient(o).api.call('listNotificationAttempts', {
+        id,
+        query: { message_id: o.message },
+      });
       print(o, res, () =>
         res.attempts.length === 0
           ? 'No attempts yet.'
@@ -127,10 +98,7 @@ export function registerNotificationsCommands(program: Command): void {
       '\nExample:\n  npx factoryd notifications resend 0b6f… 9c1d…  # endpoint id, message id (from `attempts`)',
     )
     .action(async (id: string, messageId: string, o: Opts) => {
-      const m = await new ApiClient(o).request<{ id: string; type: string }>(
-        'POST',
-        path(id, `/messages/${encodeURIComponent(messageId)}/resend`),
-      );
+      const m = await new ApiClient(o).api.call('resendNotification', { id, messageId });
       print(o, m, () => `Queued ${m.type} message ${m.id} to go out again.`);
     });
 }

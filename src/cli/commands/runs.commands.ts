@@ -4,23 +4,10 @@ import { ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
 import { print, renderTable } from '../output.js';
 import { readStdin } from '../stdin.js';
 import { humanDuration } from '../../common/durations.js';
-
-interface RunItem {
-  run_id: string;
-  title: string;
-  state: string;
-  prompt: string;
-  source?: string;
-  created_at: string;
-  updated_at: string;
-  run_time?: string;
-  status_message?: { message: string };
-  agent_config?: { name?: string };
-  session_link?: string;
-}
+import { TERMINAL_RUN_STATE_VALUES, type RunCreateRequest, type RunItem } from '../../contract/generated.js';
 
 type Opts = ApiOptions & { json?: boolean };
-const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_RUN_STATE_VALUES);
 
 /** `factoryd runs …`: the Run API from a shell. */
 export function registerRunsCommands(program: Command): void {
@@ -75,10 +62,11 @@ export function registerRunsCommands(program: Command): void {
             'a run needs a prompt or a skill: --prompt TEXT, --prompt-file PATH, the prompt on stdin, or --skill OWNER/REPO:NAME',
           );
         const client = new ApiClient(o);
-        const body: Record<string, unknown> = { prompt, title: o.title, skill: o.skill };
-        if (o.config) body.config = parseJson(o.config, '--config');
+        const body: RunCreateRequest = { prompt, title: o.title, skill: o.skill };
+        // The service validates --config (400 naming the bad field).
+        if (o.config) body.config = parseJson(o.config, '--config') as RunCreateRequest['config'];
         if (o.metadata) body.metadata = Object.fromEntries(o.metadata.map((kv) => splitPair(kv)));
-        const created = await client.request<{ run_id: string; state: string }>('POST', '/agent/runs', body);
+        const created = await client.api.call('createRun', { body });
         // On a terminal a person wants to see the run go; a script wants the id and its shell back.
         if (o.watch ?? (process.stdout.isTTY === true && !o.json)) return watch(client, created.run_id, o);
         print(o, created, () => `Started run ${created.run_id} (${created.state}).`);
@@ -106,21 +94,9 @@ export function registerRunsCommands(program: Command): void {
           cursor?: string;
         },
       ) => {
-        const qs = new URLSearchParams();
-        for (const s of o.state ?? []) qs.append('state', s);
-        for (const [k, v] of [
-          ['source', o.source],
-          ['name', o.name],
-          ['q', o.q],
-          ['limit', o.limit],
-          ['cursor', o.cursor],
-        ] as const) {
-          if (v !== undefined) qs.set(k, v);
-        }
-        const page = await new ApiClient(o).request<{
-          runs: RunItem[];
-          page_info: { has_next_page: boolean; next_cursor?: string };
-        }>('GET', `/agent/runs?${qs}`);
+        const page = await new ApiClient(o).api.call('listRuns', {
+          query: { state: o.state, source: o.source, name: o.name, q: o.q, limit: o.limit, cursor: o.cursor },
+        });
         print(o, page, () =>
           [
             renderTable(
@@ -138,7 +114,7 @@ export function registerRunsCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd runs show 6f1c2d3e-… --json')
     .action(async (runId: string, o: Opts) => {
-      const run = await new ApiClient(o).request<RunItem>('GET', `/agent/runs/${encodeURIComponent(runId)}`);
+      const run = await new ApiClient(o).api.call('getRun', { runId });
       print(o, run, () => describe(run));
     });
 
@@ -151,9 +127,7 @@ export function registerRunsCommands(program: Command): void {
     )
     .action(async (runId: string, message: string | undefined, o: Opts) => {
       const text = message ?? (await readStdin('the message (or give it as an argument)'));
-      await new ApiClient(o).request('POST', `/agent/runs/${encodeURIComponent(runId)}/followups`, {
-        message: text,
-      });
+      await new ApiClient(o).api.call('followupRun', { runId, body: { message: text } });
       print(o, { run_id: runId, sent: true }, () => `Sent a follow-up to ${runId}.`);
     });
 
@@ -162,10 +136,7 @@ export function registerRunsCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd runs cancel 6f1c2d3e-…')
     .action(async (runId: string, o: Opts) => {
-      const id = await new ApiClient(o).request<string>(
-        'POST',
-        `/agent/runs/${encodeURIComponent(runId)}/cancel`,
-      );
+      const id = await new ApiClient(o).api.call('cancelRun', { runId });
       print(o, { run_id: id, state: 'CANCELLED' }, () => `Cancelled run ${id}.`);
     });
 
@@ -184,7 +155,7 @@ async function watch(client: ApiClient, runId: string, o: Opts & { interval?: st
   const live = process.stderr.isTTY && !o.json;
   let last = '';
   for (;;) {
-    const run = await client.request<RunItem>('GET', `/agent/runs/${encodeURIComponent(runId)}`);
+    const run = await client.api.call('getRun', { runId });
     const line = `${run.run_id}  ${run.state}${run.run_time ? `  ${humanDuration(run.run_time)}` : ''}${run.status_message ? `  ${run.status_message.message}` : ''}`;
     if (line !== last) {
       // A progress line on the terminal; one line per change when piped.

@@ -3,74 +3,23 @@ import type { Command } from 'commander';
 import { ApiCallFailed, ApiClient, apiOptions, type ApiOptions } from '../api-client.js';
 import { print, renderTable } from '../output.js';
 import { readSecret } from '../stdin.js';
-
-/** A webhook as the management API shows it (CONTRACT.md §2, "Webhook and factory resources"). */
-interface Webhook {
-  uid: string;
-  name: string;
-  auth_mode: string;
-  signature_scheme?: string;
-  secret_name: string;
-  delivery_id_header?: string;
-  enabled: boolean;
-  deleted: boolean;
-  ingress_url: string;
-  created_at: string;
-  factory_uid?: string;
-  description?: string;
-  awaiting_secret?: boolean;
-}
-
-/** The answer of the writes that may show a secret value once (create, rotate, set-secret). */
-interface WebhookWithSecret {
-  webhook: Webhook;
-  secret?: string;
-}
-
-interface Delivery {
-  id: string;
-  delivery_id: string | null;
-  status: string;
-  size_bytes: number;
-  received_at: string;
-  client_address: string | null;
-  headers?: Record<string, string>;
-  payload?: unknown;
-  runs?: Array<{ run_id: string; state: string }>;
-  replay_of?: string;
-  replayed_as?: string[];
-}
-
-interface DeliveryPage {
-  deliveries: Delivery[];
-  page_info: { has_next_page: boolean; next_cursor?: string };
-}
-
-interface Mismatch {
-  path: string;
-  condition: string;
-  expected: unknown;
-  actual?: unknown;
-  present: boolean;
-}
-
-interface FilterTest {
-  result: 'would_trigger' | 'would_not_trigger';
-  delivery: { id: string; delivery_id: string | null; received_at: string };
-  automation?: string;
-  webhook_check: { passed: boolean; message: string };
-  payload_check: { passed: boolean; message: string; mismatches: Mismatch[] };
-  header_check?: {
-    passed: boolean;
-    message: string;
-    headers: Array<{ path: string; passed: boolean; actual?: string; mismatches: Mismatch[] }>;
-  };
-}
+import type {
+  DeliveryDetail,
+  DeliveryItem,
+  DeliveryStatus,
+  FactoryItem,
+  WebhookCreateRequest,
+  WebhookItem,
+  WebhookSummary,
+  WebhookTestFilterRequest,
+  WebhookTestFilterResponse,
+  WebhookWithSecret,
+} from '../../contract/generated.js';
 
 type Opts = ApiOptions & { json?: boolean };
 
 /** How people read delivery statuses (the wire has `rejected_auth`, …). */
-const STATUS_LABELS: Record<string, string> = {
+const STATUS_LABELS: Record<DeliveryStatus, string> = {
   accepted: 'Accepted',
   duplicate: 'Duplicate',
   rejected_auth: 'Rejected (auth)',
@@ -100,11 +49,10 @@ export function registerWebhooksCommands(program: Command): void {
     .action(async (o: Opts & { factory?: string; includeDeleted?: boolean }) => {
       const client = new ApiClient(o);
       const factory = await resolveFactory(client, o.factory);
-      const qs = o.includeDeleted ? '?include_deleted=true' : '';
-      const res = await client.request<{ webhooks: Webhook[] }>(
-        'GET',
-        `/factory/${encodeURIComponent(factory.uid)}/webhooks${qs}`,
-      );
+      const res = await client.api.call('listFactoryWebhooks', {
+        uid: factory.uid,
+        query: { include_deleted: o.includeDeleted ? 'true' : undefined },
+      });
       print(o, res, () =>
         res.webhooks.length === 0
           ? `Factory ${factory.name} has no webhooks; create one with \`factoryd webhooks create\`.`
@@ -128,12 +76,10 @@ export function registerWebhooksCommands(program: Command): void {
     .addHelpText('after', '\nExample:\n  npx factoryd webhooks show 7fK2pQ9xLm3Rt5Vw8Yz1Ab')
     .action(async (uid: string, o: Opts) => {
       const client = new ApiClient(o);
-      const w = await client.request<Webhook>('GET', path(uid));
+      const w = await client.api.call('getWebhook', { uid });
       // For people, the factory by its name too (the webhook names it by UID).
       const factory =
-        o.json || !w.factory_uid
-          ? undefined
-          : await client.request<{ name: string }>('GET', `/factory/${encodeURIComponent(w.factory_uid)}`);
+        o.json || !w.factory_uid ? undefined : await client.api.call('getFactory', { uid: w.factory_uid });
       print(o, w, () => describeWebhook(w, factory?.name));
     });
 
@@ -185,21 +131,18 @@ export function registerWebhooksCommands(program: Command): void {
       ) => {
         const client = new ApiClient(o);
         const factory = await resolveFactory(client, o.factory);
-        const body: Record<string, unknown> = {
+        const body: WebhookCreateRequest = {
           name,
-          auth_mode: o.authMode,
-          signature_scheme: o.scheme,
+          // The service names the allowed values when one is wrong (400).
+          auth_mode: o.authMode as WebhookCreateRequest['auth_mode'],
+          signature_scheme: o.scheme as WebhookCreateRequest['signature_scheme'],
           secret_name: o.secretName,
           delivery_id_header: o.deliveryIdHeader,
           description: o.description,
           ...(o.disabled ? { enabled: false } : {}),
         };
         if (o.secretStdin) body.secret = await readSecret('the provider’s signing secret');
-        const created = await client.request<WebhookWithSecret>(
-          'POST',
-          `/factory/${encodeURIComponent(factory.uid)}/webhooks`,
-          body,
-        );
+        const created = await client.api.call('createWebhook', { uid: factory.uid, body });
         print(o, created, () =>
           describeWithSecret(`Created webhook ${created.webhook.name}`, created, factory.name),
         );
@@ -215,7 +158,9 @@ export function registerWebhooksCommands(program: Command): void {
       .option('--json', 'print JSON')
       .addHelpText('after', `\nExample:\n  npx factoryd webhooks ${verb} 7fK2pQ9xLm3Rt5Vw8Yz1Ab`)
       .action(async (uid: string, o: Opts) => {
-        const w = await new ApiClient(o).request<Webhook>('POST', path(uid, `/${verb}`));
+        const w = await new ApiClient(o).api.call(verb === 'enable' ? 'enableWebhook' : 'disableWebhook', {
+          uid,
+        });
         print(o, w, () => `Webhook ${w.name} (${w.uid}) is ${w.enabled ? 'enabled' : 'disabled'}.`);
       });
   }
@@ -225,7 +170,7 @@ export function registerWebhooksCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd webhooks rotate 7fK2pQ9xLm3Rt5Vw8Yz1Ab')
     .action(async (uid: string, o: Opts) => {
-      const res = await new ApiClient(o).request<WebhookWithSecret>('POST', path(uid, '/rotate'));
+      const res = await new ApiClient(o).api.call('rotateWebhook', { uid });
       print(o, res, () => describeWithSecret(`Rotated the secret of ${res.webhook.name}`, res));
     });
 
@@ -246,11 +191,10 @@ export function registerWebhooksCommands(program: Command): void {
     )
     .action(async (uid: string, o: Opts & { generate?: boolean }) => {
       const secret = o.generate ? undefined : await readSecret('the signing secret');
-      const res = await new ApiClient(o).request<WebhookWithSecret>(
-        'POST',
-        path(uid, '/secret'),
-        secret === undefined ? {} : { secret },
-      );
+      const res = await new ApiClient(o).api.call('setWebhookSecret', {
+        uid,
+        body: secret === undefined ? {} : { secret },
+      });
       print(o, res, () => describeWithSecret(`Set the secret of ${res.webhook.name}`, res));
     });
 
@@ -305,16 +249,14 @@ export function registerWebhooksCommands(program: Command): void {
       ) => {
         const client = new ApiClient(o);
         if (id !== undefined) {
-          const entry = await client.request<Delivery>(
-            'GET',
-            path(uid, `/deliveries/${encodeURIComponent(id)}`),
-          );
+          const entry = await client.api.call('getDelivery', { uid, id });
           print(o, entry, () => describeDelivery(entry));
           return;
         }
-        const qs = searchParams(o, { limit: o.limit });
-        if (o.cursor) qs.set('cursor', o.cursor);
-        const page = await client.request<DeliveryPage>('GET', path(uid, `/deliveries?${qs}`));
+        const page = await client.api.call('listDeliveries', {
+          uid,
+          query: searchParams(o, { limit: o.limit, cursor: o.cursor }),
+        });
         if (o.follow) return follow(client, uid, page.deliveries, o);
         print(o, page, () =>
           [
@@ -332,10 +274,7 @@ export function registerWebhooksCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  npx factoryd webhooks replay 7fK2pQ9xLm3Rt5Vw8Yz1Ab 0b9c…')
     .action(async (uid: string, id: string, o: Opts) => {
-      const entry = await new ApiClient(o).request<Delivery>(
-        'POST',
-        path(uid, `/deliveries/${encodeURIComponent(id)}/replay`),
-      );
+      const entry = await new ApiClient(o).api.call('replayDelivery', { uid, id });
       print(o, entry, () =>
         [
           `Replayed entry ${id} as ${entry.id}: ${entry.runs?.length ?? 0} run${entry.runs?.length === 1 ? '' : 's'} started.`,
@@ -374,32 +313,25 @@ export function registerWebhooksCommands(program: Command): void {
         const given = [o.automation, o.filter, o.filterFile].filter((v) => v !== undefined).length;
         if (given !== 1) throw new Error('give exactly one of --automation, --filter, --filter-file');
         const filterText = o.filterFile !== undefined ? readFileSync(o.filterFile, 'utf8') : o.filter;
-        const body: Record<string, unknown> = { delivery: o.delivery, automation: o.automation };
+        const body: WebhookTestFilterRequest = { delivery: o.delivery, automation: o.automation };
         // The service reads the text as it reads automation files (YAML; JSON is YAML too).
         if (filterText !== undefined) body.filter = filterText;
-        const res = await new ApiClient(o).request<FilterTest>('POST', path(uid, '/test-filter'), body);
+        const res = await new ApiClient(o).api.call('testWebhookFilter', { uid, body });
         print(o, res, () => describeFilterTest(res));
       },
     );
 }
 
 /** A factory named by uid or name; none named: the team's only factory. */
-async function resolveFactory(
-  client: ApiClient,
-  ref: string | undefined,
-): Promise<{ uid: string; name: string }> {
+async function resolveFactory(client: ApiClient, ref: string | undefined): Promise<FactoryItem> {
   if (ref !== undefined) {
     try {
-      return await client.request('GET', `/factory/${encodeURIComponent(ref)}`);
+      return await client.api.call('getFactory', { uid: ref });
     } catch (err) {
       if (!(err instanceof ApiCallFailed) || err.status !== 404) throw err;
     }
   }
-  const qs = new URLSearchParams({ limit: '100', ...(ref !== undefined ? { search: ref } : {}) });
-  const { factories } = await client.request<{ factories: Array<{ uid: string; name: string }> }>(
-    'GET',
-    `/factory?${qs}`,
-  );
+  const { factories } = await client.api.call('listFactories', { query: { limit: 100, search: ref } });
   const candidates = ref === undefined ? factories : factories.filter((f) => f.name === ref);
   if (candidates.length === 1) return candidates[0];
   if (ref !== undefined) throw new Error(`no factory named ${ref}; see \`factoryd factories list\``);
@@ -413,11 +345,11 @@ async function resolveFactory(
 async function follow(
   client: ApiClient,
   uid: string,
-  newestFirst: Delivery[],
+  newestFirst: DeliveryItem[],
   o: Opts & DeliverySearch & { interval: string },
 ) {
   const interval = Math.max(0.2, Number(o.interval)) * 1000;
-  const printEntry = (d: Delivery) =>
+  const printEntry = (d: DeliveryItem) =>
     process.stdout.write(o.json ? `${JSON.stringify(d)}\n` : `${deliveryRow(d).join('  ')}\n`);
   if (!o.json) process.stdout.write(`${renderTable(DELIVERY_HEADERS, [])}\n`);
   const seen = new Set<string>();
@@ -427,11 +359,11 @@ async function follow(
   }
   let stopped = false;
   process.once('SIGINT', () => (stopped = true));
-  const qs = searchParams(o, { limit: '100' });
+  const query = searchParams(o, { limit: '100' });
   while (!stopped) {
     await new Promise((r) => setTimeout(r, interval));
     // The newest page is enough: fewer than 100 deliveries arrive per poll (the rate limit is 60/minute).
-    const page = await client.request<DeliveryPage>('GET', path(uid, `/deliveries?${qs}`));
+    const page = await client.api.call('listDeliveries', { uid, query });
     for (const d of [...page.deliveries].reverse()) {
       if (seen.has(d.id)) continue;
       seen.add(d.id);
@@ -449,38 +381,36 @@ interface DeliverySearch {
   payloadContains?: string;
 }
 
-function searchParams(o: DeliverySearch, base: Record<string, string>): URLSearchParams {
-  const qs = new URLSearchParams(base);
-  const given: Array<[string, string | undefined]> = [
-    ['status', o.status],
-    ['received_after', o.since],
-    ['received_before', o.until],
-    ['delivery_id', o.deliveryId],
-    ['payload_contains', o.payloadContains],
-  ];
-  for (const [name, value] of given) if (value !== undefined) qs.set(name, value);
-  return qs;
+function searchParams(o: DeliverySearch, base: Record<string, string | undefined>) {
+  return {
+    ...base,
+    status: o.status,
+    received_after: o.since,
+    received_before: o.until,
+    delivery_id: o.deliveryId,
+    payload_contains: o.payloadContains,
+  };
 }
 
 const DELIVERY_HEADERS = ['RECEIVED', 'STATUS', 'DELIVERY ID', 'SIZE', 'FROM', 'ENTRY'];
 
-function deliveryRow(d: Delivery): string[] {
+function deliveryRow(d: DeliveryItem): string[] {
   return [
     d.received_at,
     STATUS_LABELS[d.status] ?? d.status,
     d.delivery_id ?? '-',
-    `${d.size_bytes} B`,
+    d.size_bytes === null ? '-' : `${d.size_bytes} B`,
     d.client_address ?? '-',
     d.id,
   ];
 }
 
-function deliveryTable(list: Delivery[]): string {
+function deliveryTable(list: DeliveryItem[]): string {
   if (list.length === 0) return 'No deliveries.';
   return renderTable(DELIVERY_HEADERS, list.map(deliveryRow));
 }
 
-function describeDelivery(d: Delivery): string {
+function describeDelivery(d: DeliveryDetail): string {
   const lines = [
     `Entry      ${d.id}`,
     `Status     ${STATUS_LABELS[d.status] ?? d.status}`,
@@ -504,12 +434,12 @@ function describeDelivery(d: Delivery): string {
   return lines.join('\n');
 }
 
-function authLabel(w: Webhook): string {
+function authLabel(w: WebhookSummary): string {
   return w.signature_scheme ? `${w.auth_mode}/${w.signature_scheme}` : w.auth_mode;
 }
 
 /** `factory` is its name when the caller knows it (the API's webhook carries the factory's UID). */
-function describeWebhook(w: Webhook, factory?: string): string {
+function describeWebhook(w: WebhookItem, factory?: string): string {
   const rows: Array<[string, string | undefined]> = [
     ['UID', w.uid],
     ['Name', w.name],
@@ -560,7 +490,7 @@ function shellWord(value: string): string {
   return /^[A-Za-z0-9_.,:/+=@%-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
-function describeFilterTest(t: FilterTest): string {
+function describeFilterTest(t: WebhookTestFilterResponse): string {
   const mark = (passed: boolean) => (passed ? 'pass' : 'FAIL');
   const lines = [
     t.result === 'would_trigger' ? 'Would trigger' : 'Would not trigger',

@@ -1,24 +1,9 @@
-import { api, useLive } from '../api';
+import { useLive, wire } from '../api';
 import { BASE, Link } from '../router';
 import { Badge, Empty, ErrorBox, Loading, short, Time } from '../ui';
 
-export interface Factory {
-  uid: string;
-  name: string;
-  description: string | null;
-  repository: string;
-  branch: string;
-  managed: boolean;
-  ready: boolean;
-  reason: string | null;
-  message: string | null;
-  last_attempted_revision: string | null;
-  last_applied_revision: string | null;
-  updated_at: string;
-}
-
 export function FactoriesPage() {
-  const list = useLive(() => api.get<{ factories: Factory[] }>('/factory?limit=100'), [], 5000);
+  const list = useLive(() => wire.call('listFactories', { query: { limit: 100 } }), [], 5000);
   return (
     <section>
       <div class="pagehead">

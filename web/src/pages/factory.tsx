@@ -1,22 +1,14 @@
 import { useState } from 'preact/hooks';
-import { api, can, useAction, useLive } from '../api';
+import { api, can, useAction, useLive, wire } from '../api';
+import type { FactoryApply, FactoryItem, FactoryPlanResponse } from '../../../src/contract/generated';
 import { BASE, Link } from '../router';
 import { Badge, Empty, ErrorBox, Json, Loading, short, Tabs, Time } from '../ui';
-import type { Factory } from './factories';
 import { WebhooksTab } from './webhooks';
 
-interface Apply {
-  revision: string | null;
-  result: string;
-  reason: string | null;
-  errors: Array<{ path: string; line: number; message: string }>;
-  plan: Record<string, { created: string[]; updated: string[]; deleted: string[] }> | null;
-  started_at: string;
-  duration_ms: number;
-}
+type Apply = FactoryApply;
 
 export function FactoryPage({ uid, tab }: { uid: string; tab: string }) {
-  const factory = useLive(() => api.get<Factory>(`/factory/${encodeURIComponent(uid)}`), [uid], 4000);
+  const factory = useLive(() => wire.call('getFactory', { uid }), [uid], 4000);
   if (factory.error && !factory.data)
     return (
       <section>
@@ -58,12 +50,12 @@ export function FactoryPage({ uid, tab }: { uid: string; tab: string }) {
   );
 }
 
-function Overview({ f, reload }: { f: Factory; reload: () => void }) {
+function Overview({ f, reload }: { f: FactoryItem; reload: () => void }) {
   // Refresh now: the newest apply when it was pressed; the answer is the first apply after that one.
   const [refreshed, setRefreshed] = useState<{ after: string | undefined }>();
   const [pace, setPace] = useState(5000);
   const applies = useLive(
-    () => api.get<{ applies: Apply[] }>(`/factory/${f.uid}/applies?limit=20`),
+    () => wire.call('listFactoryApplies', { uid: f.uid, query: { limit: 20 } }),
     [f.uid],
     pace,
   );
@@ -76,13 +68,8 @@ function Overview({ f, reload }: { f: Factory; reload: () => void }) {
     await api.post(`/factory/${f.uid}/refresh`);
     return true;
   });
-  const [plan, setPlan] = useState<{
-    result: string;
-    revision: string | null;
-    errors: Apply['errors'];
-    plan?: Apply['plan'];
-  }>();
-  const loadPlan = useAction(async () => setPlan(await api.get(`/factory/${f.uid}/plan`)));
+  const [plan, setPlan] = useState<FactoryPlanResponse>();
+  const loadPlan = useAction(async () => setPlan(await wire.call('planFactory', { uid: f.uid })));
   return (
     <>
       <div class="grid2">
@@ -213,25 +200,8 @@ function PlanView({ plan }: { plan?: Apply['plan'] | null }) {
   return <pre class="code plan">{lines.join('\n')}</pre>;
 }
 
-interface DefinitionView {
-  agents: Array<{ name: string; path: string; agent_type: string; description: string | null }>;
-  automations: Array<{
-    name: string;
-    path: string;
-    enabled: boolean;
-    agent: string | null;
-    triggers: Array<{
-      provider: string;
-      event: string;
-      filter?: { payload?: unknown };
-      webhooks: Array<{ uid: string; name: string | null; deleted: boolean }>;
-    }>;
-  }>;
-  skills: Array<{ name: string; path: string; description: string | null }>;
-}
-
 function Definition({ uid }: { uid: string }) {
-  const def = useLive(() => api.get<DefinitionView>(`/factory/${uid}/definition`), [uid]);
+  const def = useLive(() => wire.call('getFactoryDefinition', { uid }), [uid]);
   if (def.error) return <ErrorBox error={def.error} />;
   if (!def.data) return <Loading />;
   const d = def.data;

@@ -1,21 +1,16 @@
 import { useState } from 'preact/hooks';
-import { api, can, useAction, useFeed, useLive } from '../api';
+import { api, can, useAction, useFeed, useLive, wire } from '../api';
 import { BASE, Link } from '../router';
 import { humanDuration } from '../../../src/common/durations';
 import { Badge, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
-import type { RunItem } from './runs';
+import {
+  TERMINAL_RUN_STATE_VALUES,
+  type ArtifactItem,
+  type ConversationMessage,
+  type RunItem,
+} from '../../../src/contract/generated';
 
-const TERMINAL = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
-
-interface ConversationItem {
-  type: 'message' | 'action';
-  role?: string;
-  text?: string;
-  kind?: string;
-  input?: Record<string, unknown>;
-  execution: number;
-  created_at: string;
-}
+const TERMINAL: readonly string[] = TERMINAL_RUN_STATE_VALUES;
 
 export function RunPage({ id }: { id: string }) {
   const path = `/agent/runs/${encodeURIComponent(id)}`;
@@ -27,16 +22,12 @@ export function RunPage({ id }: { id: string }) {
     conversation.reload();
   });
   const every = ended ? 0 : feedOpen ? 30000 : 2000;
-  const run = useLive(() => api.get<RunItem & Record<string, any>>(path), [id], every);
+  const run = useLive(() => wire.call('getRun', { runId: id }), [id], every);
   const live = run.data ? !TERMINAL.includes(run.data.state) : true;
   if (!live !== ended) setEnded(!live);
   // When the run ends, `every` turning 0 fetches the conversation one last time.
-  const conversation = useLive(
-    () => api.get<{ messages: ConversationItem[] }>(`${path}/conversation`),
-    [id],
-    every,
-  );
-  const cancel = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/cancel`));
+  const conversation = useLive(() => wire.call('getRunConversation', { runId: id }), [id], every);
+  const cancel = useAction(() => wire.call('cancelRun', { runId: id }));
   const [confirmCancel, setConfirmCancel] = useState(false);
   const interrupt = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/interrupt`));
   if (run.error && !run.data)
@@ -142,9 +133,8 @@ export function RunPage({ id }: { id: string }) {
             <dd title={r.run_time}>{r.run_time ? humanDuration(r.run_time) : '—'}</dd>
             <dt>Runs on</dt>
             <dd>
-              {r.execution_location === 'self_hosted'
-                ? `self-hosted: ${String(config.worker_host)}`
-                : 'service-hosted workers'}
+              {/* execution_location is always REMOTE: worker_host tells a self-hosted worker (RunItem). */}
+              {config.worker_host ? `self-hosted: ${String(config.worker_host)}` : 'service-hosted workers'}
             </dd>
             {r.environment && (
               <>
@@ -208,7 +198,7 @@ export function RunPage({ id }: { id: string }) {
           ))}
         </>
       )}
-      <Usage path={path} usage={r.request_usage} every={every} />
+      <Usage runId={r.run_id} usage={r.request_usage} every={every} />
       <Transcript path={path} />
       {can('runs:write') && <FollowUp id={id} state={r.state} onSent={run.reload} />}
     </section>
@@ -237,32 +227,21 @@ function metadataLink(key: string, value: string, metadata: Record<string, strin
   return undefined;
 }
 
-interface RequestUsage {
-  model_token_usage: Array<{ model_id: string; total_tokens: number }>;
-  total_tokens: number;
-}
-
-type Counts = Record<string, number | null>;
+type RequestUsage = NonNullable<RunItem['request_usage']>;
 
 /**
  * The tokens the run's harness reported per model (the run's `request_usage`); for Claude Code and
  * Codex runs, split into the CLI's own categories (`…/harness-usage`).
  */
-function Usage({ path, usage, every }: { path: string; usage?: RequestUsage; every: number }) {
+function Usage({ runId, usage, every }: { runId: string; usage?: RequestUsage; every: number }) {
   const detail = useLive(
-    () =>
-      usage
-        ? api.get<{
-            available: boolean;
-            usage?: { snapshot: { payload: { attribution?: Array<{ model: string; usage: Counts }> } } };
-          }>(`${path}/harness-usage`)
-        : Promise.resolve(undefined),
-    [path, usage?.total_tokens],
+    () => (usage ? wire.call('getRunHarnessUsage', { runId }) : Promise.resolve(undefined)),
+    [runId, usage?.total_tokens],
     every,
   );
   if (!usage) return null;
-  const split = detail.data?.available ? detail.data.usage?.snapshot.payload.attribution : undefined;
-  const categories = split ? [...new Set(split.flatMap((a) => Object.keys(a.usage)))] : [];
+  const split = (detail.data?.available && detail.data.usage?.snapshot.payload.attribution) || undefined;
+  const categories = split ? [...new Set(split.flatMap((a) => Object.keys(a.usage ?? {})))] : [];
   const n = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v.toLocaleString('en'));
   return (
     <>
@@ -283,7 +262,7 @@ function Usage({ path, usage, every }: { path: string; usage?: RequestUsage; eve
               <tr key={m.model_id}>
                 <td class="mono">{m.model_id}</td>
                 {categories.map((c) => (
-                  <td key={c}>{n(split?.find((a) => a.model === m.model_id)?.usage[c])}</td>
+                  <td key={c}>{n(split?.find((a) => a.model === m.model_id)?.usage?.[c])}</td>
                 ))}
                 <td>{n(m.total_tokens)}</td>
               </tr>
@@ -319,15 +298,12 @@ function Transcript({ path }: { path: string }) {
 }
 
 /** `path@commit` of each repository the run's environment checked out (how to reproduce it). */
-function environmentCommits(env: { repositories?: Array<{ path: string; commit?: string }> }): string {
+function environmentCommits(env: NonNullable<RunItem['environment']>): string {
   const at = (env.repositories ?? []).map((r) => `${r.path}@${r.commit ? r.commit.slice(0, 12) : '?'}`);
   return at.length ? ` (${at.join(', ')})` : '';
 }
 
-interface ArtifactEntry {
-  artifact_type: string;
-  data?: Record<string, unknown> & { artifact_uid?: string };
-}
+type ArtifactEntry = ArtifactItem;
 
 /** Text this size or smaller is shown on the page; larger, or not text, is a download link. */
 const MAX_SHOWN_TEXT = 256 * 1024;
@@ -344,7 +320,7 @@ function ArtifactView({ entry, open }: { entry: ArtifactEntry; open: boolean }) 
   const title = String(d.filepath ?? d.title ?? d.filename ?? d.url ?? entry.artifact_type);
   const detail = useLive(async () => {
     if (!shown || !uid) return undefined;
-    const a = await api.get<{ data: Record<string, unknown> }>(`/agent/artifacts/${encodeURIComponent(uid)}`);
+    const a = await wire.call('getArtifact', { artifactUid: uid });
     const type = String(a.data.content_type ?? '');
     const link = typeof a.data.download_url === 'string' ? a.data.download_url : undefined;
     if (typeof a.data.content === 'string') return { text: a.data.content, link, type };
@@ -383,7 +359,7 @@ function ArtifactView({ entry, open }: { entry: ArtifactEntry; open: boolean }) 
   );
 }
 
-function Conversation({ items }: { items?: ConversationItem[] }) {
+function Conversation({ items }: { items?: ConversationMessage[] }) {
   if (!items) return <Loading what="Loading the conversation" />;
   if (items.length === 0)
     return (
@@ -428,7 +404,7 @@ function summarize(input: Record<string, unknown> | undefined): string {
 
 function FollowUp({ id, state, onSent }: { id: string; state: string; onSent: () => void }) {
   const [message, setMessage] = useState('');
-  const send = useAction(() => api.post(`/agent/runs/${encodeURIComponent(id)}/followups`, { message }));
+  const send = useAction(() => wire.call('followupRun', { runId: id, body: { message } }));
   return (
     <form
       class="followup"

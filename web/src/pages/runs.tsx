@@ -1,19 +1,9 @@
 import { useState } from 'preact/hooks';
-import { api, can, query, useAction, useFeed, useLive } from '../api';
+import { can, query, useAction, useFeed, useLive, wire } from '../api';
 import { BASE, Link, navigate } from '../router';
 import { Badge, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
+import { RUN_STATE_VALUES, type RunCreateRequest } from '../../../src/contract/generated';
 
-export const RUN_STATES = [
-  'QUEUED',
-  'PENDING',
-  'CLAIMED',
-  'INPROGRESS',
-  'BLOCKED',
-  'SUCCEEDED',
-  'FAILED',
-  'ERROR',
-  'CANCELLED',
-];
 const SOURCES = ['API', 'CLI', 'WEBHOOK', 'FACTORY', 'SCHEDULED_AGENT'];
 const TEXT_FILTERS: Array<[string, string, string]> = [
   ['name', 'Agent name', 'e.g. triage'],
@@ -23,20 +13,6 @@ const TEXT_FILTERS: Array<[string, string, string]> = [
 
 /** The filters behind "More filters" (opened when one is set). */
 const MORE = ['name', 'model_id', 'creator', 'created_after', 'created_before', 'metadata'];
-
-export interface RunItem {
-  run_id: string;
-  title: string;
-  prompt: string;
-  state: string;
-  created_at: string;
-  updated_at: string;
-  source?: string;
-  creator?: { type: string; uid: string; display_name: string };
-  agent_config?: Record<string, unknown>;
-  run_time?: string;
-  [k: string]: unknown;
-}
 
 interface Filters {
   [k: string]: string | string[] | undefined;
@@ -55,7 +31,7 @@ function readFilters(): Filters {
 }
 
 /** A page of the run list with the page's filters. */
-const apiQuery = (f: Filters, cursor?: string) => query({ limit: '25', cursor, ...filterParams(f) });
+const apiQuery = (f: Filters, cursor?: string) => ({ limit: '25', cursor, ...filterParams(f) });
 
 /**
  * The team's stream of run changes with the page's filters, but for `q`, which the stream does not
@@ -94,10 +70,7 @@ export function RunsPage() {
   // The team's stream of run changes says when to reload the page; should it fail, the page polls.
   const feedOpen = useFeed(`/agent/runs/events${streamQuery(filters)}`, () => runs.reload());
   const runs = useLive(
-    () =>
-      api.get<{ runs: RunItem[]; page_info: { has_next_page: boolean; next_cursor?: string } }>(
-        `/agent/runs${apiQuery(filters, cursor)}`,
-      ),
+    () => wire.call('listRuns', { query: apiQuery(filters, cursor) }),
     [key],
     feedOpen ? 30000 : 3000,
   );
@@ -125,7 +98,7 @@ export function RunsPage() {
       </div>
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
         <div class="chips" role="group" aria-label="State">
-          {RUN_STATES.map((s) => (
+          {RUN_STATE_VALUES.map((s) => (
             <button
               type="button"
               key={s}
@@ -299,10 +272,13 @@ function NewRun({ onClose }: { onClose: () => void }) {
         throw new Error(`Config is not JSON: ${(e as Error).message}`, { cause: e });
       }
     }
-    return api.post<{ run_id: string }>('/agent/runs', {
-      prompt,
-      ...(title ? { title } : {}),
-      ...(parsed !== undefined ? { config: parsed } : {}),
+    return wire.call('createRun', {
+      body: {
+        prompt,
+        ...(title ? { title } : {}),
+        // The service validates the config (400 naming the bad field).
+        ...(parsed !== undefined ? { config: parsed as RunCreateRequest['config'] } : {}),
+      },
     });
   });
   return (

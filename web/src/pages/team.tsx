@@ -1,24 +1,10 @@
 import { useState } from 'preact/hooks';
-import { api, currentTeam, query, useLive } from '../api';
+import { currentTeam, useLive, wire } from '../api';
 import { CopyField, Empty, ErrorBox, Loading, Time } from '../ui';
-
-interface Usage {
-  skills: Array<{
-    factory: string;
-    skill: string;
-    path: string;
-    loads: number;
-    runs: number;
-    last_loaded_at: string;
-  }>;
-  bundled: Array<{ bundled_skill_id: string; loads: number }>;
-  not_counted: { outside_managed_roots: number };
-  since?: string;
-}
 
 export function SkillsPage() {
   const [since, setSince] = useState('');
-  const usage = useLive(() => api.get<Usage>(`/skills/usage${query({ since })}`), [since], 10000);
+  const usage = useLive(() => wire.call('skillUsage', { query: { since } }), [since], 10000);
   return (
     <section>
       <div class="pagehead">
@@ -99,19 +85,8 @@ export function SkillsPage() {
   );
 }
 
-interface Worker {
-  worker_host: string;
-  connection_count: number;
-  connected_at: string;
-  last_seen_at: string;
-}
-
 export function WorkersPage() {
-  const workers = useLive(
-    () => api.get<{ workers: Worker[] }>('/agent/connected-self-hosted-workers'),
-    [],
-    5000,
-  );
+  const workers = useLive(() => wire.call('connectedWorkers'), [], 5000);
   return (
     <section>
       <div class="pagehead">

@@ -1,47 +1,26 @@
 import { useState } from 'preact/hooks';
-import { api, can, query, useAction, useLive } from '../api';
+import { api, can, useAction, useLive, wire } from '../api';
+import {
+  DELIVERY_STATUS_VALUES,
+  type WebhookTestFilterRequest,
+  type WebhookTestFilterResponse,
+} from '../../../src/contract/generated';
 import { BASE, Link, navigate } from '../router';
 import { Badge, bytes, CopyField, Dialog, Empty, ErrorBox, Json, Loading, Time } from '../ui';
-import type { Factory } from './factories';
+import type { FactoryItem as Factory } from '../../../src/contract/generated';
 import { yamlText } from '../yaml';
 import { RepoFile, SecretOnce, webhookFile, type Webhook } from './webhooks';
 
-interface Delivery {
-  id: string;
-  delivery_id: string | null;
-  status: string;
-  size_bytes: number;
-  received_at: string;
-  client_address: string | null;
-}
-
-interface DeliveryDetail extends Delivery {
-  headers?: Record<string, string>;
-  /** A Replayed entry: the Accepted one it re-evaluated. */
-  replay_of?: string;
-  /** An Accepted entry: its replays, oldest first. */
-  replayed_as?: string[];
-  payload?: unknown;
-  runs: Array<{ run_id: string; state: string }>;
-}
-
-const STATUSES = [
-  'accepted',
-  'replayed',
-  'duplicate',
-  'rejected_auth',
-  'rejected_invalid_json',
-  'rejected_too_large',
-];
+const STATUSES = DELIVERY_STATUS_VALUES;
 /** Schemes whose provider issues the secret: factoryd cannot rotate them (docs/webhooks.md). */
 const PROVIDER_ISSUED = (w: Webhook) =>
   w.auth_mode === 'signature' && w.signature_scheme !== 'standard_webhooks';
 
 export function WebhookPage({ uid }: { uid: string }) {
-  const hook = useLive(() => api.get<Webhook>(`/webhooks/${encodeURIComponent(uid)}`), [uid], 5000);
+  const hook = useLive(() => wire.call('getWebhook', { uid }), [uid], 5000);
   const factoryUid = hook.data?.factory_uid;
   const factory = useLive(
-    () => (factoryUid ? api.get<Factory>(`/factory/${factoryUid}`) : Promise.resolve(undefined)),
+    () => (factoryUid ? wire.call('getFactory', { uid: factoryUid }) : Promise.resolve(undefined)),
     [factoryUid],
   );
   // `?delivery=ID` selects a log entry (a webhook-started run's page links here that way).
@@ -114,10 +93,10 @@ function Manage({ w, f, reload }: { w: Webhook; f: Factory; reload: () => void }
   const [shown, setShown] = useState<{ webhook: Webhook; secret?: string }>();
   const [dialog, setDialog] = useState<'delete' | 'secret' | 'file' | 'rotate'>();
   const [value, setValue] = useState('');
-  const toggle = useAction(() => api.post<Webhook>(`${path}/${w.enabled ? 'disable' : 'enable'}`));
-  const rotate = useAction(() => api.post<{ webhook: Webhook; secret?: string }>(`${path}/rotate`));
+  const toggle = useAction(() => wire.call(w.enabled ? 'disableWebhook' : 'enableWebhook', { uid: w.uid }));
+  const rotate = useAction(() => wire.call('rotateWebhook', { uid: w.uid }));
   const setSecret = useAction(() =>
-    api.post<{ webhook: Webhook; secret?: string }>(`${path}/secret`, value ? { secret: value } : {}),
+    wire.call('setWebhookSecret', { uid: w.uid, body: value ? { secret: value } : {} }),
   );
   const remove = useAction(async () => {
     await api.del(path);
@@ -292,7 +271,7 @@ function Deliveries({
 }) {
   const [status, setStatus] = useState('');
   const list = useLive(
-    () => api.get<{ deliveries: Delivery[] }>(`/webhooks/${uid}/deliveries${query({ status, limit: '50' })}`),
+    () => wire.call('listDeliveries', { uid, query: { status, limit: '50' } }),
     [uid, status],
     2000,
   );
@@ -348,7 +327,7 @@ function Deliveries({
                     <td class="mono small-text identity" title={d.delivery_id ?? undefined}>
                       {d.delivery_id ?? '—'}
                     </td>
-                    <td class="nowrap">{bytes(d.size_bytes)}</td>
+                    <td class="nowrap">{d.size_bytes === null ? '—' : bytes(d.size_bytes)}</td>
                     <td>
                       <Time iso={d.received_at} />
                     </td>
@@ -371,10 +350,10 @@ function Deliveries({
 }
 
 function DeliveryView({ uid, id, onSelect }: { uid: string; id: string; onSelect: (id: string) => void }) {
-  const d = useLive(() => api.get<DeliveryDetail>(`/webhooks/${uid}/deliveries/${id}`), [uid, id], 3000);
+  const d = useLive(() => wire.call('getDelivery', { uid, id }), [uid, id], 3000);
   // Re-evaluates the stored payload against today's automations: a new Replayed entry, shown next.
   const replay = useAction(async () => {
-    const replayed = await api.post<{ id: string }>(`/webhooks/${uid}/deliveries/${id}/replay`);
+    const replayed = await wire.call('replayDelivery', { uid, id });
     onSelect(replayed.id);
   });
   if (d.error) return <ErrorBox error={d.error} />;
@@ -401,7 +380,7 @@ function DeliveryView({ uid, id, onSelect }: { uid: string; id: string; onSelect
         <dt>Received</dt>
         <dd>{e.received_at}</dd>
         <dt>Size</dt>
-        <dd>{e.size_bytes.toLocaleString('en-US')} bytes</dd>
+        <dd>{e.size_bytes === null ? '—' : `${e.size_bytes.toLocaleString('en-US')} bytes`}</dd>
         <dt>From</dt>
         <dd class="mono">{e.client_address ?? '—'}</dd>
         {e.replay_of && (
@@ -452,25 +431,7 @@ function DeliveryView({ uid, id, onSelect }: { uid: string; id: string; onSelect
   );
 }
 
-interface TestResult {
-  result: 'would_trigger' | 'would_not_trigger';
-  delivery: { id: string; delivery_id: string | null; received_at: string };
-  automation?: string;
-  webhook_check: { passed: boolean; message: string };
-  payload_check: {
-    passed: boolean;
-    message: string;
-    /** Every field the payload filter tests; the failing ones are in `mismatches`. */
-    paths: string[];
-    mismatches: Array<{
-      path: string;
-      condition: string;
-      expected: unknown;
-      actual?: unknown;
-      present: boolean;
-    }>;
-  };
-}
+type TestResult = WebhookTestFilterResponse;
 
 /** What the box holds before anything is typed when no automation of the factory uses this webhook. */
 const SAMPLE_FILTER = yamlText({ payload: { action: ['opened'] } });
@@ -485,15 +446,7 @@ function asWritten(filter: Record<string, unknown> = {}): Record<string, unknown
 
 function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: string; delivery?: string }) {
   const def = useLive(
-    () =>
-      factoryUid
-        ? api.get<{
-            automations: Array<{
-              name: string;
-              triggers: Array<{ filter?: { webhook_ids?: string[] } & Record<string, unknown> }>;
-            }>;
-          }>(`/factory/${factoryUid}/definition`)
-        : Promise.resolve(undefined),
+    () => (factoryUid ? wire.call('getFactoryDefinition', { uid: factoryUid }) : Promise.resolve(undefined)),
     [factoryUid],
   );
   const automations = (def.data?.automations ?? []).flatMap((a) => {
@@ -510,9 +463,9 @@ function TestFilter({ w, factoryUid, delivery }: { w: Webhook; factoryUid?: stri
     // A verdict stays on screen only while it answers what is asked now.
     setResult(undefined);
     // The filter goes as text: the service reads it as it reads automation files.
-    const body: Record<string, unknown> = automation ? { automation } : { filter };
+    const body: WebhookTestFilterRequest = automation ? { automation } : { filter };
     if (delivery) body.delivery = delivery;
-    setResult(await api.post<TestResult>(`/webhooks/${w.uid}/test-filter`, body));
+    setResult(await wire.call('testWebhookFilter', { uid: w.uid, body }));
   });
   return (
     <>

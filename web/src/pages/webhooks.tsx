@@ -1,38 +1,22 @@
 import { useState } from 'preact/hooks';
-import { api, can, useAction, useLive } from '../api';
+import { can, useAction, useLive, wire } from '../api';
 import { BASE, Link } from '../router';
 import { Badge, Copy, CopyField, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
 import { yamlText } from '../yaml';
-import type { Factory } from './factories';
+import type { FactoryItem as Factory } from '../../../src/contract/generated';
+import {
+  WEBHOOK_FILE_SIGNATURE_SCHEME_VALUES,
+  type WebhookCreateRequest,
+  type WebhookFile,
+  type WebhookItem,
+  type WebhookSummary,
+} from '../../../src/contract/generated';
 
-export interface Webhook {
-  uid: string;
-  name: string;
-  auth_mode: 'token' | 'url_token' | 'signature';
-  signature_scheme?: string;
-  secret_name: string;
-  delivery_id_header?: string;
-  enabled: boolean;
-  deleted: boolean;
-  ingress_url: string;
-  created_at: string;
-  factory_uid?: string;
-  description?: string;
-  awaiting_secret?: boolean;
-}
+/** A webhook from a factory's list (a summary) or from GET /webhooks/{uid} (the whole item). */
+export type Webhook = WebhookSummary & Partial<WebhookItem>;
 
-export const SCHEMES = [
-  'standard_webhooks',
-  'github',
-  'stripe',
-  'slack',
-  'shopify',
-  'gitlab',
-  'linear',
-  'sentry',
-  'pagerduty',
-  'vercel',
-];
+/** The signature schemes a webhook file may name (schemas/webhook.schema.json). */
+export const SCHEMES = WEBHOOK_FILE_SIGNATURE_SCHEME_VALUES;
 const AUTH_MODES: Array<[Webhook['auth_mode'], string]> = [
   ['token', 'Bearer token (Authorization header)'],
   ['url_token', 'Token in the URL (for senders without headers)'],
@@ -40,11 +24,7 @@ const AUTH_MODES: Array<[Webhook['auth_mode'], string]> = [
 ];
 
 export function WebhooksTab({ factory }: { factory: Factory }) {
-  const list = useLive(
-    () => api.get<{ webhooks: Webhook[] }>(`/factory/${factory.uid}/webhooks`),
-    [factory.uid],
-    5000,
-  );
+  const list = useLive(() => wire.call('listFactoryWebhooks', { uid: factory.uid }), [factory.uid], 5000);
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<{ webhook: Webhook; secret?: string }>();
   const manage = can('factory:manage');
@@ -122,19 +102,23 @@ export function WebhooksTab({ factory }: { factory: Factory }) {
 
 /** The file a repository-backed factory commits instead (the repository is the source of truth). */
 export function webhookFile(w: {
-  auth_mode: string;
+  auth_mode: WebhookFile['authMode'];
   signature_scheme?: string;
   secret_name: string;
   delivery_id_header?: string;
   enabled?: boolean;
 }): string {
-  return yamlText({
+  // The file's fields as its schema spells them (a renamed one fails the type check here).
+  const file: WebhookFile = {
     authMode: w.auth_mode,
-    ...(w.auth_mode === 'signature' && w.signature_scheme ? { signatureScheme: w.signature_scheme } : {}),
+    ...(w.auth_mode === 'signature' && w.signature_scheme
+      ? { signatureScheme: w.signature_scheme as WebhookFile['signatureScheme'] }
+      : {}),
     secretName: w.secret_name,
     ...(w.delivery_id_header ? { deliveryIdHeader: w.delivery_id_header } : {}),
     ...(w.enabled === false ? { enabled: false } : {}),
-  });
+  };
+  return yamlText(file);
 }
 
 function CreateWebhook({
@@ -154,13 +138,18 @@ function CreateWebhook({
   const [header, setHeader] = useState('');
   const suggested = `webhook-${name || '<name>'}`;
   const create = useAction(() =>
-    api.post<{ webhook: Webhook; secret?: string }>(`/factory/${factory.uid}/webhooks`, {
-      name,
-      auth_mode: mode,
-      ...(mode === 'signature' ? { signature_scheme: scheme } : {}),
-      ...(mode === 'signature' && secret ? { secret } : {}),
-      ...(secretName ? { secret_name: secretName } : {}),
-      ...(header ? { delivery_id_header: header } : {}),
+    wire.call('createWebhook', {
+      uid: factory.uid,
+      body: {
+        name,
+        auth_mode: mode,
+        ...(mode === 'signature'
+          ? { signature_scheme: scheme as WebhookCreateRequest['signature_scheme'] }
+          : {}),
+        ...(mode === 'signature' && secret ? { secret } : {}),
+        ...(secretName ? { secret_name: secretName } : {}),
+        ...(header ? { delivery_id_header: header } : {}),
+      },
     }),
   );
   const fileSecretName = secretName || suggested;
