@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../dist/config/config.js';
 import { PACKAGE_ROOT } from '../dist/common/paths.js';
-import { HarnessProcess } from '../dist/workers/harness-process.js';
-import { chooseSandbox, harnessEnvironment } from '../dist/workers/sandbox.js';
+import { HarnessProcess } from '../dist/workers/worker/harness-process.js';
+import { chooseSandbox, harnessEnvironment } from '../dist/workers/launcher/sandbox.js';
 import { dockerUnavailable, localImage } from '../test/support/local-image.js';
 
 const ROUNDS = Number(process.env.BENCH_BACKENDS_ROUNDS ?? 20);

@@ -17,9 +17,9 @@ import { startService } from '../dist/service.js';
 import { AuthRepository } from '../dist/auth/auth.repository.js';
 import { AuthService } from '../dist/auth/auth.service.js';
 import { bootstrapDefaultTeam } from '../dist/auth/bootstrap.js';
-import { RunWakeups } from '../dist/workers/run-wakeups.js';
-import { harnessCatalog, startServiceHostedPool } from '../dist/workers/service-workers.js';
-import { WorkerRunsService } from '../dist/workers/worker-runs.service.js';
+import { RunWakeups } from '../dist/workers/queue/run-wakeups.js';
+import { harnessCatalog, startServiceHostedPool } from '../dist/workers/worker/service-workers.js';
+import { WorkerRunsService } from '../dist/workers/queue/worker-runs.service.js';
 
 const { Client } = pg_;
 const RUNS = 1000;

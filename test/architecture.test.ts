@@ -86,3 +86,40 @@ describe('the layers of docs/architecture.md', () => {
     expect([...allowed].filter((e) => !used.has(e))).toEqual([]);
   });
 });
+
+/** The rooms table of docs/architecture.md ("Inside `workers/`"): room → the rooms it may use. */
+function workerRooms(): Map<string, Set<string>> {
+  const section = PAGE.slice(PAGE.indexOf('### Inside `workers/`'), PAGE.indexOf('### Exceptions'));
+  const rooms = new Map<string, Set<string>>();
+  for (const row of section.matchAll(/^\| `(workers\/[a-z]+)\/` +\|.*\| (.*?) *\|$/gm))
+    rooms.set(row[1]!, new Set([...row[2]!.matchAll(/`(workers\/[a-z]+)\/`/g)].map((m) => m[1]!)));
+  return rooms;
+}
+
+describe('the rooms of workers/ (docs/architecture.md)', () => {
+  const rooms = workerRooms();
+  /** `workers/queue/x.ts` → 'workers/queue'; the module's own file (workers.module.ts) → undefined. */
+  const roomOf = (path: string) => /^(workers\/[a-z]+)\//.exec(path)?.[1];
+
+  it('name every folder of workers/', () => {
+    const folders = readdirSync(fromRoot('src', 'workers')).filter((n) =>
+      statSync(fromRoot('src', 'workers', n)).isDirectory(),
+    );
+    expect(folders.map((f) => `workers/${f}`).sort()).toEqual([...rooms.keys()].sort());
+    const loose = readdirSync(fromRoot('src', 'workers')).filter((n) => n.endsWith('.ts'));
+    expect(loose, 'files of workers/ outside a room (only the composition)').toEqual(['workers.module.ts']);
+  });
+
+  it('hold: a room uses only the rooms its row names', () => {
+    const src = fromRoot('src');
+    const wrong = sources(join(src, 'workers')).flatMap((file) => {
+      const from = roomOf(relative(src, file));
+      if (!from) return [];
+      return [...readFileSync(file, 'utf8').matchAll(/(?:^|\n)\s*(?:import|export)[^;]*?from '(\.[^']+)'/g)]
+        .map((m) => roomOf(relative(src, resolve(dirname(file), m[1]!))))
+        .filter((to) => to && to !== from && !rooms.get(from)!.has(to))
+        .map((to) => `${relative(src, file)} → ${to}`);
+    });
+    expect(wrong).toEqual([]);
+  });
+});

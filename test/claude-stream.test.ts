@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
 import { translateClaude } from '../src/harnesses/claude-stream.js';
-import { parseHarnessLine } from '../src/workers/harness-protocol.js';
+import { parseHarnessLine } from '../src/workers/protocol/harness-protocol.js';
 import { eventually } from './support/eventually.js';
 
 const fixture = fromRoot('test/fixtures/claude-stream.jsonl');

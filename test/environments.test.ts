@@ -10,7 +10,7 @@ import { DefinitionStore } from '../src/reconciler/definition-store.js';
 import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
-import { serviceWorkspaceRoot } from '../src/workers/service-workers.js';
+import { serviceWorkspaceRoot } from '../src/workers/worker/service-workers.js';
 import { baseFactory, serveOverGit, TestRepo } from './support/git-repo.js';
 import { GitHttpServer } from './support/git-http-server.js';
 import { eventually } from './support/eventually.js';

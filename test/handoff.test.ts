@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageProgramCommand } from '../src/workers/harness-programs.js';
+import { packageProgramCommand } from '../src/workers/launcher/harness-programs.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 
 // A continued run's next execution receives, in its workspace under handoff/, the files its previous

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fromRoot } from '../src/common/paths.js';
 import { MAX_MODELS_PER_RUN, RunUsageRepository } from '../src/runs/run-usage.repository.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { packageProgramCommand } from '../src/workers/harness-programs.js';
+import { packageProgramCommand } from '../src/workers/launcher/harness-programs.js';
 import { eventually } from './support/eventually.js';
 import { forgedLink } from './support/artifacts.js';
 import { runIn, startTestService, type TestService } from './support/service.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretsService } from '../src/secrets/secrets.service.js';
-import { WorkerRunsService } from '../src/workers/worker-runs.service.js';
+import { WorkerRunsService } from '../src/workers/queue/worker-runs.service.js';
 import { eventually } from './support/eventually.js';
 import { startTestService, type TestService } from './support/service.js';
 

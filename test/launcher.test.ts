@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../src/common/paths.js';
-import { HarnessProcess } from '../src/workers/harness-process.js';
-import type { HarnessExit, WorkspaceFile } from '../src/workers/launcher.js';
-import { chooseSandbox, type HarnessSandbox } from '../src/workers/sandbox.js';
+import { HarnessProcess } from '../src/workers/worker/harness-process.js';
+import type { HarnessExit, WorkspaceFile } from '../src/workers/launcher/launcher.js';
+import { chooseSandbox, type HarnessSandbox } from '../src/workers/launcher/sandbox.js';
 import { eventually } from './support/eventually.js';
 import { uniqueSleep } from './support/sleeps.js';
 

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHANNELS } from '../src/database/channels.js';
 import { Notifications } from '../src/database/notifications.js';
-import { RunWakeups } from '../src/workers/run-wakeups.js';
+import { RunWakeups } from '../src/workers/queue/run-wakeups.js';
 import { createFactory, createWebhook, deliver } from './support/definitions.js';
 import { eventually } from './support/eventually.js';
 import { startTestService, type TestService } from './support/service.js';

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import type { Assignment, Outcome, WorkerBackend } from '../src/workers/assignment.js';
-import { RunExecution } from '../src/workers/run-execution.js';
+import type { Assignment, Outcome, WorkerBackend } from '../src/workers/protocol/assignment.js';
+import { RunExecution } from '../src/workers/worker/run-execution.js';
 
 // Issue #32: a report the service refuses used to vanish (`.catch(() => undefined)`), and a refused
 // end left the run to its lease. Here the service's side is a backend that refuses what the test

@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../src/database/database.js';
-import { liveSince } from '../src/workers/run-decisions.js';
-import { RunQueueRepository } from '../src/workers/run-queue.repository.js';
-import { WorkersRepository } from '../src/workers/workers.repository.js';
-import { runPolicy, WorkerRunsService } from '../src/workers/worker-runs.service.js';
+import { liveSince } from '../src/workers/queue/run-decisions.js';
+import { RunQueueRepository } from '../src/workers/queue/run-queue.repository.js';
+import { WorkersRepository } from '../src/workers/queue/workers.repository.js';
+import { runPolicy, WorkerRunsService } from '../src/workers/queue/worker-runs.service.js';
 import { loadConfig } from '../src/config/config.js';
 import { eventually } from './support/eventually.js';
 import { startTestService, type TestService } from './support/service.js';

@@ -3,7 +3,7 @@ import type { Queryable } from '../src/database/database.js';
 import { Notifications } from '../src/database/notifications.js';
 import { RunActivityRepository, type StateChange } from '../src/notifications/run-activity.repository.js';
 import { RunFeed } from '../src/notifications/run-feed.js';
-import { WorkerRunsService } from '../src/workers/worker-runs.service.js';
+import { WorkerRunsService } from '../src/workers/queue/worker-runs.service.js';
 import { eventually } from './support/eventually.js';
 import { openSse, type SseClient, type SseEvent } from './support/sse.js';
 import { runIn, startTestService, type TestService } from './support/service.js';

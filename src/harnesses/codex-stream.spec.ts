@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { fromRoot } from '../common/paths.js';
-import { parseHarnessLine } from '../workers/harness-protocol.js';
+import { parseHarnessLine } from '../workers/protocol/harness-protocol.js';
 import { CodexStream } from './codex-stream.js';
 
 /** A `codex exec --json` stream recorded from the real CLI (0.171.0) against a Responses API stub. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { fromRoot } from '../common/paths.js';
-import { parseHarnessLine } from '../workers/harness-protocol.js';
+import { parseHarnessLine } from '../workers/protocol/harness-protocol.js';
 import { GeminiStream } from './gemini-stream.js';
 
 /** A `gemini --output-format stream-json` stream recorded from the real CLI (0.61.0) against a Gemini API stub. */

@@ -9,7 +9,7 @@ import {
 import { Metrics } from '../common/metrics.js';
 import { CONFIG, type Config } from '../config/config.js';
 import { Database } from '../database/database.js';
-import { RunWakeups } from './run-wakeups.js';
+import { RunWakeups } from './queue/run-wakeups.js';
 import {
   harnessCatalog,
   harnessSandbox,
@@ -19,11 +19,11 @@ import {
   startHousekeeping,
   startServiceHostedPool,
   type Housekeeping,
-} from './service-workers.js';
-import type { WorkerPool } from './worker-pool.js';
-import { WorkerRunsService } from './worker-runs.service.js';
-import { WorkersController } from './workers.controller.js';
-import { WorkerRunsModule } from './worker-runs.module.js';
+} from './worker/service-workers.js';
+import type { WorkerPool } from './worker/worker-pool.js';
+import { WorkerRunsService } from './queue/worker-runs.service.js';
+import { WorkersController } from './queue/workers.controller.js';
+import { WorkerRunsModule } from './queue/worker-runs.module.js';
 
 /** `factoryd serve`: the wake-ups, the reaper, and WORKER_CONCURRENCY service-hosted slots. */
 @Injectable()

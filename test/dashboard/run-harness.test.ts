@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageProgramCommand } from '../../src/workers/harness-programs.js';
+import { packageProgramCommand } from '../../src/workers/launcher/harness-programs.js';
 import { eventually } from '../support/eventually.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { browserMissing, launchBrowser } from './browser.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageProgramCommand } from '../../src/workers/harness-programs.js';
+import { packageProgramCommand } from '../../src/workers/launcher/harness-programs.js';
 import { forgedLink } from '../support/artifacts.js';
 import { runIn, startTestService, type TestService } from '../support/service.js';
 import { python, typescript } from './support.js';

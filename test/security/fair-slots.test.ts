@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { WorkerRunsService, type WorkerIdentity } from '../../src/workers/worker-runs.service.js';
+import { WorkerRunsService, type WorkerIdentity } from '../../src/workers/queue/worker-runs.service.js';
 
 // Issue #13: two runs of one team whose harness printed its result and then waited on stdin held both
 // service-hosted slots, and every other team's runs stayed QUEUED behind them, with no limit in sight.

@@ -7,7 +7,7 @@ import { fromRoot } from '../../src/common/paths.js';
 import { reachableCopy } from '../../src/common/shared-runtime.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { loadSecretsKey } from '../../src/secrets/secrets-key.js';
-import { packageProgramCommand } from '../../src/workers/harness-programs.js';
+import { packageProgramCommand } from '../../src/workers/launcher/harness-programs.js';
 import { CLI, runCli } from '../support/cli.js';
 import { createTestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { packageProgramCommand } from '../../src/workers/harness-programs.js';
+import { packageProgramCommand } from '../../src/workers/launcher/harness-programs.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG, type Config } from '../../src/config/config.js';
 import { SealMcpCredentials1763684400000 } from '../../src/database/migrations/1763684400000-seal-mcp-credentials.js';

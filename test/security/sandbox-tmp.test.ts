@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { chooseSandbox, harnessSpawn } from '../../src/workers/sandbox.js';
+import { chooseSandbox, harnessSpawn } from '../../src/workers/launcher/sandbox.js';
 
 /**
  * A checkout under /tmp (CI's clone, `git clone … /tmp/x`): bwrap gives a harness a private /tmp, but

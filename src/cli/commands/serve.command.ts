@@ -94,7 +94,7 @@ async function serve(opts: { role: string }): Promise<void> {
   ];
   if (config.workerConcurrency > 0) {
     // Detected once at the workers' start (memoized): the real agents this machine can run.
-    const { harnessCatalog } = await import('../../workers/service-workers.js');
+    const { harnessCatalog } = await import('../../workers/worker/service-workers.js');
     lines.push('', ...(await harnessCatalog(config)).description.split('\n'));
   }
   if (factory.lines.length) lines.push('', ...factory.lines);

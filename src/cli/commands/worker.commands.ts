@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { newUid } from '../../common/ids.js';
 import { loadConfig } from '../../config/config.js';
-import { HttpBackend, RefusedError } from '../../workers/http-backend.js';
-import { narratedBackend } from '../../workers/narrated-backend.js';
-import { WorkerPool } from '../../workers/worker-pool.js';
+import { HttpBackend, RefusedError } from '../../workers/worker/http-backend.js';
+import { narratedBackend } from '../../workers/worker/narrated-backend.js';
+import { WorkerPool } from '../../workers/worker/worker-pool.js';
 import { API_OPTION_HELP } from '../api-client.js';
 import { withServices } from '../context.js';
 import { serviceRootOf } from '../local-service.js';
@@ -59,7 +59,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     serviceWorkspaceRoot,
     startHousekeeping,
     startServiceHostedPool,
-  } = await import('../../workers/service-workers.js');
+  } = await import('../../workers/worker/service-workers.js');
   const concurrency = opts.concurrency ? Number(opts.concurrency) : Math.max(config.workerConcurrency, 1);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)
     throw new Error(`--concurrency must be a whole number from 1 to 256, got "${opts.concurrency}"`);
@@ -130,9 +130,9 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   harnessSandbox(config, serviceWorkspaceRoot(config));
   const [{ Database }, { WorkerRunsModule }, { RunWakeups }, { WorkerRunsService }] = await Promise.all([
     import('../../database/database.js'),
-    import('../../workers/worker-runs.module.js'),
-    import('../../workers/run-wakeups.js'),
-    import('../../workers/worker-runs.service.js'),
+    import('../../workers/queue/worker-runs.module.js'),
+    import('../../workers/queue/run-wakeups.js'),
+    import('../../workers/queue/worker-runs.service.js'),
   ]);
   // The services `serve` runs its workers on (the run queue, its signals, the wake-ups), from the same
   // modules; only the pool is this command's. NestJS's warnings (a lost LISTEN connection) are kept.

@@ -5,7 +5,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * fits; factoryd's own reason moves to `status_message.reason` (docs/run-api.md, "Why a run ended").
  * Until now `error_code` held the reason itself (`agent_failed`, `lease_expired`, …), which the
  * Python client's strict validation refuses. Rewritten in the runs and in their recorded transitions,
- * as the table in src/workers/run-decisions.ts maps them now.
+ * as the table in src/workers/queue/run-decisions.ts maps them now.
  */
 const MAPPED = `CASE status_message->>'error_code'
     WHEN 'max_duration' THEN 'budget_exceeded'

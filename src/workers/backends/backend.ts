@@ -1,5 +1,7 @@
-import type { OutputStream } from '../harness-process.js';
-import type { HarnessExit, HarnessSpec, SetupExit } from '../launcher.js';
+import type { HarnessExit, HarnessSpec, SetupExit } from '../launcher/launcher.js';
+
+/** Which of a harness's outputs a line came from: its stdout, its stderr, or an environment setup command's. */
+export type OutputStream = 'stdout' | 'stderr' | 'setup';
 
 /** One harness, wherever it runs: its input, its stop, its end. */
 export interface HarnessHandle {

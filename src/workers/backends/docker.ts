@@ -21,7 +21,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { imageProblem } from '../../common/docker-image.js';
 import { SHARED_RUNTIME_DIR } from '../../common/shared-runtime.js';
-import type { HarnessEgress } from '../sandbox.js';
+import type { HarnessEgress } from '../launcher/sandbox.js';
 
 export { imageProblem };
 

@@ -28,9 +28,9 @@ import {
 } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
-import { unsearchableAbove } from '../common/searchable.js';
-import { ROOT_STATE_DIR } from '../common/shared-runtime.js';
-import { dockerCli, engineProblem, harnessPaths, type DockerSandbox } from './backends/docker.js';
+import { unsearchableAbove } from '../../common/searchable.js';
+import { ROOT_STATE_DIR } from '../../common/shared-runtime.js';
+import { dockerCli, engineProblem, harnessPaths, type DockerSandbox } from '../backends/docker.js';
 
 export type HarnessSandbox =
   | { mode: 'none' }

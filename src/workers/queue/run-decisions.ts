@@ -1,5 +1,5 @@
-import type { RunEvent, RunState } from '../runs/run-state.js';
-import type { Outcome, TranscriptBudget } from './assignment.js';
+import type { RunEvent, RunState } from '../../runs/run-state.js';
+import type { Outcome, TranscriptBudget } from '../protocol/assignment.js';
 
 /**
  * What the service decides about runs its workers hold, as pure functions of the run, the worker's

@@ -1,5 +1,5 @@
-import type { Assignment, Control, Outcome, WorkerBackend } from './assignment.js';
-import type { HarnessEvent } from './harness-protocol.js';
+import type { Assignment, Control, Outcome, WorkerBackend } from '../protocol/assignment.js';
+import type { HarnessEvent } from '../protocol/harness-protocol.js';
 
 /**
  * A worker backend that says, in a line each, when a run is taken and how its harness ended: what a

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { CHANNELS } from '../database/channels.js';
-import type { Notifications } from '../database/notifications.js';
+import { CHANNELS } from '../../database/channels.js';
+import type { Notifications } from '../../database/notifications.js';
 
 /**
  * The process's wake-ups for workers, from its single listener (Notifications): emits `queued` when

@@ -5,8 +5,8 @@
  * once per content (shared-runtime.ts); otherwise from where they lie.
  */
 import { join } from 'node:path';
-import { fromRoot } from '../common/paths.js';
-import { reachableCopy } from '../common/shared-runtime.js';
+import { fromRoot } from '../../common/paths.js';
+import { reachableCopy } from '../../common/shared-runtime.js';
 
 /** The shell command line that runs `file` of the package's folder `folder` with this Node. */
 export function packageProgramCommand(folder: string, file: string): string {

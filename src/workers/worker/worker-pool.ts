@@ -1,5 +1,5 @@
-import { Periodic } from '../common/periodic.js';
-import type { WorkerBackend } from './assignment.js';
+import { Periodic } from '../../common/periodic.js';
+import type { WorkerBackend } from '../protocol/assignment.js';
 import { localBackend } from './harness-process.js';
 import { RunExecution, type ExecutionOptions } from './run-execution.js';
 import { openWorkerFolder, removeWorkerFolder } from './worker-folder.js';

@@ -1,7 +1,7 @@
-import { retry } from '../common/retry.js';
-import type { Assignment, Control, Outcome, WorkerBackend } from './assignment.js';
-import type { HarnessEvent } from './harness-protocol.js';
-import type { WorkerHarness } from './workers.repository.js';
+import { retry } from '../../common/retry.js';
+import type { Assignment, Control, Outcome, WorkerBackend } from '../protocol/assignment.js';
+import type { HarnessEvent } from '../protocol/harness-protocol.js';
+import type { WorkerHarness } from '../queue/workers.repository.js';
 
 const LONG_POLL_SECONDS = 20;
 /** How long a report (start, events, end) is retried while the API is unreachable. */

@@ -1,5 +1,5 @@
-import { parseArtifactReport, type ArtifactReport } from '../runs/artifact.js';
-import type { HarnessEvent, WireArtifact } from './harness-protocol.js';
+import { parseArtifactReport, type ArtifactReport } from '../../runs/artifact.js';
+import type { HarnessEvent, WireArtifact } from '../protocol/harness-protocol.js';
 
 /** The artifacts among a report's events, content decoded (each was checked when its line was read). */
 export function artifactReports(events: HarnessEvent[]): ArtifactReport[] {

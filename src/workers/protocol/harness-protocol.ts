@@ -1,5 +1,5 @@
-import { storableText, storableValue } from '../common/storable.js';
-import { parseArtifactReport, type ArtifactReport } from '../runs/artifact.js';
+import { storableText, storableValue } from '../../common/storable.js';
+import { parseArtifactReport, type ArtifactReport } from '../../runs/artifact.js';
 
 /**
  * The harness protocol (docs/workers.md), as pure functions: what the worker writes on a harness's

@@ -1,6 +1,6 @@
-import { paramRefs, type Queryable, type StatementPart } from '../database/database.js';
-import type { TranscriptBudget } from './assignment.js';
-import { eventBytes, type HarnessEvent } from './harness-protocol.js';
+import { paramRefs, type Queryable, type StatementPart } from '../../database/database.js';
+import type { TranscriptBudget } from '../protocol/assignment.js';
+import { eventBytes, type HarnessEvent } from '../protocol/harness-protocol.js';
 import { artifactAction } from './artifact-events.js';
 import { transcriptNote } from './run-decisions.js';
 

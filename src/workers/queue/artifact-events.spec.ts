@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { artifactAction, artifactReports } from './artifact-events.js';
-import { parseHarnessLine } from './harness-protocol.js';
+import { parseHarnessLine } from '../protocol/harness-protocol.js';
 
 const file = {
   type: 'artifact',

@@ -1,5 +1,5 @@
-import type { BuiltInHarness } from '../harnesses/harness-types.js';
-import type { ResolvedEnvironment } from '../environments/resolved-environment.js';
+import type { BuiltInHarness } from '../../harnesses/harness-types.js';
+import type { ResolvedEnvironment } from '../../environments/resolved-environment.js';
 import type { HarnessEvent } from './harness-protocol.js';
 
 /**

@@ -4,24 +4,24 @@ import {
   RepositoryFailed,
   type RepositoryCache,
   type StagedRepository,
-} from '../environments/repository-cache.js';
-import type { ResolvedEnvironment } from '../environments/resolved-environment.js';
-import { HARNESSES, type BuiltInHarness } from '../harnesses/harness-types.js';
-import type { Assignment, Outcome, TranscriptBudget, WorkerBackend } from './assignment.js';
+} from '../../environments/repository-cache.js';
+import type { ResolvedEnvironment } from '../../environments/resolved-environment.js';
+import { HARNESSES, type BuiltInHarness } from '../../harnesses/harness-types.js';
+import type { Assignment, Outcome, TranscriptBudget, WorkerBackend } from '../protocol/assignment.js';
 import {
   encodeInput,
   eventBytes,
   harnessText,
   parseHarnessLine,
   type HarnessEvent,
-} from './harness-protocol.js';
-import type { HarnessHandle, RunBackend } from './backends/backend.js';
-import { containerNetwork } from './backends/docker.js';
-import { localBackend, type OutputStream } from './harness-process.js';
-import { packageProgramCommand } from './harness-programs.js';
-import type { SetupExit, WorkspaceFile } from './launcher.js';
+} from '../protocol/harness-protocol.js';
+import type { HarnessHandle, OutputStream, RunBackend } from '../backends/backend.js';
+import { containerNetwork } from '../backends/docker.js';
+import { localBackend } from './harness-process.js';
+import { packageProgramCommand } from '../launcher/harness-programs.js';
+import type { SetupExit, WorkspaceFile } from '../launcher/launcher.js';
 import { egressEnvironment, forwarderCommand, type EgressChannel, type EgressProxy } from './egress-proxy.js';
-import { harnessEnvironment, type HarnessSandbox } from './sandbox.js';
+import { harnessEnvironment, type HarnessSandbox } from '../launcher/sandbox.js';
 
 export interface ExecutionOptions {
   harnessCommand: string;

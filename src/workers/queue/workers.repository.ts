@@ -1,4 +1,4 @@
-import type { Database } from '../database/database.js';
+import type { Database } from '../../database/database.js';
 
 /** Who is asking: a worker process, serving one worker host (for one team when self-hosted). */
 export interface WorkerIdentity {

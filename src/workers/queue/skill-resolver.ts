@@ -1,4 +1,4 @@
-import { skillName } from '../runs/runs.service.js';
+import { skillName } from '../../runs/runs.service.js';
 import type { RunQueueRepository } from './run-queue.repository.js';
 
 /**

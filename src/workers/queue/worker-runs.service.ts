@@ -1,11 +1,11 @@
-import type { Database, Queryable } from '../database/database.js';
-import type { Metrics } from '../common/metrics.js';
-import { nextState } from '../runs/run-state.js';
-import type { RunsRepository } from '../runs/runs.repository.js';
-import type { Config } from '../config/config.js';
-import type { EnvironmentResolver } from '../environments/environment-resolver.js';
-import type { Assignment, Control, Outcome } from './assignment.js';
-import type { HarnessEvent } from './harness-protocol.js';
+import type { Database, Queryable } from '../../database/database.js';
+import type { Metrics } from '../../common/metrics.js';
+import { nextState } from '../../runs/run-state.js';
+import type { RunsRepository } from '../../runs/runs.repository.js';
+import type { Config } from '../../config/config.js';
+import type { EnvironmentResolver } from '../../environments/environment-resolver.js';
+import type { Assignment, Control, Outcome } from '../protocol/assignment.js';
+import type { HarnessEvent } from '../protocol/harness-protocol.js';
 import {
   forgottenBefore,
   harnessEnd,
@@ -24,16 +24,16 @@ import {
   type RunPolicy,
 } from './run-decisions.js';
 import { RunEventsRepository } from './run-events.repository.js';
-import { RunArtifacts } from '../runs/run-artifacts.repository.js';
-import { RunUsageRepository } from '../runs/run-usage.repository.js';
+import { RunArtifacts } from '../../runs/run-artifacts.repository.js';
+import { RunUsageRepository } from '../../runs/run-usage.repository.js';
 import { artifactReports } from './artifact-events.js';
-import { handoffAttachments } from '../runs/artifact.js';
+import { handoffAttachments } from '../../runs/artifact.js';
 import { RunQueueRepository, type ClaimedRun, type HeldRun } from './run-queue.repository.js';
 import { SkillResolver } from './skill-resolver.js';
 import { WorkersRepository, type ConnectedHost, type WorkerIdentity } from './workers.repository.js';
-import { chooseHarness, HARNESSES } from '../harnesses/harness-types.js';
-import type { SecretsService } from '../secrets/secrets.service.js';
-import { setSecretCommand } from '../secrets/secret-commands.js';
+import { chooseHarness, HARNESSES } from '../../harnesses/harness-types.js';
+import type { SecretsService } from '../../secrets/secrets.service.js';
+import { setSecretCommand } from '../../secrets/secret-commands.js';
 
 export type { RunPolicy } from './run-decisions.js';
 export type { WorkerIdentity } from './workers.repository.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { nextState, type RunEvent, type RunState } from '../runs/run-state.js';
-import type { Outcome } from './assignment.js';
+import { nextState, type RunEvent, type RunState } from '../../runs/run-state.js';
+import type { Outcome } from '../protocol/assignment.js';
 import * as decide from './run-decisions.js';
 import type { RunPolicy } from './run-decisions.js';
 

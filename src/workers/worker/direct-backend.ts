@@ -1,7 +1,7 @@
-import type { Assignment, Control, Outcome, WorkerBackend } from './assignment.js';
-import type { HarnessEvent } from './harness-protocol.js';
-import type { RunWakeups } from './run-wakeups.js';
-import type { WorkerIdentity, WorkerRunsService } from './worker-runs.service.js';
+import type { Assignment, Control, Outcome, WorkerBackend } from '../protocol/assignment.js';
+import type { HarnessEvent } from '../protocol/harness-protocol.js';
+import type { RunWakeups } from '../queue/run-wakeups.js';
+import type { WorkerIdentity, WorkerRunsService } from '../queue/worker-runs.service.js';
 
 /** A worker beside the database (service-hosted): WorkerRunsService called in process. */
 export class DirectBackend implements WorkerBackend {

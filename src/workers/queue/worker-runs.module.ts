@@ -1,14 +1,14 @@
 import { Module } from '@nestjs/common';
-import { Clock } from '../common/clock.js';
-import { Metrics } from '../common/metrics.js';
-import { CONFIG, type Config } from '../config/config.js';
-import { Database } from '../database/database.js';
-import { Notifications } from '../database/notifications.js';
-import { EnvironmentResolver } from '../environments/environment-resolver.js';
-import { RunsModule } from '../runs/runs.module.js';
-import { RunsRepository } from '../runs/runs.repository.js';
-import { SecretsModule } from '../secrets/secrets.module.js';
-import { SecretsService } from '../secrets/secrets.service.js';
+import { Clock } from '../../common/clock.js';
+import { Metrics } from '../../common/metrics.js';
+import { CONFIG, type Config } from '../../config/config.js';
+import { Database } from '../../database/database.js';
+import { Notifications } from '../../database/notifications.js';
+import { EnvironmentResolver } from '../../environments/environment-resolver.js';
+import { RunsModule } from '../../runs/runs.module.js';
+import { RunsRepository } from '../../runs/runs.repository.js';
+import { SecretsModule } from '../../secrets/secrets.module.js';
+import { SecretsService } from '../../secrets/secrets.service.js';
 import { RunWakeups } from './run-wakeups.js';
 import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
 

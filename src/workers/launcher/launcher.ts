@@ -36,7 +36,7 @@ import {
   removeContainersSync,
   signalContainer,
   type ContainerPlacement,
-} from './backends/docker.js';
+} from '../backends/docker.js';
 import {
   harnessOwner,
   harnessSpawn,

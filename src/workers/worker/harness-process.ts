@@ -2,14 +2,19 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { fromRoot } from '../common/paths.js';
-import type { HarnessHandle, RunBackend } from './backends/backend.js';
-import { containerName, removeContainer, sweepContainers } from './backends/docker.js';
-import type { HarnessExit, HarnessSpec, LauncherReport, LauncherRequest, SetupExit } from './launcher.js';
-import type { HarnessSandbox } from './sandbox.js';
+import { fromRoot } from '../../common/paths.js';
+import type { HarnessHandle, OutputStream, RunBackend } from '../backends/backend.js';
+import { containerName, removeContainer, sweepContainers } from '../backends/docker.js';
+import type {
+  HarnessExit,
+  HarnessSpec,
+  LauncherReport,
+  LauncherRequest,
+  SetupExit,
+} from '../launcher/launcher.js';
+import type { HarnessSandbox } from '../launcher/sandbox.js';
 
 /** A line of the harness's stdout or stderr, or of a setup command's output. */
-export type OutputStream = 'stdout' | 'stderr' | 'setup';
 const STREAMS = { 1: 'stdout', 2: 'stderr', 3: 'setup' } as const;
 
 interface Job {
@@ -24,10 +29,10 @@ interface Job {
   done(exit: HarnessExit): void;
 }
 
-/** The launcher's built file: beside this module in dist/; when running from the sources, the build's. */
+/** The launcher's built file: in its room beside this one in dist/; when running from the sources, the build's. */
 function launcherPath(): string {
-  const beside = fileURLToPath(new URL('./launcher.js', import.meta.url));
-  return existsSync(beside) ? beside : fromRoot('dist', 'workers', 'launcher.js');
+  const built = fileURLToPath(new URL('../launcher/launcher.js', import.meta.url));
+  return existsSync(built) ? built : fromRoot('dist', 'workers', 'launcher', 'launcher.js');
 }
 
 /**

@@ -19,15 +19,15 @@ import { lookup } from 'node:dns/promises';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer, isIP, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { fromRoot } from '../common/paths.js';
-import { reachableCopy } from '../common/shared-runtime.js';
+import { fromRoot } from '../../common/paths.js';
+import { reachableCopy } from '../../common/shared-runtime.js';
 import {
   egressDecision,
   refusedAddress,
   type EgressPolicy,
   type EgressRule,
-} from '../common/egress-policy.js';
-import { egressRoot } from './sandbox.js';
+} from '../../common/egress-policy.js';
+import { egressRoot } from '../launcher/sandbox.js';
 
 /** One connection a harness asked for, as logged. */
 export interface EgressEntry {

@@ -1,8 +1,8 @@
-import { DEPTH_CAP, DEPTH_READ } from '../common/metrics.js';
-import type { Database, Queryable } from '../database/database.js';
-import { namedParams, type NamedParams } from '../database/named-params.js';
-import { sqlStates, statesAllowing, type RunState } from '../runs/run-state.js';
-import { SERVICE_WORKER_HOST } from '../runs/run.js';
+import { DEPTH_CAP, DEPTH_READ } from '../../common/metrics.js';
+import type { Database, Queryable } from '../../database/database.js';
+import { namedParams, type NamedParams } from '../../database/named-params.js';
+import { sqlStates, statesAllowing, type RunState } from '../../runs/run-state.js';
+import { SERVICE_WORKER_HOST } from '../../runs/run.js';
 import { HELD_STATES } from './run-decisions.js';
 import { harnessTypesOf, type WorkerIdentity } from './workers.repository.js';
 
