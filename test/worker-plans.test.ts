@@ -3,7 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../src/database/database.js';
 import { RunsRepository } from '../src/runs/runs.repository.js';
 import { loadConfig } from '../src/config/config.js';
-import { runPolicy, WorkerRunsService, type WorkerIdentity } from '../src/workers/queue/worker-runs.service.js';
+import {
+  runPolicy,
+  WorkerRunsService,
+  type WorkerIdentity,
+} from '../src/workers/queue/worker-runs.service.js';
 import { startTestService, type TestService } from './support/service.js';
 import { McpCredentials } from '../src/secrets/mcp-credentials.js';
 
