@@ -23,7 +23,7 @@ describe('factoryd --help', () => {
   const program = buildProgram();
   const all = commandsOf(program);
 
-  it('lists the commands of CONTRACT.md §7', () => {
+  it('lists the commands of README.md', () => {
     const names = all.map(([n]) => n);
     for (const expected of [
       'factoryd serve',

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/eventually.js';
 import { startTestService, type TestService } from './support/service.js';
 
-/** Every route of CONTRACT.md §1 that the Run API serves, and every error it documents. */
+/** Every route of docs/run-api.md that the Run API serves, and every error it documents. */
 let t: TestService;
 beforeAll(async () => {
   // A revoked key is refused within API_KEY_CACHE_SECONDS: short, so the revocation test is quick.

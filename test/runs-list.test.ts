@@ -5,7 +5,7 @@ import { eventually } from './support/eventually.js';
 import { QueryParams } from '../src/common/query-params.js';
 import { parseRunListQuery, RunListRepository } from '../src/runs/run-list.js';
 
-/** GET /agent/runs: every filter and sort of CONTRACT.md §1 on data that tells them apart; cursors. */
+/** GET /agent/runs: every filter and sort of docs/run-api.md on data that tells them apart; cursors. */
 let t: TestService;
 let key: string;
 let otherCreatorKey: string;

@@ -9,7 +9,7 @@ import { TestRepo } from './support/git-repo.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 
 // Skills through real runs: a run's skill_spec resolves from a factory the team has, and the
-// usage report counts loads by the rules of CONTRACT.md §6.
+// usage report counts loads by the rules of docs/workers.md.
 let t: TestService;
 let folder: string;
 beforeAll(async () => {

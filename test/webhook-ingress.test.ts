@@ -26,7 +26,7 @@ afterAll(async () => t?.stop());
 
 const bearer = (s: string) => ({ authorization: `Bearer ${s}` });
 
-describe('CONTRACT.md §2 processing order, row by row', () => {
+describe('docs/webhooks.md processing order, row by row', () => {
   it('method is not POST → 405 with Allow: POST, no log entry', async () => {
     const hook = await createWebhook(t, factory);
     for (const method of ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {

@@ -12,7 +12,7 @@ import {
 import { startTestService, type TestService } from './support/service.js';
 
 /**
- * CONTRACT.md §2: more than 60 authenticated deliveries to a webhook in the last minute → 429 with
+ * docs/webhooks.md: more than 60 authenticated deliveries to a webhook in the last minute → 429 with
  * Retry-After (whole seconds, 1–60); a sliding minute that counts every request that passed
  * authentication, whatever its outcome; shared by every replica. Run against the PostgreSQL store,
  * and against Redis when TEST_REDIS_URL is set.

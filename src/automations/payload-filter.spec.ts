@@ -13,7 +13,7 @@ const list = fc.array(scalar, { maxLength: 5 });
 const match = (filter: Record<string, unknown> | undefined, body: unknown) =>
   compilePayloadFilter(filter)(body);
 
-describe('payload filter (CONTRACT.md §3)', () => {
+describe('payload filter (docs/factories.md)', () => {
   it('the examples from the contract', () => {
     const filter = {
       action: ['opened', 'reopened'],

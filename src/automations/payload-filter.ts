@@ -1,5 +1,5 @@
 /**
- * Payload filters (CONTRACT.md §3), compiled once per apply into a predicate over a parsed body, and
+ * Payload filters (docs/factories.md), compiled once per apply into a predicate over a parsed body, and
  * explained (Test filter) by the same parsed conditions and the same field tests.
  *
  * - Every key must match (AND). A bare array or `{in: [...]}` matches when the field equals one value;

@@ -5,7 +5,7 @@ const factories = [{ name: 'acme', repoUrl: 'https://github.com/acme/factory.git
 const at = new Date('2026-11-01T10:00:00Z');
 const load = (input: Record<string, unknown>, runId = 'r1'): SkillLoad => ({ input, runId, at });
 
-describe('skillUsage (CONTRACT.md §6)', () => {
+describe('skillUsage (docs/workers.md)', () => {
   it('knows a factory by its workspace folder and by its repository', () => {
     expect(managedRoots(factories[0])).toEqual(['factory-skills/acme/skills/', 'acme/factory:skills/']);
   });

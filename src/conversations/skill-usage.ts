@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import type { SkillUsageResponse } from '../contract/generated.js';
 
 /**
- * Team-owned skill usage (CONTRACT.md §6), as a pure function. A load is a `read_skill` action: one
+ * Team-owned skill usage (docs/workers.md), as a pure function. A load is a `read_skill` action: one
  * with `bundled_skill_id` is a service-provided skill (grouped apart, never counted as the team's);
  * a path-only load counts only when the path lies under a skill root the team manages.
  */

@@ -23,7 +23,7 @@ const WEBHOOK_UID = ApiParam({
 });
 
 /**
- * The dashboard's webhook operations (CONTRACT.md §2 "Webhook and factory resources", §4). Writes
+ * The dashboard's webhook operations (docs/webhooks.md "Webhook and factory resources", §4). Writes
  * need factory:manage and work on managed factories; a repository-backed factory answers 409.
  */
 @ApiTags('Webhook management')

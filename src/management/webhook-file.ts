@@ -34,7 +34,7 @@ export function writeWebhookFile(content: string, fields: WebhookFileFields): st
 }
 
 /**
- * The secret factoryd generates for a webhook, by auth mode and scheme (CONTRACT.md §4): token and
+ * The secret factoryd generates for a webhook, by auth mode and scheme (docs/webhooks.md): token and
  * url_token always; a Standard Webhooks sender takes a `whsec_` secret it is given. Every other
  * signature scheme uses the secret its provider issues (undefined: the caller must give it).
  */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { AgentConfig, NewRun } from './run.js';
 
-/** The most metadata keys a run has (CONTRACT: 20); an agent's stamps are left out rather than pass it. */
+/** The most metadata keys a run has (20, docs/run-api.md); an agent's stamps are left out rather than pass it. */
 const MAX_RUN_METADATA_KEYS = 20;
 
 /** A named agent's defaults, as a run created with `agent_identity_uid` takes them. */

@@ -8,7 +8,7 @@ import {
   type RunState,
 } from './run-state.js';
 
-// The contract's table (CONTRACT.md §1), written out independently of the implementation's map.
+// The contract's table (docs/run-api.md), written out independently of the implementation's map.
 const ALLOWED: Array<[RunState, RunEvent, RunState]> = [
   ['QUEUED', 'claim', 'CLAIMED'],
   ['CLAIMED', 'start', 'INPROGRESS'],

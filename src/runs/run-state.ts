@@ -1,7 +1,7 @@
 import { RUN_STATE_VALUES, TERMINAL_RUN_STATE_VALUES } from '../contract/generated.js';
 
 /**
- * The run state machine of CONTRACT.md §1, as data. Every state change in the service goes through
+ * The run state machine of docs/run-api.md ("Run states"), as data. Every state change in the service goes through
  * `nextState`; an event that is not allowed from the current state is a programming error
  * (IllegalTransition), so callers check `canApply` first where the caller's input decides.
  *

@@ -4,7 +4,7 @@ import type { Run } from './run.js';
 import { isTerminal } from './run-state.js';
 import { isoDuration } from '../common/durations.js';
 
-/** RunItem on the wire (CONTRACT.md §1; schemas/api/run-item.schema.json): snake_case, RFC 3339 UTC, optional fields only when known. */
+/** RunItem on the wire (docs/run-api.md; schemas/api/run-item.schema.json): snake_case, RFC 3339 UTC, optional fields only when known. */
 export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem {
   const item: RunItem = {
     run_id: run.id,

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 const MAX_IDENTITY = 200;
 
 /**
- * A delivery's identity, first that applies (CONTRACT.md §2): the webhook's `deliveryIdHeader`; for
+ * A delivery's identity, first that applies (docs/webhooks.md): the webhook's `deliveryIdHeader`; for
  * `signature` webhooks the provider's delivery header; `X-Service-Delivery-Id`; else `sha256:<hex of body>`.
  */
 export function deliveryIdentity(

@@ -37,7 +37,7 @@ export interface IngressRequest {
 }
 
 /**
- * The webhook ingress, CONTRACT.md §2 top to bottom: find the webhook, check the token, the size, the
+ * The webhook ingress, docs/webhooks.md top to bottom: find the webhook, check the token, the size, the
  * signature (a failed check counts against the failed-auth budget, and a spent budget refuses the
  * request first whatever its credential), the rate limit, the JSON; then record the delivery and
  * start the runs of every matching automation in one transaction. Returns the delivery id for the

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { teamNamed, withServices } from '../context.js';
 import { print, renderTable } from '../output.js';
 
-/** `factoryd skills usage`: the team-owned skill usage report (CONTRACT.md §6). */
+/** `factoryd skills usage`: the team-owned skill usage report (docs/workers.md). */
 export function registerSkillsCommands(program: Command): void {
   const skills = program
     .command('skills')

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Sliding-window rate limits (CONTRACT.md §2: "the rate limit is a sliding minute"), replacing
+ * Sliding-window rate limits (docs/webhooks.md: "the rate limit is a sliding minute"), replacing
  * rate-limiter-flexible's fixed windows. A row holds one key's recent hits as parallel arrays, one
  * entry per step (second) that had hits: `at` = the newest hit's time in ms, `hits` = how many.
  * Still UNLOGGED (a WAL flush per take would serialise the ingress on fsync; after a database crash
