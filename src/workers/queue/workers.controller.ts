@@ -90,10 +90,9 @@ export class WorkersController {
   @RequireScope('workers')
   async claim(
     @Auth() auth: AuthContext,
-    @SchemaBody('WorkerClaimRequest') raw: WorkerClaimRequest,
+    @SchemaBody('WorkerClaimRequest') body: WorkerClaimRequest,
     @Req() req: FastifyRequest,
   ) {
-    const body = raw;
     const w = identity(auth, body);
     const max = Math.min(body.max ?? 1, MAX_CLAIM);
     const wait = Math.min(body.wait_seconds ?? 0, MAX_WAIT_SECONDS);
@@ -118,9 +117,8 @@ export class WorkersController {
   @RequireScope('workers')
   async heartbeat(
     @Auth() auth: AuthContext,
-    @SchemaBody('WorkerHeartbeatRequest') raw: WorkerHeartbeatRequest,
+    @SchemaBody('WorkerHeartbeatRequest') body: WorkerHeartbeatRequest,
   ) {
-    const body = raw;
     await this.service.heartbeat(identity(auth, body), body.run_ids ?? []);
     return {};
   }
@@ -130,8 +128,7 @@ export class WorkersController {
   @ApiJsonOk({ type: 'object', properties: { lost_runs: { type: 'integer' } } })
   @HttpCode(200)
   @RequireScope('workers')
-  async lost(@Auth() auth: AuthContext, @SchemaBody('WorkerLostRequest') raw: WorkerLostRequest) {
-    const body = raw;
+  async lost(@Auth() auth: AuthContext, @SchemaBody('WorkerLostRequest') body: WorkerLostRequest) {
     const w = identity(auth, body);
     const ids = body.worker_ids.map((i) => ownerId(auth, w.host, i));
     return { lost_runs: await this.service.lost(w, ids) };
@@ -146,9 +143,8 @@ export class WorkersController {
   async events(
     @Auth() auth: AuthContext,
     @Param('runId') runId: string,
-    @SchemaBody('WorkerEventsRequest') raw: WorkerEventsRequest,
+    @SchemaBody('WorkerEventsRequest') body: WorkerEventsRequest,
   ) {
-    const body = raw;
     await this.service.record(
       identity(auth, body),
       runParam(runId),
@@ -167,9 +163,8 @@ export class WorkersController {
   control(
     @Auth() auth: AuthContext,
     @Param('runId') runId: string,
-    @SchemaBody('WorkerRequest') raw: WorkerRequest,
+    @SchemaBody('WorkerRequest') body: WorkerRequest,
   ) {
-    const body = raw;
     return this.service.control(identity(auth, body), runParam(runId));
   }
 
@@ -182,9 +177,8 @@ export class WorkersController {
   async finish(
     @Auth() auth: AuthContext,
     @Param('runId') runId: string,
-    @SchemaBody('WorkerFinishRequest') raw: WorkerFinishRequest,
+    @SchemaBody('WorkerFinishRequest') body: WorkerFinishRequest,
   ) {
-    const body = raw;
     const o = body.outcome ?? {};
     const result = o.result && toEvent(o.result);
     const outcome: Outcome = {
