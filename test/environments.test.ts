@@ -10,6 +10,7 @@ import { DefinitionStore } from '../src/reconciler/definition-store.js';
 import { ReconcileScheduler } from '../src/reconciler/reconcile-scheduler.js';
 import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
+import { packageProgramCommand } from '../src/workers/launcher/harness-programs.js';
 import { serviceWorkspaceRoot } from '../src/workers/worker/service-workers.js';
 import { baseFactory, serveOverGit, TestRepo } from './support/git-repo.js';
 import { GitHttpServer } from './support/git-http-server.js';
@@ -36,7 +37,8 @@ let appUrl: string;
 let other: { team: { id: string; name: string }; key: string };
 const factories: TestRepo[] = [];
 
-const harness = `"${process.execPath}" "${join(import.meta.dirname, 'fixtures', 'environment-harness.mjs')}"`;
+// Through the package's copy where the harness's uid can read it (a 0700 checkout as root).
+const harness = packageProgramCommand('test/fixtures', 'environment-harness.mjs');
 
 /** Registers a factory of `teamId` from `files` and applies it. */
 async function factory(teamId: string, name: string, files: Record<string, string>): Promise<void> {

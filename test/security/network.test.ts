@@ -6,6 +6,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server as 
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../../src/common/paths.js';
+import { packageProgramCommand } from '../../src/workers/launcher/harness-programs.js';
 import { createTestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
 // @ts-expect-error plain JS shared with bench/
@@ -30,7 +31,8 @@ const modes = [
   { mode: 'none', skip: false },
 ] as const;
 
-const PROBE = `"${process.execPath}" "${fromRoot('test', 'security', 'network-probe-harness.mjs')}"`;
+// Through the package's copy where the harness's uid can read it (a 0700 checkout as root).
+const PROBE = packageProgramCommand('test/security', 'network-probe-harness.mjs');
 const PG_SOCKET = ['/var/run/postgresql/.s.PGSQL.5432', '/tmp/.s.PGSQL.5432'].find((p) => existsSync(p));
 const DOCKER_SOCKET = '/var/run/docker.sock';
 
