@@ -126,11 +126,6 @@ describe('filters', () => {
     ['creator', () => `creator=${creatorUid}`, ['r1', 'r3', 'r2', 'r5']],
     ['another creator', () => `creator=${otherCreatorUid}`, ['r4']],
     ['source', () => 'source=WEBHOOK', ['r4']],
-    // The clients' name for a webhook run, which a RunItem shows.
-    ['source CUSTOM_WEBHOOK', () => 'source=CUSTOM_WEBHOOK', ['r4']],
-    ['source CUSTOM_WEBHOOK with another', () => 'source=CUSTOM_WEBHOOK,API', ['r1', 'r3', 'r2', 'r4']],
-    // A value of the clients' enum no factoryd run has: accepted, matching nothing.
-    ['source MCP', () => 'source=MCP', []],
     ['source API', () => 'source=API', ['r1', 'r3', 'r2']],
     ['environment_id', () => 'environment_id=env-1', ['r1', 'r5']],
     ['environment_id=empty-environment', () => 'environment_id=empty-environment', ['r2', 'r4']],
@@ -164,14 +159,6 @@ describe('filters', () => {
     const page = await list(query());
     expect(names(page.runs)).toEqual(expected);
     expect(page.page_info).toEqual({ has_next_page: false });
-  });
-
-  it('shows a webhook run’s source as the clients’ CUSTOM_WEBHOOK, in the list and on its own', async () => {
-    const [run] = (await list('source=WEBHOOK')).runs;
-    expect(run!.source).toBe('CUSTOM_WEBHOOK');
-    expect((await t.call('GET', `/api/v1/agent/runs/${ids.r4}`, undefined, key)).body.source).toBe(
-      'CUSTOM_WEBHOOK',
-    );
   });
 
   it('ignores an empty cursor and empty q', async () => {

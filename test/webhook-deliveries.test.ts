@@ -113,7 +113,7 @@ describe('the delivery log API', () => {
       );
     const byBody = await search(`quarterly ledger ${hook.uid}`);
     expect(byBody).toHaveLength(1);
-    expect(byBody[0].source).toBe('CUSTOM_WEBHOOK');
+    expect(byBody[0].source).toBe('WEBHOOK');
     // The whole prompt, envelope included, is still what the run shows.
     expect(byBody[0].prompt).toContain('untrusted data from an external sender');
     const byEnvelope = await search('untrusted data from an external sender');

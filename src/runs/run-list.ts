@@ -136,9 +136,8 @@ const RUN_FILTERS = {
     parse: (q) => q.one('creator'),
     where: (v, p) => `r.creator_id = (SELECT id FROM principals WHERE uid = ${p(v)})`,
   }),
-  // The clients' CUSTOM_WEBHOOK names runs a factory automation starts from a custom webhook:
-  // factoryd's WEBHOOK runs, which a RunItem shows as CUSTOM_WEBHOOK; WEBHOOK selects them too
-  // (docs/run-api.md, "Run sources").
+  // The newest TypeScript client's CUSTOM_WEBHOOK names runs a factory automation starts from a custom
+  // webhook: factoryd's WEBHOOK runs, which it selects (docs/run-api.md, "Run sources").
   source: filter<RunSource[]>({
     parse: (q) => {
       const sources = oneOfEach('source', RUN_SOURCES).parse(q);

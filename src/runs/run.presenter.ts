@@ -16,9 +16,7 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
     updated_at: run.updatedAt.toISOString(),
     finished_at: isTerminal(run.state) && run.endedAt ? run.endedAt.toISOString() : null,
     root_run_id: run.rootRunId ?? run.id,
-    // A webhook run is stored as factoryd's WEBHOOK (its notifications and the delivery log say so);
-    // the clients' enum names it CUSTOM_WEBHOOK, which strict clients accept (docs/run-api.md, "Run sources").
-    source: run.source === 'WEBHOOK' ? 'CUSTOM_WEBHOOK' : run.source,
+    source: run.source,
     // Stored as validated on the way in (RunCreateRequest), so of the schema's shape.
     agent_config: redactMcpCredentials(run.agentConfig) as RunItem['agent_config'],
     conversation_id: run.conversationId,

@@ -76,7 +76,7 @@ export function registerRunsCommands(program: Command): void {
   apiOptions(runs.command('list'))
     .description('List runs, newest first.')
     .option('--state <state...>', 'only these states (repeatable)')
-    .option('--source <source>', 'API, CLI, CUSTOM_WEBHOOK (or WEBHOOK), FACTORY, SCHEDULED_AGENT, …')
+    .option('--source <source>', 'API, CLI, WEBHOOK, FACTORY, …')
     .option('--name <name>', 'config name')
     .option('--q <text>', 'search title, prompt and skill')
     .option('--limit <n>', 'page size (1-500)', '20')

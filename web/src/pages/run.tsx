@@ -157,7 +157,7 @@ export function RunPage({ id }: { id: string }) {
               Object.entries(r.metadata as Record<string, string>).map(([k, v]) => {
                 // Only the service writes a webhook-started run's metadata; a caller's is text.
                 const href =
-                  r.source === 'CUSTOM_WEBHOOK'
+                  r.source === 'WEBHOOK'
                     ? metadataLink(k, v, r.metadata as Record<string, string>)
                     : undefined;
                 return (

@@ -4,7 +4,7 @@ import { BASE, Link, navigate } from '../router';
 import { Badge, Dialog, Empty, ErrorBox, Loading, Time } from '../ui';
 import { RUN_STATE_VALUES, type RunCreateRequest } from '../../../src/contract/generated';
 
-const SOURCES = ['API', 'CLI', 'CUSTOM_WEBHOOK', 'FACTORY', 'SCHEDULED_AGENT'];
+const SOURCES = ['API', 'CLI', 'WEBHOOK', 'FACTORY', 'SCHEDULED_AGENT'];
 const TEXT_FILTERS: Array<[string, string, string]> = [
   ['name', 'Agent name', 'e.g. triage'],
   ['model_id', 'Model', 'e.g. claude-sonnet'],
