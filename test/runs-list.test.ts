@@ -126,6 +126,11 @@ describe('filters', () => {
     ['creator', () => `creator=${creatorUid}`, ['r1', 'r3', 'r2', 'r5']],
     ['another creator', () => `creator=${otherCreatorUid}`, ['r4']],
     ['source', () => 'source=WEBHOOK', ['r4']],
+    // The clients' name for a webhook run selects factoryd's WEBHOOK runs.
+    ['source CUSTOM_WEBHOOK', () => 'source=CUSTOM_WEBHOOK', ['r4']],
+    ['source CUSTOM_WEBHOOK with another', () => 'source=CUSTOM_WEBHOOK,API', ['r1', 'r3', 'r2', 'r4']],
+    // A value of the clients' enum no factoryd run has: accepted, matching nothing.
+    ['source MCP', () => 'source=MCP', []],
     ['source API', () => 'source=API', ['r1', 'r3', 'r2']],
     ['environment_id', () => 'environment_id=env-1', ['r1', 'r5']],
     ['environment_id=empty-environment', () => 'environment_id=empty-environment', ['r2', 'r4']],

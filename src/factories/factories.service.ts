@@ -4,7 +4,7 @@ import { Clock } from '../common/clock.js';
 import { newUid } from '../common/ids.js';
 import { isoKey, pageOf, type PageInfo, type PageRequest } from '../common/pagination.js';
 import { Conflict, NotFound } from '../common/problem.js';
-import { titleFromPrompt } from '../runs/run.js';
+import { checkMetadataValue, titleFromPrompt } from '../runs/run.js';
 import { TeamQueueCap } from '../runs/team-queue-cap.js';
 import { Database } from '../database/database.js';
 import { resolveAgentConfig } from '../definitions/agent-config.js';
@@ -120,9 +120,19 @@ export class FactoriesService {
       overrides: foreman.overrides as AgentOverrides,
       basePrompt: foreman.base_prompt,
     });
-    await this.queueCap.ensureRoom(auth.team.id);
     const ticketRef = req.ticket_ref ?? `adhoc:${newUid()}`;
     const separator = ticketRef.indexOf(':');
+    // The clients read these back (`metadata[ticket_id]=…` finds a ticket's runs), so they keep to
+    // the clients' bound on a metadata value, as a run's own metadata does.
+    const metadata: Record<string, string> = {
+      factory_uid: f.uid,
+      ticket_source: ticketRef.slice(0, separator),
+      ticket_id: ticketRef.slice(separator + 1),
+      ...(req.ticket_url ? { ticket_url: req.ticket_url } : {}),
+    };
+    for (const [key, value] of Object.entries(metadata))
+      checkMetadataValue(key, value, key === 'ticket_url' ? 'ticket_url' : 'ticket_ref');
+    await this.queueCap.ensureRoom(auth.team.id);
     const runId = await this.db.transaction((tx) =>
       this.runs.insert(
         tx,
@@ -133,13 +143,7 @@ export class FactoriesService {
           source: 'FACTORY',
           creatorId: auth.principal.id,
           agentConfig: config,
-          // The clients read these back (`metadata[ticket_id]=…` finds a ticket's runs).
-          metadata: {
-            factory_uid: f.uid,
-            ticket_source: ticketRef.slice(0, separator),
-            ticket_id: ticketRef.slice(separator + 1),
-            ...(req.ticket_url ? { ticket_url: req.ticket_url } : {}),
-          },
+          metadata,
           factoryUid: f.uid,
         },
         this.clock.now(),

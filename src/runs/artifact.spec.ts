@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { handoffAttachments } from './artifact.js';
+import { handoffAttachments, parseArtifactReport } from './artifact.js';
 
 const file = (filename: string, text: string) => ({ filename, bytes: Buffer.from(text) });
 const decoded = (out: Array<{ file_name: string; data: string }>) =>
@@ -36,5 +36,21 @@ describe('handoffAttachments', () => {
       ['handoff/a', '12345'],
       ['handoff/c', '12'],
     ]);
+  });
+});
+
+describe('a pull request report', () => {
+  const pr = (extra: Record<string, unknown>) =>
+    parseArtifactReport({ artifact_type: 'PULL_REQUEST', url: 'https://x/pull/1', branch: 'fix', ...extra })
+      ?.data;
+
+  it('keeps a status the clients know, in any case, as the clients spell it', () => {
+    expect(pr({ status: 'draft' })).toEqual({ url: 'https://x/pull/1', branch: 'fix', status: 'draft' });
+    expect(pr({ status: 'MERGED' })?.status).toBe('merged');
+  });
+
+  it('says unknown for no status, or one the clients do not know, never the value as given', () => {
+    for (const status of [undefined, '', 'reopened', 'open ', 7, null, { open: true }])
+      expect(pr({ status })?.status).toBe('unknown');
   });
 });

@@ -2,6 +2,8 @@
  * Artifacts a run leaves (the harness reports them; docs/workers.md, "Artifacts"): the Oz clients'
  * five kinds. Pure: parsing a report and shaping what the API shows.
  */
+import type { ArtifactItem } from '../contract/generated.js';
+
 export const ARTIFACT_TYPES = ['PLAN', 'PULL_REQUEST', 'SCREENSHOT', 'FILE', 'EXTERNAL_REFERENCE'] as const;
 export type ArtifactType = (typeof ARTIFACT_TYPES)[number];
 
@@ -34,6 +36,28 @@ function bytes(v: unknown): Buffer | undefined {
   return b.length <= MAX_ARTIFACT_BYTES ? b : undefined;
 }
 
+/** The states of a pull request the clients' ArtifactItem names (`data.status`, required there). */
+export const PULL_REQUEST_STATUSES = [
+  'open',
+  'draft',
+  'merged',
+  'closed',
+  'unknown',
+] as const satisfies readonly NonNullable<ArtifactItem['data']['status']>[];
+export type PullRequestStatus = (typeof PULL_REQUEST_STATUSES)[number];
+
+/**
+ * A pull request's state as its harness reported it, in any case (`gh pr view --json state` says
+ * `OPEN`, `MERGED`, `CLOSED`), else `unknown`: factoryd has no code host's record of the pull request
+ * to ask, and the clients require the field. A value outside the five is never stored as given.
+ */
+export function pullRequestStatus(v: unknown): PullRequestStatus {
+  const s = typeof v === 'string' ? v.toLowerCase() : undefined;
+  return (PULL_REQUEST_STATUSES as readonly string[]).includes(s ?? '')
+    ? (s as PullRequestStatus)
+    : 'unknown';
+}
+
 /** A report from a harness line (`{type:'artifact', artifact_type, …}`), or undefined when it is no valid one. */
 export function parseArtifactReport(raw: Record<string, unknown>): ArtifactReport | undefined {
   switch (raw.artifact_type) {
@@ -51,7 +75,11 @@ export function parseArtifactReport(raw: Record<string, unknown>): ArtifactRepor
       const url = str(raw.url);
       const branch = str(raw.branch, 255);
       return url && branch
-        ? { artifact_type: 'PULL_REQUEST', data: { url, branch }, handoff: false }
+        ? {
+            artifact_type: 'PULL_REQUEST',
+            data: { url, branch, status: pullRequestStatus(raw.status) },
+            handoff: false,
+          }
         : undefined;
     }
     case 'SCREENSHOT': {

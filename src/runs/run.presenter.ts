@@ -42,7 +42,8 @@ export function presentRun(run: Run, publicBaseUrl: string, now: Date): RunItem 
   if (run.factoryUid) item.factory_uid = run.factoryUid;
   if (run.schedule) item.schedule = run.schedule;
   if (run.metadata) item.metadata = run.metadata;
-  // The service writes only the schema's codes and reasons (run-state reasons, CLIENT_ERROR_CODES).
+  // The service writes only the schema's codes and reasons: each end reason and the ErrorCode that fits
+  // it are paired in one place (ERROR_CODE_OF, src/workers/queue/run-decisions.ts).
   if (run.statusMessage) item.status_message = run.statusMessage as RunItem['status_message'];
   if (run.artifacts) item.artifacts = run.artifacts as RunItem['artifacts'];
   if (run.agentSkill) item.agent_skill = run.agentSkill;

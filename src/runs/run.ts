@@ -1,3 +1,4 @@
+import { invalidParam } from '../common/problem.js';
 import { RUN_SOURCE_VALUES } from '../contract/generated.js';
 import type { RunState } from './run-state.js';
 
@@ -45,6 +46,25 @@ export function withPrimarySkill(config: AgentConfig): AgentConfig {
   return config.skill_spec === undefined && config.skills?.length
     ? { ...config, skill_spec: config.skills[0] }
     : config;
+}
+
+/** The clients' bound on a run's metadata value (RunItem.metadata): at most 256 bytes of UTF-8. */
+export const MAX_METADATA_VALUE_BYTES = 256;
+
+/**
+ * A 400 when `value`, to be stored as the run metadata key `key`, is over the clients' bound. A JSON
+ * Schema's maxLength counts characters, so 200 × é passes it at 400 bytes. `param` is the request
+ * field the value comes from, when it is not `metadata.<key>` itself (a factory dispatch's
+ * `ticket_ref` becomes `ticket_source` and `ticket_id`).
+ */
+export function checkMetadataValue(key: string, value: string, param = `metadata.${key}`): void {
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes <= MAX_METADATA_VALUE_BYTES) return;
+  const what = param === `metadata.${key}` ? param : `metadata.${key} (from ${param})`;
+  throw invalidParam(
+    param,
+    `${what} must be at most ${MAX_METADATA_VALUE_BYTES} bytes (UTF-8), got ${bytes}`,
+  );
 }
 
 /** A run's default title: the prompt's first line, at most 100 characters; `fallback` when there is none. */

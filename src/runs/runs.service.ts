@@ -10,6 +10,7 @@ import { Database } from '../database/database.js';
 import { RunListRepository, type RunListQuery } from './run-list.js';
 import { isTerminal, type RunState } from './run-state.js';
 import {
+  checkMetadataValue,
   titleFromPrompt,
   withPrimarySkill,
   type AgentConfig,
@@ -40,7 +41,6 @@ export interface RunCreateRequest {
   interactive?: boolean;
 }
 
-const MAX_METADATA_VALUE_BYTES = 256;
 const MAX_ATTACHMENT_BYTES = 1024 * 1024;
 
 @Injectable()
@@ -63,13 +63,7 @@ export class RunsService {
     source: 'API' | 'CLI' = 'API',
   ): Promise<{ run_id: string; task_id: string; state: string }> {
     const teamId = auth.team.id;
-    for (const [key, value] of Object.entries(req.metadata ?? {})) {
-      if (Buffer.byteLength(value, 'utf8') > MAX_METADATA_VALUE_BYTES) {
-        throw new RequestInvalid([
-          { path: `metadata.${key}`, message: `metadata.${key} must be at most 256 bytes (UTF-8)` },
-        ]);
-      }
-    }
+    for (const [key, value] of Object.entries(req.metadata ?? {})) checkMetadataValue(key, value);
     let config: AgentConfig = { ...req.config };
     const agent = req.agent_identity_uid
       ? await this.namedAgents.defaults(teamId, req.agent_identity_uid)

@@ -6,7 +6,7 @@ import { Conflict, invalidParam, NotFound } from '../common/problem.js';
 import type { Queryable } from '../database/database.js';
 import { parseCron, type CronSchedule } from '../definitions/cron.js';
 import { NamedAgents } from '../runs/named-agents.js';
-import type { AgentConfig } from '../runs/run.js';
+import { checkMetadataValue, type AgentConfig } from '../runs/run.js';
 import { McpCredentials } from '../secrets/mcp-credentials.js';
 import { sealIdOf, type Schedule, type ScheduleFields } from './schedule.js';
 import { SchedulesRepository } from './schedules.repository.js';
@@ -29,7 +29,6 @@ export type ScheduleUpdateRequest = Omit<ScheduleCreateRequest, 'enabled' | 'tea
 
 /** Schedules the API may make per team (a factory's are bounded by its definition's limits). */
 const MAX_SCHEDULES_PER_TEAM = 1000;
-const MAX_METADATA_VALUE_BYTES = 256;
 
 /** The schedules API: a team's schedules, each changed under its row lock. */
 @Injectable()
@@ -194,7 +193,6 @@ function checkFields(f: ScheduleFields): void {
         'metadata.schedule_id',
         'metadata.schedule_id is set by factoryd on every run a schedule starts',
       );
-    if (Buffer.byteLength(value, 'utf8') > MAX_METADATA_VALUE_BYTES)
-      throw invalidParam(`metadata.${key}`, `metadata.${key} must be at most 256 bytes (UTF-8)`);
+    checkMetadataValue(key, value);
   }
 }

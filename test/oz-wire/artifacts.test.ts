@@ -46,7 +46,13 @@ describe('artifacts a run leaves', () => {
       notebook_uid: plan.data.artifact_uid,
       title: 'The plan',
     });
-    expect(pr.data).toMatchObject({ url: 'https://github.com/acme/api/pull/7', branch: 'fix/crash' });
+    // The newest TypeScript client requires a pull request's `status`; this harness reports none.
+    expect(pr.data).toEqual({
+      artifact_uid: expect.any(String),
+      url: 'https://github.com/acme/api/pull/7',
+      branch: 'fix/crash',
+      status: 'unknown',
+    });
     expect(shot.data).toMatchObject({
       artifact_uid: expect.any(String),
       mime_type: 'image/png',
@@ -102,6 +108,17 @@ describe('artifacts a run leaves', () => {
       type: 'text/markdown',
       text: `notes of ${id}, execution 1`,
     });
+    const gotPr = (await python(t, 'GET', `/agent/artifacts/${pr.data.artifact_uid}`)).body;
+    expect(gotPr).toEqual({
+      artifact_type: 'PULL_REQUEST',
+      artifact_uid: pr.data.artifact_uid,
+      created_at: pr.created_at,
+      data: { url: 'https://github.com/acme/api/pull/7', branch: 'fix/crash', status: 'unknown' },
+    });
+    expect(schemas.check('ArtifactItem', gotPr)).toEqual([]);
+    // The schema holds a pull request to what the client requires: without a status it is no ArtifactItem.
+    const { status: _status, ...withoutStatus } = gotPr.data;
+    expect(schemas.check('ArtifactItem', { ...gotPr, data: withoutStatus })).not.toEqual([]);
     const gotShot = (await python(t, 'GET', `/agent/artifacts/${shot.data.artifact_uid}`)).body;
     expect(gotShot).toMatchObject({ artifact_type: 'SCREENSHOT', data: { content_type: 'image/png' } });
     expect((await fetchLink(gotShot.data.download_url)).text).toBe('PNG!');

@@ -272,6 +272,29 @@ describe('factories.runs.create with a ticket (item 8)', () => {
       expect(bad.body.invalid_params[0].name).toBe(field);
     }
   });
+
+  it('refuses a ticket id over the clients’ 256 bytes of metadata, naming ticket_ref, and starts no run', async () => {
+    // 200 × é: 207 characters, within the schema's maxLength, but 400 bytes of UTF-8 as metadata.ticket_id.
+    const before = await ids('metadata[ticket_source]=linear');
+    const bad = await python(t, 'POST', `/factory/${factory.uid}/runs`, {
+      prompt: 'Fix it',
+      ticket_ref: `linear:${'é'.repeat(200)}`,
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.invalid_params).toEqual([
+      {
+        name: 'ticket_ref',
+        reason: 'metadata.ticket_id (from ticket_ref) must be at most 256 bytes (UTF-8), got 400',
+      },
+    ]);
+    expect(await ids('metadata[ticket_source]=linear')).toEqual(before);
+    // 128 × é is 256 bytes: the bound itself is fine.
+    const edge = await python(t, 'POST', `/factory/${factory.uid}/runs`, {
+      prompt: 'Fix it',
+      ticket_ref: `linear:${'é'.repeat(128)}`,
+    });
+    expect(edge.status).toBe(200);
+  });
 });
 
 describe('the newest shapes: RunItem, timeline, conversation, follow-up', () => {

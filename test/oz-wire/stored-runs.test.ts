@@ -3,6 +3,7 @@ import type { QueryRunner } from 'typeorm';
 import { RunErrorCodes1763690410000 } from '../../src/database/migrations/1763690410000-run-error-codes.js';
 import { RunItemFields1763690400000 } from '../../src/database/migrations/1763690400000-run-item-fields.js';
 import { ArtifactsOneHome1763690450000 } from '../../src/database/migrations/1763690450000-artifacts-one-home.js';
+import { RunItemCorrections1763690460000 } from '../../src/database/migrations/1763690460000-run-item-corrections.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { artifactText } from '../support/artifacts.js';
 import { python } from './support.js';
@@ -21,12 +22,20 @@ afterAll(async () => {
 });
 
 const created = async (body: Record<string, unknown>, key?: string) =>
-  (await python(t, 'POST', '/agent/runs', { ...body, config: { worker_host: 'parked' } }, key)).body.run_id;
+  (
+    await python(
+      t,
+      'POST',
+      '/agent/runs',
+      { ...body, config: { ...(body.config as object), worker_host: 'parked' } },
+      key,
+    )
+  ).body.run_id;
 const item = async (id: string, key?: string) =>
   (await python(t, 'GET', `/agent/runs/${id}`, undefined, key)).body;
 
-describe('runs stored before RunItemFields', () => {
-  it('take their factory from the metadata stamp, their root from the parent chain, their schedule by id in the team', async () => {
+describe('runs stored before RunItemFields and RunItemCorrections', () => {
+  it('take their factory from the metadata stamp, their root from the parent chain, the schedule that fired them by id in the team', async () => {
     const schedule = (
       await python(t, 'POST', '/agent/schedules', {
         name: 'Old schedule',
@@ -39,13 +48,18 @@ describe('runs stored before RunItemFields', () => {
     const root = await created({ prompt: 'Root' });
     const child = await created({ prompt: 'Child', parent_run_id: root });
     const grandchild = await created({ prompt: 'Grandchild', parent_run_id: child });
+    // A run the schedule fired, as the scheduler stores it: SCHEDULED_AGENT, its metadata naming it.
     const scheduled = await created({ prompt: 'Fired', metadata: { schedule_id: schedule.id } });
+    await t.service.db.execute(`UPDATE runs SET source = 'SCHEDULED_AGENT' WHERE id = $1`, [scheduled]);
+    // An API run whose caller put the schedule's id in its metadata: no schedule fired it.
+    const named = await created({ prompt: 'Named', metadata: { schedule_id: schedule.id } });
     // Another team's run naming this team's schedule learns nothing of it.
     const foreign = await created({ prompt: 'Foreign', metadata: { schedule_id: schedule.id } }, otherKey);
 
     const migration = new RunItemFields1763690400000();
     await migration.down(runner);
     await migration.up(runner);
+    await new RunItemCorrections1763690460000().up(runner);
 
     expect(await item(stamped)).toMatchObject({ factory_uid: 'OldFactory000000000000' });
     expect((await python(t, 'GET', '/agent/runs?factory_uid=OldFactory000000000000')).body.runs).toHaveLength(
@@ -59,7 +73,68 @@ describe('runs stored before RunItemFields', () => {
       schedule_name: 'Old schedule',
       cron_schedule: '0 1 * * *',
     });
+    expect(await item(named)).not.toHaveProperty('schedule');
     expect(await item(foreign, otherKey)).not.toHaveProperty('schedule');
+  });
+});
+
+describe('runs stored before RunItemCorrections', () => {
+  it('created with config.skills only read back with the first as skill_spec, found by it as a run created now is', async () => {
+    const skills = ['acme/tools:triage', 'acme/tools:review'];
+    const old = await created({ prompt: 'Skills only', config: { skills } });
+    const both = await created({ prompt: 'Both', config: { skill_spec: 'acme/tools:review', skills } });
+    // As runs were stored before the first entry became skill_spec: neither in the config nor the columns.
+    await t.service.db.execute(
+      `UPDATE runs SET agent_config = agent_config - 'skill_spec', skill_spec = NULL,
+                       search_text = title || ' ' || prompt WHERE id = $1`,
+      [old],
+    );
+    expect((await item(old)).agent_config).not.toHaveProperty('skill_spec');
+
+    await new RunItemCorrections1763690460000().up(runner);
+    await new RunItemCorrections1763690460000().up(runner);
+
+    expect((await item(old)).agent_config).toMatchObject({ skill_spec: 'acme/tools:triage', skills });
+    expect((await item(both)).agent_config).toMatchObject({ skill_spec: 'acme/tools:review', skills });
+    const listed = async (query: string) =>
+      (await python(t, 'GET', `/agent/runs?${query}`)).body.runs.map((r: any) => r.run_id);
+    expect(await listed('skill_spec=acme/tools:triage')).toEqual([old]);
+    expect(await listed('q=tools:triage')).toEqual([old]);
+    // Once: a second run appended nothing more.
+    const [row] = await t.service.db.query<{ search_text: string }>(
+      `SELECT search_text FROM runs WHERE id = $1`,
+      [old],
+    );
+    expect(row!.search_text.split('acme/tools:triage')).toHaveLength(2);
+  });
+
+  it('with a pull request artifact read back with status unknown, a reported status kept', async () => {
+    const id = await created({ prompt: 'Left a pull request' });
+    const [before, reported] = [
+      '00000000-0000-4000-8000-0000000000a1',
+      '00000000-0000-4000-8000-0000000000a2',
+    ];
+    await t.service.db.execute(
+      `INSERT INTO run_artifacts (id, run_id, team_id, execution, artifact_type, data, position, created_at)
+         SELECT x.id, r.id, r.team_id, 1, 'PULL_REQUEST', x.d, x.p, now() FROM runs r,
+                unnest($2::uuid[], $3::jsonb[], $4::int[]) AS x(id, d, p) WHERE r.id = $1`,
+      [
+        id,
+        [before, reported],
+        [
+          { url: 'https://example.com/pr/1', branch: 'old' },
+          { url: 'https://example.com/pr/2', branch: 'new', status: 'merged' },
+        ],
+        [1, 2],
+      ],
+    );
+    await new RunItemCorrections1763690460000().up(runner);
+
+    expect((await item(id)).artifacts.map((a: any) => a.data)).toEqual([
+      { url: 'https://example.com/pr/1', branch: 'old', status: 'unknown', artifact_uid: before },
+      { url: 'https://example.com/pr/2', branch: 'new', status: 'merged', artifact_uid: reported },
+    ]);
+    expect((await python(t, 'GET', `/agent/artifacts/${before}`)).body.data.status).toBe('unknown');
   });
 });
 
