@@ -31,6 +31,7 @@ import { RunErrorCodes1763690410000 } from './1763690410000-run-error-codes.js';
 import { NotificationClaimsPerEndpoint1763690420000 } from './1763690420000-notification-claims-per-endpoint.js';
 import { NotificationRetention1763690440000 } from './1763690440000-notification-retention.js';
 import { ArtifactsOneHome1763690450000 } from './1763690450000-artifacts-one-home.js';
+import { NotificationEndpointClaim1763690460000 } from './1763690460000-notification-endpoint-claim.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -65,4 +66,5 @@ export const MIGRATIONS = [
   NotificationClaimsPerEndpoint1763690420000,
   NotificationRetention1763690440000,
   ArtifactsOneHome1763690450000,
+  NotificationEndpointClaim1763690460000,
 ];
