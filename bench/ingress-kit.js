@@ -22,9 +22,9 @@ export const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
  * Drives one target with autocannon in a child process (bench/ingress-load.js) for DURATION seconds;
  * resolves with its figures. `collect`: also each 202's delivery id; `rate`: at most that many
  * requests a second in all (else as fast as the connections go); `connections`, `seconds`, `warmup`:
- * other than the defaults.
+ * other than the defaults. `onMeasuring`: called when the warm-up is over and the measured run starts.
  */
-export function load(target) {
+export function load(target, { onMeasuring } = {}) {
   return new Promise((resolve, reject) => {
     const child = fork(new URL('./ingress-load.js', import.meta.url).pathname, [], {
       env: {
@@ -39,6 +39,7 @@ export function load(target) {
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     });
     let out = '';
+    child.on('message', (m) => (m === 'measuring' ? onMeasuring?.() : undefined));
     child.stdout.on('data', (d) => (out += d));
     child.on('exit', (code) =>
       code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`load generator exited ${code}`)),

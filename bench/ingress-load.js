@@ -37,6 +37,8 @@ const options = (seconds, measured) => ({
 });
 // The warm-up's bodies are unique too (`n` runs on), so none of the measured ones is a Duplicate.
 const warm = spec.warmup > 0 ? await autocannon(options(spec.warmup, false)) : undefined;
+// The measured run starts now (its parent may sample what the load does from here on).
+process.send?.('measuring');
 const result = await autocannon(options(spec.seconds, true));
 const statuses = Object.fromEntries(
   Object.entries(result.statusCodeStats).map(([code, s]) => [code, s.count]),

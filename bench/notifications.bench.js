@@ -5,8 +5,9 @@
 //   (e) factoryd ingress, two teams' `token` webhooks loaded together, 1 run per delivery, no endpoint:
 //       the capacity; measured first and again last (the machine drifts), the baseline is their mean
 //   (b) as fast as it goes, team B's endpoint receiving every event of B (two per delivery:
-//       delivery.accepted and run.queued): messages made and sent per second, the queue (outbox + B's
-//       pending messages) during the load, state change -> receipt p50/p99
+//       delivery.accepted and run.queued): messages made and sent per second, the queue (its depth: the
+//       outbox, every team's events not fanned out yet, plus B's pending messages) every second of the
+//       load and its trend (does it grow?), state change -> receipt p50/p99
 //   (h) half of (e)'s capacity for BENCH_SUSTAIN_SECONDS (60): the same, the queue every 5 s
 //   (i) idle: one delivery at a time, 300 ms apart: state change -> receipt
 //   (c) refusing, (d) tarpit, (f) 5xx, (s) slow (answers after BENCH_SLOW_MS, 1 s): team A's endpoint
@@ -20,7 +21,9 @@
 // change's time is the event's `timestamp`, taken in its transaction; receipt is when the receiver
 // (a child process, bench/notification-receivers.js) read the request. CPU per delivery counts this
 // process (the service, its dispatcher when it runs here) and the database's backends, not the load
-// generators, receivers or dispatcher processes. Prints figures; never fails on a time.
+// generators, receivers or dispatcher processes. Each team's ingress is also printed on its own, against
+// that team's in (e) (the isolation target: every team's within 10 %). Prints figures; never fails on
+// a time.
 import { fork, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -88,20 +91,27 @@ try {
    * Both teams' webhooks loaded at once, half the connections (and of `rate`) each; as fast as it goes
    * (no `rate`), also the CPU per delivery.
    */
-  const ingress = async (rate, seconds = DURATION) => {
+  const ingress = async (rate, seconds = DURATION, onMeasuring = () => undefined) => {
     if (!rate) await cpu.start();
+    let measuring = 0;
     const [a, b] = await Promise.all(
       [teams.A, teams.B].map((t) =>
-        load({
-          ...target(t),
-          connections: CONNECTIONS / 2,
-          seconds,
-          ...(rate && { rate: Math.round(rate / 2) }),
-        }),
+        load(
+          {
+            ...target(t),
+            connections: CONNECTIONS / 2,
+            seconds,
+            ...(rate && { rate: Math.round(rate / 2) }),
+          },
+          // Both generators past their warm-up.
+          { onMeasuring: () => ++measuring === 2 && onMeasuring() },
+        ),
       ),
     );
     const r = {
       rps: a.rps + b.rps,
+      rpsA: a.rps,
+      rpsB: b.rps,
       p50: Math.max(a.p50, b.p50),
       p99: Math.max(a.p99, b.p99),
       total: a.total + b.total,
@@ -128,24 +138,40 @@ try {
   };
   /**
    * Ingress at `rate` (undefined: as fast as it goes) with B's endpoint receiving; the queue sampled
-   * every `everyMs`; then waits until B's messages are all delivered. Returns the figures.
+   * every `everyMs` (`samples`), and those of the measured load, from the end of the warm-up to a last
+   * one as the load ends, with their times (`measured`: what `trend` reads); then waits until B's
+   * messages are all delivered. Returns the figures.
    */
   const receiving = async (rate, seconds = DURATION, everyMs = 1000) => {
     await ask({ ask: 'take' });
     const t0 = Date.now();
     const samples = [];
+    const measured = [];
+    let measuredFrom = Infinity;
     let loading = true;
+    const sample = async () => {
+      const at = Date.now();
+      const depth = await queue();
+      samples.push(depth);
+      if (at >= measuredFrom) measured.push({ at, depth });
+    };
+    let wake = () => undefined;
     const sampler = (async () => {
       while (loading) {
-        samples.push(await queue());
-        await sleep(everyMs);
+        await sample();
+        await Promise.race([sleep(everyMs), new Promise((resolve) => (wake = resolve))]);
       }
     })();
-    const r = await ingress(rate, seconds);
+    const r = await ingress(rate, seconds, () => {
+      // The measured load starts: its first sample now.
+      measuredFrom = Date.now();
+      wake();
+    });
     const t1 = Date.now();
     loading = false;
+    wake();
     await sampler;
-    samples.push(await queue());
+    await sample();
     let drainMs = 0;
     while ((await queue()) > 0 && drainMs < DRAIN_LIMIT_MS) {
       await sleep(50);
@@ -171,6 +197,7 @@ try {
       sent: sentInLoad / ((t1 - t0) / 1000),
       received: latencies.length,
       samples,
+      measured,
       p50: pct(50),
       p99: pct(99),
       drainMs,
@@ -179,17 +206,55 @@ try {
     };
   };
   const cpuOf = (r) => (r.cpu ? r.cpu.nodeUs + r.cpu.pgUs : 0);
+  const perTeam = (r) => `A ${r.rpsA.toFixed(0)}, B ${r.rpsB.toFixed(0)} req/s`;
+  /**
+   * Does the queue grow? Its depth sampled during the measured load (after the warm-up; the last
+   * sample as the load ends): the first and the last, the mean of each half, and the least-squares
+   * slope in messages a second. Made/sent per second cannot say: the messages made in the load's last
+   * moments are sent just after it.
+   */
+  const trend = (measured) => {
+    const n = measured.length;
+    const mean = (xs) => xs.reduce((x, y) => x + y, 0) / Math.max(xs.length, 1);
+    const xs = measured.map((m) => (m.at - measured[0].at) / 1000);
+    const ys = measured.map((m) => m.depth);
+    const xm = mean(xs);
+    const ym = mean(ys);
+    let num = 0;
+    let den = 0;
+    xs.forEach((x, i) => {
+      num += (x - xm) * (ys[i] - ym);
+      den += (x - xm) ** 2;
+    });
+    const half = Math.floor(n / 2);
+    return {
+      n,
+      first: ys[0],
+      last: ys.at(-1),
+      firstHalf: mean(ys.slice(0, half)),
+      secondHalf: mean(ys.slice(n - half)),
+      slope: den ? num / den : 0,
+    };
+  };
+  const trendText = (r) => {
+    const t = trend(r.measured);
+    return (
+      `queue (outbox + B pending) over the measured load (${t.n} samples): first ${t.first}, at its end ${t.last}; ` +
+      `mean of the first half ${t.firstHalf.toFixed(0)}, of the second ${t.secondHalf.toFixed(0)}; ` +
+      `trend ${t.slope >= 0 ? '+' : ''}${t.slope.toFixed(1)} messages/s`
+    );
+  };
   const cpuText = (r) =>
     r.cpu ? `; CPU/delivery ${cpuOf(r)} µs (service ${r.cpu.nodeUs}, PostgreSQL ${r.cpu.pgUs})` : '';
   const describe = (label, r) =>
-    `${label}: ingress ${r.rps.toFixed(0)} req/s${cpuText(r)}; B's messages made ${r.made.toFixed(0)}/s, sent ${r.sent.toFixed(0)}/s during the load; ` +
+    `${label}: ingress ${r.rps.toFixed(0)} req/s (${perTeam(r)})${cpuText(r)}; B's messages made ${r.made.toFixed(0)}/s, sent ${r.sent.toFixed(0)}/s during the load; ` +
     `queue (outbox + B pending) ${r.samples.join(' ')}; ` +
     `state change -> receipt p50 ${r.p50} ms, p99 ${r.p99} ms (${r.received} received, ${r.duplicates} twice, ${r.forged} unverified); ` +
     `drained ${r.drainMs} ms after the load`;
 
   const results = {};
   results.e1 = await ingress();
-  say(fmt('(e) no endpoint (first)', results.e1) + cpuText(results.e1));
+  say(fmt('(e) no endpoint (first)', results.e1) + cpuText(results.e1) + `; ${perTeam(results.e1)}`);
   const half = Math.round(results.e1.rps / 2);
   await endpoints.update(teams.B.auth, healthy, { enabled: true });
   results.b = await receiving();
@@ -251,7 +316,7 @@ try {
 
   await endpoints.update(teams.B.auth, healthy, { enabled: false });
   results.e2 = await ingress();
-  say(fmt('(e) no endpoint (last)', results.e2) + cpuText(results.e2));
+  say(fmt('(e) no endpoint (last)', results.e2) + cpuText(results.e2) + `; ${perTeam(results.e2)}`);
 
   // Dispatchers of their own.
   await endpoints.update(teams.B.auth, healthy, { enabled: true });
@@ -287,16 +352,26 @@ try {
   }
 
   const baseline = (results.e1.rps + results.e2.rps) / 2;
+  const baselineA = (results.e1.rpsA + results.e2.rpsA) / 2;
+  const baselineB = (results.e1.rpsB + results.e2.rpsB) / 2;
   const ratio = (x, y) => (x / y).toFixed(2);
+  /** Each team's ingress against its own in (e), the mean of first and last. */
+  const teamsVsE = (r) =>
+    `A ${r.rpsA.toFixed(0)} req/s ${ratio(r.rpsA, baselineA)}× (e), B ${r.rpsB.toFixed(0)} req/s ${ratio(r.rpsB, baselineB)}× (e)`;
   console.log(
     `notifications benchmark: ${CONNECTIONS} connections, ${DURATION} s per case (${SUSTAIN} s sustained), loopback; load average at the start ${load1.toFixed(2)}, at the end ${loadavg()[0].toFixed(2)}`,
   );
   console.log(fmt('(a) floor: Fastify + one pg INSERT', floor));
   for (const line of out) console.log(line);
-  console.log(`\nbaseline (e), mean of first and last: ${baseline.toFixed(0)} req/s`);
   console.log(
-    `throughput: (b) ingress ${ratio(results.b.rps, baseline)}× (e), CPU/delivery ${ratio(cpuOf(results.b), cpuOf(results.e1))}× (e first); ` +
-      `B's messages sent/made during the load ${ratio(results.b.sent, results.b.made)}, queue at its end ${results.b.samples.at(-1)} (target: sent/made ≥ 1, the queue does not grow)`,
+    `\nbaseline (e), mean of first and last: ${baseline.toFixed(0)} req/s (A ${baselineA.toFixed(0)}, B ${baselineB.toFixed(0)})`,
+  );
+  console.log(
+    `throughput: (b) ingress ${ratio(results.b.rps, baseline)}× (e) (${teamsVsE(results.b)}), CPU/delivery ${ratio(cpuOf(results.b), cpuOf(results.e1))}× (e first); ` +
+      `${trendText(results.b)} (target: the queue does not grow; B's messages made ${results.b.made.toFixed(0)}/s, sent ${results.b.sent.toFixed(0)}/s)`,
+  );
+  console.log(
+    `sustained (h) at half capacity for ${SUSTAIN} s: ${trendText(results.h)} (target: the queue does not grow)`,
   );
   console.log(
     `latency at half capacity (h): p50 ${results.h.p50} ms, p99 ${results.h.p99} ms (target ≤ 1000); idle (i): p50 ${results.i.p50} ms, max ${results.i.max} ms (target ≤ 250)`,
@@ -304,7 +379,8 @@ try {
   for (const [key, name] of kinds) {
     const r = results[key];
     console.log(
-      `isolation (${key}) ${name}: ingress ${ratio(r.fast.rps, r.base.fast.rps)}× its baseline, CPU/delivery ${ratio(cpuOf(r.fast), cpuOf(r.base.fast))}×; ` +
+      `isolation (${key}) ${name}: ingress ${teamsVsE(r.fast)} (target: each ≥ 0.90× (e)); ` +
+        `${ratio(r.fast.rps, r.base.fast.rps)}× its baseline just before, CPU/delivery ${ratio(cpuOf(r.fast), cpuOf(r.base.fast))}×; ` +
         `B at half capacity p99 ${r.paced.p99} ms against ${r.base.paced.p99} ms (${ratio(r.paced.p99, r.base.paced.p99)}×), p50 ${r.paced.p50} against ${r.base.paced.p50} ms (target: within 10 %)`,
     );
   }
@@ -313,7 +389,7 @@ try {
     console.log(
       `scale-out (p${n}) ${n} dispatcher process(es): at half capacity p50 ${r.paced.p50} ms, p99 ${r.paced.p99} ms; as fast as it goes ingress ${ratio(r.fast.rps, baseline)}× (e), ` +
         `the API process's CPU/delivery ${r.fast.cpu.nodeUs} µs against ${results.b.cpu.nodeUs} µs with its own dispatcher (b), ` +
-        `sent/made ${ratio(r.fast.sent, r.fast.made)}; ${r.paced.duplicates + r.fast.duplicates} received twice`,
+        `${trendText(r.fast)}; ${r.paced.duplicates + r.fast.duplicates} received twice`,
     );
   }
   for (const d of dispatchers) d.kill('SIGTERM');

@@ -6,6 +6,7 @@ import { NotificationDispatcher } from '../src/notifications/notification-dispat
 import { CLI, runCli } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import { NotificationReceiver } from './support/notification-receiver.js';
+import { request, startServeProcess } from './support/serve-process.js';
 import { startTestService, type TestService } from './support/service.js';
 
 // Dispatchers as processes of their own (`factoryd serve --role notifications`) against the database of
@@ -29,17 +30,18 @@ afterAll(async () => {
   await t?.stop();
 });
 
+/** What a process of this test needs to share the test service's database and secrets key. */
+const sharedEnv = () => ({
+  DATABASE_URL: t.databaseUrl,
+  DATA_DIR: t.dataDir,
+  LOG_LEVEL: 'silent',
+  NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true',
+});
+
 /** `factoryd serve --role notifications` on the test service's database; resolves once it is up. */
 function dispatcher(env: Record<string, string> = {}): Promise<ChildProcess> {
   const child = spawn(process.execPath, [CLI, 'serve', '--role', 'notifications'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: t.databaseUrl,
-      DATA_DIR: t.dataDir,
-      LOG_LEVEL: 'silent',
-      NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true',
-      ...env,
-    },
+    env: { ...process.env, ...sharedEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -54,8 +56,10 @@ function dispatcher(env: Record<string, string> = {}): Promise<ChildProcess> {
   });
 }
 
+/** A receiver that tells which of this test's processes sent each request (`senderPid`). */
 async function receiver() {
   const r = new NotificationReceiver();
+  r.senders = () => children.map((c) => c.pid);
   const url = await r.start();
   closers.push(() => r.stop());
   return { r, url };
@@ -74,20 +78,33 @@ async function subscribedTeam(name: string, url: string) {
   return { ...team, endpointId: res.body.endpoint.id as string, secret: res.body.secret as string };
 }
 
+type Call = (
+  method: string,
+  path: string,
+  body: unknown,
+  key: string,
+) => Promise<{ status: number; body: any }>;
+
 /**
  * `count` runs of the team, each created and then cancelled (two messages, in that order), by a few
- * callers at once; resolves with their ids once every one is cancelled. `onEach` after each run.
+ * callers at once; resolves with their ids once every one is cancelled. `onEach` after each run;
+ * `call`: the API it goes through (the test service's, or another process's).
  */
-async function runsCreatedAndCancelled(key: string, count: number, onEach: () => unknown = () => undefined) {
+async function runsCreatedAndCancelled(
+  key: string,
+  count: number,
+  onEach: () => unknown = () => undefined,
+  call: Call = (method, path, body, k) => t.call(method, path, body, k),
+) {
   const ids: string[] = [];
   let started = 0;
   const caller = async () => {
     while (started++ < count) {
-      const created = await t.call('POST', '/api/v1/agent/runs', { prompt: 'notify me' }, key);
+      const created = await call('POST', '/api/v1/agent/runs', { prompt: 'notify me' }, key);
       expect(created.status).toBe(200);
       ids.push(created.body.run_id);
       expect(
-        (await t.call('POST', `/api/v1/agent/runs/${created.body.run_id}/cancel`, undefined, key)).status,
+        (await call('POST', `/api/v1/agent/runs/${created.body.run_id}/cancel`, undefined, key)).status,
       ).toBe(200);
       await onEach();
     }
@@ -127,22 +144,76 @@ describe('dispatchers in processes of their own', () => {
     const team = await subscribedTeam('two-dispatchers', url);
     r.secret = team.secret;
     const both = await Promise.all([dispatcher(), dispatcher()]);
-    const runs = await runsCreatedAndCancelled(team.key, 150);
+    const pids = both.map((c) => c.pid!);
+    const sentBy = (pid: number) => r.received.filter((x) => x.senderPid === pid).length;
+    // Which process claims the endpoint is up to their polls: rather than count on some number of
+    // runs to give each a turn, load goes on, 50 runs at a time, until each has sent some.
+    const runs: string[] = [];
+    await eventually(
+      async () => {
+        runs.push(...(await runsCreatedAndCancelled(team.key, 50)));
+        return pids.every((pid) => sentBy(pid) > 0);
+      },
+      'both processes sending',
+      { timeoutMs: 90_000 },
+    );
     await eventually(async () => (await pendingOf(team.endpointId)) === 0, 'every message delivered', {
       timeoutMs: 60_000,
     });
     const messages = await messagesOf(team.endpointId);
-    expect(messages).toHaveLength(300);
+    expect(messages).toHaveLength(2 * runs.length);
     expect(messages.every((m) => m.status === 'delivered')).toBe(true);
     // Once each, signed, and a run's two in the order they happened.
-    expect(r.received).toHaveLength(300);
-    expect(new Set(r.received.map((x) => x.id)).size).toBe(300);
+    expect(r.received).toHaveLength(2 * runs.length);
+    expect(new Set(r.received.map((x) => x.id)).size).toBe(2 * runs.length);
     expect(r.received.every((x) => x.verified)).toBe(true);
     expect(outOfOrder(r, runs)).toEqual([]);
+    // Each sent its share, and nothing came from anywhere else.
+    expect(pids.map(sentBy).every((n) => n > 0)).toBe(true);
+    expect(pids.map(sentBy).reduce((a, b) => a + b)).toBe(r.received.length);
     // SIGTERM: each stops claiming, finishes what it has in flight, and exits cleanly.
     const exits = both.map((c) => new Promise((resolve) => c.once('exit', (code) => resolve(code))));
     for (const c of both) c.kill('SIGTERM');
     expect(await Promise.all(exits)).toEqual([0, 0]);
+  }, 120_000);
+
+  it('`serve --role api` makes no attempt; a `--role notifications` process sends what its runs queued', async () => {
+    const { r, url } = await receiver();
+    const team = await subscribedTeam('api-role', url);
+    r.secret = team.secret;
+    const api = await startServeProcess(
+      { ...sharedEnv(), WORKER_CONCURRENCY: '0' },
+      { args: ['--role', 'api'] },
+    );
+    children.push(api.child);
+    const viaApi: Call = (method, path, body, key) =>
+      request(path, `${api.url}${path}`, { method, body, key });
+    const runs = await runsCreatedAndCancelled(team.key, 30, undefined, viaApi);
+    // Their events wait in the outbox: the API process fans nothing out and sends nothing.
+    const [waiting] = await t.service.db.query<{ outbox: number; messages: number }>(
+      `SELECT (SELECT count(*)::int FROM notification_outbox WHERE team_id = $1) AS outbox,
+              (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $2) AS messages`,
+      [team.team.id, team.endpointId],
+    );
+    expect(waiting).toEqual({ outbox: 60, messages: 0 });
+    expect(r.received).toEqual([]);
+
+    // A dispatcher of its own sends them all, while the API process still runs beside it: every
+    // request came from the dispatcher, one attempt per message.
+    const sender = await dispatcher();
+    await eventually(async () => (await pendingOf(team.endpointId)) === 0, 'every message delivered', {
+      timeoutMs: 60_000,
+    });
+    expect(r.received).toHaveLength(60);
+    expect(r.received.filter((x) => x.senderPid !== sender.pid)).toEqual([]);
+    const [attempts] = await t.service.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM notification_attempts WHERE endpoint_id = $1`,
+      [team.endpointId],
+    );
+    expect(attempts!.n).toBe(60);
+    expect(r.received.every((x) => x.verified)).toBe(true);
+    expect(outOfOrder(r, runs)).toEqual([]);
+    expect(await api.stop()).toBe(0);
   }, 120_000);
 
   it('a SIGKILL of the dispatcher under load loses no message; only those in flight go twice', async () => {
@@ -176,12 +247,19 @@ describe('dispatchers in processes of their own', () => {
     const got = new Map<string, number>();
     for (const x of r.received) got.set(x.id, (got.get(x.id) ?? 0) + 1);
     expect(messages.filter((m) => !got.has(m.id))).toEqual([]);
-    // Sent twice: only messages the killed process had sent (on a connection it opened, before its
-    // death) and not recorded, each at most twice.
+    // Sent twice: only messages the killed process had sent and not recorded, each at most twice. The
+    // receiver knows which process opened each connection: the first copy is never the new process's
+    // (the killed one's; unknown when the connection, opened just before the kill, was accepted after
+    // it died, so the time it was accepted cannot tell), and the second is the new process's, on a
+    // connection opened after the kill — the killed process never sent a message twice itself.
     const twice = [...got].filter(([, n]) => n > 1);
     expect(twice.every(([, n]) => n === 2)).toBe(true);
-    const firstCopy = (id: string) => r.received.find((x) => x.id === id)!;
-    expect(twice.filter(([id]) => firstCopy(id).connectedAt >= killedAtMs)).toEqual([]);
+    const newPid = (await restarted)!.pid;
+    const pairs = twice.map(([id]) => r.received.filter((x) => x.id === id));
+    expect(pairs.filter(([firstCopy]) => firstCopy!.senderPid === newPid)).toEqual([]);
+    expect(
+      pairs.filter(([, second]) => second!.senderPid !== newPid || second!.connectedAt < killedAtMs),
+    ).toEqual([]);
     expect(r.received).toHaveLength(400 + twice.length);
     expect(r.received.every((x) => x.verified)).toBe(true);
     expect(outOfOrder(r, runs)).toEqual([]);

@@ -404,3 +404,79 @@ describe('the documented semantics still hold', () => {
     expect(errors).toEqual([]);
   });
 });
+
+describe('a record that comes after its lease was taken over', () => {
+  // D1 claims the endpoint and its attempt hangs past the lease; D2 then claims it, delivers the
+  // message and records that. D1's failure, recorded last, must not undo it: neither the message
+  // (pending again, so sent again; or given up) nor the endpoint (failing, its run of failures, disabled).
+  it.each([
+    { what: 'a retry', schedule: SCHEDULE, disableAfter: 5 },
+    { what: 'a message given up, the endpoint disabled', schedule: [0], disableAfter: 1 },
+  ])(
+    'changes nothing of the other dispatcher’s: would have been $what',
+    async ({ schedule, disableAfter }) => {
+      // Attempts that no timer of the sender ends: the test decides when D1's answer comes.
+      const d1 = dispatcher({ timeoutMs: 60_000, schedule, disableAfter });
+      const d2 = dispatcher({ timeoutMs: 60_000, schedule, disableAfter });
+      const team = await t.newTeam(`late-${Date.now()}`);
+      const { r, url } = await receiver();
+      let answerD1!: (status: number) => void;
+      const late = new Promise<number>((resolve) => (answerD1 = resolve));
+      r.behaviour = (n) => (n === 1 ? late : 204);
+      const { endpoint, secret } = await subscribe(url, team.key);
+      r.secret = secret;
+      await queue(d1, team.team.id, [{}]);
+      const start = clock.getTime();
+
+      await d1.pump();
+      await eventually(() => r.received.length === 1, 'D1’s attempt in flight');
+      // D1's lease (twice the time limit, and 5 s) lapses; D2 claims the endpoint and delivers. It
+      // releases the endpoint at the very instant D1's lease ended: the lease's time cannot tell the two
+      // claims apart (the record checks the claim's id).
+      clock = new Date(start + 125_000);
+      await pass(d2);
+      expect(r.received.map((x) => x.id)).toEqual([r.received[0]!.id, r.received[0]!.id]);
+      const [delivered] = await messagesOf(endpoint.id);
+      expect(delivered).toMatchObject({ status: 'delivered', attempts: 1 });
+      const endpointRow = () =>
+        t.service.db.query(
+          `SELECT enabled, disabled_reason, failing_since, consecutive_failures, held_until
+           FROM notification_endpoints WHERE id = $1`,
+          [endpoint.id],
+        );
+      const released = await endpointRow();
+      expect(released).toEqual([
+        {
+          enabled: true,
+          disabled_reason: null,
+          failing_since: null,
+          consecutive_failures: 0,
+          held_until: clock,
+        },
+      ]);
+
+      // D1's answer at last: a 503, recorded after D2's delivery.
+      clock = new Date(start + 126_000);
+      answerD1(503);
+      await d1.settled();
+      expect(await messagesOf(endpoint.id)).toEqual([delivered]);
+      expect(await endpointRow()).toEqual(released);
+      expect(disabled).toEqual([]);
+      // Its attempt was made, so it is logged.
+      const log = await t.service.db.query<{ succeeded: boolean; status_code: number }>(
+        `SELECT succeeded, status_code FROM notification_attempts WHERE endpoint_id = $1 ORDER BY attempted_at`,
+        [endpoint.id],
+      );
+      expect(log).toEqual([
+        { succeeded: false, status_code: 503 },
+        { succeeded: true, status_code: 204 },
+      ]);
+      // Nothing goes again, now or when D1's retry would have been due.
+      clock = new Date(start + 1_000_000);
+      await pass(d1);
+      await pass(d2);
+      expect(r.received).toHaveLength(2);
+      expect(errors).toEqual([]);
+    },
+  );
+});

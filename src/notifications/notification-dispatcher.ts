@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Notifications } from '../database/notifications.js';
 import { CHANNELS } from '../database/channels.js';
 import { Batcher } from '../common/batcher.js';
@@ -193,12 +194,15 @@ export class NotificationDispatcher {
       // one started may take as long again; then the record. A claim is retaken only after its
       // process died.
       const lease = new Date(now.getTime() + 2 * this.opts.timeoutMs + 5_000);
-      const due = await this.repo.claimDue(now, lease, room, this.perEndpoint, this.lowered);
+      // Its records apply only while the endpoint is under this claim (a record after another
+      // dispatcher took it over changes nothing of that one's).
+      const claimId = randomUUID();
+      const due = await this.repo.claimDue(now, lease, claimId, room, this.perEndpoint, this.lowered);
       if (!due.length) return;
       this.claimed += due.length;
       // Per endpoint, in event order.
       for (const group of groupBy(due, (m) => m.endpoint_id).values()) {
-        const sending: Promise<void> = this.send(group, lease)
+        const sending: Promise<void> = this.send(group, claimId, lease)
           .catch(this.opts.onError)
           .finally(() => this.sending.delete(sending));
         this.sending.add(sending);
@@ -211,7 +215,7 @@ export class NotificationDispatcher {
   }
 
   /** One endpoint's claimed messages: a round (see `round`), then recorded. */
-  private async send(group: DueMessage[], lease: Date): Promise<void> {
+  private async send(group: DueMessage[], claimId: string, lease: Date): Promise<void> {
     try {
       const [first] = group as [DueMessage, ...DueMessage[]];
       const attempts = await this.round(group, await this.secretOf(first));
@@ -228,6 +232,7 @@ export class NotificationDispatcher {
         // A failing endpoint is tried again when its oldest message's retry is due; once that message
         // is given up, the next one goes at the next look.
         heldUntil: taking ? at : (oldest.retryAt ?? at),
+        claimId,
         lease,
       });
       if (disabled) this.opts.onDisabled?.(first.endpoint_id);

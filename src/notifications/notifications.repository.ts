@@ -78,9 +78,12 @@ export interface EndpointOutcome {
   /** No attempt to the endpoint before this. */
   heldUntil: Date;
   /**
-   * The lease the claim took: the endpoint is released only if it still holds it (a record so late that
-   * the lease lapsed and another dispatcher claimed the endpoint must not end that one's lease).
+   * The claim that took the messages: the record applies only while the endpoint is still under it. A
+   * record so late that the lease lapsed and another dispatcher claimed the endpoint (and may have
+   * delivered and recorded the same messages) must change neither that one's messages nor the endpoint.
    */
+  claimId: string;
+  /** The lease the claim took: the endpoint is released only if a resend or a re-enable left it so. */
   lease: Date;
 }
 
@@ -286,8 +289,8 @@ export class NotificationsRepository {
    * that is not failing (`limits` may lower it for some endpoints), only its oldest pending message
    * (when due) of one that is; none of an endpoint that is held (a failing endpoint before its retry,
    * or attempts in flight). What is claimed is the endpoint: it is held until `leaseUntil`
-   * (`held_until`), under its row lock (SKIP LOCKED), so one dispatcher at a time, here or in another
-   * process, sends to it and its messages need no lease of their own. Once the attempts are recorded
+   * (`held_until`) under the claim `claimId`, under its row lock (SKIP LOCKED), so one dispatcher at a
+   * time, here or in another process, sends to it and its messages need no lease of their own. Once the attempts are recorded
    * the endpoint is released; if the process died first the lease lapses and the messages, still
    * pending, are due again (at least once). At most `max` messages in all, endpoints in the order they
    * were last released (round robin).
@@ -302,6 +305,7 @@ export class NotificationsRepository {
   claimDue(
     now: Date,
     leaseUntil: Date,
+    claimId: string,
     max: number,
     perEndpoint: number,
     limits: ReadonlyMap<string, number> = new Map(),
@@ -333,12 +337,12 @@ export class NotificationsRepository {
                  WHERE p.endpoint_id = c.endpoint_id AND p.run_id = c.run_id AND p.status = 'pending'
                    AND p.event_id < c.event_id AND p.id NOT IN (SELECT id FROM candidate))),
        held AS (
-         UPDATE notification_endpoints e SET held_until = $2 WHERE e.id IN (SELECT endpoint_id FROM picked))
+         UPDATE notification_endpoints e SET held_until = $2, claim_id = $6 WHERE e.id IN (SELECT endpoint_id FROM picked))
        SELECT m.id, m.event_id, m.endpoint_id, m.type, m.run_id, m.payload, m.event_at, m.status, m.attempts,
               m.next_attempt_at, m.created_at, m.delivered_at, e.url, e.secret, e.secret_version_id, e.failing_since
          FROM picked JOIN notification_messages m ON m.id = picked.id JOIN notification_endpoints e ON e.id = m.endpoint_id
         ORDER BY m.endpoint_id, m.event_id`,
-      [now, leaseUntil, max, perEndpoint, JSON.stringify(Object.fromEntries(limits))],
+      [now, leaseUntil, max, perEndpoint, JSON.stringify(Object.fromEntries(limits)), claimId],
       { planEachTime: true },
     );
   }
@@ -350,6 +354,14 @@ export class NotificationsRepository {
    * each endpoint: released (`held_until`), failing or not, its run of failed messages (a failed one
    * counts towards disabling it after `disableAfter` in a row, a delivery ends the run). Returns the
    * endpoints this disabled. Planned for its values on every call (see claimDue).
+   *
+   * Only under the claim that took them: an endpoint whose `claim_id` is no longer the outcome's was
+   * claimed by another dispatcher once the lease lapsed, and that one owns its messages now (it may
+   * have sent them again, delivered them and recorded it). Such an outcome's attempts are logged (they
+   * were made) and change nothing else: not the messages, whose state their owner records, nor the
+   * endpoint's lease, failing spell, run of failures or enabled flag. And a message changes only
+   * while it is pending: a claim that commits while this statement runs may have its messages changed
+   * by it, but what that claim records then wins, and a delivered message is never pending again.
    */
   async recordAttempts(outcomes: EndpointOutcome[], disableAfter: number): Promise<string[]> {
     if (!outcomes.length) return [];
@@ -389,6 +401,7 @@ export class NotificationsRepository {
         given_up: 'int',
         failing_since: 'timestamptz',
         held_until: 'timestamptz',
+        claim_id: 'uuid',
         lease: 'timestamptz',
       },
       outcomes.map((o) => ({
@@ -397,33 +410,43 @@ export class NotificationsRepository {
         given_up: o.attempts.filter((a) => !a.outcome.succeeded && !a.retryAt).length,
         failing_since: o.failingSince ?? null,
         held_until: o.heldUntil,
+        claim_id: o.claimId,
         lease: o.lease,
       })),
     );
     const limit = p.add(disableAfter);
     const rows = await this.db.query<{ id: string; disabled: boolean }>(
       `WITH t AS MATERIALIZED (SELECT * FROM ${attempts}),
+       -- The endpoints still under this record's claim, with their run of failures before it.
+       s AS MATERIALIZED (
+         SELECT s.*, CASE WHEN s.delivered THEN 0 ELSE e.consecutive_failures END + s.given_up AS run
+           FROM ${endpoints} JOIN notification_endpoints e ON e.id = s.endpoint_id AND e.claim_id = s.claim_id),
        ended AS (
          UPDATE notification_messages m SET
                 status = CASE WHEN t.succeeded THEN 'delivered' WHEN t.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
                 attempts = m.attempts + 1,
                 delivered_at = CASE WHEN t.succeeded THEN t.attempted_at ELSE m.delivered_at END,
                 next_attempt_at = CASE WHEN t.succeeded THEN NULL ELSE t.retry_at END
-           FROM t WHERE m.id = t.message_id RETURNING m.id),
+           FROM t JOIN s ON s.endpoint_id = t.endpoint_id
+          WHERE m.id = t.message_id AND m.status = 'pending' RETURNING m.id),
+       -- Another dispatcher's claim now: the attempts are only logged, of the messages that still exist
+       -- (locked against a delete meanwhile, as the update locks the others).
+       late AS (
+         SELECT m.id FROM t JOIN notification_messages m ON m.id = t.message_id
+          WHERE t.endpoint_id NOT IN (SELECT endpoint_id FROM s) FOR KEY SHARE OF m),
        -- Only messages that still exist: one whose endpoint was deleted during the attempt is gone.
        logged AS (
          INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, error, response_excerpt)
          SELECT t.message_id, t.endpoint_id, t.attempted_at, t.succeeded, t.status_code, t.latency_ms, t.error, t.response_excerpt
-           FROM t JOIN ended ON ended.id = t.message_id),
-       s AS (
-         SELECT s.*, CASE WHEN s.delivered THEN 0 ELSE e.consecutive_failures END + s.given_up AS run
-           FROM ${endpoints} JOIN notification_endpoints e ON e.id = s.endpoint_id)
-       UPDATE notification_endpoints e SET held_until = CASE WHEN e.held_until = s.lease THEN s.held_until ELSE e.held_until END,
+           FROM t WHERE t.message_id IN (SELECT id FROM ended UNION ALL SELECT id FROM late))
+       -- Released, unless a resend or a re-enable moved its lease meanwhile (their hold stands).
+       UPDATE notification_endpoints e SET claim_id = NULL,
+              held_until = CASE WHEN e.held_until = s.lease THEN s.held_until ELSE e.held_until END,
               failing_since = s.failing_since,
               consecutive_failures = s.run, enabled = e.enabled AND s.run < ${limit}::int,
               disabled_reason = CASE WHEN s.run >= ${limit}::int
                 THEN ${limit}::int::text || ' messages in a row failed every attempt' ELSE e.disabled_reason END
-         FROM s WHERE e.id = s.endpoint_id
+         FROM s WHERE e.id = s.endpoint_id AND e.claim_id = s.claim_id
        RETURNING e.id, s.given_up > 0 AND s.run >= ${limit}::int AND s.run - s.given_up < ${limit}::int AS disabled`,
       p.values,
       { planEachTime: true },

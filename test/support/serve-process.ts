@@ -25,11 +25,11 @@ const BANNER = /factoryd is up: API (http:\/\/[^\s/]+)\/api\/v1[^\n]*\n[\s\S]*?\
  * and LOG_LEVEL silent unless `env` says otherwise; `bareEnvironment`: only PATH and HOME (what a
  * person's shell may well have), so nothing of the tests' setup reaches it. `checkout`: another
  * checkout's binary, started in its folder (its DATA_DIR `./var`), on its embedded database. `cwd`:
- * the folder it starts in.
+ * the folder it starts in. `args`: after `serve` (`['--role', 'api']`).
  */
 export function startServeProcess(
   env: Record<string, string>,
-  opts: { checkout?: string; cwd?: string; bareEnvironment?: boolean } = {},
+  opts: { checkout?: string; cwd?: string; bareEnvironment?: boolean; args?: string[] } = {},
 ): Promise<ServeProcess> {
   const base: NodeJS.ProcessEnv = opts.bareEnvironment
     ? { PATH: process.env.PATH, HOME: process.env.HOME }
@@ -37,7 +37,7 @@ export function startServeProcess(
   if (opts.checkout) delete base.DATABASE_URL;
   const child = spawn(
     process.execPath,
-    [opts.checkout ? `${opts.checkout}/dist/cli/main.js` : CLI, 'serve'],
+    [opts.checkout ? `${opts.checkout}/dist/cli/main.js` : CLI, 'serve', ...(opts.args ?? [])],
     {
       cwd: opts.cwd ?? opts.checkout,
       env: { ...base, PORT: '0', ...env },

@@ -32,6 +32,7 @@ import { NotificationClaimsPerEndpoint1763690420000 } from './1763690420000-noti
 import { NotificationRetention1763690440000 } from './1763690440000-notification-retention.js';
 import { ArtifactsOneHome1763690450000 } from './1763690450000-artifacts-one-home.js';
 import { RunItemCorrections1763690460000 } from './1763690460000-run-item-corrections.js';
+import { NotificationEndpointClaim1763690470000 } from './1763690470000-notification-endpoint-claim.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -67,4 +68,5 @@ export const MIGRATIONS = [
   NotificationRetention1763690440000,
   ArtifactsOneHome1763690450000,
   RunItemCorrections1763690460000,
+  NotificationEndpointClaim1763690470000,
 ];
