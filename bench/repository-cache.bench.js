@@ -66,10 +66,14 @@ const time = async (fn) => {
   return performance.now() - t0;
 };
 
-const cache = new RepositoryCache(join(root, 'cache'), new GitRunner({ gitTimeoutSeconds: 300 }), []);
+// Its repository is served over git://: no local repository is checked (or allowed) here.
+const cache = new RepositoryCache(join(root, 'cache'), new GitRunner({ gitTimeoutSeconds: 300 }), () =>
+  Promise.reject(new Error('the bench clones no local repository')),
+);
 const repository = { url, path: 'app', branch: 'main' };
 let n = 0;
-const stage = () => cache.stage('bench-team', [repository], {}, join(root, 'staging', String(n++)));
+const stage = () =>
+  cache.stage({ id: 'bench-team', name: 'bench' }, [repository], {}, join(root, 'staging', String(n++)));
 const cold = await time(stage); // the first run of the worker on this repository: its mirror is made
 const fresh = [];
 const cached = [];

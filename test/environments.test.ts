@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,8 @@ let app: TestRepo;
 let libFirst: string;
 const gitRoot = mkdtempSync(join(tmpdir(), 'factoryd-git-root-'));
 const appBare = join(gitRoot, 'private', 'app.git');
+/** A root of FACTORY_REPO_ROOTS bound to the team default (`default=…`); tmpdir stays shared. */
+const boundRoot = mkdtempSync(join(tmpdir(), 'factoryd-env-bound-'));
 let appUrl: string;
 let other: { team: { id: string; name: string }; key: string };
 const factories: TestRepo[] = [];
@@ -89,6 +91,7 @@ beforeAll(async () => {
     WORKER_CONCURRENCY: '2',
     HARNESS_COMMAND: harness,
     FACTORY_POLL_SECONDS: '3600',
+    FACTORY_REPO_ROOTS: `${tmpdir()}:default=${boundRoot}`,
   });
   await t.service.app.get(ReconcileScheduler).firstPoll;
   const secrets = t.service.app.get(SecretsService);
@@ -144,6 +147,7 @@ afterAll(async () => {
   app?.remove();
   for (const f of factories) f.remove();
   rmSync(gitRoot, { recursive: true, force: true });
+  rmSync(boundRoot, { recursive: true, force: true });
   delete process.env.GIT_SSL_CAINFO;
 });
 
@@ -310,6 +314,153 @@ describe('two teams on one worker', () => {
       );
     const seen = Object.values(look.found.probe).flatMap((v) => (Array.isArray(v) ? v : []));
     expect(seen.filter((p: string) => p.includes('.repository-cache') || p.endsWith('.pack'))).toEqual([]);
+  });
+});
+
+describe("local repositories an environment names: the policy of factories' repositories (issue #32, 2)", () => {
+  const SECRET = 'Acme payroll secret';
+  const TOOLS = 'acme tools, bound root';
+  const scratch = mkdtempSync(join(tmpdir(), 'factoryd-env-raid-'));
+  const gitIn = (dir: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.com', ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+    }).trim();
+  /** A repository of team other's own, under the shared root, with what `plant` does to it. */
+  const evilRepo = (plant: (gitDir: string) => void) => {
+    const repo = new TestRepo();
+    factories.push(repo);
+    repo.commit({ 'evil.txt': 'evil own\n' });
+    plant(join(repo.dir, '.git'));
+    return repo.dir;
+  };
+  /** A factory of `teamId` with nothing but these environments, each a local repository at `path: repo`. */
+  const environments = (teamId: string, name: string, urls: Record<string, string>) =>
+    factory(teamId, name, {
+      'factory.yaml': `schemaVersion: v1alpha1\nname: ${name}\ndescription: local repositories\n`,
+      [`agents/${name}-lead/agent.md`]: '---\nagentType: FOREMAN\ndescription: Leads\n---\nLead.\n',
+      ...Object.fromEntries(
+        Object.entries(urls).map(([env, url]) => [
+          `environments/${env}.yaml`,
+          `repositories:\n  - url: ${url}\n    path: repo\n`,
+        ]),
+      ),
+    });
+  let acme: string;
+  let acmeHead: string;
+  let tools: string;
+  let own: string;
+  let acmeGit: string;
+  const managed =
+    /is the managed repository of another team's factory: a team names in its environments only its own repositories/;
+  /** Each way team other names team default's repositories: how, the path (made in beforeAll), the refusal. */
+  const raids: Array<[string, () => string, RegExp]> = [
+    ["team default's managed repository, by its path", () => acme, managed],
+    [
+      'a folder under the shared root whose .git file names it',
+      () => {
+        const dir = join(scratch, 'gitfile');
+        mkdirSync(dir);
+        writeFileSync(join(dir, '.git'), `gitdir: ${acmeGit}\n`);
+        return dir;
+      },
+      managed,
+    ],
+    [
+      'a symbolic link to it under the shared root',
+      () => {
+        const link = join(scratch, 'link');
+        symlinkSync(acme, link);
+        return link;
+      },
+      managed,
+    ],
+    [
+      'its own repository with a .git/.git file naming it',
+      () => evilRepo((g) => writeFileSync(join(g, '.git'), `gitdir: ${acmeGit}\n`)),
+      /\.git\/\.git is a \.git file inside the git data of .*: git would take it for the repository/,
+    ],
+    [
+      'its own repository whose .git/objects and refs/heads are links into it',
+      () =>
+        evilRepo((g) => {
+          for (const part of ['objects', join('refs', 'heads')]) {
+            rmSync(join(g, part), { recursive: true, force: true });
+            symlinkSync(join(acmeGit, part), join(g, part));
+          }
+        }),
+      /is a symbolic link \(to .*\): git would read whatever it leads to as this repository/,
+    ],
+    [
+      'a repository under the root bound to team default',
+      () => tools,
+      /which FACTORY_REPO_ROOTS gives to the team default alone: a team names in its environments only repositories under its own roots/,
+    ],
+  ];
+
+  beforeAll(async () => {
+    // Team default's managed repository, with what team other is after.
+    const { factory: payroll } = await t.service.app.get(ManagedFactories).create({
+      team: t.defaultTeam,
+      name: 'payroll',
+      branch: 'main',
+      author: { name: 'Setup', email: 'setup@example.com' },
+    });
+    acme = payroll.repoUrl;
+    writeFileSync(join(acme, 'PAYROLL.md'), `${SECRET}\n`);
+    gitIn(acme, 'add', '-A');
+    gitIn(acme, 'commit', '--quiet', '-m', 'payroll');
+    acmeHead = gitIn(acme, 'rev-parse', 'HEAD');
+    acmeGit = join(acme, '.git');
+    // A repository under the root bound to team default.
+    tools = join(boundRoot, 'tools');
+    mkdirSync(tools);
+    gitIn(tools, 'init', '--quiet', '--initial-branch=main');
+    writeFileSync(join(tools, 'TOOLS.md'), `${TOOLS}\n`);
+    gitIn(tools, 'add', '-A');
+    gitIn(tools, 'commit', '--quiet', '-m', 'tools');
+    own = evilRepo(() => undefined);
+    await environments(
+      other.team.id,
+      'raid',
+      Object.fromEntries([...raids.map(([, path], i) => [`raid-${i}`, path()]), ['mine', own]]),
+    );
+    await environments(t.defaultTeam.id, 'tooling', { tools });
+  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it.each(raids.map(([how, , reason], i) => [how, i, reason] as const))(
+    'refuses %s, with the rule and never its content',
+    async (how, i, reason) => {
+      const { run: r, conversation } = await run(`raid-${i}`, { read: ['repo/PAYROLL.md'] }, other.key);
+      expect(r.state).toBe('FAILED');
+      expect(r.status_message.error_code).toBe('environment_setup_failed');
+      expect(r.status_message.message).toMatch(/^Repository 1 \(\/.*\) is refused: /);
+      expect(r.status_message.message).toMatch(reason);
+      const said = JSON.stringify({ r, conversation });
+      for (const content of [SECRET, TOOLS, acmeHead]) expect(said).not.toContain(content);
+    },
+  );
+
+  it("left nothing of team default's in team other's mirrors", () => {
+    const config = t.service.app.get<Config>(CONFIG);
+    const mirrors = join(serviceWorkspaceRoot(config), '.repository-cache', 'teams', other.team.id);
+    for (const mirror of existsSync(mirrors) ? readdirSync(mirrors) : [])
+      expect(spawnSync('git', ['-C', join(mirrors, mirror), 'cat-file', '-e', acmeHead]).status).not.toBe(0);
+  });
+
+  it("clones a team's own local repositories: under the shared root, and under its bound root for its own team only", async () => {
+    const mine = await run('mine', { read: ['repo/evil.txt'], git: ['repo'] }, other.key);
+    expect(mine.run.state).toBe('SUCCEEDED');
+    expect(mine.found.files['repo/evil.txt']).toBe('evil own\n');
+    expect(mine.found.heads.repo).toBe(gitIn(own, 'rev-parse', 'HEAD'));
+    const bound = await run('tools', { read: ['repo/TOOLS.md'] });
+    expect(bound.run.state).toBe('SUCCEEDED');
+    expect(bound.found.files['repo/TOOLS.md']).toBe(`${TOOLS}\n`);
+    // A second run fetches into the mirror the first made (from the git directory checked again).
+    gitIn(tools, 'commit', '--quiet', '--allow-empty', '-m', 'two');
+    const again = await run('tools', { git: ['repo'] });
+    expect(again.found.heads.repo).toBe(gitIn(tools, 'rev-parse', 'HEAD'));
   });
 });
 

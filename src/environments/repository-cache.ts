@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join, relative } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { GitCredentials, GitRunner } from '../git/git-runner.js';
 import { isRemote, RepositoryRefused } from '../git/repository-url.js';
 import type { ResolvedRepository } from './resolved-environment.js';
@@ -16,8 +16,34 @@ export interface StagedRepository {
 /** A repository that could not be cloned: the message says which and why, with no secret in it. */
 export class RepositoryFailed extends Error {}
 
-/** Only this process's own mirrors are fetched from locally: `file` is allowed for those calls alone. */
+/**
+ * `file` is allowed for the calls that read this process's own mirrors, and local repositories the
+ * policy checked, alone.
+ */
 const LOCAL = ['-c', 'protocol.file.allow=always'];
+
+/**
+ * How a local repository is read: from the git directory the policy checked, as a `file://` URL (git's
+ * transport: nothing hard-linked into a folder the team writes, only what upload-pack sends), by an
+ * upload-pack that takes that very folder (`--strict`: it looks for no `.git` inside it and follows no
+ * `.git` file). Given a plain path, `git clone` looks the repository up itself, and upload-pack
+ * without `--strict` tries `<path>/.git` first: a `.git` file there (`gitdir: <acme's .git>`) cloned
+ * acme's head (issue #32).
+ */
+const STRICT_UPLOAD_PACK = ['--upload-pack', 'git-upload-pack --strict'];
+
+/** The team a run belongs to: its id names its mirrors, its name its roots (FACTORY_REPO_ROOTS `TEAM=/folder`). */
+export interface RunTeam {
+  id: string;
+  name: string;
+}
+
+/**
+ * Whether `team` may clone the local repository at `path` (RepositoryPolicy.checkEnvironmentRepository,
+ * the rules of a factory's repository): resolves to the real git directory that was checked, or
+ * throws RepositoryRefused with the rule and the fix.
+ */
+export type LocalRepositoryCheck = (path: string, team: RunTeam) => Promise<string>;
 
 /**
  * The worker's repository cache: a bare mirror per (team, repository URL), fetched before each run
@@ -38,8 +64,8 @@ export class RepositoryCache {
   constructor(
     readonly root: string,
     private readonly git: GitRunner,
-    /** FACTORY_REPO_ROOTS: local repositories an environment may name. */
-    private readonly localRoots: readonly string[],
+    /** Which local repositories an environment may name: the policy of factories' repositories. */
+    private readonly checkLocal: LocalRepositoryCheck,
   ) {
     mkdirSync(root, { recursive: true, mode: 0o700 });
     chmodSync(root, 0o700);
@@ -47,7 +73,7 @@ export class RepositoryCache {
 
   /** Clones each repository (at its branch or ref) into `staging`, fresh from the team's mirrors. */
   async stage(
-    teamId: string,
+    team: RunTeam,
     repositories: ResolvedRepository[],
     secretValues: Record<string, string>,
     staging: string,
@@ -58,9 +84,12 @@ export class RepositoryCache {
       const secret = r.credential_secret ? secretValues[r.credential_secret] : undefined;
       const what = `repository ${i + 1} (${r.url})`;
       try {
-        const mirror = await this.fetched(teamId, r, secret);
+        const mirror = await this.fetched(team, r, secret);
         staged.push(await this.cloneFrom(mirror, r, join(staging, String(i))));
       } catch (err) {
+        // A refusal is the rule and its fix, not a failed fetch: no hint about credentials.
+        if (err instanceof RepositoryRefused)
+          throw new RepositoryFailed(`Repository ${i + 1} (${r.url}) is refused: ${err.message}`);
         const said = redact(err instanceof Error ? err.message : String(err), secret);
         const hint = r.credential_secret
           ? ` (credential: the team secret "${r.credential_secret}")`
@@ -72,31 +101,44 @@ export class RepositoryCache {
   }
 
   /** The team's mirror of `r.url`, made or fetched now. */
-  private async fetched(teamId: string, r: ResolvedRepository, secret: string | undefined): Promise<string> {
-    const local = !this.isRemote(r.url);
-    const teamDir = join(this.root, 'teams', teamId.replace(/[^A-Za-z0-9-]/g, '_'));
+  private async fetched(team: RunTeam, r: ResolvedRepository, secret: string | undefined): Promise<string> {
+    // A local repository is checked before each fetch (its links may have moved since the last), and
+    // read from the git directory that was checked, never through the path the environment names.
+    const from = isRemote(r.url) ? undefined : await this.checkLocal(r.url, team);
+    const teamDir = join(this.root, 'teams', team.id.replace(/[^A-Za-z0-9-]/g, '_'));
     const mirror = join(teamDir, `${createHash('sha256').update(r.url).digest('hex').slice(0, 32)}.git`);
     const previous = this.busy.get(mirror) ?? Promise.resolve();
     const work = previous
       .catch(() => undefined)
       .then(() =>
         this.withCredential(teamDir, r, secret, async (env, credentials) => {
-          const transport = local ? LOCAL : [];
-          if (existsSync(mirror))
+          const transport = from ? LOCAL : [];
+          const uploadPack = from ? STRICT_UPLOAD_PACK : [];
+          if (existsSync(mirror)) {
+            if (from) await this.git.run(['remote', 'set-url', 'origin', fileUrl(from)], mirror);
             await this.git.run(
-              [...transport, 'fetch', '--prune', '--quiet', 'origin'],
+              [...transport, 'fetch', ...uploadPack, '--prune', '--quiet', 'origin'],
               mirror,
               undefined,
               env,
               credentials,
             );
-          else {
+          } else {
             mkdirSync(teamDir, { recursive: true, mode: 0o700 });
             // Made aside and renamed: a clone cut short leaves no half mirror behind.
             const fresh = `${mirror}.new-${randomBytes(4).toString('hex')}`;
             try {
               await this.git.run(
-                [...transport, 'clone', '--mirror', '--quiet', '--', r.url, fresh],
+                [
+                  ...transport,
+                  'clone',
+                  '--mirror',
+                  '--quiet',
+                  ...uploadPack,
+                  '--',
+                  from ? fileUrl(from) : r.url,
+                  fresh,
+                ],
                 teamDir,
                 undefined,
                 env,
@@ -173,26 +215,6 @@ export class RepositoryCache {
     if (!url || !/^https?:$/.test(url.protocol)) return work(base); // a local path asks for nothing
     return work({}, { host: url.host, username: r.username ?? 'x-access-token', password: secret });
   }
-
-  /** A URL git fetches over the network, or a local path under FACTORY_REPO_ROOTS (else refused). */
-  private isRemote(url: string): boolean {
-    if (isRemote(url)) return true;
-    let real: string;
-    try {
-      real = realpathSync(url);
-    } catch {
-      throw new RepositoryRefused(`${url} does not exist on this worker`);
-    }
-    const inside = this.localRoots.some((root) => {
-      const rel = relative(realOr(root), real);
-      return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
-    });
-    if (!inside)
-      throw new RepositoryRefused(
-        `${url} is outside FACTORY_REPO_ROOTS (${this.localRoots.join(', ') || 'none set'}) on this worker: a local repository must lie under one of them`,
-      );
-    return false;
-  }
 }
 
 /** ssh://, or `[user@]host:path` (git's own rule: a colon before the first slash, and no scheme). */
@@ -201,12 +223,9 @@ function isSsh(url: string): boolean {
   return !/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && /^(?:[^@/:\s]+@)?[^@/:\s]+:/.test(url);
 }
 
-function realOr(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p;
-  }
+/** `gitDir` as a file:// URL (git decodes `%XX` in one; nothing else in a path needs encoding). */
+function fileUrl(gitDir: string): string {
+  return `file://${gitDir.replaceAll('%', '%25')}`;
 }
 
 /** `text` with every occurrence of the secret's value (and of each of its lines) replaced. */

@@ -10,7 +10,7 @@
 
 /** One repository cloned into the workspace before the harness starts. */
 export interface ResolvedRepository {
-  /** A git URL (https://, ssh://, git://, user@host:path) or a local path under FACTORY_REPO_ROOTS; never a credential in it. */
+  /** A git URL (https://, ssh://, git://, user@host:path) or a local path the repository policy allows the team; never a credential in it. */
   url: string;
   /** The folder in the workspace it is cloned into (relative, one or more plain names). */
   path: string;

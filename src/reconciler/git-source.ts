@@ -60,7 +60,7 @@ export class GitSource {
         ],
         mirror,
         undefined,
-        undefined,
+        inRepository(mirror),
         f.credentials && { ...f.credentials, host: hostOf(f.repoUrl) },
       );
     } catch (err) {
@@ -86,7 +86,15 @@ export class GitSource {
     commit: string,
     wanted: (path: string) => boolean,
   ): Promise<ListedBlob[]> {
-    const listing = await this.git.text(['ls-tree', '-r', '-l', '-z', '--full-tree', commit], this.repoOf(f));
+    const repo = this.repoOf(f);
+    const listing = (
+      await this.git.run(
+        ['ls-tree', '-r', '-l', '-z', '--full-tree', commit],
+        repo,
+        undefined,
+        inRepository(repo),
+      )
+    ).toString('utf8');
     const blobs: ListedBlob[] = [];
     for (const line of listing.split('\0')) {
       if (!line) continue;
@@ -116,8 +124,15 @@ export class GitSource {
 async function revParse(git: GitRunner, repo: string, branch: string): Promise<string> {
   try {
     return (
-      await git.text(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], repo)
-    ).trim();
+      await git.run(
+        ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`],
+        repo,
+        undefined,
+        inRepository(repo),
+      )
+    )
+      .toString('utf8')
+      .trim();
   } catch (err) {
     if (err instanceof GitStopped) throw err;
     throw new Error(`branch ${branch} not found in ${displayUrl(repo)}: ${firstLine(err)}`, { cause: err });
@@ -126,7 +141,7 @@ async function revParse(git: GitRunner, repo: string, branch: string): Promise<s
 
 /** `git cat-file --batch`: many blobs through one process. */
 async function catFileBatch(git: GitRunner, gitDir: string, shas: string[]): Promise<Map<string, string>> {
-  const out = await git.run(['cat-file', '--batch'], gitDir, shas.join('\n') + '\n');
+  const out = await git.run(['cat-file', '--batch'], gitDir, shas.join('\n') + '\n', inRepository(gitDir));
   const blobs = new Map<string, string>();
   let at = 0;
   while (at < out.length) {
@@ -138,6 +153,16 @@ async function catFileBatch(git: GitRunner, gitDir: string, shas: string[]): Pro
     at = nl + 1 + n + 1;
   }
   return blobs;
+}
+
+/**
+ * git's environment for a call on the git directory `gitDir` (a local repository's, as the policy
+ * checked it, or a mirror): named by GIT_DIR, so git never looks for the repository itself. Run
+ * there without it, git would take a `.git` file or folder inside `gitDir` for the repository
+ * (issue #32: `.git/.git` holding `gitdir: <acme's .git>` read acme's head).
+ */
+function inRepository(gitDir: string): Record<string, string> {
+  return { GIT_DIR: gitDir };
 }
 
 function hostOf(repoUrl: string): string {

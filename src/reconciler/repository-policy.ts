@@ -16,6 +16,16 @@ export interface RepositoryOwner {
   managed: boolean;
 }
 
+/** What a refusal tells the team to do instead, by what the repository is for. */
+interface Wording {
+  /** Who may use a repository: "registers" (a factory) or "names in its environments". */
+  verb: string;
+  /** The way out when the repository is under DATA_DIR. */
+  dataDirFix: string;
+  /** The alternative to a local repository. */
+  byUrl: string;
+}
+
 /** Where factoryd creates a managed factory's repository (`factoryd factories add NAME --managed`). */
 export function managedRepositoryPath(dataDir: string, team: string, factory: string): string {
   return join(dataDir, 'factories', 'teams', team, factory);
@@ -46,6 +56,32 @@ export class RepositoryPolicy {
   async check(repoUrl: string, owner: RepositoryOwner): Promise<string | undefined> {
     splitCredentials(repoUrl); // throws for credentials no transport may carry
     if (isRemote(repoUrl)) return undefined;
+    return this.checkLocal(repoUrl, owner, {
+      verb: 'registers',
+      dataDirFix: `register the team's own repository (${HOW_TO_GIVE} under FACTORY_REPO_ROOTS), or let factoryd create one with \`factoryd factories add ${owner.name} --managed\``,
+      byUrl: 'register the repository by its URL',
+    });
+  }
+
+  /**
+   * The same rules for a local repository an environment of `team` names (docs/environments.md): a
+   * run's workspace gets a clone of it, so it is another way to read a repository. No repository is
+   * the environment's own, so nothing under DATA_DIR is: a team's managed factory repository
+   * included. Resolves to the real path of the git directory that was checked: clone that.
+   */
+  checkEnvironmentRepository(path: string, team: { id: string; name: string }): Promise<string> {
+    return this.checkLocal(
+      path,
+      { teamId: team.id, teamName: team.name, name: '', managed: false },
+      {
+        verb: 'names in its environments',
+        dataDirFix: 'name a repository of the team under FACTORY_REPO_ROOTS, or a repository by its URL',
+        byUrl: 'name the repository by its URL',
+      },
+    );
+  }
+
+  private async checkLocal(repoUrl: string, owner: RepositoryOwner, words: Wording): Promise<string> {
     if (!existsSync(repoUrl))
       throw new RepositoryRefused(`${repoUrl} does not exist: give ${HOW_TO_GIVE} that exists`);
     const top = realpathSync(repoUrl);
@@ -64,12 +100,12 @@ export class RepositoryPolicy {
       const where = place === top ? top : `${top} (its git data at ${place})`;
       if (others.some((m) => inside(place, m)))
         throw new RepositoryRefused(
-          `${where} is the managed repository of another team's factory: a team registers only its own repositories`,
+          `${where} is the managed repository of another team's factory: a team ${words.verb} only its own repositories`,
         );
       if (own && inside(place, own)) return;
       if (inside(place, dataDir))
         throw new RepositoryRefused(
-          `${where} is inside factoryd's DATA_DIR (${dataDir}), which holds its database, keys and the teams' managed repositories: register the team's own repository (${HOW_TO_GIVE} under FACTORY_REPO_ROOTS), or let factoryd create one with \`factoryd factories add ${owner.name} --managed\``,
+          `${where} is inside factoryd's DATA_DIR (${dataDir}), which holds its database, keys and the teams' managed repositories: ${words.dataDirFix}`,
         );
       if (configured) return;
       // The innermost root decides: a folder bound to a team inside a shared root is that team's alone.
@@ -78,17 +114,17 @@ export class RepositoryPolicy {
         .sort((a, b) => b.folder.length - a.folder.length)[0];
       if (root?.team !== undefined && root.team !== owner.teamName)
         throw new RepositoryRefused(
-          `${where} is under ${root.folder}, which FACTORY_REPO_ROOTS gives to the team ${root.team} alone: a team registers only repositories under its own roots (${describeRoots(open)})`,
+          `${where} is under ${root.folder}, which FACTORY_REPO_ROOTS gives to the team ${root.team} alone: a team ${words.verb} only repositories under its own roots (${describeRoots(open)})`,
         );
       if (!root)
         throw new RepositoryRefused(
-          `${where} is outside FACTORY_REPO_ROOTS for the team ${owner.teamName} (${describeRoots(open)}): set FACTORY_REPO_ROOTS to allow local repositories under ${dirname(place)} (absolute folders separated by ":", each TEAM=/folder for one team or /folder for all), or register the repository by its URL`,
+          `${where} is outside FACTORY_REPO_ROOTS for the team ${owner.teamName} (${describeRoots(open)}): set FACTORY_REPO_ROOTS to allow local repositories under ${dirname(place)} (absolute folders separated by ":", each TEAM=/folder for one team or /folder for all), or ${words.byUrl}`,
         );
     };
     refuse(top);
     const data = gitDataOf(top);
     data.places.forEach(refuse);
-    for (const place of data.places) refuseLinksIn(place);
+    for (const place of data.places) refuseLinksAndDotGitIn(place, top);
     return data.gitDir;
   }
 
@@ -119,10 +155,15 @@ function gitDataOf(top: string): { gitDir: string; places: string[] } {
     const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotGit, 'utf8'))?.[1];
     if (!pointer) throw new RepositoryRefused(`${dotGit} is not a git directory pointer`);
     gitDir = realOr(resolve(top, pointer));
+    // A pointer to a pointer: git would follow the second one too, to a folder no check has seen.
+    if (!lstatSync(gitDir, { throwIfNoEntry: false })?.isDirectory() || !existsSync(join(gitDir, 'HEAD')))
+      throw new RepositoryRefused(
+        `${dotGit} points to ${gitDir}, which is not a git directory: a .git file must name the git directory itself`,
+      );
   } else if (existsSync(join(top, 'HEAD')) && existsSync(join(top, 'objects'))) gitDir = top;
   else
     throw new RepositoryRefused(
-      `${top} is not the top folder of a git repository: register the folder that holds .git (or a bare repository)`,
+      `${top} is not the top folder of a git repository: give the folder that holds .git (or a bare repository)`,
     );
   const commonFile = join(gitDir, 'commondir');
   const common = existsSync(commonFile) ? realOr(resolve(gitDir, readText(commonFile).trim())) : gitDir;
@@ -144,21 +185,31 @@ function gitDataOf(top: string): { gitDir: string; places: string[] } {
   return { gitDir, places: [...places] };
 }
 
-/** A file of git data read as text; a link there is refused like any other (refuseLinksIn). */
+/** A file of git data read as text; a link there is refused like any other (refuseLinksAndDotGitIn). */
 function readText(file: string): string {
   if (lstatSync(file).isSymbolicLink()) throw linkRefused(file);
   return readFileSync(file, 'utf8');
 }
 
 /**
- * Refuses a symbolic link anywhere in a folder of git data. git follows them (objects/, refs/heads/,
- * one ref file, packed-refs, HEAD), so a link there reads another repository's commits as this one's;
- * git itself never creates one. (A hard link needs write access to its target under Linux's default
+ * Refuses a symbolic link, or anything named `.git`, anywhere in a folder of git data (`top`'s). git
+ * follows links (objects/, refs/heads/, one ref file, packed-refs, HEAD), so a link there reads
+ * another repository's commits as this one's. And git run in a git directory looks for a `.git` in
+ * it before taking the folder itself: a `.git` file there (`gitdir: <acme's .git>`) or a `.git/`
+ * folder (with its own commondir or alternates) would be read instead of what was checked, by
+ * anything that finds the repository from its folder (a clone of the path does). git itself makes
+ * neither. (A hard link needs write access to its target under Linux's default
  * fs.protected_hardlinks, which a team lacks on another's files.)
  */
-function refuseLinksIn(folder: string): void {
-  for (const entry of readdirSync(folder, { withFileTypes: true, recursive: true }))
-    if (entry.isSymbolicLink()) throw linkRefused(join(entry.parentPath, entry.name));
+function refuseLinksAndDotGitIn(folder: string, top: string): void {
+  for (const entry of readdirSync(folder, { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isSymbolicLink()) throw linkRefused(path);
+    if (entry.name === '.git')
+      throw new RepositoryRefused(
+        `${path} is a .git ${entry.isDirectory() ? 'folder' : 'file'} inside the git data of ${top}: git would take it for the repository and read whatever it names (another team's included) instead of the folder that was checked; git never makes one there: remove it, or give the repository by its URL`,
+      );
+  }
 }
 
 function linkRefused(link: string): RepositoryRefused {
@@ -169,7 +220,7 @@ function linkRefused(link: string): RepositoryRefused {
     target = 'somewhere';
   }
   return new RepositoryRefused(
-    `${link} is a symbolic link (to ${target}): git would read whatever it leads to as this repository, another team's included, so a repository's git data may hold no links; replace it with the file or folder itself, or register the repository by its URL`,
+    `${link} is a symbolic link (to ${target}): git would read whatever it leads to as this repository, another team's included, so a repository's git data may hold no links; replace it with the file or folder itself, or give the repository by its URL`,
   );
 }
 

@@ -20,6 +20,8 @@ const git = (dir: string, ...args: string[]) =>
  * repository passed the policy, and its factory applied the other team's head. Team evil builds its
  * repository under its root (FACTORY_REPO_ROOTS) with a link in each place git reads, and registers it
  * with the real `factoryd factories add`; then it swaps links into a repository already registered.
+ * The same for a `.git` inside the git data (`.git/.git`), which is no link at all: git run in the
+ * git directory takes it for the repository.
  */
 describe('a local repository is read without following a link out of its git data (docs/security.md)', () => {
   let t: TestService;
@@ -70,6 +72,17 @@ describe('a local repository is read without following a link out of its git dat
   const linkRefused =
     /is a symbolic link \(to .*\): git would read whatever it leads to as this repository, another team's included/;
   const managedRefused = /is the managed repository of another team's factory/;
+  const dotGitRefused =
+    /\.git\/\.git is a \.git (file|folder) inside the git data of .*: git would take it for the repository/;
+  /** git, run in `<repo>/.git`, finds `.git/.git` before the folder itself: a file naming acme's git directory. */
+  const dotGitFile = (d: string) => writeFileSync(join(d, '.git', '.git'), `gitdir: ${acmeGit}\n`);
+  /** Or a git directory of its own there, whose commondir is acme's. */
+  const dotGitFolder = (d: string) => {
+    const nested = join(d, '.git', '.git');
+    mkdirSync(join(nested, 'refs'), { recursive: true });
+    writeFileSync(join(nested, 'HEAD'), 'ref: refs/heads/main\n');
+    writeFileSync(join(nested, 'commondir'), `${acmeGit}\n`);
+  };
   const positions: Array<[string, (dir: string) => string | void, RegExp]> = [
     [
       '.git/objects',
@@ -117,6 +130,8 @@ describe('a local repository is read without following a link out of its git dat
       },
       managedRefused,
     ],
+    ['.git/.git, a file with gitdir: (no link at all)', dotGitFile, dotGitRefused],
+    [".git/.git, a git directory whose commondir is acme's", dotGitFolder, dotGitRefused],
     [
       'the repository folder itself',
       () => {
@@ -128,22 +143,25 @@ describe('a local repository is read without following a link out of its git dat
     ],
   ];
 
-  it.each(positions)('refuses at registration a link at %s, naming it', async (_where, plant, message) => {
-    const repo = evilRepo();
-    const path = plant(repo.dir) ?? repo.dir;
-    const r = await cli([
-      'factories',
-      'add',
-      `try-${newUid().slice(0, 6)}`,
-      '--repo',
-      path,
-      '--team',
-      'evil',
-    ]);
-    expect(r.code, r.stdout).not.toBe(0);
-    expect(r.stderr).toMatch(message);
-    expect(r.stderr).not.toContain('Acme payroll lead');
-  });
+  it.each(positions)(
+    'refuses at registration what git would follow at %s, naming it',
+    async (_where, plant, message) => {
+      const repo = evilRepo();
+      const path = plant(repo.dir) ?? repo.dir;
+      const r = await cli([
+        'factories',
+        'add',
+        `try-${newUid().slice(0, 6)}`,
+        '--repo',
+        path,
+        '--team',
+        'evil',
+      ]);
+      expect(r.code, r.stdout).not.toBe(0);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toContain('Acme payroll lead');
+    },
+  );
 
   it('registered none of them', async () => {
     const list = JSON.parse((await cli(['factories', 'list', '--json'])).stdout).factories;
@@ -173,6 +191,38 @@ describe('a local repository is read without following a link out of its git dat
     expect(factory.last_applied_revision).toBe(first.revision);
     expect(JSON.stringify(factory)).not.toContain('Acme payroll lead');
   });
+
+  it.each([
+    ['a .git/.git file with gitdir:', dotGitFile],
+    ["a .git/.git git directory whose commondir is acme's", dotGitFolder],
+  ])(
+    "refuses the reconcile of a registered repository given %s: nothing of acme's applied",
+    async (_what, plant) => {
+      const repo = evilRepo();
+      const name = `dotgit-${newUid().slice(0, 6)}`;
+      const r = await cli(['factories', 'add', name, '--repo', repo.dir, '--team', 'evil', '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      const uid = JSON.parse(r.stdout).uid as string;
+      expect((await t.call('POST', `/api/v1/factory/${uid}/refresh`, undefined, evilKey)).status).toBe(202);
+      const first = await eventually(async () => {
+        const { applies } = (await t.call('GET', `/api/v1/factory/${uid}/applies`, undefined, evilKey)).body;
+        return applies?.find((a: { result: string }) => a.result === 'applied');
+      }, "the first apply of evil's own repository");
+      plant(repo.dir);
+      // What git itself makes of it, run where the reconciler runs it without GIT_DIR: acme's head.
+      expect(git(join(repo.dir, '.git'), 'log', '-1', '--format=%s')).toBe('acme secret work');
+      expect((await t.call('POST', `/api/v1/factory/${uid}/refresh`, undefined, evilKey)).status).toBe(202);
+      const refused = await eventually(async () => {
+        const { applies } = (await t.call('GET', `/api/v1/factory/${uid}/applies`, undefined, evilKey)).body;
+        return applies?.find((a: { result: string }) => a.result === 'failed');
+      }, 'the refused reconcile');
+      expect(refused).toMatchObject({ reason: 'SourceRefused', revision: null });
+      expect(refused.errors[0].message).toMatch(dotGitRefused);
+      const factory = (await t.call('GET', `/api/v1/factory/${uid}`, undefined, evilKey)).body;
+      expect(factory.last_applied_revision).toBe(first.revision);
+      expect(JSON.stringify(factory)).not.toContain('Acme payroll lead');
+    },
+  );
 
   it('a definition file committed as a symbolic link: `factoryd validate` and the reconciler give the same error (issue #32, 8)', async () => {
     const repo = evilRepo();

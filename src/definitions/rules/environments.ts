@@ -128,7 +128,7 @@ export function checkEnvironments(
   return out;
 }
 
-/** Why git may not fetch `url` for an environment; undefined when it may (a local path is checked by the worker's FACTORY_REPO_ROOTS). */
+/** Why git may not fetch `url` for an environment; undefined when it may (a local path is checked on the worker, before each fetch, by the repository policy). */
 function repositoryUrlProblem(url: string): string | undefined {
   try {
     if (isRemote(url)) {

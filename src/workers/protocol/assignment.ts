@@ -15,6 +15,8 @@ export interface TranscriptBudget {
 export interface Assignment {
   run_id: string;
   team_id: string;
+  /** The run's team's name: which FACTORY_REPO_ROOTS (`TEAM=/folder`) its environment's local repositories may lie under. */
+  team_name?: string;
   execution: number;
   session_id: string;
   prompt: string;

@@ -14,6 +14,7 @@ const HELD_SQL = sqlStates([...HELD_STATES]);
 export interface ClaimedRun {
   id: string;
   team_id: string;
+  team_name: string;
   prompt: string;
   agent_config: Record<string, unknown> | null;
   execution: number;
@@ -423,7 +424,7 @@ function claimStatement($: ClaimParams, pick: string, more = ''): string {
            WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
          (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
             FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history,
-         t.harness_command, t.harness_type AS team_harness
+         t.name AS team_name, t.harness_command, t.harness_type AS team_harness
        FROM c JOIN teams t ON t.id = c.team_id`;
 }
 

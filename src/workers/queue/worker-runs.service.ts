@@ -160,6 +160,7 @@ export class WorkerRunsService {
         : {}),
       run_id: run.id,
       team_id: run.team_id,
+      team_name: run.team_name,
       execution: run.execution,
       session_id: run.session_id,
       prompt: run.prompt,

@@ -250,7 +250,8 @@ export class RunExecution {
         "This worker has no repository cache: it cannot clone the environment's repositories",
       );
     const staged = await this.opts.repositories.stage(
-      a.team_id,
+      // A service older than team_name: no root bound to a team is the run's (only shared ones are).
+      { id: a.team_id, name: a.team_name ?? '' },
       wanted,
       a.environment_secrets ?? {},
       staging,

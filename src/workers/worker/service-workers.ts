@@ -17,6 +17,8 @@ import { describeEgress, EgressProxy, forwarderInterpreter, type EgressEntry } f
 import type { ExecutionOptions } from './run-execution.js';
 import { RepositoryCache } from '../../environments/repository-cache.js';
 import { GitRunner } from '../../git/git-runner.js';
+import { DefinitionStore } from '../../reconciler/definition-store.js';
+import { RepositoryPolicy } from '../../reconciler/repository-policy.js';
 import type { RunWakeups } from '../queue/run-wakeups.js';
 import { chooseSandbox, SandboxUnavailable, type SandboxChoice } from '../launcher/sandbox.js';
 import { WorkerPool } from './worker-pool.js';
@@ -77,12 +79,13 @@ export function executionOptions(
   harnesses: HarnessCatalog,
   log: WorkerLog,
   onReportFailed?: ExecutionOptions['onReportFailed'],
+  managedRepositories?: ManagedRepositories,
 ): ExecutionOptions {
   const sandbox = harnessSandbox(config, workspaceRoot).sandbox;
   return {
     clis: Object.fromEntries(harnesses.clis.filter((c) => !c.problem).map((c) => [c.type, c.path])),
     harnessCommand: config.harnessCommand ?? exampleHarnessCommand(),
-    repositories: repositoryCache(config, workspaceRoot),
+    repositories: repositoryCache(config, workspaceRoot, managedRepositories),
     killGraceMs: config.harnessKillGraceMs,
     idleMinuteMs: config.idleMinuteMs,
     idleTimeoutMinutes: config.runIdleTimeoutMinutes,
@@ -166,24 +169,38 @@ export async function reportHarnessNetwork(
 
 const caches = new Map<string, RepositoryCache>();
 
+/** The managed repositories of the other teams (DefinitionStore's, on the database). */
+type ManagedRepositories = ConstructorParameters<typeof RepositoryPolicy>[1];
+
+/**
+ * A self-hosted worker serves its own team alone and has no database: it knows no other team's
+ * managed repository (the rest of the policy holds: its DATA_DIR, its FACTORY_REPO_ROOTS, links).
+ */
+const NO_OTHER_TEAMS: ManagedRepositories = { managedRepositoriesOfOtherTeams: () => Promise.resolve([]) };
+
 /**
  * The machine's repository cache for workspaces under `workspaceRoot`: beside them (the same file
- * system, so a clone moves into its workspace by a rename), hidden from harnesses like them.
+ * system, so a clone moves into its workspace by a rename), hidden from harnesses like them. A local
+ * repository an environment names is checked by the policy of factories' repositories, for the
+ * run's team: its roots (FACTORY_REPO_ROOTS, `TEAM=/folder` its own), never DATA_DIR or another
+ * team's managed repository, no link or `.git` in its git data.
  */
-function repositoryCache(config: Config, workspaceRoot: string): RepositoryCache {
+function repositoryCache(
+  config: Config,
+  workspaceRoot: string,
+  managedRepositories: ManagedRepositories = NO_OTHER_TEAMS,
+): RepositoryCache {
   const root = join(workspaceRoot, '.repository-cache');
   let cache = caches.get(root);
-  if (!cache)
+  if (!cache) {
+    const policy = new RepositoryPolicy(config, managedRepositories);
     caches.set(
       root,
-      (cache = new RepositoryCache(
-        root,
-        new GitRunner(config),
-        // A root bound to one team (TEAM=/folder) is not offered to environments: the worker does not
-        // know a run's team by name, so only the roots every team shares are open to them.
-        config.factoryRepoRoots.filter((r) => r.team === undefined).map((r) => r.folder),
+      (cache = new RepositoryCache(root, new GitRunner(config), (path, team) =>
+        policy.checkEnvironmentRepository(path, team),
       )),
     );
+  }
   return cache;
 }
 
@@ -280,7 +297,14 @@ export function startServiceHostedPool(
     harnesses: harnesses.harnesses,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
-    ...executionOptions(config, serviceWorkspaceRoot(config), harnesses, log, onReportFailed),
+    ...executionOptions(
+      config,
+      serviceWorkspaceRoot(config),
+      harnesses,
+      log,
+      onReportFailed,
+      new DefinitionStore(db),
+    ),
     onHarnessStart,
     concurrency,
     heartbeatMs: heartbeatMs(config),
