@@ -5,6 +5,7 @@ import type { Config, RepoRoot } from '../config/config.js';
 import { HOW_TO_GIVE, isRemote, RepositoryRefused } from '../git/repository-url.js';
 import type { DefinitionStore } from './definition-store.js';
 import { splitCredentials } from './repository-credentials.js';
+import { cliCommand } from '../common/cli-command.js';
 
 export { ALLOWED_TRANSPORTS, isRemote, RepositoryRefused } from '../git/repository-url.js';
 
@@ -69,7 +70,7 @@ export class RepositoryPolicy {
       if (own && inside(place, own)) return;
       if (inside(place, dataDir))
         throw new RepositoryRefused(
-          `${where} is inside factoryd's DATA_DIR (${dataDir}), which holds its database, keys and the teams' managed repositories: register the team's own repository (${HOW_TO_GIVE} under FACTORY_REPO_ROOTS), or let factoryd create one with \`factoryd factories add ${owner.name} --managed\``,
+          `${where} is inside factoryd's DATA_DIR (${dataDir}), which holds its database, keys and the teams' managed repositories: register the team's own repository (${HOW_TO_GIVE} under FACTORY_REPO_ROOTS), or let factoryd create one with \`${cliCommand(`factories add ${owner.name} --managed`)}\``,
         );
       if (configured) return;
       // The innermost root decides: a folder bound to a team inside a shared root is that team's alone.
