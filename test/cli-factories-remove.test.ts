@@ -142,7 +142,7 @@ describe('factoryd factories remove, and the warning a failing factory logs', ()
     expect(await factory('going')).toBeUndefined();
     expect(existsSync(join(repo.dir, 'factory.yaml'))).toBe(true);
     expect((await cli('factories', 'remove', 'going')).stderr).toMatch(
-      /team default has no factory going; see `factoryd factories list`/,
+      /team default has no factory going; see `npx factoryd factories list`/,
     );
   });
 

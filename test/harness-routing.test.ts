@@ -36,7 +36,7 @@ describe('harness routing', () => {
     }, 'the waiting note');
     expect(run.state).toBe('QUEUED');
     expect(run.status_message.message).toBe(
-      'Waiting for a worker with the claude harness: no connected worker has its CLI (install it where the workers run: factoryd harnesses install claude)',
+      'Waiting for a worker with the claude harness: no connected worker has its CLI (install it where the workers run: npx factoryd harnesses install claude)',
     );
     expect((await t.call('GET', `/api/v1/agent/runs/${oz}`)).body.status_message ?? null).toBeNull();
 

@@ -26,7 +26,7 @@ const githubSignature = (secret: string, body: string) =>
 const git = (dir: string, ...args: string[]) =>
   execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
 
-describe('webhook management (docs/webhooks.md "Webhook and factory resources", §4)', () => {
+describe('webhook management (docs/webhooks.md, "Managing webhooks")', () => {
   let t: TestService;
   let managerKey: string;
   let manager: { uid: string; name: string };

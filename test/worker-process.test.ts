@@ -319,7 +319,7 @@ describe('factoryd worker --worker-host checks its key when it starts', () => {
     const code = await new Promise((r) => w.once('exit', r));
     expect(code).not.toBe(0);
     expect(w.output()).toContain(
-      '`factoryd api-keys create --team default --scopes workers --worker-host box-old`',
+      '`npx factoryd api-keys create --team default --scopes workers --worker-host box-old`',
     );
     expect(w.output()).toMatch(/lacks the scope workers/);
   });

@@ -23,7 +23,7 @@ describe('GET /agent/models', () => {
         'gpt-5-codex',
         'OPENAI',
         'ADMIN_DISABLED',
-        "codex harness; listed by the operator (HARNESS_MODELS); Codex CLI is not installed on any machine that runs this team's runs (factoryd harnesses install codex)",
+        "codex harness; listed by the operator (HARNESS_MODELS); Codex CLI is not installed on any machine that runs this team's runs (npx factoryd harnesses install codex)",
       ],
       [
         'claude-sonnet-4-5',

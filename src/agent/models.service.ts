@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { AuthContext } from '../auth/auth-context.js';
 import { CONFIG, type Config, type HarnessType } from '../config/config.js';
 import { HARNESS_DETECTION, type HarnessDetection } from '../config/harness-detection.js';
+import { cliCommand } from '../common/cli-command.js';
 
 /** One entry of AgentListModelsResponse (the Oz clients' `client.agent.listModels()`). */
 export interface ModelEntry {
@@ -57,7 +58,7 @@ export class ModelsService {
         description: `${harness} harness${found ? ` (${CLI[found.type]} ${found.version})` : ''}; ${source}${
           available
             ? ''
-            : `; ${CLI[harness as Exclude<HarnessType, 'oz'>]} is not installed on any machine that runs this team's runs (factoryd harnesses install ${harness})`
+            : `; ${CLI[harness as Exclude<HarnessType, 'oz'>]} is not installed on any machine that runs this team's runs (${cliCommand(`harnesses install ${harness}`)})`
         }`,
         ...(available ? {} : { disable_reason: 'ADMIN_DISABLED' as const }),
       });

@@ -9,6 +9,7 @@ import { findInputProblem, unstorableText, type InputProblem } from '../common/s
 import { WORKER_SCOPE, workerKeyCommand, type Scope } from './api-key.js';
 import type { AuthContext } from './auth-context.js';
 import { AuthService, teamHeader } from './auth.service.js';
+import { cliCommand } from '../common/cli-command.js';
 
 type AuthedRequest = FastifyRequest & { auth?: AuthContext };
 
@@ -62,7 +63,7 @@ function refusal(scope: Scope, auth: AuthContext): string {
   return (
     `${lacks} The worker API takes only worker keys, each bound to one worker_host (runs:write no longer ` +
     `serves workers). Issue one with \`${workerKeyCommand(auth.team.name, 'ID')}\` and start the worker ` +
-    `with it: \`factoryd worker --worker-host ID --api-key <the new key>\`.`
+    `with it: \`${cliCommand('worker --worker-host ID --api-key <the new key>')}\`.`
   );
 }
 

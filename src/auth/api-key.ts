@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { base62 } from '../common/ids.js';
 import { selfHostedHostProblem } from '../common/worker-host.js';
+import { cliCommand } from '../common/cli-command.js';
 
 export const SCOPES = ['runs:read', 'runs:write', 'factory:manage', 'workers'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -16,7 +17,7 @@ export const CALLER_SCOPES = SCOPES.filter((s) => s !== WORKER_SCOPE);
 
 /** The command that issues a worker key: what a refused worker is told to run. */
 export function workerKeyCommand(team: string, workerHost: string): string {
-  return `factoryd api-keys create --team ${team} --scopes workers --worker-host ${workerHost}`;
+  return cliCommand(`api-keys create --team ${team} --scopes workers --worker-host ${workerHost}`);
 }
 
 /**

@@ -2,6 +2,7 @@ import { dataDirOf } from '../config/config.js';
 import { ApiOperations } from '../contract/client.js';
 import type { Team } from '../contract/generated.js';
 import { findLocalService, serviceRootOf } from './local-service.js';
+import { cliCommand } from '../common/cli-command.js';
 
 /**
  * The CLI's way to the HTTP API, for commands that act as an API caller would (runs, webhooks).
@@ -37,7 +38,9 @@ export class ApiClient {
     this.base = serviceRoot(opts.api);
     const key = opts.apiKey ?? process.env.FACTORYD_API_KEY;
     if (!key)
-      throw new Error('no API key: pass --api-key or set FACTORYD_API_KEY (see `factoryd api-keys create`)');
+      throw new Error(
+        `no API key: pass --api-key or set FACTORYD_API_KEY (see \`${cliCommand('api-keys create')}\`)`,
+      );
     this.key = key;
   }
 

@@ -1,6 +1,7 @@
 import type { INestApplicationContext, LogLevel, Type } from '@nestjs/common';
 import type { TeamRef } from '../auth/auth-context.js';
 import { loadConfig, type Config } from '../config/config.js';
+import { cliCommand } from '../common/cli-command.js';
 
 /**
  * Runs a command on the service's own objects: the NestJS application context of `CommandsModule`
@@ -46,6 +47,6 @@ export async function withServices<T>(
 export async function teamNamed(services: INestApplicationContext, nameOrUid: string): Promise<TeamRef> {
   const { AuthRepository } = await import('../auth/auth.repository.js');
   const team = await services.get(AuthRepository).findTeam(nameOrUid);
-  if (!team) throw new Error(`no team ${nameOrUid}; see \`factoryd teams list\``);
+  if (!team) throw new Error(`no team ${nameOrUid}; see \`${cliCommand('teams list')}\``);
   return team;
 }

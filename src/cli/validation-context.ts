@@ -7,6 +7,7 @@ import { DefinitionStore } from '../reconciler/definition-store.js';
 import { SecretsService } from '../secrets/secrets.service.js';
 import { withServices } from './context.js';
 import { findLocalService } from './local-service.js';
+import { cliCommand } from '../common/cli-command.js';
 
 export interface ServiceChecks {
   context: ValidationContext;
@@ -60,7 +61,7 @@ export async function serviceChecksFor(
     const factoryName = named.name;
     const factory = (await store.listAll()).find((f) => f.teamId === team.id && f.name === factoryName);
     if (!factory) {
-      context.uncheckedBecause = `team ${team.name} has no factory named ${factoryName} (\`npx factoryd factories list\`; --factory NAME names another)`;
+      context.uncheckedBecause = `team ${team.name} has no factory named ${factoryName} (\`${cliCommand('factories list')}\`; --factory NAME names another)`;
       return { context, checkedAgainst: `team ${team.name}` };
     }
     const applied = await services.get(Database).transaction((tx) => store.appliedState(tx, factory.id));

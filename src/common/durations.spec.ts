@@ -21,6 +21,8 @@ describe('run times', () => {
     // What the API writes reads back as the same time.
     for (const ms of [0, 4_200, 59_999, 61_000, 7_260_000])
       expect(humanDuration(isoDuration(ms))).not.toMatch(/^P/);
+    // Rounding never shows a unit's limit: 59.6 s is a minute, not "60 s".
+    expect(['PT59.4S', 'PT59.6S', 'PT59M59.6S'].map(humanDuration)).toEqual(['59 s', '1 min', '1 h']);
     expect(humanDuration('soon')).toBe('soon');
     expect(humanDuration('PT')).toBe('PT');
   });

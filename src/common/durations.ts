@@ -20,7 +20,9 @@ export function humanDuration(iso: string): string {
   const [days, hours, minutes] = [m[1], m[2], m[3]].map((v) => Number(v ?? 0));
   const seconds = Number(m[4] ?? 0);
   const total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds;
-  if (total < 60) return `${total < 10 ? Math.round(total * 10) / 10 : Math.round(total)} s`;
+  // Rounded before the unit is chosen: 59.6 s shows as 1 min, never as "60 s".
+  const shown = total < 10 ? Math.round(total * 10) / 10 : Math.round(total);
+  if (shown < 60) return `${shown} s`;
   const s = Math.round(total);
   if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ''}`;
   if (s < 86400)

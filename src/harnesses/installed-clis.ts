@@ -7,6 +7,8 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { BUILT_IN_HARNESSES, HARNESSES, type BuiltInHarness } from './harness-types.js';
+// Detection, not an adapter (adapters run from a copy of this folder, so they import Node's modules only).
+import { cliCommand } from '../common/cli-command.js';
 
 export interface InstalledCli {
   type: BuiltInHarness;
@@ -96,7 +98,7 @@ export function describeClis(clis: InstalledCli[]): string {
     ...clis.filter((c) => c.problem).map((c) => `${c.type} unusable: ${c.problem}`),
     ...(missing.length
       ? [
-          `to enable ${missing.join(', ')}: \`factoryd harnesses install ${missing[0]}\` (or put it on PATH, or set ${missing.map((t) => HARNESSES[t].commandVariable).join('/')}), then store the provider key as a team secret (README, "Run a real agent")`,
+          `to enable ${missing.join(', ')}: \`${cliCommand(`harnesses install ${missing[0]}`)}\` (or put it on PATH, or set ${missing.map((t) => HARNESSES[t].commandVariable).join('/')}), then store the provider key as a team secret (README, "Run a real agent")`,
         ]
       : []),
   ].join('\n');

@@ -8,6 +8,7 @@ import { FactoriesService } from '../factories/factories.service.js';
 import { DefinitionStore, type FactoryRecord } from '../reconciler/definition-store.js';
 import { ManagedFactories, repositoryBacked } from './managed-factories.js';
 import { authorOf } from './managed-repositories.js';
+import { cliCommand } from '../common/cli-command.js';
 
 /** POST/PUT /agent/environments bodies (schemas/api/environment-request.schema.json). */
 export interface EnvironmentRequest {
@@ -138,7 +139,7 @@ export class EnvironmentManagement {
       'factory_uid',
       managed.length
         ? `your team has ${managed.length} managed factories: give factory_uid to say which holds the environment`
-        : 'your team has no managed factory: give factory_uid (a repository-backed factory answers with the file to commit), or create one with `factoryd factories add NAME --managed`',
+        : `your team has no managed factory: give factory_uid (a repository-backed factory answers with the file to commit), or create one with \`${cliCommand('factories add NAME --managed')}\``,
     );
   }
 

@@ -23,8 +23,8 @@ const WEBHOOK_UID = ApiParam({
 });
 
 /**
- * The dashboard's webhook operations (docs/webhooks.md "Webhook and factory resources", §4). Writes
- * need factory:manage and work on managed factories; a repository-backed factory answers 409.
+ * The dashboard's webhook operations (docs/webhooks.md, "Managing webhooks"). Writes need
+ * factory:manage and work on managed factories; a repository-backed factory answers 409.
  */
 @ApiTags('Webhook management')
 @ApiBearerAuth()

@@ -5,6 +5,7 @@ import type { Config, RepoRoot } from '../config/config.js';
 import { HOW_TO_GIVE, isRemote, RepositoryRefused } from '../git/repository-url.js';
 import type { DefinitionStore } from './definition-store.js';
 import { splitCredentials } from './repository-credentials.js';
+import { cliCommand } from '../common/cli-command.js';
 
 export { ALLOWED_TRANSPORTS, isRemote, RepositoryRefused } from '../git/repository-url.js';
 
@@ -58,7 +59,7 @@ export class RepositoryPolicy {
     if (isRemote(repoUrl)) return undefined;
     return this.checkLocal(repoUrl, owner, {
       verb: 'registers',
-      dataDirFix: `register the team's own repository (${HOW_TO_GIVE} under FACTORY_REPO_ROOTS), or let factoryd create one with \`factoryd factories add ${owner.name} --managed\``,
+      dataDirFix: `register the team's own repository (${HOW_TO_GIVE} under FACTORY_REPO_ROOTS), or let factoryd create one with \`${cliCommand(`factories add ${owner.name} --managed`)}\``,
       byUrl: 'register the repository by its URL',
     });
   }

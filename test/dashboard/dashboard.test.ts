@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManagedFactories } from '../../src/management/managed-factories.js';
@@ -10,7 +12,7 @@ import { SecretsService } from '../../src/secrets/secrets.service.js';
 import { eventually } from '../support/eventually.js';
 import { automation, baseFactory, TestRepo } from '../support/git-repo.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { browserMissing, launchBrowser } from './browser.js';
+import { browserMissing, launchBrowser, watch, type Watched } from './browser.js';
 
 const missing = browserMissing();
 /** DASHBOARD_SCREENSHOTS=1 writes the README's screenshots (docs/screenshots/*.png). */
@@ -32,13 +34,12 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
   let managerKey: string;
   let readerKey: string;
   let repo: TestRepo;
+  let deep: string;
   let managed: { uid: string };
   let backed: { uid: string; hookUid: string };
-  /** Every URL the page asked for: nothing third-party, and never the key. */
-  const requested: string[] = [];
-  const consoleErrors: string[] = [];
-  /** Requests that failed or were answered 4xx/5xx (a stream the page closes on leaving is no failure). */
-  const failed: string[] = [];
+  /** What every page the test opens did (watch): checked at the end. */
+  const seen: Watched = { requested: [], consoleErrors: [], failed: [] };
+  const { requested, consoleErrors, failed } = seen;
   let secret = '';
   let webhookUid = '';
   let runId = '';
@@ -66,8 +67,16 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
       author: { name: 'Setup', email: 'setup@example.com' },
     });
     managed = { uid: factory.uid };
-    // A repository-backed factory with an automation on its webhook: the definition tab's content.
-    repo = new TestRepo();
+    // A repository-backed factory with an automation on its webhook: the definition tab's content. Its
+    // repository lies deep: a path of 100+ characters with a folder name longer than a card is wide and
+    // nothing in it a line may break at (no space, and no '/' or '-', after which Chromium breaks too).
+    deep = mkdtempSync(join(tmpdir(), 'factoryd-deep-'));
+    repo = new TestRepo(
+      'main',
+      join(deep, 'platformengineeringfactoryrepositoriesforincidentresponseautomation'),
+    );
+    expect(repo.dir.length).toBeGreaterThanOrEqual(100);
+    expect(repo.dir).not.toMatch(/\s/);
     await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'ci-secret-value');
     repo.commit(baseFactory(), 'initial');
     const f = (await t.service.app.get(DefinitionStore).register({
@@ -84,12 +93,7 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
 
     browser = await launchBrowser();
     page = await browser.browser.newPage();
-    page.on('request', (r) => requested.push(r.url()));
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
-    page.on('requestfailed', (r) => {
-      if (r.failure()?.errorText !== 'net::ERR_ABORTED') failed.push(`${r.url()}: ${r.failure()?.errorText}`);
-    });
-    page.on('response', (r) => r.status() >= 400 && failed.push(`${r.url()}: ${r.status()}`));
+    watch(page, seen);
     if (SHOTS) mkdirSync(SHOTS, { recursive: true });
   }, 120_000);
 
@@ -97,6 +101,7 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     await browser?.close();
     await t?.stop();
     repo?.remove();
+    if (deep) rmSync(deep, { recursive: true, force: true });
   });
 
   /**
@@ -137,8 +142,13 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
   };
 
   it('signs in with a key, shows its scopes, and keeps the key out of every URL', async () => {
+    // The runs list follows the team's stream of run changes: it opens (200, an event stream).
+    const feed = page.waitForResponse((r) => new URL(r.url()).pathname === '/api/v1/agent/runs/events');
     await signIn(page, managerKey);
     await eventually(() => page.url().endsWith('/ui/runs'), 'the runs page');
+    const stream = await feed;
+    expect(stream.status()).toBe(200);
+    expect(stream.headers()['content-type']).toContain('text/event-stream');
     const scopes = await page.getByTestId('scopes').textContent();
     expect(scopes).toContain('factory:manage');
     expect(scopes).toContain('runs:write');
@@ -237,6 +247,29 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     expect(await page.getByRole('dialog').count()).toBe(0);
   });
 
+  it('drops a run that leaves the filtered state from the list at once, not at the next poll', async () => {
+    const live = await t.call('POST', '/api/v1/agent/runs', {
+      prompt: 'Work a while\n/wait 30',
+      title: 'Leaves INPROGRESS',
+    });
+    await eventually(
+      async () => (await t.call('GET', `/api/v1/agent/runs/${live.body.run_id}`)).body.state === 'INPROGRESS',
+      'the run in progress',
+    );
+    const feed = page.waitForResponse(
+      (r) => new URL(r.url()).pathname === '/api/v1/agent/runs/events' && r.status() === 200,
+    );
+    await page.goto(`${t.url}/ui/runs?state=INPROGRESS`);
+    await feed;
+    const row = page.getByRole('link', { name: 'Leaves INPROGRESS' });
+    await eventually(() => row.isVisible(), 'the run listed as INPROGRESS');
+    // Cancelled elsewhere. With the stream open the list polls every 30 s: the row going within 20 s
+    // means the stream told the page (a stream of changes *into* INPROGRESS would never have).
+    await t.call('POST', `/api/v1/agent/runs/${live.body.run_id}/cancel`);
+    await eventually(async () => !(await row.isVisible()), 'the cancelled run off the INPROGRESS list');
+    await eventually(() => visible(page, 'No run matches these filters'), 'the list empty');
+  });
+
   it('creates a webhook and shows its secret once, with the ingress URL and a curl example', async () => {
     await nav(page, 'Factories').click();
     await eventually(() => page.getByRole('link', { name: /support/ }).isVisible(), 'the factories');
@@ -264,7 +297,18 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
     const card = page.getByRole('link', { name: /backed/ });
     await eventually(() => card.getByTestId('not-ready').isVisible(), 'the reason on the card');
     expect(await card.getByTestId('not-ready').textContent()).toContain('no-such-secret');
+    expect(await card.textContent()).toContain(repo.dir);
     expect(await card.evaluate((c: any) => c.scrollWidth - c.clientWidth)).toBeLessThanOrEqual(0);
+    // The text itself ends inside the card (its lines' boxes, not its paragraph's), and the card inside
+    // the page: the card does not widen to fit the path.
+    const [textRight, cardRight] = await card.evaluate((c: any) => {
+      const range = c.ownerDocument.createRange();
+      range.selectNodeContents(c);
+      const lines = [...range.getClientRects()].map((r: any) => r.right as number);
+      return [Math.max(...lines), c.getBoundingClientRect().right as number];
+    });
+    expect(textRight).toBeLessThanOrEqual(cardRight);
+    expect(cardRight).toBeLessThanOrEqual(1280);
     await card.click();
     await eventually(() => visible(page, 'Apply history'), 'the factory again');
     // A repository-backed factory shows the file to commit once (with a Copy button), not twice.
@@ -452,6 +496,7 @@ describe.skipIf(!!missing)(`the dashboard in Chromium${missing ? ` (skipped: ${m
 
   it('shows a key without factory:manage no write buttons', async () => {
     const reader = await browser.browser.newPage();
+    watch(reader, seen);
     try {
       await signIn(reader, readerKey, `/ui/factories/${backed.uid}/webhooks`);
       expect(await reader.getByTestId('scopes').textContent()).not.toContain('factory:manage');

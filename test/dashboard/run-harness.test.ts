@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageProgramCommand } from '../../src/workers/launcher/harness-programs.js';
 import { eventually } from '../support/eventually.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { browserMissing, launchBrowser } from './browser.js';
+import { browserMissing, launchBrowser, watch, type Watched } from './browser.js';
 
 const missing = browserMissing();
 
@@ -13,7 +13,7 @@ describe.skipIf(!!missing)(`the run page in Chromium${missing ? ` (skipped: ${mi
   let t: TestService;
   let browser: Awaited<ReturnType<typeof launchBrowser>>;
   let page: Page;
-  const consoleErrors: string[] = [];
+  let seen: Watched;
 
   beforeAll(async () => {
     t = await startTestService({
@@ -22,7 +22,7 @@ describe.skipIf(!!missing)(`the run page in Chromium${missing ? ` (skipped: ${mi
     });
     browser = await launchBrowser();
     page = await browser.browser.newPage();
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+    seen = watch(page);
   }, 120_000);
 
   afterAll(async () => {
@@ -66,6 +66,7 @@ describe.skipIf(!!missing)(`the run page in Chromium${missing ? ` (skipped: ${mi
     await eventually(() => transcript.getByText(/execution 1: interrupted/).isVisible(), 'the transcript');
     const text = (await transcript.textContent())!;
     expect(text.indexOf('execution 1: interrupted')).toBeLessThan(text.indexOf('execution 1: resumed'));
-    expect(consoleErrors).toEqual([]);
+    expect(seen.consoleErrors).toEqual([]);
+    expect(seen.failed).toEqual([]);
   });
 });

@@ -40,7 +40,7 @@ describe('a runs:write key (a reader and writer of runs, no worker)', () => {
     expect(claim.body.error).toBe('not_authorized');
     expect(claim.body.detail).toMatch(/lacks the scope workers/);
     expect(claim.body.detail).toContain(
-      '`factoryd api-keys create --team default --scopes workers --worker-host ID`',
+      '`npx factoryd api-keys create --team default --scopes workers --worker-host ID`',
     );
     expect(JSON.stringify(claim.body)).not.toContain('the plan');
     expect(await run(id)).toMatchObject({ state: 'QUEUED' });

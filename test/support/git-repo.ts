@@ -9,8 +9,13 @@ import { eventually } from './eventually.js';
 export class TestRepo {
   readonly dir: string;
 
-  constructor(readonly branch = 'main') {
-    this.dir = mkdtempSync(join(tmpdir(), 'factoryd-repo-'));
+  /** `under`: the folder to make it in (created if missing), for a test that needs a path of its own. */
+  constructor(
+    readonly branch = 'main',
+    under = tmpdir(),
+  ) {
+    mkdirSync(under, { recursive: true });
+    this.dir = mkdtempSync(join(under, 'factoryd-repo-'));
     this.git('init', '--quiet', `--initial-branch=${branch}`);
     this.git('config', 'user.email', 'test@example.com');
     this.git('config', 'user.name', 'Test');

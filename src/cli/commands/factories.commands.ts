@@ -18,6 +18,7 @@ import { setSecretCommand } from '../../secrets/secret-commands.js';
 import { teamNamed, withServices } from '../context.js';
 import { serviceChecksFor } from '../validation-context.js';
 import { print, renderTable } from '../output.js';
+import { cliCommand } from '../../common/cli-command.js';
 
 /**
  * The definition files of a folder, by repository path (`.git` and `node_modules` skipped): listed
@@ -129,7 +130,7 @@ export function registerFactoryCommands(program: Command): void {
             (f) => !opts.factory || f.name === opts.factory || f.uid === opts.factory,
           );
           if (opts.factory && factories.length === 0)
-            throw new Error(`no factory ${opts.factory}; see \`factoryd factories list\``);
+            throw new Error(`no factory ${opts.factory}; see \`${cliCommand('factories list')}\``);
           const outcomes: ReconcileOutcome[] = [];
           for (const f of factories)
             outcomes.push(
@@ -149,7 +150,7 @@ export function registerFactoryCommands(program: Command): void {
             },
             () =>
               outcomes.map(describeOutcome).join('\n\n') ||
-              'No factories; add one with `factoryd factories add`.',
+              `No factories; add one with \`${cliCommand('factories add')}\`.`,
           );
           if (outcomes.some((o) => o.result === 'failed')) process.exitCode = 1;
         }),
@@ -210,7 +211,7 @@ export function registerFactoryCommands(program: Command): void {
                 errors: outcome.errors,
               },
               () =>
-                `Created the managed factory ${f.name} (uid ${f.uid}) for team ${team.name} in ${f.repoUrl}: ${outcome.result}. Add a webhook: npx factoryd webhooks create NAME --factory ${f.name}`,
+                `Created the managed factory ${f.name} (uid ${f.uid}) for team ${team.name} in ${f.repoUrl}: ${outcome.result}. Add a webhook: ${cliCommand(`webhooks create NAME --factory ${f.name}`)}`,
             );
             if (outcome.result === 'failed') process.exitCode = 1;
             return;
@@ -231,7 +232,7 @@ export function registerFactoryCommands(program: Command): void {
               ...(secret && { credentials_secret: secret }),
             },
             () =>
-              `Registered factory ${f.name} (uid ${f.uid}) for team ${team.name}; a running service applies it within FACTORY_POLL_SECONDS (or run \`factoryd apply --factory ${f.name}\`).` +
+              `Registered factory ${f.name} (uid ${f.uid}) for team ${team.name}; a running service applies it within FACTORY_POLL_SECONDS (or run \`${cliCommand(`apply --factory ${f.name}`)}\`).` +
               (secret
                 ? ` The credentials in the URL are kept as the team secret ${secret} (encrypted; git gets them through a credential helper) and the URL without them: rotate them with ${setSecretCommand(secret, { team: team.name })}.`
                 : ''),
@@ -260,7 +261,8 @@ export function registerFactoryCommands(program: Command): void {
         const removal = await registrations
           .findForRemoval(team, name, Boolean(opts.keepRepository))
           .catch((err: unknown) => {
-            if (err instanceof NotFound) throw new Error(`${err.message}; see \`factoryd factories list\``);
+            if (err instanceof NotFound)
+              throw new Error(`${err.message}; see \`${cliCommand('factories list')}\``);
             throw err;
           });
         const { factory: f, repositoryToDelete: repository } = removal;

@@ -15,6 +15,7 @@ import type {
   WebhookTestFilterResponse,
   WebhookWithSecret,
 } from '../../contract/generated.js';
+import { cliCommand } from '../../common/cli-command.js';
 
 type Opts = ApiOptions & { json?: boolean };
 
@@ -55,7 +56,7 @@ export function registerWebhooksCommands(program: Command): void {
       });
       print(o, res, () =>
         res.webhooks.length === 0
-          ? `Factory ${factory.name} has no webhooks; create one with \`factoryd webhooks create\`.`
+          ? `Factory ${factory.name} has no webhooks; create one with \`${cliCommand('webhooks create')}\`.`
           : renderTable(
               ['UID', 'NAME', 'AUTH', 'ENABLED', 'SECRET', 'URL'],
               res.webhooks.map((w) => [
@@ -334,9 +335,9 @@ async function resolveFactory(client: ApiClient, ref: string | undefined): Promi
   const { factories } = await client.api.call('listFactories', { query: { limit: 100, search: ref } });
   const candidates = ref === undefined ? factories : factories.filter((f) => f.name === ref);
   if (candidates.length === 1) return candidates[0];
-  if (ref !== undefined) throw new Error(`no factory named ${ref}; see \`factoryd factories list\``);
+  if (ref !== undefined) throw new Error(`no factory named ${ref}; see \`${cliCommand('factories list')}\``);
   if (candidates.length === 0)
-    throw new Error('the team has no factory; add one with `factoryd factories add`');
+    throw new Error(`the team has no factory; add one with \`${cliCommand('factories add')}\``);
   throw new Error(
     `the team has several factories; say which with --factory (${candidates.map((f) => f.name).join(', ')})`,
   );
@@ -473,7 +474,7 @@ function describeWithSecret(headline: string, res: WebhookWithSecret, factory?: 
       lines.push(`Senders POST to ${w.ingress_url} with the header "Authorization: Bearer <secret>".`);
     else lines.push(`Give the sender this signing secret and the URL ${w.ingress_url}.`);
   } else if (w.awaiting_secret) {
-    lines.push('', `Disabled until its signing secret is set: npx factoryd webhooks set-secret ${w.uid}`);
+    lines.push('', `Disabled until its signing secret is set: ${cliCommand(`webhooks set-secret ${w.uid}`)}`);
   }
   // Both, ready for this shell (the README's walkthrough uses $HOOK and $SECRET).
   lines.push(

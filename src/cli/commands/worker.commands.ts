@@ -9,6 +9,7 @@ import { WorkerPool } from '../../workers/worker/worker-pool.js';
 import { API_OPTION_HELP } from '../api-client.js';
 import { withServices } from '../context.js';
 import { serviceRootOf } from '../local-service.js';
+import { workerKeyCommand } from '../../auth/api-key.js';
 
 interface WorkerOptions {
   workerHost?: string;
@@ -106,7 +107,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
         throw new Error(
           err.status === 401
             ? `the API key is not valid (unknown or revoked). A self-hosted worker needs a worker key for its host: ` +
-                `\`factoryd api-keys create --team TEAM --scopes workers --worker-host ${opts.workerHost}\``
+                `\`${workerKeyCommand('TEAM', opts.workerHost!)}\``
             : // The API cannot name the host (it refuses before reading the body that names it): this worker can.
               `the API refused this key for worker host ${opts.workerHost} (HTTP ${err.status}): ${err.detail.replaceAll('--worker-host ID', `--worker-host ${opts.workerHost}`)}`,
         );

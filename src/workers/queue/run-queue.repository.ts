@@ -5,6 +5,7 @@ import { sqlStates, statesAllowing, type RunState } from '../../runs/run-state.j
 import { SERVICE_WORKER_HOST } from '../../runs/run.js';
 import { HELD_STATES } from './run-decisions.js';
 import { harnessTypesOf, type WorkerIdentity } from './workers.repository.js';
+import { cliCommand } from '../../common/cli-command.js';
 
 /** In statements' texts (sqlStates says why): a run is claimed from these, and held in HELD_STATES. */
 const CLAIMABLE_SQL = sqlStates(statesAllowing('claim'));
@@ -266,9 +267,9 @@ export class RunQueueRepository {
             FOR UPDATE OF r SKIP LOCKED)
        UPDATE runs r SET status_message = jsonb_build_object('message',
               'Waiting for a worker with the ' || w.harness || ' harness: no connected worker has its CLI ' ||
-              '(install it where the workers run: factoryd harnesses install ' || w.harness || ')')
+              '(install it where the workers run: ' || $2 || ' ' || w.harness || ')')
          FROM waiting w WHERE r.id = w.id`,
-      [liveSince],
+      [liveSince, cliCommand('harnesses install')],
     );
     const cleared = await tx.execute(
       `WITH served AS MATERIALIZED (

@@ -35,10 +35,12 @@ const apiQuery = (f: Filters, cursor?: string) => ({ limit: '25', cursor, ...fil
 
 /**
  * The team's stream of run changes with the page's filters, but for `q`, which the stream does not
- * apply (it answers 400): without it the page reloads on changes to more runs than it shows, never fewer.
+ * apply (it answers 400), and `state`: on the stream `state` is the state a change entered, so a list
+ * of INPROGRESS runs would hear nothing when a run leaves INPROGRESS and keep its stale row. Without
+ * them the page reloads on changes to more runs than it shows, never fewer; the reload applies them.
  */
 function streamQuery(f: Filters): string {
-  const { q: _search, ...params } = filterParams(f);
+  const { q: _search, state: _entered, ...params } = filterParams(f);
   return query(params);
 }
 
