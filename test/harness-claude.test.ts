@@ -194,6 +194,50 @@ describe.skipIf(!cli.path)(
       expect(run.status_message.message).toMatch(/team secret "no-such-secret".*does not exist/);
     });
 
+    it("a team's agent with auth.workerEnvironment never gets the operator's key on a service-hosted worker", async () => {
+      // The operator set a key for the service (a gateway's, say); a team's factory agent asks for
+      // "the worker's own environment" on a service-hosted worker, which is the operator's.
+      const operatorKey = `sk-ant-operator-${Math.random().toString(36).slice(2)}`;
+      const before = process.env.ANTHROPIC_API_KEY;
+      process.env.ANTHROPIC_API_KEY = operatorKey;
+      const envRepo = new TestRepo();
+      try {
+        await t.service.app.get(ReconcileScheduler).firstPoll;
+        await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'hook-token');
+        const f = await t.service.app.get(DefinitionStore).register({
+          teamId: t.defaultTeam.id,
+          name: 'worker-env-factory',
+          repoUrl: envRepo.dir,
+          branch: 'main',
+        });
+        envRepo.commit({
+          ...baseFactory(),
+          'agents/lead/agent.md':
+            '---\nagentType: FOREMAN\ndescription: Leads\noverrides:\n  harness: claude\n  auth:\n    workerEnvironment: true\n---\nYou lead.\n',
+        });
+        expect((await t.service.app.get(Reconciler).request(f!.id)).errors).toEqual([]);
+        // Should the CLI start, the model answers and the run succeeds: only the refusal fails it.
+        stub.script({ text: 'Took the key.' });
+        const res = await t.call('POST', `/api/v1/factory/${f!.uid}/runs`, {
+          prompt: 'worker-env-marker: say hello',
+        });
+        expect(res.status).toBe(200);
+        const run = await runIn(t, res.body.run_id, ended);
+        expect(run.agent_config.harness).toMatchObject({ type: 'claude', worker_environment: true });
+        expect(run.state).toBe('FAILED');
+        expect(run.status_message.message).toMatch(
+          /auth\.workerEnvironment .*honoured only on the team's own self-hosted worker/,
+        );
+        expect(JSON.stringify(run)).not.toContain(operatorKey);
+        expect(requestsOf('worker-env-marker')).toEqual([]);
+        for (const r of stub.requests) expect(JSON.stringify(r.headers)).not.toContain(operatorKey);
+      } finally {
+        if (before === undefined) delete process.env.ANTHROPIC_API_KEY;
+        else process.env.ANTHROPIC_API_KEY = before;
+        envRepo.remove();
+      }
+    });
+
     it('a webhook delivery whose automation runs a Claude Code agent ends SUCCEEDED, answering the payload', async () => {
       await t.service.app.get(ReconcileScheduler).firstPoll;
       await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'hook-token');

@@ -76,10 +76,12 @@ export function executionOptions(
   workspaceRoot: string,
   harnesses: HarnessCatalog,
   log: WorkerLog,
+  selfHosted: boolean,
   onReportFailed?: ExecutionOptions['onReportFailed'],
 ): ExecutionOptions {
   const sandbox = harnessSandbox(config, workspaceRoot).sandbox;
   return {
+    selfHosted,
     clis: Object.fromEntries(harnesses.clis.filter((c) => !c.problem).map((c) => [c.type, c.path])),
     harnessCommand: config.harnessCommand ?? exampleHarnessCommand(),
     repositories: repositoryCache(config, workspaceRoot),
@@ -280,7 +282,7 @@ export function startServiceHostedPool(
     harnesses: harnesses.harnesses,
   };
   const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
-    ...executionOptions(config, serviceWorkspaceRoot(config), harnesses, log, onReportFailed),
+    ...executionOptions(config, serviceWorkspaceRoot(config), harnesses, log, false, onReportFailed),
     onHarnessStart,
     concurrency,
     heartbeatMs: heartbeatMs(config),
