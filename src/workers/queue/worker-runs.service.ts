@@ -31,7 +31,13 @@ import { handoffAttachments } from '../../runs/artifact.js';
 import { RunQueueRepository, type ClaimedRun, type HeldRun } from './run-queue.repository.js';
 import { SkillResolver } from './skill-resolver.js';
 import { WorkersRepository, type ConnectedHost, type WorkerIdentity } from './workers.repository.js';
-import { chooseHarness, HARNESSES, type BuiltInHarness } from '../../harnesses/harness-types.js';
+import {
+  chooseHarness,
+  HARNESSES,
+  isBuiltInHarness,
+  type BuiltInHarness,
+} from '../../harnesses/harness-types.js';
+import type { DetectedHarness } from '../../config/harness-detection.js';
 import type { SecretsService } from '../../secrets/secrets.service.js';
 import { setSecretCommand } from '../../secrets/secret-commands.js';
 
@@ -119,6 +125,20 @@ export class WorkerRunsService {
 
   connectedSelfHosted(teamId: string): Promise<ConnectedHost[]> {
     return this.registry.connectedSelfHosted(teamId, liveSince(this.now(), this.policy));
+  }
+
+  /**
+   * The agent CLIs (HarnessDetection) of the live workers that may run the team's runs: service-hosted
+   * ones, on any replica, and the team's own self-hosted ones, as they advertised them on connect,
+   * claim and heartbeat. `oz` needs no CLI and is left out.
+   */
+  async detectedHarnesses(teamId: string): Promise<DetectedHarness[]> {
+    const rows = await this.registry.harnessesFor(teamId, liveSince(this.now(), this.policy));
+    return rows.flatMap((r) =>
+      isBuiltInHarness(r.type)
+        ? [{ type: r.type, where: r.where, ...(r.version ? { version: r.version } : {}) }]
+        : [],
+    );
   }
 
   /** Claims up to `max` QUEUED runs of the worker's host (RunQueueRepository.claim) and hands them out. */
