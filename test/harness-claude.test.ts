@@ -32,14 +32,19 @@ describe.skipIf(!cli.path)(
       // The operator's base URL, passed to Claude Code harnesses only; the CLI from the tests' cache.
       process.env.ANTHROPIC_BASE_URL = stub.url;
       process.env.HARNESSES_DIR = TEST_HARNESSES_DIR;
-      t = await startTestService({
-        // Also the service's own setting: its egress proxy lets sandboxed harnesses reach only the
-        // providers' base URLs the operator set (docs/security.md, "A harness's network").
-        ANTHROPIC_BASE_URL: stub.url,
-        WORKER_CONCURRENCY: '2',
-        HARNESS_KILL_GRACE_MS: '1000',
-        FACTORY_POLL_SECONDS: '3600',
-      });
+      t = await startTestService(
+        {
+          // Also the service's own setting: its egress proxy lets sandboxed harnesses reach only the
+          // providers' base URLs the operator set (docs/security.md, "A harness's network").
+          ANTHROPIC_BASE_URL: stub.url,
+          WORKER_CONCURRENCY: '2',
+          HARNESS_KILL_GRACE_MS: '1000',
+          FACTORY_POLL_SECONDS: '3600',
+          // Everything the service logs, at its most detailed, is read for the keys (the last test).
+          LOG_LEVEL: 'debug',
+        },
+        { captureLog: true },
+      );
       const secrets = t.service.app.get(SecretsService);
       await secrets.set(t.defaultTeam.id, 'anthropic-key', KEY);
       await secrets.set(t.defaultTeam.id, 'other-key', OTHER_KEY);
@@ -314,6 +319,12 @@ describe.skipIf(!cli.path)(
         expect(JSON.stringify(await conversation(id))).not.toContain(KEY);
         expect((await runEvents(id)).join('\n')).not.toContain(KEY);
       }
+      // Nor in the service's log at debug, over every run of this file: the log is there (its
+      // request lines name these runs), the keys are not.
+      const log = t.loggedText();
+      expect(log).toContain(`/api/v1/agent/runs/${other}`);
+      expect(log).toMatch(/"level":20\b/);
+      for (const key of [KEY, OTHER_KEY]) expect(log).not.toContain(key);
     });
   },
 );
