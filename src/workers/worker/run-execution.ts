@@ -404,6 +404,8 @@ export class RunExecution {
     return {
       FACTORYD_HARNESS_TYPE: h.type,
       FACTORYD_HARNESS_CLI: this.opts.clis[h.type] ?? '',
+      // The adapter stops its CLI within this (adapter-runner.ts): before the launcher's SIGKILL.
+      FACTORYD_KILL_GRACE_MS: String(this.opts.killGraceMs),
       ...(h.secret_name ? { FACTORYD_HARNESS_SECRET: h.secret_name } : {}),
       ...own(info.baseUrlVariable),
       ...(h.worker_environment && this.opts.selfHosted ? own(info.keyVariable) : {}),
