@@ -20,6 +20,7 @@ import { ConversationsModule } from './conversations/conversations.module.js';
 import { DashboardModule } from './dashboard/dashboard.module.js';
 import { WorkersModule } from './workers/workers.module.js';
 import { AgentModule } from './agent/agent.module.js';
+import { WorkerRunsModule } from './workers/queue/worker-runs.module.js';
 
 @Module({})
 export class AppModule {
@@ -40,7 +41,7 @@ export class AppModule {
         WorkersModule,
         ManagementModule,
         SchedulesModule,
-        AgentModule,
+        AgentModule.withDetection(WorkerRunsModule),
         DashboardModule,
         NotificationsModule,
         RunStreamsModule,

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { pino, type Logger as Pino, type Level } from 'pino';
+import { pino, type DestinationStream, type Logger as Pino, type Level } from 'pino';
 import type { Config } from './config/config.js';
 
 /** `/webhooks/w/<uid>/<token>`: the URL itself is a credential and never reaches a log. */
@@ -38,11 +38,17 @@ const LOGGED_HEADERS = ['user-agent', 'content-type', 'content-length', 'x-team-
  * JSON logs (pino) for the application's own lines and one line per request. Requests are logged
  * through an allowlist: no Authorization, cookies, signature headers or URL tokens ever reach the log.
  */
-export function installLogging(app: NestFastifyApplication, config: Config): void {
-  const logger = pino({
+export function installLogging(
+  app: NestFastifyApplication,
+  config: Config,
+  /** Where the lines go: stdout, or (a test reading what would be logged) a stream of its own. */
+  destination?: DestinationStream,
+): void {
+  const options = {
     level: config.logLevel,
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[REDACTED]' },
-  });
+  };
+  const logger = destination ? pino(options, destination) : pino(options);
   app.useLogger(new NestPinoLogger(logger));
   // At `silent` no hook: it would log nothing, yet cost every request its work.
   if (config.logLevel === 'silent') return;

@@ -14,6 +14,7 @@ import { HttpConnections } from './common/http-connections.js';
 import { parseJsonBody } from './common/json-body.js';
 import { applyBodyLimit, DEFAULT_BODY_LIMIT } from './common/route-config.js';
 import { installLogging } from './logging.js';
+import type { DestinationStream } from 'pino';
 import { Metrics } from './common/metrics.js';
 import { installOpenApi } from './openapi.js';
 
@@ -35,7 +36,11 @@ export interface RunningService {
 /** Accepted from callers as a request id when it is short and plain; otherwise we make one. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function startService(config: Config): Promise<RunningService> {
+export async function startService(
+  config: Config,
+  /** `logDestination`: where the log goes instead of stdout (installLogging). */
+  opts: { logDestination?: DestinationStream } = {},
+): Promise<RunningService> {
   const supervisor = new NestLogger('EmbeddedPostgres');
   const databaseServer = await startDatabaseServer(config, { notice: (m) => supervisor.warn(m) });
   const dataSource = await openDatabase(databaseServer.url);
@@ -64,7 +69,7 @@ export async function startService(config: Config): Promise<RunningService> {
     bufferLogs: true,
     rawBody: true,
   });
-  installLogging(app, config);
+  installLogging(app, config, opts.logDestination);
   app.useBodyParser('application/json', {}, parseJsonBody);
   const metrics = app.get(Metrics);
   const fastify = app.getHttpAdapter().getInstance();

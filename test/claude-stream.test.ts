@@ -1,5 +1,5 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -205,6 +205,50 @@ describe('the adapter runner', () => {
     expect(calls).toHaveLength(2);
     expect(calls[1]).toMatch(/^-p Go on .*--resume sess-1/);
     expect(out.at(-1)).toEqual({ type: 'result', status: 'succeeded', message: 'resumed' });
+  });
+});
+
+describe('the adapter runner stopping its CLI', () => {
+  // The CLI's group gets SIGTERM first and SIGKILL 2 s later (docs/harnesses.md), whether the run was
+  // cancelled (`cancel` on stdin) or the worker stops the harness (SIGTERM to the adapter).
+  it.each([
+    ['a cancel on stdin', (a: ChildProcess) => a.stdin!.write('{"type":"cancel"}\n'), {}],
+    ['SIGTERM from the worker', (a: ChildProcess) => a.kill('SIGTERM'), { FACTORYD_KILL_GRACE_MS: '3000' }],
+  ])('%s: SIGTERM to the CLI’s group, SIGKILL after the grace period, exit 130', async (_, stop, env) => {
+    const dir = mkdtempSync(join(tmpdir(), 'factoryd-adapter-'));
+    const log = join(dir, 'cli.log');
+    const sleep = `301.${process.pid}${Date.now() % 1000}`;
+    const adapter = spawn(process.execPath, [fromRoot('dist/harnesses/claude.harness.js')], {
+      cwd: dir,
+      env: {
+        ...process.env,
+        FACTORYD_HARNESS_CLI: fromRoot('test/fixtures/fake-claude-stubborn'),
+        FACTORYD_WORKSPACE: dir,
+        FAKE_CLAUDE_LOG: log,
+        FAKE_CLAUDE_SLEEP: sleep,
+        ...env,
+      },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    adapter.stdout!.resume();
+    adapter.stderr!.resume();
+    const exited = new Promise<number | null>((r) => adapter.on('exit', (code) => r(code)));
+    adapter.stdin!.write(
+      `${JSON.stringify({ type: 'prompt', run_id: 'r', prompt: 'Go', followups: [], attachments: [] })}\n`,
+    );
+    await eventually(() => sleeping(sleep).length === 1, 'the turn running, with its child');
+    const stoppedAt = Date.now();
+    stop(adapter);
+    expect(await exited).toBe(130);
+    const took = Date.now() - stoppedAt;
+    // It was asked first (its trap noted the SIGTERM) and given the grace period before SIGKILL.
+    expect(readFileSync(log, 'utf8')).toContain('TERM');
+    expect(took).toBeGreaterThanOrEqual(1900);
+    expect(took).toBeLessThan(5000);
+    await eventually(() => sleeping(sleep).length === 0, 'nothing of the CLI’s group left', {
+      timeoutMs: 2000,
+    });
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 

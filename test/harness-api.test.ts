@@ -9,6 +9,8 @@ import { packageProgramCommand } from '../src/workers/launcher/harness-programs.
 import { eventually } from './support/eventually.js';
 import { forgedLink } from './support/artifacts.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
+import type { TeamRef } from '../src/auth/auth-context.js';
+import { WorkerRunsService } from '../src/workers/queue/worker-runs.service.js';
 import { python } from './oz-wire/support.js';
 
 // The API real harnesses give meaning to (models, interrupt, transcript, token usage), driven end to
@@ -16,9 +18,14 @@ import { python } from './oz-wire/support.js';
 // (test/fixtures/interrupt-harness.mjs). Requests are shaped as the Oz clients send them.
 const HARNESS_COMMAND = packageProgramCommand('test/fixtures', 'interrupt-harness.mjs');
 let t: TestService;
-let other: { key: string };
+let other: { team: TeamRef; key: string };
+// The service's workers look for the agent CLIs here: none (GET /agent/models then sees only the
+// workers a test connects).
+const noClis = mkdtempSync(join(tmpdir(), 'factoryd-no-clis-'));
 beforeAll(async () => {
+  process.env.HARNESSES_DIR = noClis;
   t = await startTestService({
+    WORKER_LEASE_SECONDS: '3',
     WORKER_CONCURRENCY: '2',
     HARNESS_KILL_GRACE_MS: '1000',
     HARNESS_COMMAND,
@@ -26,7 +33,10 @@ beforeAll(async () => {
   });
   other = await t.newTeam('other-team');
 });
-afterAll(async () => t?.stop());
+afterAll(async () => {
+  await t?.stop();
+  rmSync(noClis, { recursive: true, force: true });
+});
 
 // The team's scripted harness (`oz`): a built-in harness type would run its CLI instead (and wait
 // for a worker that has it). The Claude Code envelope of harness-usage is checked with the real CLI
@@ -217,10 +227,18 @@ describe('run_token_usage', () => {
 });
 
 describe('GET /agent/models', () => {
-  it('lists HARNESS_MODELS per harness; a harness whose CLI no machine has is ADMIN_DISABLED', async () => {
-    const res = await python(t, 'GET', '/agent/models');
+  const models = async (key?: string) => {
+    const res = await python(t, 'GET', '/agent/models', undefined, key);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({
+    return res.body as { default_model_id: string; models: any[] };
+  };
+  const claudeModel = async (key?: string) =>
+    (await models(key)).models.find((m) => m.id === 'claude-stub-model');
+
+  it('lists HARNESS_MODELS per harness; a harness whose CLI no connected worker has is ADMIN_DISABLED', async () => {
+    // The service's own workers found no CLI (HARNESSES_DIR is an empty folder here) and no other
+    // worker is connected.
+    expect(await models()).toEqual({
       default_model_id: 'team-model',
       models: [
         {
@@ -244,6 +262,60 @@ describe('GET /agent/models', () => {
     });
     // Any team's key reads them (nothing in the list is another team's).
     expect((await python(t, 'GET', '/agent/models', undefined, other.key)).status).toBe(200);
+  });
+
+  it('a connected service-hosted worker that advertises Claude Code makes its models usable, for every team', async () => {
+    const service = t.service.app.get(WorkerRunsService);
+    const worker = {
+      id: `claude-box-${Date.now()}`,
+      host: 'warp',
+      teamId: null,
+      slots: 0,
+      harnesses: [{ type: 'oz' }, { type: 'claude', version: '2.1.197 (Claude Code)' }],
+    };
+    await service.register(worker);
+    try {
+      const list = await models();
+      expect(list.models[0]).toEqual({
+        id: 'claude-stub-model',
+        display_name: 'claude-stub-model',
+        provider: 'ANTHROPIC',
+        vision_supported: false,
+        description:
+          'claude harness (Claude Code 2.1.197 (Claude Code)); listed by the operator (HARNESS_MODELS)',
+      });
+      // The first usable one, in the operator's order.
+      expect(list.default_model_id).toBe('claude-stub-model');
+      expect((await claudeModel(other.key)).disable_reason).toBeUndefined();
+    } finally {
+      await service.unregister(worker);
+    }
+    expect((await claudeModel()).disable_reason).toBe('ADMIN_DISABLED');
+  });
+
+  it("a team's self-hosted worker counts for that team only, and only while it is connected", async () => {
+    // The other team's own machine, connected over the worker API with its worker key.
+    const key = await t.workerKey('claude-laptop', other.team);
+    const connect = await fetch(`${t.api}/agent/workers/connect`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        worker_id: `laptop-${Date.now()}`,
+        harnesses: [{ type: 'oz' }, { type: 'claude', version: '2.1.197 (Claude Code)' }],
+      }),
+    });
+    expect(connect.status).toBe(200);
+    const own = await claudeModel(other.key);
+    expect(own.disable_reason).toBeUndefined();
+    expect(own.description).toMatch(/^claude harness \(Claude Code 2\.1\.197 \(Claude Code\)\)/);
+    // Not for the team whose runs it will never take.
+    expect((await claudeModel()).disable_reason).toBe('ADMIN_DISABLED');
+    // Once it is no longer seen (WORKER_LEASE_SECONDS), nor for its own team.
+    await eventually(
+      async () => (await claudeModel(other.key)).disable_reason === 'ADMIN_DISABLED',
+      'the disconnected worker forgotten',
+      { timeoutMs: 15_000 },
+    );
   });
 });
 

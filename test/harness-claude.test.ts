@@ -32,14 +32,19 @@ describe.skipIf(!cli.path)(
       // The operator's base URL, passed to Claude Code harnesses only; the CLI from the tests' cache.
       process.env.ANTHROPIC_BASE_URL = stub.url;
       process.env.HARNESSES_DIR = TEST_HARNESSES_DIR;
-      t = await startTestService({
-        // Also the service's own setting: its egress proxy lets sandboxed harnesses reach only the
-        // providers' base URLs the operator set (docs/security.md, "A harness's network").
-        ANTHROPIC_BASE_URL: stub.url,
-        WORKER_CONCURRENCY: '2',
-        HARNESS_KILL_GRACE_MS: '1000',
-        FACTORY_POLL_SECONDS: '3600',
-      });
+      t = await startTestService(
+        {
+          // Also the service's own setting: its egress proxy lets sandboxed harnesses reach only the
+          // providers' base URLs the operator set (docs/security.md, "A harness's network").
+          ANTHROPIC_BASE_URL: stub.url,
+          WORKER_CONCURRENCY: '2',
+          HARNESS_KILL_GRACE_MS: '1000',
+          FACTORY_POLL_SECONDS: '3600',
+          // Everything the service logs, at its most detailed, is read for the keys (the last test).
+          LOG_LEVEL: 'debug',
+        },
+        { captureLog: true },
+      );
       const secrets = t.service.app.get(SecretsService);
       await secrets.set(t.defaultTeam.id, 'anthropic-key', KEY);
       await secrets.set(t.defaultTeam.id, 'other-key', OTHER_KEY);
@@ -194,6 +199,50 @@ describe.skipIf(!cli.path)(
       expect(run.status_message.message).toMatch(/team secret "no-such-secret".*does not exist/);
     });
 
+    it("a team's agent with auth.workerEnvironment never gets the operator's key on a service-hosted worker", async () => {
+      // The operator set a key for the service (a gateway's, say); a team's factory agent asks for
+      // "the worker's own environment" on a service-hosted worker, which is the operator's.
+      const operatorKey = `sk-ant-operator-${Math.random().toString(36).slice(2)}`;
+      const before = process.env.ANTHROPIC_API_KEY;
+      process.env.ANTHROPIC_API_KEY = operatorKey;
+      const envRepo = new TestRepo();
+      try {
+        await t.service.app.get(ReconcileScheduler).firstPoll;
+        await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'hook-token');
+        const f = await t.service.app.get(DefinitionStore).register({
+          teamId: t.defaultTeam.id,
+          name: 'worker-env-factory',
+          repoUrl: envRepo.dir,
+          branch: 'main',
+        });
+        envRepo.commit({
+          ...baseFactory(),
+          'agents/lead/agent.md':
+            '---\nagentType: FOREMAN\ndescription: Leads\noverrides:\n  harness: claude\n  auth:\n    workerEnvironment: true\n---\nYou lead.\n',
+        });
+        expect((await t.service.app.get(Reconciler).request(f!.id)).errors).toEqual([]);
+        // Should the CLI start, the model answers and the run succeeds: only the refusal fails it.
+        stub.script({ text: 'Took the key.' });
+        const res = await t.call('POST', `/api/v1/factory/${f!.uid}/runs`, {
+          prompt: 'worker-env-marker: say hello',
+        });
+        expect(res.status).toBe(200);
+        const run = await runIn(t, res.body.run_id, ended);
+        expect(run.agent_config.harness).toMatchObject({ type: 'claude', worker_environment: true });
+        expect(run.state).toBe('FAILED');
+        expect(run.status_message.message).toMatch(
+          /auth\.workerEnvironment .*honoured only on the team's own self-hosted worker/,
+        );
+        expect(JSON.stringify(run)).not.toContain(operatorKey);
+        expect(requestsOf('worker-env-marker')).toEqual([]);
+        for (const r of stub.requests) expect(JSON.stringify(r.headers)).not.toContain(operatorKey);
+      } finally {
+        if (before === undefined) delete process.env.ANTHROPIC_API_KEY;
+        else process.env.ANTHROPIC_API_KEY = before;
+        envRepo.remove();
+      }
+    });
+
     it('a webhook delivery whose automation runs a Claude Code agent ends SUCCEEDED, answering the payload', async () => {
       await t.service.app.get(ReconcileScheduler).firstPoll;
       await t.service.app.get(SecretsService).set(t.defaultTeam.id, 'hook-secret', 'hook-token');
@@ -270,6 +319,12 @@ describe.skipIf(!cli.path)(
         expect(JSON.stringify(await conversation(id))).not.toContain(KEY);
         expect((await runEvents(id)).join('\n')).not.toContain(KEY);
       }
+      // Nor in the service's log at debug, over every run of this file: the log is there (its
+      // request lines name these runs), the keys are not.
+      const log = t.loggedText();
+      expect(log).toContain(`/api/v1/agent/runs/${other}`);
+      expect(log).toMatch(/"level":20\b/);
+      for (const key of [KEY, OTHER_KEY]) expect(log).not.toContain(key);
     });
   },
 );

@@ -48,6 +48,7 @@ it('says which report of which run failed, never its content, and sends a refuse
     idleMinuteMs: 60_000,
     sandbox: { mode: 'none' },
     envAllow: [],
+    selfHosted: false,
     idleTimeoutMinutes: 0,
     maxDurationMinutes: 0,
     clis: {},

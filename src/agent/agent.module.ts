@@ -1,7 +1,6 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module.js';
 import { ConversationsModule } from '../conversations/conversations.module.js';
-import { HARNESS_DETECTION, NOTHING_DETECTED } from '../config/harness-detection.js';
 import { RunUsageRepository } from '../runs/run-usage.repository.js';
 import { EnvironmentsModule } from '../environments/environments.module.js';
 import { RunsModule } from '../runs/runs.module.js';
@@ -21,7 +20,7 @@ import { RunHarnessService } from './run-harness.service.js';
 /**
  * The Oz clients' agent surface beyond runs (layer 4, beside factories/ and workers/): named agents
  * (a factory's agents among them), skills, environments, artifacts, handoff files, redirects, models,
- * and a run's transcript and harness usage.
+ * and a run's transcript and harness usage. Composed with withDetection.
  */
 @Module({
   imports: [AuthModule, RunsModule, SecretsModule, ConversationsModule, EnvironmentsModule],
@@ -36,8 +35,14 @@ import { RunHarnessService } from './run-harness.service.js';
     ModelsService,
     RunHarnessService,
     RunUsageRepository,
-    // CLI detection (which harnesses the team's machines have) replaces this where it is provided.
-    { provide: HARNESS_DETECTION, useValue: NOTHING_DETECTED },
   ],
 })
-export class AgentModule {}
+export class AgentModule {
+  /**
+   * With the module that provides HARNESS_DETECTION (which CLIs the team's workers have: the run
+   * queue's, a module beside this one, so the composition hands it in).
+   */
+  static withDetection(detection: DynamicModule['module']): DynamicModule {
+    return { module: AgentModule, imports: [detection] };
+  }
+}

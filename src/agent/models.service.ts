@@ -55,7 +55,7 @@ export class ModelsService {
         provider: PROVIDER[harness],
         // A factoryd harness gets the run's images as files in its workspace, never as a model's image input.
         vision_supported: false,
-        description: `${harness} harness${found ? ` (${CLI[found.type]} ${found.version})` : ''}; ${source}${
+        description: `${harness} harness${found ? ` (${CLI[found.type]}${found.version ? ` ${found.version}` : ''})` : ''}; ${source}${
           available
             ? ''
             : `; ${CLI[harness as Exclude<HarnessType, 'oz'>]} is not installed on any machine that runs this team's runs (${cliCommand(`harnesses install ${harness}`)})`

@@ -3,8 +3,8 @@ import type { HarnessType } from './config.js';
 /** An agent CLI a machine found at its start (on PATH, at `*_COMMAND`, or where `factoryd harnesses install` put it). */
 export interface DetectedHarness {
   type: Exclude<HarnessType, 'oz'>;
-  /** As the CLI reports it (`claude --version`, …). */
-  version: string;
+  /** As the CLI reports it (`claude --version`, …); absent when it printed none. */
+  version?: string;
   /** Where: `service` (a service-hosted worker) or a self-hosted worker's host id. */
   where: string;
   /** Model ids the CLI itself reports, when it reports any. */
@@ -12,9 +12,9 @@ export interface DetectedHarness {
 }
 
 /**
- * Which agent CLIs the machines that run a team's runs have. Implemented by the harness detection
- * (the service's own and its connected self-hosted workers' reports); until one is provided, nothing
- * is detected and only `oz` (the harness command) is available.
+ * Which agent CLIs the machines that run a team's runs have: what the live service-hosted workers and
+ * the team's own self-hosted workers advertise (WorkerRunsService.detectedHarnesses, provided where
+ * the service is composed). NOTHING_DETECTED is for tests of code that lists no CLI.
  */
 export interface HarnessDetection {
   detected(teamId: string): Promise<DetectedHarness[]>;

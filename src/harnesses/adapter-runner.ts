@@ -81,8 +81,19 @@ export function harnessSettings(env: NodeJS.ProcessEnv = process.env): HarnessSe
   };
 }
 
-/** SIGINT to a stopped turn's group, then SIGKILL this much later. */
+/**
+ * SIGINT (an interrupt) or SIGTERM (a cancel, the worker stopping the harness) to the CLI's group,
+ * then SIGKILL this much later — or sooner when the worker's own grace for the whole harness
+ * (HARNESS_KILL_GRACE_MS, as FACTORYD_KILL_GRACE_MS) leaves less, so that this runner is still there
+ * to take the CLI's group with it.
+ */
 const STOP_GRACE_MS = 2000;
+export function stopGraceMs(env: NodeJS.ProcessEnv = process.env): number {
+  const worker = Number(env.FACTORYD_KILL_GRACE_MS);
+  return Number.isFinite(worker) && env.FACTORYD_KILL_GRACE_MS
+    ? Math.max(0, Math.min(STOP_GRACE_MS, worker - 500))
+    : STOP_GRACE_MS;
+}
 /** A FILE artifact is at most this large (docs/workers.md, "Artifacts"). */
 const MAX_FILE_BYTES = 1024 * 1024;
 const STDERR_TAIL = 5;
@@ -110,6 +121,14 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
     process.exit(1);
   }
 
+  const grace = stopGraceMs();
+  const killGroup = (pid: number) => {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  };
   const stopGroup = (signal: NodeJS.Signals) => {
     const child = current;
     if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
@@ -118,24 +137,33 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
     } catch {
       /* gone */
     }
-    if (signal !== 'SIGKILL')
-      setTimeout(() => {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }, STOP_GRACE_MS).unref();
+    if (signal !== 'SIGKILL') setTimeout(() => killGroup(child.pid!), grace).unref();
+  };
+
+  /**
+   * Cancel, or the worker stopping the harness: SIGTERM to the CLI's group, SIGKILL once `grace` is
+   * over (what the group left behind too, when the CLI exits sooner), then exit 130. Once: the
+   * launcher repeats its SIGTERM until this process is gone.
+   */
+  let stopping = false;
+  const stopAndExit = () => {
+    if (stopping) return;
+    stopping = true;
+    const child = current;
+    if (!child?.pid || child.exitCode !== null || child.signalCode !== null) process.exit(130);
+    const end = () => {
+      killGroup(child.pid!);
+      process.exit(130);
+    };
+    child.once('exit', end);
+    setTimeout(end, grace);
+    stopGroup('SIGTERM');
   };
 
   for (const text of adapter.notices ?? []) emit({ type: 'message', role: 'system', text });
 
   // The worker stops the harness's own group; the CLI's is another: it goes with it.
-  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
-    process.on(sig, () => {
-      stopGroup('SIGKILL');
-      process.exit(130);
-    });
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, stopAndExit);
   process.on('exit', () => stopGroup('SIGKILL'));
 
   const turn = (text: string) =>
@@ -233,8 +261,7 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
         return;
       }
       if (msg.type === 'cancel') {
-        stopGroup('SIGTERM');
-        process.exit(130);
+        stopAndExit();
       } else if (msg.type === 'interrupt') {
         if (!current) return;
         interrupted = true;

@@ -8,8 +8,11 @@ import { join } from 'node:path';
 import type { CliAdapter, HarnessSettings } from './adapter-runner.js';
 import { translateClaude } from './claude-stream.js';
 
-/** `reasoning_level` values Claude Code's `--effort` takes; others are not passed (and said so). */
-const EFFORTS = new Set(['low', 'medium', 'high', 'max']);
+/**
+ * `reasoning_level` values Claude Code's `--effort` takes (2.1's `claude --help`: low, medium, high,
+ * xhigh, max); others are not passed (and said so).
+ */
+const EFFORTS = new Set(['low', 'medium', 'high', 'xhigh', 'max']);
 
 export function claudeAdapter(settings: HarnessSettings): CliAdapter {
   const dir = join(settings.workspace, '.factoryd');
@@ -19,7 +22,7 @@ export function claudeAdapter(settings: HarnessSettings): CliAdapter {
   const notices: string[] = [];
   if (effort && !EFFORTS.has(effort))
     notices.push(
-      `reasoning_level "${effort}" is not one Claude Code takes (low, medium, high, max): not passed`,
+      `reasoning_level "${effort}" is not one Claude Code takes (${[...EFFORTS].join(', ')}): not passed`,
     );
   const mcp = mcpConfig(settings.config.mcp_servers, dir, notices);
   linkSkills(settings.workspace);

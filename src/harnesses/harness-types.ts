@@ -11,6 +11,9 @@ export const BUILT_IN_HARNESSES: readonly BuiltInHarness[] = ['claude', 'codex',
 export const isHarnessType = (v: unknown): v is HarnessType =>
   typeof v === 'string' && (HARNESS_TYPES as readonly string[]).includes(v);
 
+export const isBuiltInHarness = (v: unknown): v is BuiltInHarness =>
+  (BUILT_IN_HARNESSES as readonly unknown[]).includes(v);
+
 /** What each built-in harness is, and which of its provider's variables it takes from its environment. */
 export interface HarnessInfo {
   /** As people call it. */

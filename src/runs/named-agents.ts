@@ -39,11 +39,21 @@ export class NamedAgents {
 
 /**
  * The run's config over the named agent's: a key the run sets wins; MCP servers merge by name (the
- * run's entry wins); the agent's skills apply only when the run names no skill of its own.
+ * run's entry wins); `harness` and `harness_auth_secrets` merge key by key (a run that only picks a
+ * model keeps the agent's harness type and its key's secret), except that a run naming another
+ * harness type than the one the agent names takes none of the agent's harness settings (its model and its
+ * key are another provider's); the agent's skills apply only when the run names no skill of its own.
  */
 export function withAgentDefaults(run: AgentConfig, agent: AgentConfig): AgentConfig {
   const merged: AgentConfig = { ...agent, ...run };
   if (agent.mcp_servers || run.mcp_servers) merged.mcp_servers = { ...agent.mcp_servers, ...run.mcp_servers };
+  const otherType =
+    run.harness?.type !== undefined &&
+    agent.harness?.type !== undefined &&
+    run.harness.type !== agent.harness.type;
+  if (run.harness && agent.harness && !otherType) merged.harness = { ...agent.harness, ...run.harness };
+  if (run.harness_auth_secrets && agent.harness_auth_secrets)
+    merged.harness_auth_secrets = { ...agent.harness_auth_secrets, ...run.harness_auth_secrets };
   if (run.skill_spec !== undefined || run.skills !== undefined) {
     if (run.skills === undefined) delete merged.skills;
     if (run.skill_spec === undefined) delete merged.skill_spec;

@@ -141,6 +141,18 @@ describe('client.agent.run (POST /agent/runs)', () => {
       memory_stores: [{ access: 'read_write', instructions: 'notes', uid: 'store-2' }],
       mcp_servers: { gh: { url: 'https://mcp.example/gh', headers: { Authorization: '[redacted]' } } },
     });
+    // A run that only picks the model keeps the agent's harness type (and its key's secret).
+    const withModel = await python(t, 'POST', '/agent/runs', {
+      agent_identity_uid: agent.body.uid,
+      config: { harness: { model_id: 'gpt-5-codex' } },
+    });
+    expect(withModel.status).toBe(200);
+    expect(
+      (await python(t, 'GET', `/agent/runs/${withModel.body.run_id}`)).body.agent_config.harness,
+    ).toEqual({
+      type: 'codex',
+      model_id: 'gpt-5-codex',
+    });
     // The harness gets the agent's real MCP credentials (sealed for the run, opened for its worker).
     const [row] = await t.service.db.query<{ agent_config: any }>(
       `SELECT agent_config FROM runs WHERE id = $1`,

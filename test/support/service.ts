@@ -39,6 +39,8 @@ export interface TestService {
   databaseUrl: string;
   /** Its DATA_DIR (workspaces, managed factories, keys). */
   dataDir: string;
+  /** With `captureLog`: every line the service logged so far (at its LOG_LEVEL), restarts included. */
+  loggedText(): string;
   /**
    * Stops the service and starts it again on the same port and database (`service` is the new one),
    * once `whileDown` (an outage the test waits through, e.g. until a lease lapsed) resolves.
@@ -50,7 +52,14 @@ export interface TestService {
 /** The real service on a loopback port and a fresh database: what a test drives over HTTP. */
 export async function startTestService(
   env: Record<string, string> = {},
-  opts: { sameDatabaseAs?: TestService } = {},
+  opts: {
+    sameDatabaseAs?: TestService;
+    /**
+     * Keep what the service logs (at `env.LOG_LEVEL`; set one, the default is silent) for the test to
+     * read (`loggedText`), instead of writing it out.
+     */
+    captureLog?: boolean;
+  } = {},
 ): Promise<TestService> {
   // A second replica shares the first one's database (and leaves dropping it to the first).
   const database = opts.sameDatabaseAs
@@ -68,7 +77,9 @@ export async function startTestService(
     ...env,
     DATABASE_URL: database.url,
   });
-  let service = await startService(config);
+  const logged: string[] = [];
+  const logDestination = opts.captureLog ? { write: (line: string) => void logged.push(line) } : undefined;
+  let service = await startService(config, { logDestination });
   let authRepo = new AuthRepository(service.db);
   let auth = new AuthService(authRepo);
   const adminKey = opts.sameDatabaseAs?.adminKey ?? (await bootstrapDefaultTeam(authRepo, auth))!;
@@ -115,10 +126,14 @@ export async function startTestService(
     call,
     databaseUrl: database.url,
     dataDir,
+    loggedText: () => logged.join(''),
     async restart({ whileDown } = {}) {
       await service.stop();
       await whileDown?.();
-      service = t.service = await startService({ ...config, port: Number(new URL(url).port) });
+      service = t.service = await startService(
+        { ...config, port: Number(new URL(url).port) },
+        { logDestination },
+      );
       authRepo = t.authRepo = new AuthRepository(service.db);
       auth = t.auth = new AuthService(authRepo);
     },

@@ -113,7 +113,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
         );
       });
     const pool = new WorkerPool(narratedBackend(backend, told), {
-      ...executionOptions(config, workspaceRoot, harnesses, lines, reportFailed),
+      ...executionOptions(config, workspaceRoot, harnesses, lines, true, reportFailed),
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
       heartbeatMs: Math.min(1000, heartbeatMs(config)),

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { Clock } from '../../common/clock.js';
 import { Metrics } from '../../common/metrics.js';
 import { CONFIG, type Config } from '../../config/config.js';
+import { HARNESS_DETECTION, type HarnessDetection } from '../../config/harness-detection.js';
 import { Database } from '../../database/database.js';
 import { Notifications } from '../../database/notifications.js';
 import { EnvironmentResolver } from '../../environments/environment-resolver.js';
@@ -39,11 +40,19 @@ import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
         ),
     },
     {
+      // GET /agent/models: which CLIs the workers that may run a team's runs have.
+      provide: HARNESS_DETECTION,
+      inject: [WorkerRunsService],
+      useFactory: (service: WorkerRunsService): HarnessDetection => ({
+        detected: (teamId) => service.detectedHarnesses(teamId),
+      }),
+    },
+    {
       provide: RunWakeups,
       inject: [Notifications],
       useFactory: (notifications: Notifications) => new RunWakeups(notifications),
     },
   ],
-  exports: [WorkerRunsService, RunWakeups],
+  exports: [WorkerRunsService, RunWakeups, HARNESS_DETECTION],
 })
 export class WorkerRunsModule {}

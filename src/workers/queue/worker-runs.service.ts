@@ -31,7 +31,13 @@ import { handoffAttachments } from '../../runs/artifact.js';
 import { RunQueueRepository, type ClaimedRun, type HeldRun } from './run-queue.repository.js';
 import { SkillResolver } from './skill-resolver.js';
 import { WorkersRepository, type ConnectedHost, type WorkerIdentity } from './workers.repository.js';
-import { chooseHarness, HARNESSES } from '../../harnesses/harness-types.js';
+import {
+  chooseHarness,
+  HARNESSES,
+  isBuiltInHarness,
+  type BuiltInHarness,
+} from '../../harnesses/harness-types.js';
+import type { DetectedHarness } from '../../config/harness-detection.js';
 import type { SecretsService } from '../../secrets/secrets.service.js';
 import { setSecretCommand } from '../../secrets/secret-commands.js';
 
@@ -46,6 +52,15 @@ export const runPolicy = (config: Config): RunPolicy => ({
   teamMaxSlots: config.teamMaxSlots,
   transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
 });
+
+/**
+ * Why a run whose agent has `auth: {workerEnvironment: true}` does not start on a service-hosted
+ * worker: the setting, and what to do instead.
+ */
+export const workerEnvironmentRefused = (type: BuiltInHarness): string =>
+  `the agent's auth.workerEnvironment (the worker's own ${HARNESSES[type].keyVariable}) is honoured only on the team's own ` +
+  `self-hosted worker, not on a service-hosted one: set the agent's workerHost to a self-hosted worker of the team, ` +
+  `or name a team secret with auth.managedSecret (${setSecretCommand('NAME')} stores one)`;
 
 /** The metrics' `workers` label: runs on service-hosted workers, or on a team's self-hosted ones. */
 const WORKER_KINDS = ['service', 'self_hosted'] as const;
@@ -112,6 +127,20 @@ export class WorkerRunsService {
     return this.registry.connectedSelfHosted(teamId, liveSince(this.now(), this.policy));
   }
 
+  /**
+   * The agent CLIs (HarnessDetection) of the live workers that may run the team's runs: service-hosted
+   * ones, on any replica, and the team's own self-hosted ones, as they advertised them on connect,
+   * claim and heartbeat. `oz` needs no CLI and is left out.
+   */
+  async detectedHarnesses(teamId: string): Promise<DetectedHarness[]> {
+    const rows = await this.registry.harnessesFor(teamId, liveSince(this.now(), this.policy));
+    return rows.flatMap((r) =>
+      isBuiltInHarness(r.type)
+        ? [{ type: r.type, where: r.where, ...(r.version ? { version: r.version } : {}) }]
+        : [],
+    );
+  }
+
   /** Claims up to `max` QUEUED runs of the worker's host (RunQueueRepository.claim) and hands them out. */
   async claim(w: WorkerIdentity, max: number): Promise<Assignment[]> {
     if (max <= 0) return [];
@@ -175,7 +204,7 @@ export class WorkerRunsService {
       transcript_budget: this.policy.transcriptBudget,
       // A self-hosted machine runs its own HARNESS_COMMAND: the service never tells it what to execute.
       harness_command: (w.teamId === null && run.harness_command) || undefined,
-      ...(await this.builtInHarness(run, config)),
+      ...(await this.builtInHarness(run, config, w)),
     };
   }
 
@@ -184,15 +213,26 @@ export class WorkerRunsService {
    * secret's current value, opened here for this execution only (the assignment goes to the worker
    * that claimed the run and is stored nowhere). A secret that is missing or cannot be opened is said
    * by name, never its value, and the worker ends the run at once.
+   *
+   * `workerEnvironment` is honoured only on a team's self-hosted worker (its own machine, its own
+   * key). A service-hosted worker serves every team: its environment holds the operator's keys (set
+   * for the service, e.g. for a gateway), which no team's run may take by asking for them.
    */
   private async builtInHarness(
     run: ClaimedRun,
     config: Record<string, unknown>,
+    w: WorkerIdentity,
   ): Promise<Pick<Assignment, 'harness'>> {
     const choice = chooseHarness(config, run.team_harness);
     if (choice.type === 'oz') return {};
     const info = HARNESSES[choice.type];
-    if (choice.workerEnvironment) return { harness: { type: choice.type, worker_environment: true } };
+    if (choice.workerEnvironment)
+      return {
+        harness:
+          w.teamId === null
+            ? { type: choice.type, error: workerEnvironmentRefused(choice.type) }
+            : { type: choice.type, worker_environment: true },
+      };
     const name = choice.secretName;
     if (!name)
       return {

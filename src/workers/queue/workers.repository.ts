@@ -68,6 +68,25 @@ export class WorkersRepository {
     await this.db.execute(`DELETE FROM workers WHERE last_seen_at < $1`, [before]);
   }
 
+  /**
+   * The harnesses the live workers (seen after `liveSince`) that may run a team's runs advertise:
+   * the service-hosted ones (any team's) and the team's own self-hosted ones, never another team's.
+   * One row per harness type, version and place (`service`, or a self-hosted worker host).
+   */
+  async harnessesFor(
+    teamId: string,
+    liveSince: Date,
+  ): Promise<Array<{ type: string; version: string | null; where: string }>> {
+    return this.db.query(
+      `SELECT DISTINCT h->>'type' AS type, h->>'version' AS version,
+              CASE WHEN self_hosted THEN worker_host ELSE 'service' END AS "where"
+         FROM workers, jsonb_array_elements(coalesce(harnesses, '[]')) h
+        WHERE (team_id = $1 OR NOT self_hosted) AND last_seen_at > $2 AND jsonb_typeof(h) = 'object'
+        ORDER BY 3, 1, 2`,
+      [teamId, liveSince],
+    );
+  }
+
   /** A team's self-hosted worker hosts with a worker seen after `liveSince`. */
   async connectedSelfHosted(teamId: string, liveSince: Date): Promise<ConnectedHost[]> {
     const rows = await this.db.query<{

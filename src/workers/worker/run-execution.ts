@@ -49,6 +49,12 @@ export interface ExecutionOptions {
   maxDurationMinutes: number;
   /** The agent CLIs this worker has (installed-clis.ts): a built-in harness runs only where its CLI is. */
   clis: Partial<Record<BuiltInHarness, string>>;
+  /**
+   * A team's own self-hosted worker (`factoryd worker --worker-host`): only there does a run's
+   * `worker_environment` take the provider key from this process's environment. A service-hosted
+   * worker's environment is the operator's, shared by every team.
+   */
+  selfHosted: boolean;
   /** This worker's own transcript budget, for an assignment that carries none (as the limits above). */
   transcriptBudget: TranscriptBudget;
   /** A report (events, end) the service did not take: logged by the caller (never its content). */
@@ -375,6 +381,11 @@ export class RunExecution {
     const h = this.assignment.harness;
     if (!h) return this.assignment.harness_command ?? this.opts.harnessCommand;
     if (h.error) throw new Error(h.error);
+    // The service refuses this already (worker-runs.service.ts); said again here, where the key is.
+    if (h.worker_environment && !this.opts.selfHosted)
+      throw new Error(
+        `the agent's auth.workerEnvironment is honoured only on the team's own self-hosted worker; this worker is service-hosted`,
+      );
     if (!this.opts.clis[h.type])
       throw new Error(
         `this worker has no ${HARNESSES[h.type].title} CLI (factoryd harnesses install ${h.type})`,
@@ -394,9 +405,11 @@ export class RunExecution {
     return {
       FACTORYD_HARNESS_TYPE: h.type,
       FACTORYD_HARNESS_CLI: this.opts.clis[h.type] ?? '',
+      // The adapter stops its CLI within this (adapter-runner.ts): before the launcher's SIGKILL.
+      FACTORYD_KILL_GRACE_MS: String(this.opts.killGraceMs),
       ...(h.secret_name ? { FACTORYD_HARNESS_SECRET: h.secret_name } : {}),
       ...own(info.baseUrlVariable),
-      ...(h.worker_environment ? own(info.keyVariable) : {}),
+      ...(h.worker_environment && this.opts.selfHosted ? own(info.keyVariable) : {}),
       ...h.env,
     };
   }

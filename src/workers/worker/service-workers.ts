@@ -78,11 +78,13 @@ export function executionOptions(
   workspaceRoot: string,
   harnesses: HarnessCatalog,
   log: WorkerLog,
+  selfHosted: boolean,
   onReportFailed?: ExecutionOptions['onReportFailed'],
   managedRepositories?: ManagedRepositories,
 ): ExecutionOptions {
   const sandbox = harnessSandbox(config, workspaceRoot).sandbox;
   return {
+    selfHosted,
     clis: Object.fromEntries(harnesses.clis.filter((c) => !c.problem).map((c) => [c.type, c.path])),
     harnessCommand: config.harnessCommand ?? exampleHarnessCommand(),
     repositories: repositoryCache(config, workspaceRoot, managedRepositories),
@@ -302,6 +304,7 @@ export function startServiceHostedPool(
       serviceWorkspaceRoot(config),
       harnesses,
       log,
+      false,
       onReportFailed,
       new DefinitionStore(db),
     ),
