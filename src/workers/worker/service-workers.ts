@@ -173,7 +173,7 @@ export function passwordlessWarning(
   const who = users
     .map(
       (u) =>
-        `user ${u.user}${u.user === 'postgres' ? ' (the superuser)' : ''} with no password through ${u.ways.join(' and ')}`,
+        `user ${u.user} with no password through ${u.ways.join(' and ')}${u.user === 'postgres' ? ' (postgres is the superuser)' : ''}`,
     )
     .join('; ');
   const head = `DATABASE_URL: the server accepts ${who} (trust in pg_hba.conf): `;
