@@ -199,6 +199,20 @@ describe('environments prepare the workspace', () => {
       expect(JSON.stringify({ r: r.environment, conversation })).not.toContain(secret);
   });
 
+  it('admits its https repository hosts through the egress proxy, whose addresses are still checked', async (ctx) => {
+    const target = new URL(appUrl).host; // the https repository's host:port, on loopback here
+    const bare = await run('no-such-environment', { proxy: [target] });
+    if (bare.found.proxy[target] === 'no proxy')
+      ctx.skip('harnesses here have no egress proxy (sandbox none)');
+    // A run without the environment: the allow list refuses the host before any lookup…
+    expect(bare.found.proxy[target]).toMatch(/^HTTP\/1\.1 403 [\s\S]*not in the egress allow list/);
+    // …with it, the host is on the run's list (EgressRun.allow), and its address is what refuses it.
+    const inEnv = await run('full', { proxy: [target] });
+    expect(inEnv.found.proxy[target]).toMatch(
+      /^HTTP\/1\.1 403 [\s\S]*127\.0\.0\.1 is a loopback, private, link-local or reserved address/,
+    );
+  });
+
   it('reuses the cache: a second run fetches nothing from the server, a new commit is fetched once', async () => {
     const before = http.fetches.get('private/app.git') ?? 0;
     expect(before).toBeGreaterThan(0);

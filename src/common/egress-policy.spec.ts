@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { baseUrlDestination, egressDecision, parseEgressRule, refusedAddress } from './egress-policy.js';
+import {
+  baseUrlDestination,
+  egressDecision,
+  parseEgressRule,
+  refusedAddress,
+  repositoryEgressRules,
+} from './egress-policy.js';
 
 describe('egress policy', () => {
   const policy = {
@@ -62,5 +68,29 @@ describe('egress policy', () => {
     expect(baseUrlDestination('https://api.example.com')).toEqual({ host: 'api.example.com', port: 443 });
     expect(baseUrlDestination('http://[::1]:9/x')).toEqual({ host: '::1', port: 9 });
     expect(baseUrlDestination('ftp://x')).toBeUndefined();
+  });
+
+  it("adds an environment's https repository hosts for its runs, at their port, and nothing else", () => {
+    const extra = repositoryEgressRules([
+      'https://git.corp.example/acme/web.git',
+      'https://GIT.corp.example/acme/other.git', // the same host: one rule
+      'https://code.example.net:8443/x.git',
+      'ssh://git@ssh.example.com/acme/x.git', // git does not use the proxy for ssh
+      'git@scp.example.com:acme/x.git',
+      'git://daemon.example.com/x.git',
+      '/srv/repos/local',
+    ]);
+    expect(extra).toEqual([
+      { host: 'git.corp.example', port: 443 },
+      { host: 'code.example.net', port: 8443 },
+    ]);
+    expect(egressDecision(policy, 'git.corp.example', 443).verdict).toBe('refused');
+    expect(egressDecision(policy, 'git.corp.example', 443, extra).verdict).toBe('checked');
+    expect(egressDecision(policy, 'git.corp.example', 80, extra).verdict).toBe('refused');
+    expect(egressDecision(policy, 'code.example.net', 8443, extra).verdict).toBe('checked');
+    // Checked, not trusted: a repository on loopback is still refused after DNS.
+    expect(
+      egressDecision(policy, '127.0.0.1', 9443, repositoryEgressRules(['https://127.0.0.1:9443/x.git'])),
+    ).toEqual({ verdict: 'checked' });
   });
 });

@@ -79,6 +79,29 @@ export function baseUrlDestination(url: string): { host: string; port: number } 
   }
 }
 
+/**
+ * What a run's environment adds to the policy (EgressRun.allow): the host and port of each of its
+ * repositories fetched over https, so a harness may fetch and push where the worker cloned from.
+ * Only https: git reads the proxy variables for it, not for ssh:// or git://, which reach nothing
+ * from a sandbox. A rule, not a trust: the host's addresses are checked like any other's, so a
+ * repository on loopback or a private address stays out of reach (HARNESS_EGRESS_TRUST opens one).
+ */
+export function repositoryEgressRules(urls: readonly string[]): EgressRule[] {
+  const rules = new Map<string, EgressRule>();
+  for (const url of urls) {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      continue; // scp-like user@host:path, a local path
+    }
+    if (u.protocol !== 'https:' || !u.hostname) continue;
+    const rule = { host: u.hostname.replace(/^\[|\]$/g, '').toLowerCase(), port: Number(u.port || 443) };
+    rules.set(`${rule.host}:${rule.port}`, rule);
+  }
+  return [...rules.values()];
+}
+
 const hostMatches = (rule: string, host: string) =>
   rule === '*' ? !isIP(host) : rule.startsWith('*.') ? host.endsWith(rule.slice(1)) : rule === host;
 

@@ -74,6 +74,7 @@ describe('loadConfig', () => {
         memory: '4g',
         pids: 1024,
         network: 'none',
+        bridgeEnvironments: [],
         keepFailedSeconds: 3600,
         mounts: [],
       },
@@ -88,6 +89,7 @@ describe('loadConfig', () => {
         WORKER_DOCKER_NETWORK: 'bridge',
         WORKER_DOCKER_KEEP_FAILED_SECONDS: '0',
         WORKER_DOCKER_MOUNTS: '/opt/claude:/opt/tools',
+        WORKER_DOCKER_BRIDGE_ENVIRONMENTS: 'acme:build, acme:release.v2,ops-2:Tools_1',
       }),
     ).toMatchObject({
       workerBackend: 'docker',
@@ -97,6 +99,11 @@ describe('loadConfig', () => {
         memory: '512m',
         pids: 64,
         network: 'bridge',
+        bridgeEnvironments: [
+          { team: 'acme', environment: 'build' },
+          { team: 'acme', environment: 'release.v2' },
+          { team: 'ops-2', environment: 'Tools_1' },
+        ],
         keepFailedSeconds: 0,
         mounts: ['/opt/claude', '/opt/tools'],
       },
@@ -119,6 +126,12 @@ describe('loadConfig', () => {
         /^WORKER_DOCKER_MOUNTS: \/var\/run\/docker\.sock would give/,
       ],
       [{ WORKER_DOCKER_MOUNTS: '/' }, /^WORKER_DOCKER_MOUNTS: \/ would give/],
+      ...['build', 'acme', 'Acme:build', 'acme:', ':build', 'acme:-x', 'acme:a b', 'acme:a:b'].map(
+        (entry): [Record<string, string>, RegExp] => [
+          { WORKER_DOCKER_BRIDGE_ENVIRONMENTS: `ok:fine,${entry}` },
+          /^WORKER_DOCKER_BRIDGE_ENVIRONMENTS: ".*" is not TEAM:ENVIRONMENT/,
+        ],
+      ),
     ];
     for (const [env, message] of bad) expect(() => loadConfig(env)).toThrow(message);
   });

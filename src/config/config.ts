@@ -135,9 +135,30 @@ export interface DockerSettings {
   pids: number;
   /** For runs whose environment names no network mode. */
   network: 'none' | 'bridge';
+  /**
+   * WORKER_DOCKER_BRIDGE_ENVIRONMENTS: the environments (a team's name and the environment's) whose
+   * file may ask for `network: bridge`. Any other is refused when it applies and when a run is claimed:
+   * a team must not give itself Docker's bridge (the host's ports, cloud metadata, unlogged).
+   */
+  bridgeEnvironments: BridgeEnvironment[];
   keepFailedSeconds: number;
   /** More host paths every container gets read-only at the same path (an agent CLI installed elsewhere). */
   mounts: string[];
+}
+
+/** One environment the operator gives Docker's bridge: `TEAM:ENVIRONMENT`. */
+export interface BridgeEnvironment {
+  team: string;
+  environment: string;
+}
+
+/** Whether the operator gave `team`'s environment `environment` Docker's bridge (WORKER_DOCKER_BRIDGE_ENVIRONMENTS). */
+export function bridgeAllowed(
+  list: readonly BridgeEnvironment[],
+  team: string,
+  environment: string,
+): boolean {
+  return list.some((b) => b.team === team && b.environment === environment);
 }
 
 const HARNESS_SANDBOX_MODES = ['bwrap', 'user', 'none'] as const;
@@ -183,6 +204,7 @@ export const SERVICE_VARIABLES = [
   'WORKER_DOCKER_MEMORY',
   'WORKER_DOCKER_PIDS',
   'WORKER_DOCKER_NETWORK',
+  'WORKER_DOCKER_BRIDGE_ENVIRONMENTS',
   'WORKER_DOCKER_KEEP_FAILED_SECONDS',
   'WORKER_DOCKER_MOUNTS',
   'FACTORY_REPO_ROOTS',
@@ -436,9 +458,31 @@ function dockerSettings(env: Env): DockerSettings {
     memory,
     pids: int(env, 'WORKER_DOCKER_PIDS', 1024, 16, 4_194_304),
     network: oneOf(env, 'WORKER_DOCKER_NETWORK', ['none', 'bridge'] as const, 'none'),
+    bridgeEnvironments: bridgeEnvironments(env),
     keepFailedSeconds: int(env, 'WORKER_DOCKER_KEEP_FAILED_SECONDS', 3600, 0, 7 * 86400),
     mounts,
   };
+}
+
+/**
+ * WORKER_DOCKER_BRIDGE_ENVIRONMENTS: comma-separated `TEAM:ENVIRONMENT` (as HARNESS_MODELS pairs
+ * `harness:model`), e.g. `acme:build,acme:release`; a team's and an environment's name as each is spelled.
+ */
+function bridgeEnvironments(env: Env): BridgeEnvironment[] {
+  const name = 'WORKER_DOCKER_BRIDGE_ENVIRONMENTS';
+  return (str(env, name) ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const m = /^([^:]*):(.*)$/.exec(entry);
+      if (!m || !TEAM_NAME.test(m[1]!) || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(m[2]!))
+        throw new ConfigError(
+          name,
+          `"${entry}" is not TEAM:ENVIRONMENT (a team's name, a colon, an environment's name; comma-separated), e.g. acme:build`,
+        );
+      return { team: m[1]!, environment: m[2]! };
+    });
 }
 
 function httpTimeouts(env: Env) {

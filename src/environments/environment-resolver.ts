@@ -1,4 +1,6 @@
+import { bridgeAllowed, type BridgeEnvironment } from '../config/config.js';
 import type { Database } from '../database/database.js';
+import { bridgeRefused } from '../definitions/rules/environments.js';
 import type { EnvironmentDefinition } from '../definitions/definition.js';
 import type { SecretsService } from '../secrets/secrets.service.js';
 import type { ResolvedEnvironment } from './resolved-environment.js';
@@ -46,17 +48,23 @@ export class EnvironmentResolver {
   constructor(
     private readonly db: Database,
     private readonly secrets: Pick<SecretsService, 'current'>,
+    /** WORKER_DOCKER_BRIDGE_ENVIRONMENTS: the only environments handed out with `network: bridge`. */
+    private readonly bridgeEnvironments: readonly BridgeEnvironment[] = [],
   ) {}
 
   async forRun(teamId: string, environmentId: string | undefined): Promise<EnvironmentForRun | undefined> {
     if (!environmentId) return undefined;
-    const [row] = await this.db.query<{ uid: string; name: string; config: StoredConfig }>(
-      `SELECT uid, name, config FROM environments WHERE team_id = $1 AND (uid = $2 OR name = $2)
-        ORDER BY uid = $2 DESC LIMIT 1`,
+    const [row] = await this.db.query<{ uid: string; name: string; config: StoredConfig; team: string }>(
+      `SELECT e.uid, e.name, e.config, t.name AS team FROM environments e JOIN teams t ON t.id = e.team_id
+        WHERE e.team_id = $1 AND (e.uid = $2 OR e.name = $2) ORDER BY e.uid = $2 DESC LIMIT 1`,
       [teamId, environmentId],
     );
     if (!row) return undefined;
     const environment = resolvedFrom(row.uid, row.name, row.config);
+    // The second line behind the apply's check: an environment stored before the rule, or one the
+    // operator has since taken off the list, never reaches a worker with the bridge.
+    if (environment.network === 'bridge' && !bridgeAllowed(this.bridgeEnvironments, row.team, row.name))
+      return { environment, problem: `The environment ${row.name}: ${bridgeRefused(row.name, row.team)}` };
     const names = new Set([
       ...environment.repositories.flatMap((r) => (r.credential_secret ? [r.credential_secret] : [])),
       ...Object.values(environment.secrets),

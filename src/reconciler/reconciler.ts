@@ -137,6 +137,7 @@ export class Reconciler {
   private readonly log = new Logger('Reconciler');
   private readonly policy: RepositoryPolicy;
   private readonly allowPrivateUrls: boolean;
+  private readonly bridgeEnvironments: Config['docker']['bridgeEnvironments'];
   /** Parsed files by blob id and path, shared by every factory of the process: 32 MiB at most. */
   readonly parsed = new ParsedFileCache(32 * 1024 * 1024);
   private readonly queues = new Map<
@@ -156,6 +157,7 @@ export class Reconciler {
   ) {
     this.policy = new RepositoryPolicy(config, store);
     this.allowPrivateUrls = config.notificationsAllowPrivateUrls;
+    this.bridgeEnvironments = config.docker.bridgeEnvironments;
   }
 
   /**
@@ -401,6 +403,9 @@ export class Reconciler {
         secrets: new Map([...secrets].map(([name, s]) => [name, { urlSafe: s.urlSafe, whsec: s.whsec }])),
         team: factory.teamName,
         allowPrivateUrls: this.allowPrivateUrls,
+        bridgeEnvironments: this.bridgeEnvironments
+          .filter((b) => b.team === factory.teamName)
+          .map((b) => b.environment),
       },
       misplaced,
     );

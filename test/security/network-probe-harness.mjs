@@ -1,7 +1,9 @@
 // A harness that probes its network as an attacker would (test/security/network.test.ts). Its prompt
-// is JSON: { tcp: {name: "host:port"}, sockets: {name: "/path"}, proxied: {name: "host:port"},
-// stub: "http://127.0.0.1:port" }. It tries each, then ends with its findings as the result message:
-// `REACH {"tcp": {name: "reached" | error}, "sockets": …, "proxied": {name: status line | error}, …}`.
+// is JSON: { tcp: {name: "host:port" | "[v6]:port"}, sockets: {name: "/path" | "@abstract name"},
+// proxied: {name: "host:port"}, proxiedGet: {name: "http://host:port/"}, stub: "http://127.0.0.1:port" }.
+// It tries each (proxied: CONNECT through HTTPS_PROXY; proxiedGet: an absolute-form GET through
+// HTTP_PROXY), then ends with its findings as the result message: `REACH {"tcp": {name: "reached" |
+// error}, "sockets": …, "proxied": {name: status line, and the body of a refusal | error}, …}`.
 // Plain Node, no dependencies: it must run wherever a harness runs.
 import { connect } from 'node:net';
 import { request } from 'node:http';
@@ -23,26 +25,41 @@ function reach(options) {
   });
 }
 
-/** The proxy's (HTTPS_PROXY) answer to CONNECT host:port: its status line, or why there was none. */
-function throughProxy(target) {
-  const proxy = process.env.HTTPS_PROXY;
+/**
+ * The proxy's answer to `request` (a request head): its status line; for anything but a tunnel or a
+ * forwarded answer, with ` — ` and the proxy's reason (its body, which names why). Or why there was none.
+ */
+function askProxy(proxy, request) {
   if (!proxy) return Promise.resolve('no proxy');
   const { hostname, port } = new URL(proxy);
   return new Promise((resolve) => {
     const s = connect({ host: hostname, port: Number(port) });
-    let head = '';
-    s.setTimeout(TIMEOUT_MS * 3, () => (s.destroy(), resolve(head.split('\r\n')[0] || 'timeout')));
-    s.once('connect', () => s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
+    let answer = '';
+    const done = () => {
+      s.destroy();
+      const [head, body = ''] = answer.split('\r\n\r\n');
+      const status = head.split('\r\n')[0];
+      // A refusal is the proxy's own (text/plain, `factoryd egress: …`); anything else is the target's.
+      resolve(!status ? 'no answer' : /^factoryd egress:/.test(body) ? `${status} — ${body.trim()}` : status);
+    };
+    s.setTimeout(TIMEOUT_MS * 3, done);
+    s.once('connect', () => s.write(request));
     s.on('data', (d) => {
-      head += d.toString('latin1');
-      if (head.includes('\r\n')) {
-        s.destroy();
-        resolve(head.split('\r\n')[0]);
-      }
+      answer += d.toString('latin1');
+      if (/^HTTP\/1\.1 200 Connection Established\r\n\r\n/.test(answer)) done(); // a tunnel: nothing more comes
     });
+    s.once('close', done);
     s.once('error', (err) => resolve(err.code ?? err.message));
   });
 }
+
+/** CONNECT host:port through HTTPS_PROXY. */
+const throughProxy = (target) =>
+  askProxy(process.env.HTTPS_PROXY, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+
+/** GET http://host:port/ (absolute form) through HTTP_PROXY. */
+const getThroughProxy = (url) =>
+  askProxy(process.env.HTTP_PROXY, `GET ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\n\r\n`);
 
 /** A POST to the model stub, as an SDK would send it: `via` "direct" (NO_PROXY) or "proxy" (absolute form). */
 function callStub(base, via) {
@@ -74,14 +91,19 @@ function callStub(base, via) {
 }
 
 async function probe(p) {
-  const found = { tcp: {}, sockets: {}, proxied: {}, stub: {} };
+  const found = { tcp: {}, sockets: {}, proxied: {}, proxiedGet: {}, stub: {} };
   for (const [name, target] of Object.entries(p.tcp ?? {})) {
     const i = target.lastIndexOf(':');
-    found.tcp[name] = await reach({ host: target.slice(0, i), port: Number(target.slice(i + 1)) });
+    const host = target.slice(0, i).replace(/^\[|\]$/g, '');
+    found.tcp[name] = await reach({ host, port: Number(target.slice(i + 1)) });
   }
-  for (const [name, path] of Object.entries(p.sockets ?? {})) found.sockets[name] = await reach({ path });
+  // `@name`: the abstract socket `\0name` (Linux), which has no path to hide: only a namespace stops it.
+  for (const [name, path] of Object.entries(p.sockets ?? {}))
+    found.sockets[name] = await reach({ path: path.replace(/^@/, '\0') });
   for (const [name, target] of Object.entries(p.proxied ?? {}))
     found.proxied[name] = await throughProxy(target);
+  for (const [name, url] of Object.entries(p.proxiedGet ?? {}))
+    found.proxiedGet[name] = await getThroughProxy(url);
   if (p.stub) {
     found.stub.direct = await callStub(p.stub, 'direct');
     found.stub.proxy = await callStub(p.stub, 'proxy');

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
@@ -35,11 +35,19 @@ const modes = [
 const PROBE = packageProgramCommand('test/security', 'network-probe-harness.mjs');
 const PG_SOCKET = ['/var/run/postgresql/.s.PGSQL.5432', '/tmp/.s.PGSQL.5432'].find((p) => existsSync(p));
 const DOCKER_SOCKET = '/var/run/docker.sock';
+/** An abstract Unix socket (Linux): no file to hide, only a network namespace keeps it out of reach. */
+const ABSTRACT = `factoryd-net-probe-${process.pid}`;
+/** This machine's own non-loopback IPv4 address (not a container bridge's), if it has one. */
+const MACHINE_IP = Object.entries(networkInterfaces())
+  .filter(([name]) => !/^(docker|br-|veth)/.test(name))
+  .flatMap(([, list]) => list ?? [])
+  .find((i) => i.family === 'IPv4' && !i.internal)?.address;
 
 interface Reach {
   tcp: Record<string, string>;
   sockets: Record<string, string>;
   proxied: Record<string, string>;
+  proxiedGet: Record<string, string>;
   stub: { direct?: string; proxy?: string };
 }
 
@@ -73,13 +81,17 @@ async function serve(
 
 describe('what a harness can reach of the network, per sandbox mode', () => {
   let other: Server;
+  let abstract: Server;
   let stub: HttpServer;
   const stubRequests: IncomingMessage[] = [];
   const port = (s: Server | HttpServer) => (s.address() as { port: number }).port;
 
   beforeAll(async () => {
     // The probe may close before reading the greeting (a reset): that is its business, not an error here.
-    other = createServer((s) => s.on('error', () => undefined).end('another local service\n'));
+    const greet = (s: import('node:net').Socket) =>
+      s.on('error', () => undefined).end('another local service\n');
+    other = createServer(greet);
+    abstract = createServer(greet);
     // The model provider's stub: the operator points the harnesses at it (ANTHROPIC_BASE_URL).
     stub = createHttpServer((req, res) => {
       stubRequests.push(req);
@@ -92,12 +104,15 @@ describe('what a harness can reach of the network, per sandbox mode', () => {
       });
     });
     await Promise.all([
-      new Promise<void>((r) => other.listen(0, '127.0.0.1', r)),
+      // Every address of the machine, IPv4 and IPv6: loopback, [::1] and its own address.
+      new Promise<void>((r) => other.listen(0, '::', r)),
+      new Promise<void>((r) => abstract.listen(`\0${ABSTRACT}`, r)),
       new Promise<void>((r) => stub.listen(0, '127.0.0.1', r)),
     ]);
   });
   afterAll(async () => {
     other?.close();
+    abstract?.close();
     stub?.close();
   });
 
@@ -114,6 +129,13 @@ describe('what a harness can reach of the network, per sandbox mode', () => {
             }
           : { HARNESS_SANDBOX: mode }),
         HARNESS_COMMAND: PROBE,
+        // Names and addresses the allow list admits, so that only the check after DNS stands between
+        // the harness and the machine: a name resolving to loopback, a loopback literal, the machine's address.
+        HARNESS_EGRESS_ALLOW: [
+          `localhost:${port(other)}`,
+          `127.0.0.1:${port(other)}`,
+          ...(MACHINE_IP ? [`${MACHINE_IP}:${port(other)}`] : []),
+        ].join(','),
         ANTHROPIC_BASE_URL: stubUrl,
         HARNESS_ENV_ALLOW: 'ANTHROPIC_BASE_URL',
       });
@@ -126,11 +148,14 @@ describe('what a harness can reach of the network, per sandbox mode', () => {
             postgres: `${dbAddress.hostname}:${dbAddress.port || 5432}`,
             service: `127.0.0.1:${servicePort}`,
             other: `127.0.0.1:${port(other)}`,
+            other_v6: `[::1]:${port(other)}`,
+            ...(MACHINE_IP && { machine: `${MACHINE_IP}:${port(other)}` }),
             metadata: '169.254.169.254:80',
           },
           sockets: {
             ...(PG_SOCKET && { postgres: PG_SOCKET }),
             ...(existsSync(DOCKER_SOCKET) && { docker: DOCKER_SOCKET }),
+            abstract: `@${ABSTRACT}`,
           },
           proxied: {
             postgres: `127.0.0.1:${dbAddress.port || 5432}`,
@@ -140,6 +165,15 @@ describe('what a harness can reach of the network, per sandbox mode', () => {
             metadata_v6: '[fd00:ec2::254]:80',
             private: '10.0.0.1:443',
             public: 'example.com:443',
+            // Admitted by the allow list: refused only by the address check after DNS.
+            allowed_name: `localhost:${port(other)}`,
+            allowed_loopback: `127.0.0.1:${port(other)}`,
+            ...(MACHINE_IP && { allowed_machine: `${MACHINE_IP}:${port(other)}` }),
+          },
+          proxiedGet: {
+            allowed_loopback: `http://127.0.0.1:${port(other)}/`,
+            allowed_name: `http://localhost:${port(other)}/`,
+            service: `http://127.0.0.1:${servicePort}/api/v1/factory-files/schemas`,
           },
           stub: stubUrl,
         };
@@ -164,6 +198,9 @@ describe('what a harness can reach of the network, per sandbox mode', () => {
           // The control: the probe does see what an unconfined harness reaches, and the start says so.
           expect(found.tcp.other).toBe('reached');
           expect(found.tcp.service).toBe('reached');
+          expect(found.tcp.other_v6).toBe('reached');
+          if (MACHINE_IP) expect(found.tcp.machine).toBe('reached');
+          expect(found.sockets.abstract).toBe('reached');
           expect(found.stub.direct).toMatch(/^200 /);
           expect(log).toMatch(/harness network: NOT CONFINED \(sandbox none\)/);
           return;
@@ -173,8 +210,22 @@ describe('what a harness can reach of the network, per sandbox mode', () => {
         for (const [name, got] of Object.entries({ ...found.tcp, ...found.sockets }))
           expect(got, `${name} reached directly`).not.toBe('reached');
         // …nor through the proxy, whatever the name's form; a public host outside the allow list neither.
-        for (const [name, got] of Object.entries(found.proxied))
+        for (const [name, got] of Object.entries({ ...found.proxied, ...found.proxiedGet }))
           expect(got, `${name} through the proxy`).toMatch(/^HTTP\/1\.1 (403|400)/);
+        // What the allow list admitted, the address check refused, naming why; CONNECT and GET alike.
+        const afterDns =
+          /^HTTP\/1\.1 403 Forbidden — factoryd egress: .* refused: 127\.0\.0\.1 is a loopback, private/;
+        expect(found.proxied.allowed_loopback).toMatch(afterDns);
+        expect(found.proxiedGet.allowed_loopback).toMatch(afterDns);
+        for (const got of [found.proxied.allowed_name, found.proxiedGet.allowed_name])
+          expect(got).toMatch(
+            /^HTTP\/1\.1 403 Forbidden — factoryd egress: localhost:\d+ refused: (127\.0\.0\.1|::1) is a loopback, private/,
+          );
+        if (MACHINE_IP)
+          expect(found.proxied.allowed_machine).toMatch(
+            /^HTTP\/1\.1 403 Forbidden — factoryd egress: .* refused: .* is (an address of this machine|a loopback, private)/,
+          );
+        expect(found.proxiedGet.service).toMatch(/not in the egress allow list/);
         // The operator's provider is reachable, both ways a client may go, and only through the proxy.
         expect(found.stub.direct).toMatch(/^200 /);
         expect(found.stub.proxy).toMatch(/^200 /);

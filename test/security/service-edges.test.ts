@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,10 +57,26 @@ describe('factoryd serve at its edges (docs/operations.md, docs/security.md)', (
   });
 
   it('builds links from the listening address, not from a Host header the caller chose', async () => {
-    const res = await fetch(`${url}/api/v1/factory-files/schemas`, { headers: { host: 'evil.example' } });
-    const { schemas } = (await res.json()) as { schemas: Array<{ url: string }> };
+    // node:http sends the Host header it is given (fetch would put the URL's own host back).
+    const { host, body } = await new Promise<{ host: string; body: string }>((resolve, reject) => {
+      const req = httpRequest(
+        `${url}/api/v1/factory-files/schemas`,
+        { headers: { host: 'evil.example' } },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (text += d));
+          res.on('end', () => resolve({ host: String(req.getHeader('host')), body: text }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(host).toBe('evil.example'); // what went on the wire
+    const { schemas } = JSON.parse(body) as { schemas: Array<{ url: string }> };
     expect(schemas.length).toBeGreaterThan(0);
     for (const s of schemas) expect(s.url.startsWith(`${url}/api/v1/factory-files/schemas/`)).toBe(true);
+    expect(body).not.toContain('evil.example');
   });
 
   it('refuses at save time a notification URL whose IPv6 literal carries a private IPv4 address', async () => {

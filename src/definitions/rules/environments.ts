@@ -90,6 +90,8 @@ export function checkEnvironments(
         );
       folders.set(r.path, n);
     });
+    if (e.network === 'bridge' && ctx.bridgeEnvironments && !ctx.bridgeEnvironments.includes(e.name))
+      findings.error(path, line('network'), bridgeRefused(e.name, ctx.team));
     for (const [kind, names] of [
       ['env', Object.keys(e.env)],
       ['secrets', Object.keys(e.secrets)],
@@ -125,7 +127,25 @@ export function checkEnvironments(
     out.some((e) => e.repositories.some((r) => r.credentialSecret) || Object.keys(e.secrets).length)
   )
     findings.unchecked('environment secrets (credentialSecret, secrets)', ctx);
+  const bridged = out.filter((e) => e.network === 'bridge');
+  if (!ctx.bridgeEnvironments && bridged.length)
+    findings.skipped.push(
+      `network: bridge (${bridged.map((e) => e.path).join(', ')}) was not checked: the service applies it only to environments its WORKER_DOCKER_BRIDGE_ENVIRONMENTS names`,
+    );
   return out;
+}
+
+/**
+ * Why an environment may not have Docker's bridge: the operator has not given it. The same words
+ * at claim time (EnvironmentResolver) for an environment stored before the rule, or since unlisted.
+ */
+export function bridgeRefused(environment: string, team: string | undefined): string {
+  return (
+    `network: bridge gives the container Docker's bridge network (this machine's ports through its gateway, ` +
+    `cloud metadata addresses, the internet, none of it logged), so only the operator can grant it: ` +
+    `the service's WORKER_DOCKER_BRIDGE_ENVIRONMENTS does not list ${team ?? 'TEAM'}:${environment}. ` +
+    `Use network: none (out through factoryd's egress proxy; the operator widens it with HARNESS_EGRESS_ALLOW), or ask the operator`
+  );
 }
 
 /** Why git may not fetch `url` for an environment; undefined when it may (a local path is checked on the worker, before each fetch, by the repository policy). */

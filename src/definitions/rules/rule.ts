@@ -10,6 +10,11 @@ export interface ValidationContext {
   /** NOTIFICATIONS_ALLOW_PRIVATE_URLS of the service; unknown offline. */
   allowPrivateUrls?: boolean;
   team?: string;
+  /**
+   * The team's environments whose file may ask for `network: bridge` (the service's
+   * WORKER_DOCKER_BRIDGE_ENVIRONMENTS, this team's entries); unknown offline.
+   */
+  bridgeEnvironments?: readonly string[];
   /** Why the checks that need the service were not made, when they were not (default: no database). */
   uncheckedBecause?: string;
 }

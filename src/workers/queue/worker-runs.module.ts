@@ -35,7 +35,7 @@ import { runPolicy, WorkerRunsService } from './worker-runs.service.js';
           runPolicy(config),
           () => clock.now(),
           secrets,
-          new EnvironmentResolver(db, secrets),
+          new EnvironmentResolver(db, secrets, config.docker.bridgeEnvironments),
           metrics,
         ),
     },

@@ -18,6 +18,7 @@
 import { lookup } from 'node:dns/promises';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer, isIP, type Server, type Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { fromRoot } from '../../common/paths.js';
 import { reachableCopy } from '../../common/shared-runtime.js';
@@ -220,13 +221,38 @@ export class EgressProxy {
     if (decision.verdict === 'refused') throw new Error(decision.reason);
     const addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
     if (!addresses.length) throw new Error('the name resolves to no address');
-    if (decision.verdict === 'checked')
+    if (decision.verdict === 'checked') {
+      const own = machineAddresses();
       for (const a of addresses) {
-        const why = refusedAddress(a);
+        const why =
+          refusedAddress(a) ?? (own.has(plainAddress(a)) ? `${a} is an address of this machine` : undefined);
         if (why) throw new Error(why);
       }
+    }
     return addresses[0]!;
   }
+}
+
+/**
+ * This machine's own addresses, read at each check (interfaces come and go): a public one is not
+ * refused as private, yet whatever listens on all addresses (the service, PostgreSQL with
+ * `listen_addresses = '*'`) answers there. A harness must not reach them through a name that
+ * resolves to one, or a rule that lists one.
+ */
+function machineAddresses(): Set<string> {
+  return new Set(
+    Object.values(networkInterfaces())
+      .flat()
+      .flatMap((i) => (i ? [plainAddress(i.address)] : [])),
+  );
+}
+
+/** An address as compared: lower case, no zone, an IPv4-mapped IPv6 address as its IPv4 address. */
+function plainAddress(address: string): string {
+  return address
+    .toLowerCase()
+    .replace(/%.*$/, '')
+    .replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');
 }
 
 function answer(client: Socket, status: number, message: string): void {

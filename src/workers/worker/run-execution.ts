@@ -5,6 +5,7 @@ import {
   type RepositoryCache,
   type StagedRepository,
 } from '../../environments/repository-cache.js';
+import { repositoryEgressRules } from '../../common/egress-policy.js';
 import type { ResolvedEnvironment } from '../../environments/resolved-environment.js';
 import { HARNESSES, type BuiltInHarness } from '../../harnesses/harness-types.js';
 import type { Assignment, Outcome, TranscriptBudget, WorkerBackend } from '../protocol/assignment.js';
@@ -148,7 +149,11 @@ export class RunExecution {
         (sandbox.mode === 'docker' &&
           containerNetwork(sandbox, { network: a.environment?.network }) === 'bridge');
       const egress = unconfined ? undefined : this.opts.egress;
-      channel = await egress?.open({ team: a.team_id, run: a.run_id });
+      channel = await egress?.open({
+        team: a.team_id,
+        run: a.run_id,
+        allow: repositoryEgressRules((a.environment?.repositories ?? []).map((r) => r.url)),
+      });
       if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
       this.harness = (this.opts.backend ?? localBackend(this.opts.sandbox)).start(
         {

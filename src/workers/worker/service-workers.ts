@@ -10,7 +10,7 @@ import { unsearchableAbove } from '../../common/searchable.js';
 import { ROOT_STATE_DIR } from '../../common/shared-runtime.js';
 import type { Database } from '../../database/database.js';
 import { SERVICE_WORKER_HOST } from '../../runs/run.js';
-import { passwordlessWays } from '../../database/passwordless.js';
+import { passwordlessUsers, type PasswordlessUser } from '../../database/passwordless.js';
 import { DirectBackend } from './direct-backend.js';
 import { exampleHarnessCommand } from '../launcher/harness-programs.js';
 import { describeEgress, EgressProxy, forwarderInterpreter, type EgressEntry } from './egress-proxy.js';
@@ -143,7 +143,7 @@ export async function reportHarnessNetwork(
   else {
     const confined =
       mode === 'docker'
-        ? `each container on Docker's none network (loopback only; an environment with network: bridge gets Docker's bridge instead, the host's addresses included, unlogged)`
+        ? `each container on Docker's none network (loopback only; an environment with network: bridge, which the operator must name in WORKER_DOCKER_BRIDGE_ENVIRONMENTS, gets Docker's bridge instead, the host's addresses included, unlogged)`
         : 'a namespace of its own (loopback only), no host sockets';
     log.info(
       policy
@@ -157,15 +157,64 @@ export async function reportHarnessNetwork(
     );
   }
   if (!config.databaseUrl) return;
-  const ways = await passwordlessWays(config.databaseUrl).catch(() => []);
-  if (!ways.length) return;
-  const user = decodeURIComponent(new URL(config.databaseUrl).username) || 'postgres';
-  log.warn(
-    `DATABASE_URL: the server accepts user ${user} with no password through ${ways.join(' and ')} (trust in pg_hba.conf): ` +
-      (mode === 'none'
-        ? 'every harness can connect as that user and read and change every team’s data. Require a password (scram-sha-256) or confine harnesses (HARNESS_SANDBOX=bwrap or user)'
-        : `harnesses cannot reach it (sandbox ${mode}: a network namespace of their own, host sockets hidden, the egress proxy refuses loopback and private addresses), ` +
-          'but any other process on this machine can: require a password (scram-sha-256)'),
+  const users = await passwordlessUsers(config.databaseUrl).catch(() => []);
+  if (users.length) log.warn(passwordlessWarning(users, mode, config));
+}
+
+/**
+ * The start's warning of a server that takes users with no password: who, through which ways, and
+ * whether harnesses get there. In `none` mode they do; in a namespace of their own they do not; a
+ * container on Docker's bridge (the worker's default, or an environment the operator gave it) reaches
+ * this machine's addresses through the bridge's gateway, so a server listening beyond loopback.
+ */
+export function passwordlessWarning(
+  users: PasswordlessUser[],
+  mode: string,
+  config: Pick<Config, 'databaseUrl' | 'docker'>,
+): string {
+  const who = users
+    .map(
+      (u) =>
+        `user ${u.user} with no password through ${u.ways.join(' and ')}${u.user === 'postgres' ? ' (postgres is the superuser)' : ''}`,
+    )
+    .join('; ');
+  const head = `DATABASE_URL: the server accepts ${who} (trust in pg_hba.conf): `;
+  if (mode === 'none')
+    return (
+      head +
+      'every harness can connect as that user and read and change every team’s data. Require a password (scram-sha-256) or confine harnesses (HARNESS_SANDBOX=bwrap or user)'
+    );
+  const elsewhere = 'but any other process on this machine can: require a password (scram-sha-256)';
+  if (mode !== 'docker')
+    return (
+      head +
+      `harnesses cannot reach it (sandbox ${mode}: a network namespace of their own, host sockets hidden, the egress proxy refuses loopback and private addresses), ` +
+      elsewhere
+    );
+  const { network, bridgeEnvironments } = config.docker;
+  const bridged =
+    network === 'bridge'
+      ? 'every container is on Docker’s bridge (WORKER_DOCKER_NETWORK=bridge)'
+      : bridgeEnvironments.length
+        ? `the containers of ${bridgeEnvironments.map((b) => `${b.team}:${b.environment}`).join(', ')} are on Docker’s bridge (WORKER_DOCKER_BRIDGE_ENVIRONMENTS)`
+        : undefined;
+  if (!bridged)
+    return (
+      head +
+      'harnesses cannot reach it (each container on Docker’s none network: loopback only, no host sockets, the egress proxy refuses loopback and private addresses), ' +
+      elsewhere
+    );
+  // The sockets and the host's loopback stay out of a bridged container's reach; its other addresses do not.
+  const host = new URL(config.databaseUrl ?? 'postgres://localhost').hostname.replace(/^\[|\]$/g, '');
+  const loopback =
+    host === '' || host === 'localhost' || /^127\./.test(host) || host === '::1' || host.startsWith('%2');
+  return (
+    head +
+    `${bridged}: those reach this machine’s addresses through the bridge’s gateway, unlogged, ` +
+    (loopback
+      ? 'so they can connect as that user wherever the server listens beyond loopback (listen_addresses) with such a line; '
+      : `so they can connect as that user through ${host}; `) +
+    'require a password (scram-sha-256), or keep network: none'
   );
 }
 
