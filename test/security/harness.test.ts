@@ -244,7 +244,9 @@ describe('a harness cannot reach the service, its data or other runs', () => {
     'runs the Claude Code wrapper in bwrap, with the variable the operator allowed',
     async () => {
       const s = await serve('bwrap', {
-        HARNESS_COMMAND: packageProgramCommand('examples/harness', 'claude-code.js'),
+        // examples/harness/claude-code.js's two lines, as a command: it imports dist/harnesses relative
+        // to itself, which a copy made for a 0700 checkout as root does not have beside it.
+        HARNESS_COMMAND: `FACTORYD_HARNESS_CLI="$CLAUDE_COMMAND" exec ${packageProgramCommand('dist/harnesses', 'claude.harness.js')}`,
         HARNESS_ENV_ALLOW: 'CLAUDE_COMMAND',
         CLAUDE_COMMAND: join(reachableCopy(fromRoot('test', 'fixtures'), 'test-fixtures'), 'fake-claude'),
       });
