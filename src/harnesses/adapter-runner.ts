@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
+import { pushedBranches, remoteRefs } from './pushed-branches.js';
 
 /** A protocol event on stdout (docs/workers.md, "Harness protocol"; `usage` per the harness API). */
 export type ProtocolEvent = Record<string, unknown> & { type: string };
@@ -49,6 +50,11 @@ export interface CliAdapter {
   notices?: string[];
   /** Why a turn that printed no end failed: from its exit code and its last stderr lines. */
   failure?(code: number | null, stderr: string[]): string;
+  /**
+   * One line of the CLI's diagnostics (stderr, or a stdout line that is not JSON) → events: a
+   * `fatal` stops the turn (a CLI retrying a failing provider for minutes: gemini-adapter.ts).
+   */
+  diagnostic?(line: string): AdapterEvent[];
 }
 
 /** The settings every adapter reads from the harness's environment (set by the worker). */
@@ -172,6 +178,15 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
       const stderr: string[] = [];
       let end: { ok: boolean; message: string } | undefined;
       let fatal: string | undefined;
+      const diagnostic = (line: string) => {
+        for (const e of adapter.diagnostic?.(line) ?? [])
+          if (e.type === 'fatal') {
+            fatal ??= String(e.message);
+            stopGroup('SIGTERM');
+          } else if (e.type !== 'session' && e.type !== 'wrote' && e.type !== 'turn_end') emit(e);
+      };
+      // The repositories' remote-tracking refs before the turn: a `git push` moves them (below).
+      const refsBefore = remoteRefs(settings.workspace);
       const child = spawn(settings.cli, adapter.args({ text, session, basePrompt }), {
         cwd: settings.workspace,
         env: { ...process.env, ...adapter.env },
@@ -185,6 +200,7 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
         try {
           parsed = JSON.parse(line);
         } catch {
+          diagnostic(line);
           return;
         }
         for (const e of adapter.translate(parsed)) {
@@ -201,6 +217,7 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
         process.stderr.write(`${line}\n`);
         stderr.push(line);
         if (stderr.length > STDERR_TAIL) stderr.shift();
+        diagnostic(line);
       });
       child.on('error', (err) => {
         fatal ??= `${adapter.title} could not be started (${settings.cli}): ${err.message}`;
@@ -211,6 +228,8 @@ export function runAdapter(adapter: CliAdapter, settings: HarnessSettings = harn
           const artifact = fileArtifact(settings.workspace, path);
           if (artifact) emit(artifact);
         }
+        // Branches the agent pushed in this turn, whatever tool it pushed them with.
+        for (const artifact of pushedBranches(settings.workspace, refsBefore)) emit(artifact);
         if (interrupted) {
           done();
           return;
