@@ -7,6 +7,16 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CliAdapter, HarnessSettings } from './adapter-runner.js';
 import { GeminiStream } from './gemini-stream.js';
+import { explainProviderFailure, GEMINI } from './stream-common.js';
+
+/**
+ * Gemini CLI retries a per-minute 429, a 5xx or a refused connection up to 10 times with pauses of
+ * 5–30 s (about four minutes; a model it picks itself has its own attempts, not the `general.maxAttempts`
+ * setting). Each retry prints "Attempt N failed … Retrying …" to its diagnostics: at this many the
+ * turn ends, FAILED with the provider's answer — two retries, as for Claude Code.
+ */
+export const GEMINI_RETRY_NOTICES = 3;
+const RETRY_NOTICE = /^\s*Attempt \d+ failed\b.*Retrying/i;
 
 export function geminiAdapter(settings: HarnessSettings): CliAdapter {
   // Gemini CLI keeps settings, memory and sessions in <GEMINI_CLI_HOME>/.gemini: the run's workspace.
@@ -29,6 +39,7 @@ export function geminiAdapter(settings: HarnessSettings): CliAdapter {
   writeFileSync(join(dir, 'settings.json'), JSON.stringify(file, null, 2), { mode: 0o600 });
   const stream = new GeminiStream({ secretName: settings.secretName });
   let memoryWritten = false;
+  let retries = 0;
   return {
     title: 'Gemini CLI',
     notices,
@@ -40,6 +51,7 @@ export function geminiAdapter(settings: HarnessSettings): CliAdapter {
       GEMINI_CLI_NO_RELAUNCH: 'true',
     },
     args: (turn) => {
+      retries = 0; // counted per turn
       // The run's base prompt joins Gemini CLI's system instruction as its global memory file.
       if (turn.basePrompt && !memoryWritten) {
         writeFileSync(join(dir, 'GEMINI.md'), `${turn.basePrompt}\n`, { mode: 0o600 });
@@ -58,6 +70,17 @@ export function geminiAdapter(settings: HarnessSettings): CliAdapter {
       ];
     },
     translate: (line) => stream.translate(line),
+    diagnostic: (line) => {
+      if (!RETRY_NOTICE.test(line) || ++retries < GEMINI_RETRY_NOTICES) return [];
+      // The pause it announces is no status code ("Retrying after 4012ms"): left out of what is explained.
+      const said = line.replace(/Retrying (after \d+ ?ms|with backoff)\.*/i, '').trim();
+      return [
+        {
+          type: 'fatal',
+          message: `${explainProviderFailure(GEMINI, 'Gemini CLI', said, settings.secretName)} (stopped after ${retries} failed attempts; Gemini CLI would retry for minutes)`,
+        },
+      ];
+    },
   };
 }
 
