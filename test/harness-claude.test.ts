@@ -130,6 +130,40 @@ describe.skipIf(!cli.path)(
       ).toBe(true);
     });
 
+    it('a branch the agent pushed is an artifact of the run (EXTERNAL_REFERENCE git_branch)', async () => {
+      // A real remote the sandbox can reach: a bare repository in the workspace, pushed to over file://.
+      const push = [
+        'git init -q work && cd work',
+        'git -c user.email=a@example.com -c user.name=agent commit -q --allow-empty -m "Start"',
+        'git init -q --bare ../remote.git',
+        'git remote add origin "file://$(cd .. && pwd)/remote.git"',
+        'git push -q origin HEAD:refs/heads/agent/feature-1',
+        'git ls-remote origin',
+      ].join(' && ');
+      stub.script(
+        { tool: { name: 'Bash', input: { command: push } }, usage: { input_tokens: 100, output_tokens: 10 } },
+        { text: 'Pushed agent/feature-1.', usage: { input_tokens: 100, output_tokens: 10 } },
+      );
+      const id = await create('push-branch: commit and push a branch');
+      const run = await runIn(t, id, ended);
+      expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+      const conv = await conversation(id);
+      const result = conv.find((m) => m.type === 'action' && m.kind === 'tool_result');
+      expect(result.input.output).toMatch(/refs\/heads\/agent\/feature-1/); // the push happened
+      const branches = (run.artifacts ?? []).filter((a: any) => a.artifact_type === 'EXTERNAL_REFERENCE');
+      expect(branches).toHaveLength(1);
+      expect(branches[0].data).toMatchObject({
+        reference_type: 'git_branch',
+        title: 'agent/feature-1',
+        url: expect.stringMatching(/^file:\/\/\/.*\/remote\.git#agent\/feature-1$/),
+        metadata: { branch: 'agent/feature-1', remote: 'origin', repository: 'work' },
+      });
+      expect(branches[0].data.metadata.commit).toMatch(/^[0-9a-f]{40}$/);
+      // The list's filter finds the run by it.
+      const { body } = await t.call('GET', '/api/v1/agent/runs?artifact_type=EXTERNAL_REFERENCE');
+      expect(body.runs.map((r: any) => r.run_id)).toContain(id);
+    });
+
     it('resumes the CLI session for a follow-up: the model receives the earlier turn', async () => {
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));

@@ -110,9 +110,7 @@ export function pushedBranches(workspace: string, before: RemoteRefs): ProtocolE
       const why = git(repo, ['reflog', 'show', '-n1', '--format=%gs', ref, '--'])?.trim();
       if (why && !why.startsWith('update by push')) continue;
       const name = ref.slice('refs/remotes/'.length);
-      const remote = remotes
-        .filter((r) => name.startsWith(`${r}/`))
-        .sort((a, b) => b.length - a.length)[0];
+      const remote = remotes.filter((r) => name.startsWith(`${r}/`)).sort((a, b) => b.length - a.length)[0];
       if (!remote) continue;
       const branch = name.slice(remote.length + 1);
       const remoteUrl = git(repo, ['remote', 'get-url', remote])?.trim();
