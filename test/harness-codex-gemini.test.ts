@@ -235,6 +235,30 @@ for (const c of CLIS) {
         },
       );
 
+      // Gemini CLI retries these for minutes; the adapter stops at the first retry notice of a rate
+      // limit (the CLI would pause a minute), at the third of a 5xx.
+      it.skipIf(c.type !== 'gemini').each([
+        [
+          { error: 429 as const, perMinute: true as const },
+          /rate-limiting this key.*\(HTTP 429\).*exceeded your current quota/,
+        ],
+        [{ error: 529 as const }, /failed or is overloaded \(HTTP 5xx\).*503/],
+      ])(
+        'a provider that keeps answering %j ends the run FAILED within ~30 s, naming its answer',
+        async (turn, message) => {
+          stub.script(...Array<Turn>(12).fill(turn));
+          const started = Date.now();
+          const marker = `retry-marker-${turn.error}`;
+          const id = await create(`${marker}: answer`);
+          const run = await runIn(t, id, ended, undefined, WITHIN);
+          expect(run.state).toBe('FAILED');
+          expect(run.status_message.message).toMatch(message);
+          expect(run.status_message.message).toMatch(/stopped after \d failed attempt/);
+          expect(Date.now() - started).toBeLessThan(30_000);
+          expect(requestsOf(marker).length).toBeLessThanOrEqual(4);
+        },
+      );
+
       it('the key reaches the provider as its auth header only, and nowhere else', async () => {
         stub.script({ text: 'Hello.' });
         const first = await create('key-marker: say hello');

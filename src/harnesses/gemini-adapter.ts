@@ -10,13 +10,15 @@ import { GeminiStream } from './gemini-stream.js';
 import { explainProviderFailure, GEMINI } from './stream-common.js';
 
 /**
- * Gemini CLI retries a per-minute 429, a 5xx or a refused connection up to 10 times with pauses of
- * 5–30 s (about four minutes; a model it picks itself has its own attempts, not the `general.maxAttempts`
- * setting). Each retry prints "Attempt N failed … Retrying …" to its diagnostics: at this many the
- * turn ends, FAILED with the provider's answer — two retries, as for Claude Code.
+ * Gemini CLI retries a per-minute 429, a 5xx or a refused connection up to 10 times (about four
+ * minutes; a model it picks itself has its own attempts, not the `general.maxAttempts` setting), and
+ * a per-minute quota after the minute the provider suggests, each time. Each retry prints "Attempt N
+ * failed…" to its diagnostics: a rate limit's first ends the turn (its next try is a minute away),
+ * others' third (two retries, as for Claude Code) — FAILED with the provider's answer.
  */
 export const GEMINI_RETRY_NOTICES = 3;
-const RETRY_NOTICE = /^\s*Attempt \d+ failed\b.*Retrying/i;
+const RATE_LIMITED = /\b429\b|quota|rate.?limit|resource.?exhausted|too many requests/i;
+const RETRY_NOTICE = /^\s*Attempt \d+ failed\b/i;
 
 export function geminiAdapter(settings: HarnessSettings): CliAdapter {
   // Gemini CLI keeps settings, memory and sessions in <GEMINI_CLI_HOME>/.gemini: the run's workspace.
@@ -71,13 +73,14 @@ export function geminiAdapter(settings: HarnessSettings): CliAdapter {
     },
     translate: (line) => stream.translate(line),
     diagnostic: (line) => {
-      if (!RETRY_NOTICE.test(line) || ++retries < GEMINI_RETRY_NOTICES) return [];
-      // The pause it announces is no status code ("Retrying after 4012ms"): left out of what is explained.
+      if (!RETRY_NOTICE.test(line)) return [];
+      // The pause it announces is no status code ("Retrying after 4290ms"): left out of what is read.
       const said = line.replace(/Retrying (after \d+ ?ms|with backoff)\.*/i, '').trim();
+      if (++retries < GEMINI_RETRY_NOTICES && !RATE_LIMITED.test(said)) return [];
       return [
         {
           type: 'fatal',
-          message: `${explainProviderFailure(GEMINI, 'Gemini CLI', said, settings.secretName)} (stopped after ${retries} failed attempts; Gemini CLI would retry for minutes)`,
+          message: `${explainProviderFailure(GEMINI, 'Gemini CLI', said, settings.secretName)} (stopped after ${retries} failed attempt${retries > 1 ? 's' : ''}; Gemini CLI would retry for minutes)`,
         },
       ];
     },

@@ -75,7 +75,7 @@ function structuredOutputSchema(req: RecordedRequest): unknown {
 function answer(turn: GeminiTurn, stream: boolean, res: http.ServerResponse): void {
   if ('error' in turn) {
     const [status, state, message, details] = ERRORS[turn.error];
-    sendError(res, status, state, message, details);
+    sendError(res, status, state, message, turn.perMinute ? PER_MINUTE : details);
     return;
   }
   const parts: Array<Record<string, unknown>> =
@@ -150,6 +150,19 @@ const ERRORS: Record<number, [number, string, string, unknown[]?]> = {
   500: [500, 'INTERNAL', 'An internal error has occurred.'],
   529: [503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.'],
 };
+
+/** A per-minute quota's QuotaFailure: Gemini CLI retries it (a per-day one it does not). */
+const PER_MINUTE = [
+  {
+    '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+    violations: [
+      {
+        quotaMetric: 'generativelanguage.googleapis.com/generate_content_requests',
+        quotaId: 'GenerateRequestsPerMinutePerProjectPerModel',
+      },
+    ],
+  },
+];
 
 function sendError(
   res: http.ServerResponse,

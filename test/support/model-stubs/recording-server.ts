@@ -31,7 +31,10 @@ export interface StubUsage {
  */
 export type ScriptedTurn<Call> =
   | { text?: string; calls?: Call[]; usage?: StubUsage }
-  | { error: 401 | 429 | 500 | 529 }
+  | {
+      error: 401 | 429 | 500 | 529;
+      /** a 429 of a per-minute quota (Gemini: retried), not per-day */ perMinute?: true;
+    }
   | { drop: true }
   | { hang: true };
 
