@@ -84,7 +84,14 @@ describe.skipIf(!cli.path)(
       stub.modelRequests().filter((r) => JSON.stringify(r.body.messages).includes(marker));
 
     it("team A's override reaches A's Claude Code runs; team B keeps the operator's", async () => {
-      const set = await factoryd('teams', 'set-base-url', 'team-a', '--provider', 'anthropic', `${gateway.url}/`);
+      const set = await factoryd(
+        'teams',
+        'set-base-url',
+        'team-a',
+        '--provider',
+        'anthropic',
+        `${gateway.url}/`,
+      );
       expect(set.code, set.stderr).toBe(0);
       expect(set.stdout).toContain(`Team team-a's anthropic harnesses use: ${gateway.url}`);
       const listed = JSON.parse((await factoryd('teams', 'list', '--json')).stdout).teams;
@@ -117,10 +124,22 @@ describe.skipIf(!cli.path)(
     });
 
     it.each([
-      [['--provider', 'anthropic', 'INTERNAL'], /loopback, private or link-local address \(127\.0\.0\.1:\d+\).*HARNESS_EGRESS_TRUST/],
-      [['--provider', 'anthropic', 'http://localhost:5432'], /loopback, private or link-local address \(localhost:5432\)/],
-      [['--provider', 'anthropic', 'https://user:hunter2@gateway.example.com'], /must not carry a user name or password/],
-      [['--provider', 'mistral', 'https://gateway.example.com'], /--provider must be one of anthropic, openai, gemini/],
+      [
+        ['--provider', 'anthropic', 'INTERNAL'],
+        /loopback, private or link-local address \(127\.0\.0\.1:\d+\).*HARNESS_EGRESS_TRUST/,
+      ],
+      [
+        ['--provider', 'anthropic', 'http://localhost:5432'],
+        /loopback, private or link-local address \(localhost:5432\)/,
+      ],
+      [
+        ['--provider', 'anthropic', 'https://user:hunter2@gateway.example.com'],
+        /must not carry a user name or password/,
+      ],
+      [
+        ['--provider', 'mistral', 'https://gateway.example.com'],
+        /--provider must be one of anthropic, openai, gemini/,
+      ],
       // The rest of the URL checks: src/harnesses/base-url.spec.ts.
     ])('refuses set-base-url %j with a message, changing nothing', async (args, message) => {
       const res = await factoryd(

@@ -34,9 +34,11 @@ describe("a team's provider base URL", () => {
     'http://[::1]:8080',
     'http://[::ffff:7f00:1]',
     'http://0.0.0.0:80',
-  ])("refuses %j unless the operator trusts that host and port", (url) => {
+  ])('refuses %j unless the operator trusts that host and port', (url) => {
     const u = parseBaseUrl(url);
-    expect(untrustedInternalBaseUrl(u, [])).toMatch(/loopback, private or link-local address .*HARNESS_EGRESS_TRUST/);
+    expect(untrustedInternalBaseUrl(u, [])).toMatch(
+      /loopback, private or link-local address .*HARNESS_EGRESS_TRUST/,
+    );
     expect(untrustedInternalBaseUrl(u, [baseUrlRule(u) as { host: string; port: number }])).toBeUndefined();
   });
 

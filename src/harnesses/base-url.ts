@@ -42,7 +42,9 @@ const MAX_LENGTH = 2048;
 export function parseBaseUrl(text: string): string {
   const value = text.trim();
   if (!value || value.length > MAX_LENGTH || /[\s\0]/.test(value))
-    throw new Error(`the base URL must be an absolute URL of at most ${MAX_LENGTH} characters, without spaces`);
+    throw new Error(
+      `the base URL must be an absolute URL of at most ${MAX_LENGTH} characters, without spaces`,
+    );
   let u: URL;
   try {
     u = new URL(value);
@@ -58,7 +60,9 @@ export function parseBaseUrl(text: string): string {
       'the base URL must not carry a user name or password: store the provider key as a team secret (factoryd secrets set) instead',
     );
   if (u.search || u.hash || value.includes('?') || value.includes('#'))
-    throw new Error('the base URL must have no query (?…) or fragment (#…): the CLIs append their paths to it');
+    throw new Error(
+      'the base URL must have no query (?…) or fragment (#…): the CLIs append their paths to it',
+    );
   return u.href.replace(/\/+$/, '');
 }
 

@@ -106,7 +106,7 @@ export function registerAuthCommands(program: Command): void {
     .description(
       "Set the team's own base URL for one model provider (a gateway, a compatible provider), overriding the " +
         "operator's ANTHROPIC_BASE_URL, OPENAI_BASE_URL or GOOGLE_GEMINI_BASE_URL for that provider's harnesses " +
-        'in the team\'s runs. Loopback and private addresses only where HARNESS_EGRESS_TRUST allows them.',
+        "in the team's runs. Loopback and private addresses only where HARNESS_EGRESS_TRUST allows them.",
     )
     .requiredOption('--provider <provider>', `the provider: ${PROVIDERS.join(', ')}`)
     .option('--default', "go back to the operator's base URL for the provider")
@@ -117,12 +117,17 @@ export function registerAuthCommands(program: Command): void {
         '  npx factoryd teams set-base-url platform --provider anthropic --default',
     )
     .action(
-      (name: string, url: string | undefined, opts: { provider: string; default?: boolean; json?: boolean }) => {
+      (
+        name: string,
+        url: string | undefined,
+        opts: { provider: string; default?: boolean; json?: boolean },
+      ) => {
         // Bad input is answered before a database is opened.
         if (!isProvider(opts.provider))
           throw new Error(`--provider must be one of ${PROVIDERS.join(', ')}, got "${opts.provider}"`);
         const provider = opts.provider;
-        if (opts.default && url !== undefined) throw new Error('give either a base URL or --default, not both');
+        if (opts.default && url !== undefined)
+          throw new Error('give either a base URL or --default, not both');
         if (!opts.default && url === undefined)
           throw new Error(
             "give the base URL, e.g. `teams set-base-url TEAM --provider anthropic https://gateway.example.com`, or --default for the operator's",
