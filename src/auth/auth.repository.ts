@@ -3,6 +3,7 @@ import { Database } from '../database/database.js';
 import { newUid } from '../common/ids.js';
 import type { Scope } from './api-key.js';
 import type { Principal, TeamRef } from './auth-context.js';
+import type { Provider, TeamBaseUrls } from '../harnesses/base-url.js';
 
 export interface KeyRecord {
   keyId: string;
@@ -96,12 +97,29 @@ export class AuthRepository {
         harness_command: string | null;
         harness_type: string | null;
         max_slots: number | null;
+        harness_base_urls: TeamBaseUrls | null;
       }
     >
   > {
     return this.db.query(
-      `SELECT id, uid, name, created_at, harness_command, harness_type, max_slots FROM teams ORDER BY name`,
+      `SELECT id, uid, name, created_at, harness_command, harness_type, max_slots, harness_base_urls FROM teams ORDER BY name`,
     );
+  }
+
+  /**
+   * The team's own base URL for one model provider's harnesses (docs/harnesses.md); null: the
+   * operator's again. Returns the team's base URLs after the change.
+   */
+  async setHarnessBaseUrl(teamId: string, provider: Provider, url: string | null): Promise<TeamBaseUrls> {
+    const rows = await this.db.query<{ urls: TeamBaseUrls | null }>(
+      `UPDATE teams SET harness_base_urls = nullif(
+         CASE WHEN $3::text IS NULL THEN coalesce(harness_base_urls, '{}'::jsonb) - $2::text
+              ELSE coalesce(harness_base_urls, '{}'::jsonb) || jsonb_build_object($2::text, $3::text) END,
+         '{}'::jsonb)
+        WHERE id = $1 RETURNING harness_base_urls AS urls`,
+      [teamId, provider, url],
+    );
+    return rows[0]?.urls ?? {};
   }
 
   /** The team's default harness type (docs/harnesses.md); null: `oz`, its harness command. */

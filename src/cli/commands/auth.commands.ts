@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { HARNESS_TYPES, isHarnessType } from '../../harnesses/harness-types.js';
+import { isProvider, parseBaseUrl, PROVIDERS, untrustedInternalBaseUrl } from '../../harnesses/base-url.js';
 import { parseScopes } from '../../auth/api-key.js';
 import { AuthRepository } from '../../auth/auth.repository.js';
 import { AuthService } from '../../auth/auth.service.js';
@@ -38,6 +39,7 @@ export function registerAuthCommands(program: Command): void {
           harness_command: t.harness_command,
           harness_type: t.harness_type ?? 'oz',
           max_slots: t.max_slots,
+          base_urls: t.harness_base_urls ?? {},
         }));
         print(opts, { teams: data }, () =>
           renderTable(
@@ -98,6 +100,54 @@ export function registerAuthCommands(program: Command): void {
         );
       });
     });
+
+  teams
+    .command('set-base-url <team> [url]')
+    .description(
+      "Set the team's own base URL for one model provider (a gateway, a compatible provider), overriding the " +
+        "operator's ANTHROPIC_BASE_URL, OPENAI_BASE_URL or GOOGLE_GEMINI_BASE_URL for that provider's harnesses " +
+        "in the team's runs. Loopback and private addresses only where HARNESS_EGRESS_TRUST allows them.",
+    )
+    .requiredOption('--provider <provider>', `the provider: ${PROVIDERS.join(', ')}`)
+    .option('--default', "go back to the operator's base URL for the provider")
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  npx factoryd teams set-base-url platform --provider anthropic https://gateway.example.com/anthropic\n' +
+        '  npx factoryd teams set-base-url platform --provider anthropic --default',
+    )
+    .action(
+      (
+        name: string,
+        url: string | undefined,
+        opts: { provider: string; default?: boolean; json?: boolean },
+      ) => {
+        // Bad input is answered before a database is opened.
+        if (!isProvider(opts.provider))
+          throw new Error(`--provider must be one of ${PROVIDERS.join(', ')}, got "${opts.provider}"`);
+        const provider = opts.provider;
+        if (opts.default && url !== undefined)
+          throw new Error('give either a base URL or --default, not both');
+        if (!opts.default && url === undefined)
+          throw new Error(
+            "give the base URL, e.g. `teams set-base-url TEAM --provider anthropic https://gateway.example.com`, or --default for the operator's",
+          );
+        const value = url === undefined ? null : parseBaseUrl(url);
+        return withServices(async (services, config) => {
+          if (value !== null) {
+            const why = untrustedInternalBaseUrl(value, config.harnessEgress?.trusted ?? []);
+            if (why) throw new Error(why);
+          }
+          const team = await teamNamed(services, name);
+          const urls = await services.get(AuthRepository).setHarnessBaseUrl(team.id, provider, value);
+          print(opts, { name: team.name, provider, base_url: value, base_urls: urls }, () =>
+            value === null
+              ? `Team ${team.name}'s ${provider} harnesses use the operator's base URL.`
+              : `Team ${team.name}'s ${provider} harnesses use: ${value}`,
+          );
+        });
+      },
+    );
 
   teams
     .command('set-slots <team> [slots]')

@@ -33,6 +33,7 @@ import { NotificationRetention1763690440000 } from './1763690440000-notification
 import { ArtifactsOneHome1763690450000 } from './1763690450000-artifacts-one-home.js';
 import { RunItemCorrections1763690460000 } from './1763690460000-run-item-corrections.js';
 import { NotificationEndpointClaim1763690470000 } from './1763690470000-notification-endpoint-claim.js';
+import { TeamHarnessBaseUrls1763690530000 } from './1763690530000-team-harness-base-urls.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -69,4 +70,5 @@ export const MIGRATIONS = [
   ArtifactsOneHome1763690450000,
   RunItemCorrections1763690460000,
   NotificationEndpointClaim1763690470000,
+  TeamHarnessBaseUrls1763690530000,
 ];

@@ -49,11 +49,14 @@ export interface Assignment {
    * A built-in harness (docs/harnesses.md) instead of the harness command: the worker runs its own
    * adapter around the CLI. `env`: the provider's key (a team secret's value, opened for this
    * execution only); `secret_name` names it in messages; `worker_environment`: the worker's own
-   * environment supplies the key; `error`: why it cannot start (a missing secret), said at once.
+   * environment supplies the key; `error`: why it cannot start (a missing secret), said at once;
+   * `base_url`: the team's own base URL for the provider (teams set-base-url), which replaces the
+   * operator's and which the run's egress proxy admits with its addresses checked.
    */
   harness?: {
     type: BuiltInHarness;
     env?: Record<string, string>;
+    base_url?: string;
     secret_name?: string;
     worker_environment?: boolean;
     error?: string;

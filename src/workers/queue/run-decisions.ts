@@ -20,6 +20,11 @@ export interface RunPolicy {
   teamMaxSlots?: number;
   /** What one run's harness output may store (RUN_TRANSCRIPT_MAX_BYTES, RUN_TRANSCRIPT_MAX_EVENTS). */
   transcriptBudget: TranscriptBudget;
+  /**
+   * The destinations the operator trusts for harnesses (Config.harnessEgress.trusted): the only
+   * loopback or private addresses a team's base URL may name (harnesses/base-url.ts).
+   */
+  egressTrusted?: ReadonlyArray<{ host: string; port: number }>;
 }
 
 export type StatusMessage = { message: string; error_code?: string; reason?: EndReason; retryable?: boolean };

@@ -6,6 +6,7 @@ import { SERVICE_WORKER_HOST } from '../../runs/run.js';
 import { HELD_STATES } from './run-decisions.js';
 import { harnessTypesOf, type WorkerIdentity } from './workers.repository.js';
 import { cliCommand } from '../../common/cli-command.js';
+import type { TeamBaseUrls } from '../../harnesses/base-url.js';
 
 /** In statements' texts (sqlStates says why): a run is claimed from these, and held in HELD_STATES. */
 const CLAIMABLE_SQL = sqlStates(statesAllowing('claim'));
@@ -28,6 +29,8 @@ export interface ClaimedRun {
   harness_command: string | null;
   /** The team's default harness type (teams set-harness --type); NULL: `oz`. */
   team_harness: string | null;
+  /** The team's own base URLs by provider (teams set-base-url); NULL: the operator's. */
+  team_base_urls: TeamBaseUrls | null;
   /** When the run last turned QUEUED (its `updated_at` before the claim): how long it waited. */
   queued_at: Date;
 }
@@ -425,7 +428,7 @@ function claimStatement($: ClaimParams, pick: string, more = ''): string {
            WHERE fa.team_id = c.team_id AND s.deleted_at IS NULL) AS skills,
          (SELECT json_agg(json_build_object('role', e.role, 'text', e.body->>'text') ORDER BY e.id)
             FROM run_events e WHERE e.run_id = c.id AND e.type = 'message' AND c.execution > 1) AS history,
-         t.name AS team_name, t.harness_command, t.harness_type AS team_harness
+         t.name AS team_name, t.harness_command, t.harness_type AS team_harness, t.harness_base_urls AS team_base_urls
        FROM c JOIN teams t ON t.id = c.team_id`;
 }
 

@@ -38,6 +38,7 @@ import {
   type BuiltInHarness,
 } from '../../harnesses/harness-types.js';
 import type { DetectedHarness } from '../../config/harness-detection.js';
+import { HARNESS_PROVIDER, untrustedInternalBaseUrl } from '../../harnesses/base-url.js';
 import type { SecretsService } from '../../secrets/secrets.service.js';
 import { setSecretCommand } from '../../secrets/secret-commands.js';
 
@@ -51,6 +52,7 @@ export const runPolicy = (config: Config): RunPolicy => ({
   minuteMs: config.idleMinuteMs,
   teamMaxSlots: config.teamMaxSlots,
   transcriptBudget: { bytes: config.runTranscriptMaxBytes, events: config.runTranscriptMaxEvents },
+  egressTrusted: config.harnessEgress?.trusted ?? [],
 });
 
 /**
@@ -226,12 +228,24 @@ export class WorkerRunsService {
     const choice = chooseHarness(config, run.team_harness);
     if (choice.type === 'oz') return {};
     const info = HARNESSES[choice.type];
+    // The team's own base URL for this harness's provider, checked again here: the operator's trust
+    // may have changed since it was set.
+    const baseUrl = run.team_base_urls?.[HARNESS_PROVIDER[choice.type]];
+    const refused = baseUrl && untrustedInternalBaseUrl(baseUrl, this.policy.egressTrusted ?? []);
+    if (refused)
+      return {
+        harness: {
+          type: choice.type,
+          error: `the team's base URL for ${info.title} (teams set-base-url --provider ${HARNESS_PROVIDER[choice.type]}): ${refused}`,
+        },
+      };
+    const base = baseUrl ? { base_url: baseUrl } : {};
     if (choice.workerEnvironment)
       return {
         harness:
           w.teamId === null
             ? { type: choice.type, error: workerEnvironmentRefused(choice.type) }
-            : { type: choice.type, worker_environment: true },
+            : { type: choice.type, worker_environment: true, ...base },
       };
     const name = choice.secretName;
     if (!name)
@@ -253,7 +267,9 @@ export class WorkerRunsService {
           error: `the team secret "${name}" (the provider key for ${info.title}) does not exist or cannot be read: store it with ${setSecretCommand(name)}`,
         },
       };
-    return { harness: { type: choice.type, secret_name: name, env: { [info.keyVariable]: secret.value } } };
+    return {
+      harness: { type: choice.type, secret_name: name, env: { [info.keyVariable]: secret.value }, ...base },
+    };
   }
 
   /**

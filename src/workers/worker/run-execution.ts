@@ -6,6 +6,7 @@ import {
   type StagedRepository,
 } from '../../environments/repository-cache.js';
 import { repositoryEgressRules } from '../../common/egress-policy.js';
+import { baseUrlRule } from '../../harnesses/base-url.js';
 import type { ResolvedEnvironment } from '../../environments/resolved-environment.js';
 import { HARNESSES, type BuiltInHarness } from '../../harnesses/harness-types.js';
 import type { Assignment, Outcome, TranscriptBudget, WorkerBackend } from '../protocol/assignment.js';
@@ -152,7 +153,11 @@ export class RunExecution {
       channel = await egress?.open({
         team: a.team_id,
         run: a.run_id,
-        allow: repositoryEgressRules((a.environment?.repositories ?? []).map((r) => r.url)),
+        allow: [
+          ...repositoryEgressRules((a.environment?.repositories ?? []).map((r) => r.url)),
+          // The team's own base URL: a rule, not a trust (its addresses must be public).
+          ...(a.harness?.base_url ? [baseUrlRule(a.harness.base_url)] : []),
+        ],
       });
       if (this.stoppedBy) throw new Error(`stopped (${this.stoppedBy}) before the harness started`);
       this.harness = (this.opts.backend ?? localBackend(this.opts.sandbox)).start(
@@ -400,7 +405,8 @@ export class RunExecution {
 
   /**
    * A built-in harness's variables: its CLI, the provider key (from the assignment, or this worker's
-   * own environment with `worker_environment`) and the operator's base URL for that provider only.
+   * own environment with `worker_environment`) and the base URL for that provider only: the team's
+   * own (teams set-base-url), else the operator's.
    */
   private harnessEnv(): Record<string, string> {
     const h = this.assignment.harness;
@@ -416,6 +422,7 @@ export class RunExecution {
       ...own(info.baseUrlVariable),
       ...(h.worker_environment && this.opts.selfHosted ? own(info.keyVariable) : {}),
       ...h.env,
+      ...(h.base_url ? { [info.baseUrlVariable]: h.base_url } : {}),
     };
   }
 
