@@ -90,7 +90,10 @@ async function create(
   return res.body.run_id;
 }
 
-const ended = (id: string) => runIn(t, id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+// A run here is several `docker run`s (setup commands each get their own container): on a loaded
+// machine that is more than the default 20 s, so a run's end gets a minute.
+const ended = (id: string) =>
+  runIn(t, id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], undefined, { timeoutMs: 60_000 });
 const messages = async (id: string): Promise<string[]> =>
   (await t.call('GET', `/api/v1/agent/runs/${id}/conversation`)).body.messages.map(
     (m: { text?: string }) => m.text ?? '',
