@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DefinitionStore } from '../../src/reconciler/definition-store.js';
 import { ReconcileScheduler } from '../../src/reconciler/reconcile-scheduler.js';
@@ -7,6 +6,7 @@ import { ManagedFactories } from '../../src/management/managed-factories.js';
 import { SecretsService } from '../../src/secrets/secrets.service.js';
 import { baseFactory, TestRepo } from '../support/git-repo.js';
 import { runIn, startTestService, type TestService } from '../support/service.js';
+import { packageProgramCommand } from '../../src/workers/launcher/harness-programs.js';
 
 /**
  * Issue #32, 1: `network: bridge` gives a container Docker's bridge: this machine's ports through the
@@ -15,7 +15,8 @@ import { runIn, startTestService, type TestService } from '../support/service.js
  * TEAM:ENVIRONMENT) may, checked when the file applies (repository or API) and again when a run is
  * claimed (docs/environments.md, "Network").
  */
-const harness = `"${process.execPath}" "${join(import.meta.dirname, '..', 'fixtures', 'environment-harness.mjs')}"`;
+// Through the package's copy where the harness's uid can read it (a 0700 checkout as root).
+const harness = packageProgramCommand('test/fixtures', 'environment-harness.mjs');
 const GRANT = /WORKER_DOCKER_BRIDGE_ENVIRONMENTS does not list (\S+):(\S+)\./;
 
 let t: TestService;
