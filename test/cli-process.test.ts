@@ -193,21 +193,27 @@ describe('factoryd serve', () => {
     }
   });
 
-  it('stops on a SIGTERM sent the moment its banner appears (the signal is not lost as it takes over the signals)', async () => {
-    // startServeProcess resolves in the very data event that completes the banner, and stop() signals
-    // at once: the process was between its starting and its running signal listeners then, and a
-    // signal caught there was dropped, the process running on (seen in CI as a close that never ended).
-    for (let start = 0; start < 3; start++) {
-      const db = await createTestDatabase();
-      try {
-        const s = await startServeProcess({ DATABASE_URL: db.url, DATA_DIR: tempDir(), LOG_LEVEL: 'info' });
-        expect(await s.stop()).toBe(0);
-        expect(s.output()).toMatch(/SIGTERM: shutting down/);
-      } finally {
-        await db.drop();
+  // Three service starts, each migrating a new database: about 21 s alone, past the default minute
+  // beside the rest of the suite on two cores.
+  it(
+    'stops on a SIGTERM sent the moment its banner appears (the signal is not lost as it takes over the signals)',
+    { timeout: 180_000 },
+    async () => {
+      // startServeProcess resolves in the very data event that completes the banner, and stop() signals
+      // at once: the process was between its starting and its running signal listeners then, and a
+      // signal caught there was dropped, the process running on (seen in CI as a close that never ended).
+      for (let start = 0; start < 3; start++) {
+        const db = await createTestDatabase();
+        try {
+          const s = await startServeProcess({ DATABASE_URL: db.url, DATA_DIR: tempDir(), LOG_LEVEL: 'info' });
+          expect(await s.stop()).toBe(0);
+          expect(s.output()).toMatch(/SIGTERM: shutting down/);
+        } finally {
+          await db.drop();
+        }
       }
-    }
-  });
+    },
+  );
 
   it('starts on the embedded PostgreSQL, refuses a second serve on its DATA_DIR, and on SIGTERM exits 0 with the database stopped', async () => {
     const dataDir = tempDir();
