@@ -46,7 +46,7 @@ describe('factoryd validate [DIR]', () => {
     expect(r.stdout).toContain(
       'skipped: team secrets (secretName) were not checked: no factoryd serve runs on',
     );
-    expect(r.stdout).toMatch(/12 definition files, valid/);
+    expect(r.stdout).toMatch(/13 definition files, valid/);
   });
 
   it('prints file:line: reason for every error and exits 1', async () => {
