@@ -130,6 +130,8 @@ async function measure(adminUrl, dir, cli, stub) {
       DATA_DIR: join(dir, 'data'),
       WORKER_CONCURRENCY: '1',
       HARNESS_SANDBOX: process.env.HARNESS_SANDBOX ?? '',
+      // The operator's base URL: the one the run's egress proxy trusts (a loopback stub included).
+      ANTHROPIC_BASE_URL: stub.url,
     });
     const service = await startService(config);
     try {
