@@ -1,11 +1,16 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Scheduler } from '../src/common/periodic.js';
 import type { Database } from '../src/database/database.js';
 import { NotificationDispatcher } from '../src/notifications/notification-dispatcher.js';
 import { NotificationSender } from '../src/notifications/notification-sender.js';
-import { NotificationsRepository } from '../src/notifications/notifications.repository.js';
+import {
+  FAN_OUT_BATCH,
+  FAN_OUT_LOCK,
+  NotificationsRepository,
+} from '../src/notifications/notifications.repository.js';
 import { SecretCipher } from '../src/secrets/secret-cipher.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
 import { eventually } from './support/eventually.js';
@@ -67,12 +72,18 @@ beforeEach(async () => {
 });
 
 function dispatcher(
-  opts: { timeoutMs?: number; disableAfter?: number; schedule?: number[]; connections?: number } = {},
+  opts: {
+    timeoutMs?: number;
+    disableAfter?: number;
+    schedule?: number[];
+    connections?: number;
+    db?: Database;
+  } = {},
 ) {
   const timeoutMs = opts.timeoutMs ?? 2_000;
   const connections = opts.connections ?? 16;
   return new NotificationDispatcher(
-    new NotificationsRepository(counted.db),
+    new NotificationsRepository(opts.db ?? counted.db),
     new NotificationSender({ allowPrivate: true, timeoutMs, connectionsPerEndpoint: connections }),
     t.service.app.get(SecretCipher),
     t.service.app.get(SecretsService),
@@ -279,6 +290,88 @@ describe('a failing endpoint', () => {
     expect(pit.connections()).toBe(1);
     expect(await attemptsOf(pitEndpoint.id)).toBe(0);
     expect(await attemptsOf(refused.id)).toBe(1);
+    expect(errors).toEqual([]);
+  });
+});
+
+/** The dispatcher's steps on the database, in the order it took them: fan-outs (its transactions) and claims. */
+function steppingDatabase(db: Database) {
+  const steps: Array<'fan-out' | 'claim'> = [];
+  const wrapped = new Proxy(db, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (prop === 'transaction') steps.push('fan-out');
+        if (prop === 'query' && /WITH ready AS MATERIALIZED/.test(String(args[0]))) steps.push('claim');
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { db: wrapped, steps };
+}
+
+const outboxOf = async (teamId: string) =>
+  (
+    await t.service.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM notification_outbox WHERE team_id = $1`,
+      [teamId],
+    )
+  )[0]!.n;
+
+describe('the outbox', () => {
+  it('is fanned out a batch at a time, with claims between: a backlog keeps no endpoint waiting', async () => {
+    const stepping = steppingDatabase(t.service.db);
+    const d = dispatcher({ db: stepping.db });
+    const team = await t.newTeam(`backlog-${Date.now()}`);
+    const { r, url } = await receiver();
+    const mine = await subscribe(url, team.key);
+    r.secret = mine.secret;
+    await queue(d, team.team.id, [{}]);
+    // Another team's backlog, two and a half batches (it subscribes nothing: no message comes of it).
+    const busy = await t.newTeam(`busy-${Date.now()}`);
+    await t.service.db.execute(
+      `INSERT INTO notification_outbox (team_id, type, payload) SELECT $1, 'run.queued', '{}' FROM generate_series(1, $2::int)`,
+      [busy.team.id, FAN_OUT_BATCH * 2.5],
+    );
+    stepping.steps.length = 0;
+
+    await pass(d);
+    expect(r.received).toHaveLength(1);
+    expect(await outboxOf(busy.team.id)).toBe(0);
+    // Claimed after the first batch, before the last: not once the whole backlog was through.
+    const steps = stepping.steps;
+    expect(steps.filter((s) => s === 'fan-out')).toHaveLength(3);
+    expect(steps.indexOf('claim')).toBe(1);
+    expect(steps.lastIndexOf('fan-out')).toBeGreaterThan(steps.indexOf('claim'));
+    expect(errors).toEqual([]);
+  });
+
+  it('keeps no endpoint waiting while another replica holds the fan-out', async () => {
+    const d = dispatcher();
+    const team = await t.newTeam(`replica-${Date.now()}`);
+    const { r, url } = await receiver();
+    const mine = await subscribe(url, team.key);
+    r.secret = mine.secret;
+    await queue(d, team.team.id, [{}]);
+    await t.service.db.execute(
+      `INSERT INTO notification_outbox (team_id, type, payload) VALUES ($1, 'run.queued', '{"n": 1}')`,
+      [team.team.id],
+    );
+    // Another replica's fan-out, under way (its lock held by a session of its own).
+    const replica = new pg.Client({ connectionString: t.databaseUrl });
+    await replica.connect();
+    closers.push(() => replica.end());
+    await replica.query(`SELECT pg_advisory_lock($1)`, [FAN_OUT_LOCK]);
+
+    // The message already made goes; the event is left to the lock's holder.
+    await pass(d);
+    expect(r.received.map((x) => x.body.data.n)).toEqual([0]);
+    expect(await outboxOf(team.team.id)).toBe(1);
+
+    await replica.query(`SELECT pg_advisory_unlock($1)`, [FAN_OUT_LOCK]);
+    await pass(d);
+    expect(r.received.map((x) => x.body.data.n)).toEqual([0, 1]);
     expect(errors).toEqual([]);
   });
 });

@@ -161,8 +161,9 @@ export class NotificationDispatcher {
   }
 
   /**
-   * Fans out and claims until nothing more is due or the claims are at `concurrency`; one pass at a
-   * time in this process. The attempts go on after it returns (see `settled`).
+   * Fans out and claims until the outbox is empty (or another replica is fanning it out) and nothing
+   * more is due or the claims are at `concurrency`; one pass at a time in this process. The attempts
+   * go on after it returns (see `settled`).
    */
   pump(): Promise<void> {
     if (this.stopping) return Promise.resolve();
@@ -175,7 +176,7 @@ export class NotificationDispatcher {
         do {
           this.again = false;
           await this.passOnce();
-        } while (this.again);
+        } while (this.again && !this.stopping);
       } finally {
         this.running = undefined;
       }
@@ -184,7 +185,10 @@ export class NotificationDispatcher {
   }
 
   private async passOnce(): Promise<void> {
-    while ((await this.repo.fanOut(this.opts.retryScheduleMs[0] ?? 0)) > 0);
+    // One batch of the outbox per pass, then the claims; a fuller outbox gets another pass at once. A
+    // fan-out that cannot get ahead (the ingress outrunning it) once kept every pass from its claims,
+    // and so every endpoint from its messages, until the load stopped.
+    if (await this.repo.fanOut(this.opts.retryScheduleMs[0] ?? 0)) this.again = true;
     this.sender.closeIdle();
     for (;;) {
       const room = (this.opts.concurrency ?? 4096) - this.claimed;

@@ -88,8 +88,9 @@ export interface EndpointOutcome {
 }
 
 /** Fan-outs take turns across replicas, so a run's messages are created in its events' order. */
-const FAN_OUT_LOCK = 7_146_110_017;
-const FAN_OUT_BATCH = 2000;
+export const FAN_OUT_LOCK = 7_146_110_017;
+/** Outbox events one fan-out takes at most (a dispatcher claims between batches). */
+export const FAN_OUT_BATCH = 2000;
 
 const ENDPOINT_COLUMNS = `id, team_id, factory_id, name, url, event_types, description, secret, enabled,
   disabled_reason, consecutive_failures, failing_since, created_at, updated_at`;
@@ -255,16 +256,25 @@ export class NotificationsRepository {
   }
 
   /**
-   * Turns committed outbox events into one message per subscribed, enabled endpoint, and removes them
-   * from the outbox, in one transaction under FAN_OUT_LOCK (taken first, so the statement sees what
-   * the lock's previous holder committed). Returns how many events it took.
+   * Turns up to FAN_OUT_BATCH committed outbox events into one message per subscribed, enabled
+   * endpoint, and removes them from the outbox, in one transaction under FAN_OUT_LOCK (taken first, so
+   * the statement sees what the lock's previous holder committed; a run's messages are so created in
+   * its events' order). Returns whether the outbox may hold more: a full batch was taken. A fan-out
+   * under way in another replica is not waited for (it is doing the work, and a dispatcher queued
+   * behind it would claim nothing meanwhile): this one takes nothing and returns false.
    */
-  async fanOut(firstAttemptDelayMs: number): Promise<number> {
-    // Most passes find the outbox empty: one cheap read on the pool, no transaction.
-    if (!(await this.db.query(`SELECT 1 FROM notification_outbox LIMIT 1`)).length) return 0;
-    const [row] = await this.db.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(${FAN_OUT_LOCK})`);
-      return tx.query<{ events: number }>(
+  async fanOut(firstAttemptDelayMs: number): Promise<boolean> {
+    // Most passes find the outbox empty: one cheap read on the pool, no transaction. Through the
+    // primary key: the outbox is a queue, and between two vacuums its heap holds every row deleted
+    // since (a minute of the ingress's events), which a sequential read steps over each time; the
+    // index marks an entry dead the first time it is found so.
+    if (!(await this.db.query(`SELECT 1 FROM notification_outbox ORDER BY id LIMIT 1`)).length) return false;
+    const events = await this.db.transaction(async (tx) => {
+      const [lock] = await tx.query<{ taken: boolean }>(
+        `SELECT pg_try_advisory_xact_lock(${FAN_OUT_LOCK}) AS taken`,
+      );
+      if (!lock!.taken) return 0;
+      const [row] = await tx.query<{ events: number }>(
         `WITH ev AS (
          DELETE FROM notification_outbox WHERE id IN (
            SELECT id FROM notification_outbox ORDER BY id LIMIT ${FAN_OUT_BATCH} FOR UPDATE SKIP LOCKED)
@@ -280,8 +290,9 @@ export class NotificationsRepository {
        SELECT count(*)::int AS events FROM ev`,
         [firstAttemptDelayMs],
       );
+      return row?.events ?? 0;
     });
-    return row?.events ?? 0;
+    return events === FAN_OUT_BATCH;
   }
 
   /**
