@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretsService } from '../src/secrets/secrets.service.js';
 import { WorkerRunsService } from '../src/workers/queue/worker-runs.service.js';
+import { WorkersRepository } from '../src/workers/queue/workers.repository.js';
 import { eventually } from './support/eventually.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -57,6 +58,27 @@ describe('harness routing', () => {
     const claimed = (await t.call('GET', `/api/v1/agent/runs/${id}`)).body;
     expect(claimed.status_message ?? null).toBeNull();
     expect(JSON.stringify(claimed)).not.toContain('sk-ant-routing');
+  });
+
+  it('a worker with the harness coming or going changes the notes of runs queued long before', async () => {
+    const id = await create({ harness: { type: 'codex', auth_secret_name: 'anthropic' } });
+    const note = async () =>
+      ((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.status_message?.message ?? null) as
+        string | null;
+    await eventually(async () => (await note())?.includes('codex harness'), 'the waiting note');
+    // Queued an hour ago: only a pass over every queued run reads it (the others read the recent ones).
+    await t.service.db.execute(`UPDATE runs SET created_at = now() - interval '1 hour' WHERE id = $1`, [id]);
+    const registry = new WorkersRepository(t.service.db);
+    const codex = { ...worker([{ type: 'codex' }]), slots: 0 };
+    await registry.register(codex, new Date());
+    await eventually(async () => (await note()) === null, 'the note cleared once a worker has codex');
+    await registry.unregister(codex);
+    await eventually(
+      async () => (await note())?.includes('codex harness'),
+      'the note back once that worker is gone',
+    );
+    expect((await t.call('GET', `/api/v1/agent/runs/${id}`)).body.state).toBe('QUEUED');
+    await t.call('POST', `/api/v1/agent/runs/${id}/cancel`);
   });
 
   it('the team default harness applies to runs that name none', async () => {

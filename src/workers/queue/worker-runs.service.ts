@@ -64,6 +64,10 @@ export const workerEnvironmentRefused = (type: BuiltInHarness): string =>
   `self-hosted worker, not on a service-hosted one: set the agent's workerHost to a self-hosted worker of the team, ` +
   `or name a team secret with auth.managedSecret (${setSecretCommand('NAME')} stores one)`;
 
+/** How often the harness notes read every queued run at least, and how far back the others look. */
+const NOTES_WHOLE_PASS_MS = 60_000;
+const NOTES_OVERLAP_MS = 10_000;
+
 /** The metrics' `workers` label: runs on service-hosted workers, or on a team's self-hosted ones. */
 const WORKER_KINDS = ['service', 'self_hosted'] as const;
 
@@ -84,6 +88,8 @@ export class WorkerRunsService {
   private readonly skills: SkillResolver;
   private readonly artifacts: RunArtifacts;
   private readonly usage: RunUsageRepository;
+  /** The last harness-notes pass (see markUnservedHosts). */
+  private notes = { offer: '', wholeAt: -Infinity, createdFrom: new Date(0) };
 
   constructor(
     private readonly db: Database,
@@ -488,11 +494,28 @@ export class WorkerRunsService {
     return rows.length;
   }
 
-  /** QUEUED runs for a self-hosted host that no connected worker serves say so; long-gone workers are forgotten. */
+  /**
+   * QUEUED runs for a self-hosted host that no connected worker serves, or of a harness no connected
+   * worker has, say so; long-gone workers are forgotten.
+   *
+   * The harness notes read every queued run only when the live workers' offer changed (one came,
+   * went, or changed its harnesses: notes to write or to clear anywhere), and at least every
+   * NOTES_WHOLE_PASS_MS (a run queued again, a team's default harness changed); otherwise only the
+   * runs created since the last pass, NOTES_OVERLAP_MS before it included (a run's transaction may
+   * commit after a pass that started later than the run's creation).
+   */
   async markUnservedHosts(): Promise<void> {
     const now = this.now();
-    await this.queue.noteUnservedHosts(liveSince(now, this.policy));
-    await this.queue.noteMissingHarnesses(liveSince(now, this.policy));
+    const since = liveSince(now, this.policy);
+    await this.queue.noteUnservedHosts(since);
+    const offer = await this.registry.liveOffer(since);
+    const whole = offer !== this.notes.offer || now.getTime() - this.notes.wholeAt >= NOTES_WHOLE_PASS_MS;
+    await this.queue.noteMissingHarnesses(since, whole ? undefined : this.notes.createdFrom);
+    this.notes = {
+      offer,
+      wholeAt: whole ? now.getTime() : this.notes.wholeAt,
+      createdFrom: new Date(now.getTime() - NOTES_OVERLAP_MS),
+    };
     await this.registry.forget(forgottenBefore(now, this.policy));
   }
 }

@@ -87,6 +87,20 @@ export class WorkersRepository {
     );
   }
 
+  /**
+   * What the live workers (seen after `liveSince`) offer, as one comparable text: each one's host,
+   * team and harnesses. It changes when a worker comes, goes or changes its harnesses.
+   */
+  async liveOffer(liveSince: Date): Promise<string> {
+    const [row] = await this.db.query<{ offer: string | null }>(
+      `SELECT string_agg(worker_host || ' ' || coalesce(team_id::text, '-') || ' ' || coalesce(harnesses::text, '-'),
+                         E'\n' ORDER BY worker_host, team_id, harnesses::text) AS offer
+         FROM workers WHERE last_seen_at > $1`,
+      [liveSince],
+    );
+    return row?.offer ?? '';
+  }
+
   /** A team's self-hosted worker hosts with a worker seen after `liveSince`. */
   async connectedSelfHosted(teamId: string, liveSince: Date): Promise<ConnectedHost[]> {
     const rows = await this.db.query<{
