@@ -18,12 +18,18 @@ export function endpointUrlProblem(url: string, allowPrivate: boolean): string |
     return 'url must not carry credentials (the signature authenticates factoryd)';
   if (url.length > 2048) return 'url is longer than 2048 characters';
   const host = u.hostname.replace(/^\[|\]$/g, '');
-  if (
-    !allowPrivate &&
-    (host === 'localhost' || host.endsWith('.localhost') || (isIP(host) && isPrivateAddress(host)))
-  )
+  if (!allowPrivate && isInternalHost(host))
     return `url points at a private or loopback address (${host}); allowed only with NOTIFICATIONS_ALLOW_PRIVATE_URLS=true`;
   return undefined;
+}
+
+/**
+ * Whether a URL's host (without brackets) names this machine or a private network by itself: `localhost`
+ * (and its subdomains) or an address literal isPrivateAddress refuses. A name that resolves to such an
+ * address is caught where it is connected to.
+ */
+export function isInternalHost(host: string): boolean {
+  return host === 'localhost' || host.endsWith('.localhost') || (isIP(host) !== 0 && isPrivateAddress(host));
 }
 
 /**

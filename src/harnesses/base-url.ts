@@ -10,9 +10,8 @@
  * provider's base URL) names that host and port: a team must not point its harness, and its key, at
  * the service's internal addresses through this.
  */
-import { isIP } from 'node:net';
-import { isPrivateAddress } from '../common/outbound-url.js';
-import type { EgressRule } from '../common/egress-policy.js';
+import { isInternalHost } from '../common/outbound-url.js';
+import { baseUrlDestination, type EgressRule } from '../common/egress-policy.js';
 import type { BuiltInHarness } from './harness-types.js';
 
 export const PROVIDERS = ['anthropic', 'openai', 'gemini'] as const;
@@ -66,17 +65,11 @@ export function parseBaseUrl(text: string): string {
   return u.href.replace(/\/+$/, '');
 }
 
-/** The host (without brackets, lower case) and port a base URL connects to. */
-export function baseUrlTarget(url: string): { host: string; port: number } {
-  const u = new URL(url);
-  return {
-    host: u.hostname.replace(/^\[|\]$/g, '').toLowerCase(),
-    port: u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80,
-  };
-}
-
-/** The egress rule that admits a team's base URL (its addresses still checked: egress-policy.ts). */
-export const baseUrlRule = (url: string): EgressRule => baseUrlTarget(url);
+/**
+ * The egress rule that admits a team's base URL, its host and port (its addresses still checked:
+ * egress-policy.ts). The URL is one parseBaseUrl returned.
+ */
+export const baseUrlRule = (url: string): EgressRule => baseUrlDestination(url)!;
 
 /**
  * Why a team may not use this base URL here, or undefined: its host is `localhost` or a loopback,
@@ -88,10 +81,8 @@ export function untrustedInternalBaseUrl(
   url: string,
   trusted: ReadonlyArray<{ host: string; port: number }>,
 ): string | undefined {
-  const { host, port } = baseUrlTarget(url);
-  const internal =
-    host === 'localhost' || host.endsWith('.localhost') || (isIP(host) !== 0 && isPrivateAddress(host));
-  if (!internal || trusted.some((t) => t.host === host && t.port === port)) return undefined;
+  const { host, port } = baseUrlDestination(url)!;
+  if (!isInternalHost(host) || trusted.some((t) => t.host === host && t.port === port)) return undefined;
   const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   return (
     `the base URL points at a loopback, private or link-local address (${where}), which a team's base URL may not reach; ` +
