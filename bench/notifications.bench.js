@@ -46,9 +46,17 @@ import {
 
 const SUSTAIN = Number(process.env.BENCH_SUSTAIN_SECONDS ?? 60);
 /** BENCH_NOTIFICATIONS_CASES: the cases to run beside (e), e.g. `b,d` (default: all of b h i c d f s p). */
+const ALL_CASES = ['b', 'h', 'i', 'c', 'd', 'f', 's', 'p'];
 const CASES = new Set(
-  (process.env.BENCH_NOTIFICATIONS_CASES ?? 'b,h,i,c,d,f,s,p').split(',').map((c) => c.trim()),
+  (process.env.BENCH_NOTIFICATIONS_CASES ?? ALL_CASES.join(',')).split(',').map((c) => c.trim()),
 );
+const unknownCases = [...CASES].filter((c) => !ALL_CASES.includes(c));
+if (unknownCases.length) {
+  console.error(
+    `BENCH_NOTIFICATIONS_CASES: no case ${unknownCases.map((c) => `"${c}"`).join(', ')}; the cases are ${ALL_CASES.join(', ')} ((e) always runs)`,
+  );
+  process.exit(2);
+}
 const DRAIN_LIMIT_MS = 180_000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
