@@ -498,6 +498,99 @@ describe('the documented semantics still hold', () => {
   });
 });
 
+/**
+ * The record statement (the one that writes the attempt log) explained as it runs: each is first run
+ * under EXPLAIN ANALYZE in a transaction rolled back, then for real. What it read of the messages table.
+ */
+function explainingDatabase(db: Database) {
+  const messagesRead: number[] = [];
+  const rollback = new Error('rolled back');
+  const wrapped = new Proxy(db, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (prop !== 'query') return (value as (...a: unknown[]) => unknown).bind(target);
+      return async (text: string, params?: unknown[], options?: unknown) => {
+        if (/INSERT INTO notification_attempts/.test(text))
+          await target
+            .transaction(async (tx) => {
+              const [row] = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+                `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`,
+                params,
+              );
+              messagesRead.push(rowsReadOf(row!['QUERY PLAN'][0].Plan, 'notification_messages'));
+              throw rollback;
+            })
+            .catch((err: unknown) => {
+              if (err !== rollback) throw err;
+            });
+        return (value as (...a: unknown[]) => unknown).call(target, text, params, options);
+      };
+    },
+  });
+  return { db: wrapped, messagesRead };
+}
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  Plans?: PlanNode[];
+}
+
+/** Rows the plan's scans of `relation` returned, every loop counted. */
+function rowsReadOf(node: PlanNode, relation: string): number {
+  const own =
+    node['Relation Name'] === relation && !('Operation' in node)
+      ? node['Actual Rows'] * node['Actual Loops']
+      : 0;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsReadOf(child, relation), 0);
+}
+
+describe('another endpoint’s backlog', () => {
+  // A failing endpoint's pending messages (here 5,000) are its own: a record of another endpoint's
+  // attempts reads the messages it records, not that backlog. The statistics are those of a calm spell,
+  // when a vacuum found nothing pending (and the planner, scaling what it found, thinks the partial
+  // indexes of pending messages still hold nothing); then the backlog builds.
+  it('is not read by every record: a record reads its own messages only', async () => {
+    const explaining = explainingDatabase(t.service.db);
+    const d = dispatcher({ db: explaining.db });
+    const backlogTeam = await t.newTeam(`backlog-owner-${Date.now()}`);
+    const failing = (await subscribe(await closedPort(), backlogTeam.key)).endpoint;
+    const team = await t.newTeam(`recorded-${Date.now()}`);
+    const { r, url } = await receiver();
+    const mine = await subscribe(url, team.key);
+    r.secret = mine.secret;
+    const backlog = (status: string, from: number, count: number) =>
+      t.service.db.execute(
+        `INSERT INTO notification_messages (event_id, endpoint_id, team_id, type, payload, event_at, status, next_attempt_at)
+         SELECT g, $1, $2, 'run.queued', '{}', now(), $3, CASE WHEN $3 = 'pending' THEN now() + interval '1 hour' END
+           FROM generate_series($4::int, $4::int + $5::int - 1) g`,
+        [failing.id, backlogTeam.team.id, status, from, count],
+      );
+    // The calm spell: earlier tests' held-back messages gone, what was sent vacuumed (and no autovacuum
+    // during the test to take other statistics).
+    await t.service.db.execute(`ALTER TABLE notification_messages SET (autovacuum_enabled = off)`);
+    closers.push(() => t.service.db.execute(`ALTER TABLE notification_messages RESET (autovacuum_enabled)`));
+    await t.service.db.execute(`DELETE FROM notification_messages WHERE status = 'pending'`);
+    await backlog('delivered', 1_000_000, 20_000);
+    await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
+    await queue(d, team.team.id, [{}, {}, {}]);
+    await backlog('pending', 2_000_000, 5_000);
+
+    await pass(d);
+    expect(r.received).toHaveLength(3);
+    expect((await messagesOf(mine.endpoint.id)).map((m) => m.status)).toEqual([
+      'delivered',
+      'delivered',
+      'delivered',
+    ]);
+    expect(explaining.messagesRead).toHaveLength(1);
+    expect(explaining.messagesRead[0]).toBeLessThanOrEqual(3);
+    expect(errors).toEqual([]);
+  });
+});
+
 describe('a record that comes after its lease was taken over', () => {
   // D1 claims the endpoint and its attempt hangs past the lease; D2 then claims it, delivers the
   // message and records that. D1's failure, recorded last, must not undo it: neither the message

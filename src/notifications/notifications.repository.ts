@@ -373,6 +373,13 @@ export class NotificationsRepository {
    * endpoint's lease, failing spell, run of failures or enabled flag. And a message changes only
    * while it is pending: a claim that commits while this statement runs may have its messages changed
    * by it, but what that claim records then wins, and a delivered message is never pending again.
+   *
+   * "Pending" is said as "neither delivered nor failed" (the status has no other value), which no
+   * partial index of pending messages matches. Written `status = 'pending'`, it let the planner, whose
+   * last vacuum had found those indexes empty (a calm spell) and who so took them for empty still,
+   * read the whole of one into a hash on every record (every endpoint's pending messages: a failing
+   * endpoint's backlog of thousands) rather than the recorded messages through the primary key. One
+   * team's backlog slowed every team's deliveries.
    */
   async recordAttempts(outcomes: EndpointOutcome[], disableAfter: number): Promise<string[]> {
     if (!outcomes.length) return [];
@@ -439,7 +446,7 @@ export class NotificationsRepository {
                 delivered_at = CASE WHEN t.succeeded THEN t.attempted_at ELSE m.delivered_at END,
                 next_attempt_at = CASE WHEN t.succeeded THEN NULL ELSE t.retry_at END
            FROM t JOIN s ON s.endpoint_id = t.endpoint_id
-          WHERE m.id = t.message_id AND m.status = 'pending' RETURNING m.id),
+          WHERE m.id = t.message_id AND m.status NOT IN ('delivered', 'failed') RETURNING m.id),
        -- Another dispatcher's claim now: the attempts are only logged, of the messages that still exist
        -- (locked against a delete meanwhile, as the update locks the others).
        late AS (
