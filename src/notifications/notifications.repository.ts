@@ -325,8 +325,11 @@ export class NotificationsRepository {
       `WITH ready AS MATERIALIZED (
          SELECT e.id, e.failing_since IS NOT NULL AS failing FROM notification_endpoints e
           WHERE e.enabled AND (e.held_until IS NULL OR e.held_until <= $1)
-            AND EXISTS (SELECT 1 FROM notification_messages m
-                         WHERE m.endpoint_id = e.id AND m.status = 'pending' AND m.next_attempt_at <= $1)
+            -- Asked of each endpoint that may go, in its own part of the index (a subquery, never a
+            -- join): as EXISTS, the planner read every endpoint's due messages, a held endpoint's
+            -- backlog of thousands among them, to learn which endpoints have any.
+            AND (SELECT true FROM notification_messages m
+                  WHERE m.endpoint_id = e.id AND m.status = 'pending' AND m.next_attempt_at <= $1 LIMIT 1)
           ORDER BY e.held_until NULLS FIRST, e.id LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED),
        candidate AS MATERIALIZED (
          SELECT m.id, r.id AS endpoint_id, m.run_id, m.event_id FROM ready r CROSS JOIN LATERAL (
