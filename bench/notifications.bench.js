@@ -15,7 +15,10 @@
 //       taken just before and just after it, since the database grows and the machine drifts between
 //       cases: as fast as it goes (the ingress, and the CPU the service and PostgreSQL spent per
 //       delivery), then at half the capacity of the first of those baselines (B's latency); and what A's
-//       endpoint got (attempts, connections)
+//       endpoint got (attempts, connections); all of it
+//       BENCH_ISOLATION_ROUNDS (1) times in turn, each round against its own baselines: the median
+//       ratio of the rounds and their range, beside the method's noise (each baseline between two
+//       others against their mean)
 //   (p1), (p2): one, then two dispatchers as processes of their own (`factoryd serve --role
 //       notifications`), the service's own stopped: half capacity, then as fast as it goes
 // NOTIFICATIONS_TIMEOUT_MS is 2000 here, so a tarpit's attempts time out during its case. The state
@@ -54,6 +57,14 @@ const unknownCases = [...CASES].filter((c) => !ALL_CASES.includes(c));
 if (unknownCases.length) {
   console.error(
     `BENCH_NOTIFICATIONS_CASES: no case ${unknownCases.map((c) => `"${c}"`).join(', ')}; the cases are ${ALL_CASES.join(', ')} ((e) always runs)`,
+  );
+  process.exit(2);
+}
+/** BENCH_ISOLATION_ROUNDS: how many times the isolation cases (c d f s) run in turn (default 1). */
+const ROUNDS = Number(process.env.BENCH_ISOLATION_ROUNDS ?? 1);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) {
+  console.error(
+    `BENCH_ISOLATION_ROUNDS: "${process.env.BENCH_ISOLATION_ROUNDS}" is not a whole number of rounds, 1 or more`,
   );
   process.exit(2);
 }
@@ -332,33 +343,46 @@ try {
     say(describe(`${label}: A without an endpoint, ${paceRate} req/s`, base.paced));
     return base;
   };
+  // BENCH_ISOLATION_ROUNDS times in turn (c, baseline, d, baseline…), each round's ratios against its
+  // own baselines: one 20 s sample of a latency moves by a tenth between two baselines in a row, the
+  // size of the effect to be judged; the median of the rounds, and their range, say more.
+  const baselines = [];
   let before = kinds.length ? await baselineCase('(isolation) baseline 0') : undefined;
-  for (const [n, [key, name, port, counted]] of kinds.entries()) {
-    const a = (await endpoints.create(teams.A.auth, { name, url: `http://127.0.0.1:${port}/hook` })).endpoint
-      .id;
-    const countsBefore = await ask({ ask: 'counts' });
-    const fast = await receiving();
-    const paced = await receiving(paceRate);
-    const [got] = await db.query(
-      `SELECT (SELECT count(*)::int FROM notification_attempts WHERE endpoint_id = $1) AS attempts,
+  if (before) baselines.push(before);
+  for (let round = 1; round <= ROUNDS; round++)
+    for (const [key, name, port, counted] of kinds) {
+      const n = baselines.length;
+      const label = ROUNDS > 1 ? `${key}, round ${round}` : key;
+      const a = (
+        await endpoints.create(teams.A.auth, {
+          name: `${name}-${round}`,
+          url: `http://127.0.0.1:${port}/hook`,
+        })
+      ).endpoint.id;
+      const countsBefore = await ask({ ask: 'counts' });
+      const fast = await receiving();
+      const paced = await receiving(paceRate);
+      const [got] = await db.query(
+        `SELECT (SELECT count(*)::int FROM notification_attempts WHERE endpoint_id = $1) AS attempts,
               (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending') AS pending,
               (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'delivered') AS delivered`,
-      [a],
-    );
-    const countsAfter = await ask({ ask: 'counts' });
-    const connections = counted
-      ? `, ${countsAfter[counted].connections - countsBefore[counted].connections} connections`
-      : '';
-    say(describe(`(${key}) A ${name}, as fast as it goes`, fast));
-    say(describe(`(${key}) A ${name}, ${paceRate} req/s`, paced));
-    say(
-      `(${key}) A's ${name} endpoint: ${got.attempts} attempts logged, ${got.delivered} delivered, ${got.pending} pending${connections}`,
-    );
-    await endpoints.update(teams.A.auth, a, { enabled: false });
-    const after = await baselineCase(`(isolation) baseline ${n + 1}`);
-    results[key] = { before, after, fast, paced, got };
-    before = after;
-  }
+        [a],
+      );
+      const countsAfter = await ask({ ask: 'counts' });
+      const connections = counted
+        ? `, ${countsAfter[counted].connections - countsBefore[counted].connections} connections`
+        : '';
+      say(describe(`(${label}) A ${name}, as fast as it goes`, fast));
+      say(describe(`(${label}) A ${name}, ${paceRate} req/s`, paced));
+      say(
+        `(${label}) A's ${name} endpoint: ${got.attempts} attempts logged, ${got.delivered} delivered, ${got.pending} pending${connections}`,
+      );
+      await endpoints.update(teams.A.auth, a, { enabled: false });
+      const after = await baselineCase(`(isolation) baseline ${n}`);
+      baselines.push(after);
+      (results[key] ??= []).push({ before, after, fast, paced, got });
+      before = after;
+    }
 
   await endpoints.update(teams.B.auth, healthy, { enabled: false });
   results.e2 = await ingress();
@@ -429,21 +453,51 @@ try {
   if (results.i)
     console.log(`latency idle (i): p50 ${results.i.p50} ms, max ${results.i.max} ms (target ≤ 250)`);
   const mean2 = (x, y) => (x + y) / 2;
+  /** A load's figures against the mean of two others': the isolation ratios. */
+  const against = (r, x, y) => ({
+    rps: r.fast.rps / mean2(x.fast.rps, y.fast.rps),
+    rpsA: r.fast.rpsA / mean2(x.fast.rpsA, y.fast.rpsA),
+    rpsB: r.fast.rpsB / mean2(x.fast.rpsB, y.fast.rpsB),
+    cpu: cpuOf(r.fast) / mean2(cpuOf(x.fast), cpuOf(y.fast)),
+    p50: r.paced.p50 / mean2(x.paced.p50, y.paced.p50),
+    p99: r.paced.p99 / mean2(x.paced.p99, y.paced.p99),
+  });
+  /** Each ratio's median over the rounds, and (more than one) its range. */
+  const spread = (ratios, k) => {
+    const xs = ratios.map((q) => q[k]).sort((x, y) => x - y);
+    const mid = xs.length % 2 ? xs[(xs.length - 1) / 2] : mean2(xs[xs.length / 2 - 1], xs[xs.length / 2]);
+    return `${mid.toFixed(2)}×` + (xs.length > 1 ? ` (${xs[0].toFixed(2)}–${xs.at(-1).toFixed(2)})` : '');
+  };
+  const ratiosText = (ratios) =>
+    `ingress ${spread(ratios, 'rps')} (A ${spread(ratios, 'rpsA')}, B ${spread(ratios, 'rpsB')}), CPU/delivery ${spread(ratios, 'cpu')}; ` +
+    `B at ${paceRate} req/s p50 ${spread(ratios, 'p50')}, p99 ${spread(ratios, 'p99')}`;
   for (const [key, name] of kinds) {
-    const r = results[key];
-    const rps = mean2(r.before.fast.rps, r.after.fast.rps);
-    const rpsA = mean2(r.before.fast.rpsA, r.after.fast.rpsA);
-    const rpsB = mean2(r.before.fast.rpsB, r.after.fast.rpsB);
-    const p99 = mean2(r.before.paced.p99, r.after.paced.p99);
-    const p50 = mean2(r.before.paced.p50, r.after.paced.p50);
-    const cpuBase = mean2(cpuOf(r.before.fast), cpuOf(r.after.fast));
+    const rounds = results[key];
+    for (const [i, r] of rounds.entries()) {
+      const base = {
+        paced: {
+          p50: mean2(r.before.paced.p50, r.after.paced.p50),
+          p99: mean2(r.before.paced.p99, r.after.paced.p99),
+        },
+      };
+      console.log(
+        `isolation (${key}) ${name}${ROUNDS > 1 ? `, round ${i + 1}` : ''}: ingress ${r.fast.rps.toFixed(0)} req/s; ` +
+          `B at ${paceRate} req/s p50 ${r.paced.p50} ms against ${base.paced.p50.toFixed(0)}, p99 ${r.paced.p99} against ${base.paced.p99.toFixed(0)} ms; ` +
+          `against (e), no endpoint at all: ${teamsVsE(r.fast)}`,
+      );
+    }
     console.log(
-      `isolation (${key}) ${name}, against A without an endpoint (the mean of the baselines before and after; target: within 10 %): ` +
-        `ingress ${r.fast.rps.toFixed(0)} req/s ${ratio(r.fast.rps, rps)}× (A ${ratio(r.fast.rpsA, rpsA)}×, B ${ratio(r.fast.rpsB, rpsB)}×), CPU/delivery ${ratio(cpuOf(r.fast), cpuBase)}×; ` +
-        `B at ${paceRate} req/s p99 ${r.paced.p99} ms against ${p99.toFixed(0)} ms (${ratio(r.paced.p99, p99)}×), p50 ${r.paced.p50} against ${p50.toFixed(0)} ms (${ratio(r.paced.p50, p50)}×); ` +
-        `against (e), no endpoint at all: ${teamsVsE(r.fast)}`,
+      `isolation (${key}) ${name}, against A without an endpoint (each round against the mean of its baselines before and after; ` +
+        `${ROUNDS > 1 ? `the median of ${ROUNDS} rounds and their range` : 'one round'}; target: within 10 %): ` +
+        ratiosText(rounds.map((r) => against(r, r.before, r.after))),
     );
   }
+  // What the method reads when nothing changes: each baseline between two others against their mean.
+  if (baselines.length >= 3)
+    console.log(
+      `isolation, the method's noise: ${baselines.length - 2} baselines (A without an endpoint) each against the two around it: ` +
+        ratiosText(baselines.slice(1, -1).map((b, i) => against(b, baselines[i], baselines[i + 2]))),
+    );
   for (const n of processes) {
     const r = results[`p${n}`];
     console.log(
