@@ -578,7 +578,9 @@ describe('another endpoint’s backlog', () => {
     // The calm spell: earlier tests' held-back messages gone, what was sent vacuumed (and no autovacuum
     // during the test to take other statistics).
     await t.service.db.execute(`ALTER TABLE notification_messages SET (autovacuum_enabled = off)`);
-    closers.push(() => t.service.db.execute(`ALTER TABLE notification_messages RESET (autovacuum_enabled)`));
+    closers.push(async () => {
+      await t.service.db.execute(`ALTER TABLE notification_messages RESET (autovacuum_enabled)`);
+    });
     await t.service.db.execute(`DELETE FROM notification_messages WHERE status = 'pending'`);
     await backlog('delivered', 1_000_000, 20_000);
     await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
