@@ -378,11 +378,11 @@ export class NotificationsRepository {
    * by it, but what that claim records then wins, and a delivered message is never pending again.
    *
    * "Pending" is said as "neither delivered nor failed" (the status has no other value), which no
-   * partial index of pending messages matches. Written `status = 'pending'`, it let the planner, whose
-   * last vacuum had found those indexes empty (a calm spell) and who so took them for empty still,
-   * read the whole of one into a hash on every record (every endpoint's pending messages: a failing
-   * endpoint's backlog of thousands) rather than the recorded messages through the primary key. One
-   * team's backlog slowed every team's deliveries.
+   * partial index of pending messages matches. Written `status = 'pending'`, it let the planner hash
+   * the whole of one on every record (every endpoint's pending messages, a failing endpoint's backlog
+   * of thousands among them) rather than reach the recorded messages through the primary key: a
+   * vacuum in a calm spell had found those indexes empty, and the planner took them for empty still.
+   * One team's backlog slowed every team's deliveries.
    */
   async recordAttempts(outcomes: EndpointOutcome[], disableAfter: number): Promise<string[]> {
     if (!outcomes.length) return [];
