@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { RunQueueRepository } from '../../src/workers/queue/run-queue.repository.js';
 import { WorkerRunsService, type WorkerIdentity } from '../../src/workers/queue/worker-runs.service.js';
 
 // Issue #13: two runs of one team whose harness printed its result and then waited on stdin held both
@@ -129,6 +130,99 @@ describe('the service-hosted claim, by itself (no worker running)', () => {
     expect(await claimed(4)).toEqual([xs[3]]);
   });
 });
+
+describe('another team’s queue', () => {
+  // A team's backlog of queued runs (5,000 here) is its own: a service-hosted claim reads a few runs of
+  // each team in turn and locks the ones it picked by id, never every queued run. The statistics are
+  // those of a calm spell, when a vacuum found the queue empty (and the planner, scaling what it found,
+  // takes the queue's partial indexes for empty still); then the backlog builds.
+  let q: TestService;
+  beforeAll(async () => {
+    q = await startTestService();
+  });
+  afterAll(async () => q?.stop());
+
+  it('is not read by every claim: a claim reads a few runs of each team and locks the ones it took', async () => {
+    const db = q.service.db;
+    const flood = await q.newTeam('flood');
+    const quiet = await q.newTeam('quiet');
+    const runs = (state: string, n: number) =>
+      db.execute(
+        `INSERT INTO runs (id, team_id, title, prompt, search_text, state, source, conversation_id, created_at, updated_at)
+         SELECT gen_random_uuid(), $1, 'run ' || i, 'p', 'p', $2, 'API', gen_random_uuid(),
+                now() - interval '1 hour' + i * interval '1 ms', now()
+           FROM generate_series(1, $3::int) AS i`,
+        [flood.team.id, state, n],
+      );
+    await db.execute(`ALTER TABLE runs SET (autovacuum_enabled = off)`);
+    await runs('SUCCEEDED', 3_000);
+    await db.execute(`VACUUM (ANALYZE) runs`);
+    await runs('QUEUED', 5_000);
+    const mine = (await q.call('POST', '/api/v1/agent/runs', { prompt: 'quiet one' }, quiet.key)).body.run_id;
+
+    // The claim, explained as it runs (EXPLAIN ANALYZE in a transaction rolled back), then for real.
+    const read: number[] = [];
+    const rollback = new Error('rolled back');
+    const explaining = new Proxy(db, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (prop !== 'queryLocked') return (value as (...a: unknown[]) => unknown).bind(target);
+        return async (...args: [unknown, string, unknown[], ...unknown[]]) => {
+          await target
+            .transaction(async (tx) => {
+              const [row] = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+                `EXPLAIN (ANALYZE, FORMAT JSON) ${args[1]}`,
+                args[2],
+              );
+              read.push(runsReadOf(row!['QUERY PLAN'][0].Plan));
+              throw rollback;
+            })
+            .catch((err: unknown) => {
+              if (err !== rollback) throw err;
+            });
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const now = new Date();
+    const claimed = await new RunQueueRepository(explaining).claim(
+      { id: 'claims-alone', host: 'warp', teamId: null, slots: 4 },
+      2,
+      {
+        claimed: 'CLAIMED',
+        now,
+        leaseEnd: new Date(now.getTime() + 60_000),
+        liveSince: new Date(now.getTime() - 60_000),
+      },
+    );
+    await db.execute(`ALTER TABLE runs RESET (autovacuum_enabled)`);
+    // One of each team, in turns.
+    expect(claimed.map((r) => r.team_id).sort()).toEqual([flood.team.id, quiet.team.id].sort());
+    expect(claimed.map((r) => r.id)).toContain(mine);
+    // The teams found one index entry at a time, a run or two of each read, the two taken locked: a
+    // few dozen rows at most, where the old lock step read all 5,001 queued runs.
+    expect(read).toHaveLength(1);
+    expect(read[0]).toBeLessThanOrEqual(50);
+  });
+});
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows the plan's scans of `runs` read (returned, or read and filtered out), every loop counted. */
+function runsReadOf(node: PlanNode): number {
+  const own =
+    node['Relation Name'] === 'runs' && !('Operation' in node)
+      ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']
+      : 0;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + runsReadOf(child), 0);
+}
 
 describe('turns by recent use: flooding teams and a quiet team on 2 service-hosted slots (issue #32)', () => {
   // Each flooding team keeps a queue of runs that hang (here: runs the test ends one at a time, as
