@@ -306,12 +306,15 @@ export class RunsRepository {
       extra.startedAt ?? now,
     ];
     const part = extra.with?.(params.length + 1);
+    // The run by its id, its state checked as "not distinct from": written `state = $2`, a plan made
+    // for 'QUEUED' matched the queue's partial indexes, and with the statistics of a vacuum that found
+    // the queue empty (a calm spell) the planner read every team's queued runs to find this one.
     const changed = await tx.execute(
       `${part ? `WITH ${part.ctes} ` : ''}UPDATE runs SET state = $3, updated_at = $4,
               ended_at = CASE WHEN $5 THEN $4 WHEN $3 = 'QUEUED' THEN NULL ELSE ended_at END,
               started_at = CASE WHEN $9 THEN coalesce(started_at, $10) ELSE started_at END,
               status_message = CASE WHEN $6::jsonb IS NOT NULL THEN $6::jsonb WHEN $3 = 'QUEUED' THEN NULL ELSE status_message END
-        WHERE id = $1 AND state = $2 AND $2 = ANY($7::text[]) AND ($8::text IS NULL OR lease_owner = $8)`,
+        WHERE id = $1 AND state IS NOT DISTINCT FROM $2 AND $2 = ANY($7::text[]) AND ($8::text IS NULL OR lease_owner = $8)`,
       [...params, ...(part?.params ?? [])],
     );
     if (changed && to === 'QUEUED') tx.afterCommit(() => this.queued());

@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
 import { startTestService, type TestService } from '../support/service.js';
+import type { Queryable } from '../../src/database/database.js';
+import { RunsRepository } from '../../src/runs/runs.repository.js';
 import { RunQueueRepository } from '../../src/workers/queue/run-queue.repository.js';
 import { WorkerRunsService, type WorkerIdentity } from '../../src/workers/queue/worker-runs.service.js';
 
@@ -140,7 +142,10 @@ describe('another team’s queue', () => {
   beforeAll(async () => {
     q = await startTestService();
   });
-  afterAll(async () => q?.stop());
+  afterAll(async () => {
+    await q?.service.db.execute(`ALTER TABLE runs RESET (autovacuum_enabled)`);
+    await q?.stop();
+  });
 
   it('is not read by every claim: a claim reads a few runs of each team and locks the ones it took', async () => {
     const db = q.service.db;
@@ -196,7 +201,6 @@ describe('another team’s queue', () => {
         liveSince: new Date(now.getTime() - 60_000),
       },
     );
-    await db.execute(`ALTER TABLE runs RESET (autovacuum_enabled)`);
     // One of each team, in turns.
     expect(claimed.map((r) => r.team_id).sort()).toEqual([flood.team.id, quiet.team.id].sort());
     expect(claimed.map((r) => r.id)).toContain(mine);
@@ -204,6 +208,46 @@ describe('another team’s queue', () => {
     // few dozen rows at most, where the old lock step read all 5,001 queued runs.
     expect(read).toHaveLength(1);
     expect(read[0]).toBeLessThanOrEqual(50);
+  });
+
+  it('is not read by a run’s state change: cancelling a queued run reads that run', async () => {
+    const db = q.service.db;
+    const quiet = await q.newTeam('quiet-cancel');
+    const id = (await q.call('POST', '/api/v1/agent/runs', { prompt: 'to cancel' }, quiet.key)).body.run_id;
+    // The flood's queue is still there (the claim above took one run), under the same statistics.
+    const [queued] = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM runs WHERE state = 'QUEUED'`,
+    );
+    expect(queued!.n).toBeGreaterThan(4_000);
+    const repo = q.service.app.get(RunsRepository);
+    const read: number[] = [];
+    const rollback = new Error('rolled back');
+    // The state change's own statement explained as it runs, in a transaction rolled back.
+    await db
+      .transaction(async (tx) => {
+        const explaining: Queryable = {
+          ...tx,
+          query: tx.query.bind(tx),
+          afterCommit: tx.afterCommit.bind(tx),
+          execute: async (sql: string, params?: unknown[]) => {
+            if (/UPDATE runs SET state/.test(sql)) {
+              const [row] = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+                `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
+                params,
+              );
+              read.push(runsReadOf(row!['QUERY PLAN'][0].Plan));
+              return 1;
+            }
+            return tx.execute(sql, params);
+          },
+        };
+        expect(await repo.transition(explaining, id, 'QUEUED', 'cancel', new Date())).toBe('CANCELLED');
+        throw rollback;
+      })
+      .catch((err: unknown) => {
+        if (err !== rollback) throw err;
+      });
+    expect(read).toEqual([1]);
   });
 });
 
