@@ -14,6 +14,7 @@ import {
 import { SecretCipher } from '../src/secrets/secret-cipher.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
 import { eventually } from './support/eventually.js';
+import { explaining } from './support/explain.js';
 import { NotificationReceiver } from './support/notification-receiver.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -498,61 +499,6 @@ describe('the documented semantics still hold', () => {
   });
 });
 
-/** The dispatcher's claim and record statements, told apart by their text. */
-const STATEMENTS = { claim: /WITH ready AS MATERIALIZED/, record: /INSERT INTO notification_attempts/ };
-
-/**
- * The claims and records explained as they run: each is first run under EXPLAIN ANALYZE in a
- * transaction rolled back, then for real. What each read of the messages table, in order.
- */
-function explainingDatabase(db: Database) {
-  const messagesRead = { claim: [] as number[], record: [] as number[] };
-  const rollback = new Error('rolled back');
-  const wrapped = new Proxy(db, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      if (prop !== 'query') return (value as (...a: unknown[]) => unknown).bind(target);
-      return async (text: string, params?: unknown[], options?: unknown) => {
-        const kind = (Object.keys(STATEMENTS) as Array<keyof typeof STATEMENTS>).find((k) =>
-          STATEMENTS[k].test(text),
-        );
-        if (kind)
-          await target
-            .transaction(async (tx) => {
-              const [row] = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-                `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`,
-                params,
-              );
-              messagesRead[kind].push(rowsReadOf(row!['QUERY PLAN'][0].Plan, 'notification_messages'));
-              throw rollback;
-            })
-            .catch((err: unknown) => {
-              if (err !== rollback) throw err;
-            });
-        return (value as (...a: unknown[]) => unknown).call(target, text, params, options);
-      };
-    },
-  });
-  return { db: wrapped, messagesRead };
-}
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  Plans?: PlanNode[];
-}
-
-/** Rows the plan's scans of `relation` returned, every loop counted. */
-function rowsReadOf(node: PlanNode, relation: string): number {
-  const own =
-    node['Relation Name'] === relation && !('Operation' in node)
-      ? node['Actual Rows'] * node['Actual Loops']
-      : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsReadOf(child, relation), 0);
-}
-
 describe('another endpoint’s backlog', () => {
   // A failing endpoint's pending messages (here 5,000, due, the endpoint held until its retry) are its
   // own: another endpoint's claim and record read the messages they take and record, not that backlog.
@@ -560,8 +506,15 @@ describe('another endpoint’s backlog', () => {
   // scaling what it found, thinks the partial indexes of pending messages still hold nothing); then
   // the backlog builds.
   it('is read by no claim or record of another endpoint', async () => {
-    const explaining = explainingDatabase(t.service.db);
-    const d = dispatcher({ db: explaining.db });
+    // The claims and records explained as they run (rows of the messages table each read).
+    const claims = explaining(t.service.db, 'query', /WITH ready AS MATERIALIZED/, 'notification_messages');
+    const records = explaining(
+      claims.db,
+      'query',
+      /INSERT INTO notification_attempts/,
+      'notification_messages',
+    );
+    const d = dispatcher({ db: records.db });
     const backlogTeam = await t.newTeam(`backlog-owner-${Date.now()}`);
     const failing = (await subscribe(await closedPort(), backlogTeam.key)).endpoint;
     const team = await t.newTeam(`recorded-${Date.now()}`);
@@ -591,7 +544,7 @@ describe('another endpoint’s backlog', () => {
       `UPDATE notification_endpoints SET failing_since = $2, held_until = $3 WHERE id = $1`,
       [failing.id, clock, new Date(clock.getTime() + 3_600_000)],
     );
-    explaining.messagesRead.claim.length = 0;
+    claims.read.length = 0;
 
     await pass(d);
     expect(r.received).toHaveLength(3);
@@ -602,10 +555,10 @@ describe('another endpoint’s backlog', () => {
     ]);
     // The claim that took the three (and any look after, finding nothing): each message it took read
     // twice (found, then returned), and one index entry for each endpoint that may go. The record.
-    expect(explaining.messagesRead.claim.length).toBeGreaterThan(0);
-    for (const read of explaining.messagesRead.claim) expect(read).toBeLessThanOrEqual(2 * 3 + 2);
-    expect(explaining.messagesRead.record).toHaveLength(1);
-    expect(explaining.messagesRead.record[0]).toBeLessThanOrEqual(3);
+    expect(claims.read.length).toBeGreaterThan(0);
+    for (const read of claims.read) expect(read).toBeLessThanOrEqual(2 * 3 + 2);
+    expect(records.read).toHaveLength(1);
+    expect(records.read[0]).toBeLessThanOrEqual(3);
     expect(errors).toEqual([]);
   });
 });

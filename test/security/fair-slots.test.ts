@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
+import { explaining, rolledBack, rowsRead } from '../support/explain.js';
 import { startTestService, type TestService } from '../support/service.js';
 import type { Queryable } from '../../src/database/database.js';
 import { RunsRepository } from '../../src/runs/runs.repository.js';
@@ -166,32 +167,9 @@ describe('another team’s queue', () => {
     const mine = (await q.call('POST', '/api/v1/agent/runs', { prompt: 'quiet one' }, quiet.key)).body.run_id;
 
     // The claim, explained as it runs (EXPLAIN ANALYZE in a transaction rolled back), then for real.
-    const read: number[] = [];
-    const rollback = new Error('rolled back');
-    const explaining = new Proxy(db, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        if (typeof value !== 'function') return value;
-        if (prop !== 'queryLocked') return (value as (...a: unknown[]) => unknown).bind(target);
-        return async (...args: [unknown, string, unknown[], ...unknown[]]) => {
-          await target
-            .transaction(async (tx) => {
-              const [row] = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-                `EXPLAIN (ANALYZE, FORMAT JSON) ${args[1]}`,
-                args[2],
-              );
-              read.push(runsReadOf(row!['QUERY PLAN'][0].Plan));
-              throw rollback;
-            })
-            .catch((err: unknown) => {
-              if (err !== rollback) throw err;
-            });
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
+    const claims = explaining(db, 'queryLocked', /./, 'runs');
     const now = new Date();
-    const claimed = await new RunQueueRepository(explaining).claim(
+    const claimed = await new RunQueueRepository(claims.db).claim(
       { id: 'claims-alone', host: 'warp', teamId: null, slots: 4 },
       2,
       {
@@ -206,8 +184,8 @@ describe('another team’s queue', () => {
     expect(claimed.map((r) => r.id)).toContain(mine);
     // The teams found one index entry at a time, a run or two of each read, the two taken locked: a
     // few dozen rows at most, where the old lock step read all 5,001 queued runs.
-    expect(read).toHaveLength(1);
-    expect(read[0]).toBeLessThanOrEqual(50);
+    expect(claims.read).toHaveLength(1);
+    expect(claims.read[0]).toBeLessThanOrEqual(50);
   });
 
   it('is not read by a run’s state change: cancelling a queued run reads that run', async () => {
@@ -221,52 +199,22 @@ describe('another team’s queue', () => {
     expect(queued!.n).toBeGreaterThan(4_000);
     const repo = q.service.app.get(RunsRepository);
     const read: number[] = [];
-    const rollback = new Error('rolled back');
     // The state change's own statement explained as it runs, in a transaction rolled back.
-    await db
-      .transaction(async (tx) => {
-        const explaining: Queryable = {
-          ...tx,
-          query: tx.query.bind(tx),
-          afterCommit: tx.afterCommit.bind(tx),
-          execute: async (sql: string, params?: unknown[]) => {
-            if (/UPDATE runs SET state/.test(sql)) {
-              const [row] = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-                `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
-                params,
-              );
-              read.push(runsReadOf(row!['QUERY PLAN'][0].Plan));
-              return 1;
-            }
-            return tx.execute(sql, params);
-          },
-        };
-        expect(await repo.transition(explaining, id, 'QUEUED', 'cancel', new Date())).toBe('CANCELLED');
-        throw rollback;
-      })
-      .catch((err: unknown) => {
-        if (err !== rollback) throw err;
-      });
+    await rolledBack(db, async (tx) => {
+      const explainingTx: Queryable = {
+        query: tx.query.bind(tx),
+        afterCommit: tx.afterCommit.bind(tx),
+        execute: async (sql: string, params?: unknown[]) => {
+          if (!/UPDATE runs SET state/.test(sql)) return tx.execute(sql, params);
+          read.push(await rowsRead(tx, sql, params, 'runs'));
+          return 1;
+        },
+      };
+      expect(await repo.transition(explainingTx, id, 'QUEUED', 'cancel', new Date())).toBe('CANCELLED');
+    });
     expect(read).toEqual([1]);
   });
 });
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Rows the plan's scans of `runs` read (returned, or read and filtered out), every loop counted. */
-function runsReadOf(node: PlanNode): number {
-  const own =
-    node['Relation Name'] === 'runs' && !('Operation' in node)
-      ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops']
-      : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + runsReadOf(child), 0);
-}
 
 describe('turns by recent use: flooding teams and a quiet team on 2 service-hosted slots (issue #32)', () => {
   // Each flooding team keeps a queue of runs that hang (here: runs the test ends one at a time, as
