@@ -81,6 +81,16 @@ export function sqlStates(states: readonly RunState[]): string {
   return states.map((s) => `'${s}'`).join(', ');
 }
 
+/**
+ * Every state but these, as sqlStates: for `state NOT IN (…)` where runs are found by id and their
+ * state only checked. Said as `state IN (these)`, the check matches the partial indexes on state
+ * (runs_queue_team…), and a planner whose last vacuum found the queue empty (a calm spell) takes
+ * those indexes for empty still and reads every team's queued runs rather than the few by their ids.
+ */
+export function sqlStatesOtherThan(states: readonly RunState[]): string {
+  return sqlStates(RUN_STATES.filter((s) => !states.includes(s)));
+}
+
 export function isTerminal(state: RunState): boolean {
   return TERMINAL_STATES.has(state);
 }

@@ -306,9 +306,9 @@ export class RunsRepository {
       extra.startedAt ?? now,
     ];
     const part = extra.with?.(params.length + 1);
-    // The run by its id, its state checked as "not distinct from": written `state = $2`, a plan made
-    // for 'QUEUED' matched the queue's partial indexes, and with the statistics of a vacuum that found
-    // the queue empty (a calm spell) the planner read every team's queued runs to find this one.
+    // The run by its id, its state checked as "not distinct from": as `state = $2`, a plan made for
+    // 'QUEUED' matched the queue's partial indexes and read every team's queued runs (sqlStatesOtherThan
+    // says when).
     const changed = await tx.execute(
       `${part ? `WITH ${part.ctes} ` : ''}UPDATE runs SET state = $3, updated_at = $4,
               ended_at = CASE WHEN $5 THEN $4 WHEN $3 = 'QUEUED' THEN NULL ELSE ended_at END,

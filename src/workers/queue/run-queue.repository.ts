@@ -1,7 +1,7 @@
 import { DEPTH_CAP, DEPTH_READ } from '../../common/metrics.js';
 import type { Database, Queryable } from '../../database/database.js';
 import { namedParams, type NamedParams } from '../../database/named-params.js';
-import { RUN_STATES, sqlStates, statesAllowing, type RunState } from '../../runs/run-state.js';
+import { sqlStates, sqlStatesOtherThan, statesAllowing, type RunState } from '../../runs/run-state.js';
 import { SERVICE_WORKER_HOST } from '../../runs/run.js';
 import { HELD_STATES } from './run-decisions.js';
 import { harnessTypesOf, type WorkerIdentity } from './workers.repository.js';
@@ -10,13 +10,8 @@ import type { TeamBaseUrls } from '../../harnesses/base-url.js';
 
 /** In statements' texts (sqlStates says why): a run is claimed from these, and held in HELD_STATES. */
 const CLAIMABLE_SQL = sqlStates(statesAllowing('claim'));
-/**
- * Every other state: "claimable" said as "none of these", where the picked runs are taken by id. Said
- * as `state IN (claimable)` it matched the queue's partial indexes, which a vacuum in a calm spell
- * finds empty and the planner then takes for empty still: it read every team's queued runs (a
- * backlog of thousands) to lock the few picked, on every claim of every service-hosted worker.
- */
-const UNCLAIMABLE_SQL = sqlStates(RUN_STATES.filter((s) => !statesAllowing('claim').includes(s)));
+/** Every other state: the picked runs are locked by id, "claimable" checked as none of these (sqlStatesOtherThan says why). */
+const UNCLAIMABLE_SQL = sqlStatesOtherThan(statesAllowing('claim'));
 const HELD_SQL = sqlStates([...HELD_STATES]);
 
 /** A claimed run with what its harness needs, as the claim statement returns it. */
