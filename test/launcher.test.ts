@@ -11,7 +11,15 @@ import { uniqueSleep } from './support/sleeps.js';
 
 // The launcher as the worker uses it: a real launcher process, real harness processes, real folders.
 const root = mkdtempSync(join(tmpdir(), 'factoryd-launcher-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+// A run's folder is emptied and renamed to a spare after its end is reported: removing `root` before
+// the launcher is done with it finds a folder come back into it.
+afterAll(async () => {
+  await eventually(
+    () => !readdirSync(root).some((e) => e.startsWith('.retired-')),
+    'the launcher done with its folders',
+  );
+  rmSync(root, { recursive: true, force: true });
+});
 
 /** Runs `command` in the workspace `name` under `root`; its stdout lines and its exit. */
 async function harness(
