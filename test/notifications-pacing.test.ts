@@ -499,6 +499,104 @@ describe('the documented semantics still hold', () => {
   });
 });
 
+describe('a re-enable or a resend while the endpoint’s round is in flight', () => {
+  // The endpoint is failing (its first message refused), and its retry is in flight with D1 when the
+  // team re-enables it or resends a message (a factory apply re-enables as PATCH does, in the same words). D2 must not claim it
+  // meanwhile: it would send the same message again beside D1's attempt, and a run's later messages
+  // before D1's answer. The round's outcome then stands.
+  const RUN = '6f1c6d2e-0000-4000-8000-0000000000a1';
+  it.each(['re-enable', 'resend'])('leaves the round its endpoint (%s)', async (what) => {
+    const d1 = dispatcher({ timeoutMs: 60_000 });
+    const d2 = dispatcher({ timeoutMs: 60_000 });
+    const team = await t.newTeam(`inflight-${what}-${Date.now()}`);
+    const { r, url } = await receiver();
+    let answerD1!: (status: number) => void;
+    const retry = new Promise<number>((resolve) => (answerD1 = resolve));
+    r.behaviour = (n) => (n === 1 ? 503 : n === 2 ? retry : 204);
+    const { endpoint, secret } = await subscribe(url, team.key);
+    r.secret = secret;
+    await queue(d1, team.team.id, [{ run: RUN }, { run: RUN }, {}]);
+    const start = clock.getTime();
+    await pass(d1);
+    expect(r.received).toHaveLength(1);
+
+    clock = new Date(start + 5_000);
+    await d1.pump();
+    await eventually(() => r.received.length === 2, 'the retry in flight');
+    const [first, second, third] = await messagesOf(endpoint.id);
+    if (what === 're-enable') {
+      const res = await t.call(
+        'PATCH',
+        `/api/v1/notifications/endpoints/${endpoint.id}`,
+        { enabled: true },
+        team.key,
+      );
+      expect(res.status).toBe(200);
+    } else {
+      const res = await t.call(
+        'POST',
+        `/api/v1/notifications/endpoints/${endpoint.id}/messages/${third!.id}/resend`,
+        undefined,
+        team.key,
+      );
+      expect(res.status).toBe(202);
+    }
+    await pass(d2);
+    expect(r.received).toHaveLength(2);
+
+    answerD1(204);
+    await d1.settled();
+    // Delivered at its retry: the rest go, in order, each once.
+    await pass(d2);
+    await eventually(
+      async () => (await messagesOf(endpoint.id)).every((m) => m.status === 'delivered'),
+      'all delivered',
+    );
+    expect(r.received.slice(0, 2).map((x) => x.id)).toEqual([first!.id, first!.id]);
+    expect(
+      r.received
+        .slice(2)
+        .map((x) => x.id)
+        .sort(),
+    ).toEqual([second!.id, third!.id].sort());
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('a resend on a failing endpoint', () => {
+  it('brings its retry forward to now: the oldest message goes first', async () => {
+    const d = dispatcher();
+    const team = await t.newTeam(`resend-failing-${Date.now()}`);
+    const { r, url } = await receiver();
+    r.behaviour = (n) => (n === 1 ? 503 : 204);
+    const { endpoint, secret } = await subscribe(url, team.key);
+    r.secret = secret;
+    await queue(d, team.team.id, [{}, {}, {}]);
+    const start = clock.getTime();
+    await pass(d);
+    const [oldest, , youngest] = await messagesOf(endpoint.id);
+    expect(oldest!.next_attempt_at!.getTime()).toBe(start + 5_000);
+
+    // Long before the retry, the team resends the youngest message.
+    clock = new Date(start + 1_000);
+    const res = await t.call(
+      'POST',
+      `/api/v1/notifications/endpoints/${endpoint.id}/messages/${youngest!.id}/resend`,
+      undefined,
+      team.key,
+    );
+    expect(res.status).toBe(202);
+    await pass(d);
+    await eventually(
+      async () => (await messagesOf(endpoint.id)).every((m) => m.status === 'delivered'),
+      'all delivered',
+    );
+    expect(r.received.slice(0, 2).map((x) => x.id)).toEqual([oldest!.id, oldest!.id]);
+    expect(r.received).toHaveLength(4);
+    expect(errors).toEqual([]);
+  });
+});
+
 describe('another endpoint’s backlog', () => {
   // A failing endpoint's pending messages (here 5,000, due, the endpoint held until its retry) are its
   // own: another endpoint's claim and record read the messages they take and record, not that backlog.

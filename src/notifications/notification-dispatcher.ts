@@ -206,7 +206,7 @@ export class NotificationDispatcher {
       this.claimed += due.length;
       // Per endpoint, in event order.
       for (const group of groupBy(due, (m) => m.endpoint_id).values()) {
-        const sending: Promise<void> = this.send(group, claimId, lease)
+        const sending: Promise<void> = this.send(group, claimId)
           .catch(this.opts.onError)
           .finally(() => this.sending.delete(sending));
         this.sending.add(sending);
@@ -219,7 +219,7 @@ export class NotificationDispatcher {
   }
 
   /** One endpoint's claimed messages: a round (see `round`), then recorded. */
-  private async send(group: DueMessage[], claimId: string, lease: Date): Promise<void> {
+  private async send(group: DueMessage[], claimId: string): Promise<void> {
     try {
       const [first] = group as [DueMessage, ...DueMessage[]];
       const attempts = await this.round(group, await this.secretOf(first));
@@ -237,7 +237,6 @@ export class NotificationDispatcher {
         // is given up, the next one goes at the next look.
         heldUntil: taking ? at : (oldest.retryAt ?? at),
         claimId,
-        lease,
       });
       if (disabled) this.opts.onDisabled?.(first.endpoint_id);
       // The endpoint is free again and may have more; after a failure the next poll looks (a pause).

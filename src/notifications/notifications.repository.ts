@@ -83,9 +83,18 @@ export interface EndpointOutcome {
    * delivered and recorded the same messages) must change neither that one's messages nor the endpoint.
    */
   claimId: string;
-  /** The lease the claim took: the endpoint is released only if a resend or a re-enable left it so. */
-  lease: Date;
 }
+
+/**
+ * `held_until` of an endpoint whose failing spell a re-enable ends (PATCH, a factory apply): free for
+ * the next look, unless a round of its is in flight (`claim_id` is set until the round is recorded).
+ * That round keeps its lease: released early, the endpoint was claimed again beside it, and its
+ * messages went twice at once (a run's later message before the earlier one was answered). The
+ * round's record then releases it as the round's outcome says. A lease that lapsed stays lapsed.
+ */
+// Qualified: in an upsert's DO UPDATE a bare name is ambiguous.
+export const HELD_UNLESS_IN_FLIGHT = `CASE WHEN notification_endpoints.claim_id IS NULL THEN NULL
+  ELSE notification_endpoints.held_until END`;
 
 /** Fan-outs take turns across replicas, so a run's messages are created in its events' order. */
 export const FAN_OUT_LOCK = 7_146_110_017;
@@ -193,7 +202,7 @@ export class NotificationsRepository {
               disabled_reason = CASE WHEN $7 IS NULL THEN disabled_reason ELSE NULL END,
               consecutive_failures = CASE WHEN $7 THEN 0 ELSE consecutive_failures END,
               failing_since = CASE WHEN $7 THEN NULL ELSE failing_since END,
-              held_until = CASE WHEN $7 THEN NULL ELSE held_until END,
+              held_until = CASE WHEN $7 THEN ${HELD_UNLESS_IN_FLIGHT} ELSE held_until END,
               secret = coalesce($8, secret), updated_at = now()
         WHERE id = $1 AND team_id = $2 RETURNING ${ENDPOINT_COLUMNS}`,
       [
@@ -239,7 +248,10 @@ export class NotificationsRepository {
 
   /**
    * A message goes out again now, with the whole retry schedule ahead of it (resend). A failing
-   * endpoint's retry is brought forward to now: its oldest pending message goes first, as always.
+   * endpoint's retry is brought forward to now: its oldest pending message goes first, as always, so
+   * that message is due now too. Not while a round of the endpoint is in flight (see
+   * HELD_UNLESS_IN_FLIGHT): that round's outcome decides when it goes next, and a delivery then lets
+   * the resent message go at once.
    */
   async resend(endpointId: string, messageId: string, now: Date): Promise<MessageRow | undefined> {
     const [row] = await this.db.query<MessageRow>(
@@ -248,7 +260,15 @@ export class NotificationsRepository {
           WHERE id = $2 AND endpoint_id = $1 RETURNING ${MESSAGE_COLUMNS}),
        e AS (
          UPDATE notification_endpoints SET held_until = $3
-          WHERE id = $1 AND failing_since IS NOT NULL AND held_until > $3 AND EXISTS (SELECT 1 FROM m))
+          WHERE id = $1 AND failing_since IS NOT NULL AND held_until > $3 AND claim_id IS NULL
+            AND EXISTS (SELECT 1 FROM m)
+         RETURNING id),
+       -- The resent message is left to m (a row is changed once a statement).
+       oldest AS (
+         UPDATE notification_messages SET next_attempt_at = $3
+          WHERE id = (SELECT id FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending'
+                       ORDER BY event_id LIMIT 1)
+            AND id <> $2 AND next_attempt_at > $3 AND EXISTS (SELECT 1 FROM e))
        SELECT * FROM m`,
       [endpointId, messageId, now],
     );
@@ -423,7 +443,6 @@ export class NotificationsRepository {
         failing_since: 'timestamptz',
         held_until: 'timestamptz',
         claim_id: 'uuid',
-        lease: 'timestamptz',
       },
       outcomes.map((o) => ({
         endpoint_id: o.endpointId,
@@ -432,7 +451,6 @@ export class NotificationsRepository {
         failing_since: o.failingSince ?? null,
         held_until: o.heldUntil,
         claim_id: o.claimId,
-        lease: o.lease,
       })),
     );
     const limit = p.add(disableAfter);
@@ -460,9 +478,8 @@ export class NotificationsRepository {
          INSERT INTO notification_attempts (message_id, endpoint_id, attempted_at, succeeded, status_code, latency_ms, error, response_excerpt)
          SELECT t.message_id, t.endpoint_id, t.attempted_at, t.succeeded, t.status_code, t.latency_ms, t.error, t.response_excerpt
            FROM t WHERE t.message_id IN (SELECT id FROM ended UNION ALL SELECT id FROM late))
-       -- Released, unless a resend or a re-enable moved its lease meanwhile (their hold stands).
-       UPDATE notification_endpoints e SET claim_id = NULL,
-              held_until = CASE WHEN e.held_until = s.lease THEN s.held_until ELSE e.held_until END,
+       -- Released as the round's outcome says (a re-enable or a resend meanwhile left the lease alone).
+       UPDATE notification_endpoints e SET claim_id = NULL, held_until = s.held_until,
               failing_since = s.failing_since,
               consecutive_failures = s.run, enabled = e.enabled AND s.run < ${limit}::int,
               disabled_reason = CASE WHEN s.run >= ${limit}::int

@@ -4,6 +4,7 @@ import { CHANNELS } from '../database/channels.js';
 import { Database, type Queryable } from '../database/database.js';
 import { Notifications } from '../database/notifications.js';
 import type { DefinitionError, FactoryDefinition } from '../definitions/definition.js';
+import { HELD_UNLESS_IN_FLIGHT } from '../notifications/notifications.repository.js';
 import { fieldsOf, type AppliedState, type AppliedWebhook, type Plan, type PlanSummary } from './plan.js';
 
 export interface FactoryRecord {
@@ -354,7 +355,7 @@ export class DefinitionStore {
          ON CONFLICT (team_id, name) DO UPDATE SET url = EXCLUDED.url, event_types = EXCLUDED.event_types,
            description = EXCLUDED.description, secret_name = EXCLUDED.secret_name,
            secret_version_id = EXCLUDED.secret_version_id, enabled = EXCLUDED.enabled,
-           disabled_reason = NULL, consecutive_failures = 0, failing_since = NULL, held_until = NULL,
+           disabled_reason = NULL, consecutive_failures = 0, failing_since = NULL, held_until = ${HELD_UNLESS_IN_FLIGHT},
            updated_at = EXCLUDED.updated_at
          WHERE notification_endpoints.factory_id = EXCLUDED.factory_id`,
         [
