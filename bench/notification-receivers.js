@@ -1,12 +1,13 @@
 // bench/notifications' receivers, run as a child process (so their work is not counted as the
 // service's, and does not wait on its event loop): real servers on loopback, one per behaviour, each
 // on its own port. The parent asks over IPC:
-//   {ask: 'ports'}           -> {healthy, failing5xx, slow, tarpit, refusing}
+//   {ask: 'ports'}           -> {healthy, answering, failing5xx, slow, tarpit, refusing}
 //   {ask: 'secret', secret}  -> the healthy receiver verifies signatures with it from now on
 //   {ask: 'take'}            -> what the healthy receiver got since the last take: [received at (ms
 //                               since the epoch), state change -> receipt (ms)] pairs, how many ids came
 //                               more than once, and how many failed verification; then forgets them
-//   {ask: 'counts'}          -> connections and requests each failing receiver got so far
+//   {ask: 'counts'}          -> connections and requests each other receiver got so far (`answering`
+//                               answers 204 at once, as `healthy` does, and keeps nothing else)
 import http from 'node:http';
 import net from 'node:net';
 import { Webhook } from 'standardwebhooks';
@@ -18,6 +19,7 @@ let seen = new Set();
 let duplicates = 0;
 let forged = 0;
 const counts = {
+  answering: { connections: 0, requests: 0 },
   failing5xx: { connections: 0, requests: 0 },
   slow: { connections: 0, requests: 0 },
   tarpit: { connections: 0 },
@@ -48,6 +50,14 @@ const healthy = http.createServer((req, res) => {
     res.writeHead(204).end();
   });
 });
+const answering = counting(
+  http.createServer((req, res) => {
+    counts.answering.requests++;
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  }),
+  'answering',
+);
 const failing5xx = counting(
   http.createServer((req, res) => {
     counts.failing5xx.requests++;
@@ -77,6 +87,7 @@ await new Promise((resolve) => closed.close(resolve));
 
 const ports = {
   healthy: await listen(healthy),
+  answering: await listen(answering),
   failing5xx: await listen(failing5xx),
   slow: await listen(slow),
   tarpit: await listen(tarpit),

@@ -10,8 +10,9 @@
 //       load and its trend (does it grow?), state change -> receipt p50/p99
 //   (h) half of (e)'s capacity for BENCH_SUSTAIN_SECONDS (60): the same, the queue every 5 s
 //   (i) idle: one delivery at a time, 300 ms apart: state change -> receipt
-//   (c) refusing, (d) tarpit, (f) 5xx, (s) slow (answers after BENCH_SLOW_MS, 1 s): team A's endpoint
-//       so, beside B's healthy one. Each against the mean of the baselines (A without an endpoint)
+//   (r) receiving, (c) refusing, (d) tarpit, (f) 5xx, (s) slow (answers after BENCH_SLOW_MS, 1 s):
+//       team A's endpoint so, beside B's healthy one; (r), A's endpoint taking every message at once, is
+//       what an endpoint of A costs B when it fails at nothing, the reference for the failing ones. Each against the mean of the baselines (A without an endpoint)
 //       taken just before and just after it, since the database grows and the machine drifts between
 //       cases: as fast as it goes (the ingress, and the CPU the service and PostgreSQL spent per
 //       delivery), then at half the capacity of the first of those baselines (B's latency); and what A's
@@ -48,8 +49,8 @@ import {
 } from './ingress-kit.js';
 
 const SUSTAIN = Number(process.env.BENCH_SUSTAIN_SECONDS ?? 60);
-/** BENCH_NOTIFICATIONS_CASES: the cases to run beside (e), e.g. `b,d` (default: all of b h i c d f s p). */
-const ALL_CASES = ['b', 'h', 'i', 'c', 'd', 'f', 's', 'p'];
+/** BENCH_NOTIFICATIONS_CASES: the cases to run beside (e), e.g. `b,d` (default: all of b h i r c d f s p). */
+const ALL_CASES = ['b', 'h', 'i', 'r', 'c', 'd', 'f', 's', 'p'];
 const CASES = new Set(
   (process.env.BENCH_NOTIFICATIONS_CASES ?? ALL_CASES.join(',')).split(',').map((c) => c.trim()),
 );
@@ -60,7 +61,7 @@ if (unknownCases.length) {
   );
   process.exit(2);
 }
-/** BENCH_ISOLATION_ROUNDS: how many times the isolation cases (c d f s) run in turn (default 1). */
+/** BENCH_ISOLATION_ROUNDS: how many times the isolation cases (r c d f s) run in turn (default 1). */
 const ROUNDS = Number(process.env.BENCH_ISOLATION_ROUNDS ?? 1);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) {
   console.error(
@@ -324,6 +325,7 @@ try {
 
   // Isolation: A's failing endpoint beside B's healthy one, each against A without an endpoint just before.
   const kinds = [
+    ['r', 'receiving', ports.answering, 'answering'],
     ['c', 'refusing', ports.refusing, undefined],
     ['d', 'tarpit', ports.tarpit, 'tarpit'],
     ['f', '5xx', ports.failing5xx, 'failing5xx'],
@@ -491,6 +493,18 @@ try {
         `${ROUNDS > 1 ? `the median of ${ROUNDS} rounds and their range` : 'one round'}; target: within 10 %): ` +
         ratiosText(rounds.map((r) => against(r, r.before, r.after))),
     );
+    // What the failure itself costs: each round's ratios over (r)'s of the same round.
+    if (key !== 'r' && results.r)
+      console.log(
+        `isolation (${key}) ${name}, against A receiving (r) (each round's ratios over (r)'s of the same round): ` +
+          ratiosText(
+            rounds.map((r, i) => {
+              const q = against(r, r.before, r.after);
+              const ref = against(results.r[i], results.r[i].before, results.r[i].after);
+              return Object.fromEntries(Object.keys(q).map((k) => [k, q[k] / ref[k]]));
+            }),
+          ),
+      );
   }
   // What the method reads when nothing changes: each baseline between two others against their mean.
   if (baselines.length >= 3)

@@ -33,7 +33,8 @@ export function isInternalHost(host: string): boolean {
 }
 
 /**
- * Loopback, private, link-local (cloud metadata), unspecified, CGNAT, multicast and reserved ranges;
+ * Loopback, private, link-local (cloud metadata), unspecified, CGNAT, benchmarking, documentation,
+ * multicast and reserved ranges;
  * for IPv6 also every form that carries an IPv4 address (mapped `::ffff:a.b.c.d`, compatible
  * `::a.b.c.d` — `[::7f00:1]` is 127.0.0.1 —, translated `::ffff:0:a.b.c.d`, 6to4 `2002:…`) judged
  * by that address, and NAT64 and Teredo as a whole (a gateway turns them into any IPv4 address):
@@ -51,6 +52,7 @@ export function isPrivateAddress(address: string): boolean {
       (a === 172 && b >= 16 && b <= 31) ||
       (a === 192 && b === 168) ||
       (a === 198 && (b === 18 || b === 19)) ||
+      reservedIpv4(address) ||
       a >= 224
     );
   }
@@ -74,6 +76,16 @@ export function isPrivateAddress(address: string): boolean {
     (g[0]! & 0xffc0) === 0xfec0 || // site-local (deprecated)
     (g[0]! & 0xff00) === 0xff00 // multicast
   );
+}
+
+/**
+ * The /24s set apart for protocol use and documentation (192.0.0/24, TEST-NET-1/2/3) and the 6to4
+ * relay anycast (192.88.99/24): never a public receiver, and networks that borrow them internally are
+ * private ones. IPv6's documentation prefix is refused too.
+ */
+function reservedIpv4(address: string): boolean {
+  const prefix = address.slice(0, address.lastIndexOf('.'));
+  return ['192.0.0', '192.0.2', '192.88.99', '198.51.100', '203.0.113'].includes(prefix);
 }
 
 /** The eight 16-bit groups of an IPv6 address (`::` expanded, a trailing dotted quad read), or undefined. */

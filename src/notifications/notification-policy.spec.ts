@@ -30,6 +30,18 @@ describe('endpoint URLs', () => {
       ['172.16.0.1', '192.168.1.1', '100.64.0.1', '0.0.0.0', 'fd00::1', 'fe80::1'].every(isPrivateAddress),
     ).toBe(true);
     expect(['8.8.8.8', '172.32.0.1', '2606:4700::1111'].some(isPrivateAddress)).toBe(false);
+    // Documentation and protocol ranges, as IPv6's 2001:db8::/32 is; their neighbours are public.
+    for (const a of [
+      '192.0.0.8',
+      '192.0.2.1',
+      '192.88.99.1',
+      '198.51.100.7',
+      '203.0.113.200',
+      '::ffff:203.0.113.1',
+    ])
+      expect(isPrivateAddress(a), a).toBe(true);
+    for (const a of ['192.0.3.1', '198.51.101.1', '203.0.114.1', '192.88.98.1'])
+      expect(isPrivateAddress(a), a).toBe(false);
   });
 
   it('reads the IPv4 address inside IPv6 forms, and refuses NAT64 and Teredo whole (issue #32, 8)', () => {
