@@ -499,6 +499,17 @@ describe('the documented semantics still hold', () => {
   });
 });
 
+/** The team resends a message (the API's answer checked). */
+async function resend(endpointId: string, messageId: string, key: string) {
+  const res = await t.call(
+    'POST',
+    `/api/v1/notifications/endpoints/${endpointId}/messages/${messageId}/resend`,
+    undefined,
+    key,
+  );
+  expect(res.status).toBe(202);
+}
+
 describe('a re-enable or a resend while the endpoint’s round is in flight', () => {
   // The endpoint is failing (its first message refused), and its retry is in flight with D1 when the
   // team re-enables it or resends a message (a factory apply re-enables as PATCH does, in the same words). D2 must not claim it
@@ -533,13 +544,7 @@ describe('a re-enable or a resend while the endpoint’s round is in flight', ()
       );
       expect(res.status).toBe(200);
     } else {
-      const res = await t.call(
-        'POST',
-        `/api/v1/notifications/endpoints/${endpoint.id}/messages/${third!.id}/resend`,
-        undefined,
-        team.key,
-      );
-      expect(res.status).toBe(202);
+      await resend(endpoint.id, third!.id, team.key);
     }
     await pass(d2);
     expect(r.received).toHaveLength(2);
@@ -579,13 +584,7 @@ describe('a resend on a failing endpoint', () => {
 
     // Long before the retry, the team resends the youngest message.
     clock = new Date(start + 1_000);
-    const res = await t.call(
-      'POST',
-      `/api/v1/notifications/endpoints/${endpoint.id}/messages/${youngest!.id}/resend`,
-      undefined,
-      team.key,
-    );
-    expect(res.status).toBe(202);
+    await resend(endpoint.id, youngest!.id, team.key);
     await pass(d);
     await eventually(
       async () => (await messagesOf(endpoint.id)).every((m) => m.status === 'delivered'),
