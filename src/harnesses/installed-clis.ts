@@ -9,6 +9,8 @@ import { delimiter, dirname, join } from 'node:path';
 import { BUILT_IN_HARNESSES, HARNESSES, type BuiltInHarness } from './harness-types.js';
 // Detection, not an adapter (adapters run from a copy of this folder, so they import Node's modules only).
 import { cliCommand } from '../common/cli-command.js';
+import { fromRoot } from '../common/paths.js';
+import { unsearchableAbove } from '../common/searchable.js';
 
 export interface InstalledCli {
   type: BuiltInHarness;
@@ -28,6 +30,17 @@ export interface InstalledCli {
 export function harnessesDir(env: NodeJS.ProcessEnv, dataDir: string): string {
   if (env.HARNESSES_DIR) return env.HARNESSES_DIR;
   return process.getuid?.() === 0 ? '/var/lib/factoryd/harnesses' : join(dataDir, 'harnesses');
+}
+
+/**
+ * Where a checkout keeps the agent CLIs its tests drive (CI installs them there first): `.cache/harnesses`
+ * in it, except as root in a checkout a harness's uid cannot pass through (under /root, in a
+ * `mktemp -d`), where the runs could not start a CLI (EACCES): then beside a root service's own CLIs.
+ */
+export function checkoutHarnessesDir(): string {
+  return process.getuid?.() === 0 && unsearchableAbove(fromRoot('package.json'))
+    ? '/var/lib/factoryd/test-harnesses'
+    : fromRoot('.cache', 'harnesses');
 }
 
 const executable = (path: string) => {

@@ -1,25 +1,15 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { fromRoot } from '../../src/common/paths.js';
-import { unsearchableAbove } from '../../src/common/searchable.js';
-import { ROOT_STATE_DIR } from '../../src/common/shared-runtime.js';
 import type { BuiltInHarness } from '../../src/harnesses/harness-types.js';
-import { findCli } from '../../src/harnesses/installed-clis.js';
+import { checkoutHarnessesDir, findCli } from '../../src/harnesses/installed-clis.js';
 import { CLI } from './cli.js';
 
 /**
- * The agent CLIs the tests drive: one cache for every test file (HARNESSES_DIR, default
- * `.cache/harnesses` in the checkout), filled by `factoryd harnesses install` (CI does it before
- * `npm test`; a test file does it when it is missing). Outside DATA_DIR and the package's `var`, and
- * bound read-only into the bwrap sandbox either way. As root in a checkout a harness's uid cannot pass
- * through (under /root, in a `mktemp -d`), the CLI there could not be started by the runs (EACCES):
- * the cache then goes where a root service keeps its own CLIs, beside them (`/var/lib/factoryd`).
+ * The agent CLIs the tests drive: one cache for every test file (HARNESSES_DIR, else the checkout's,
+ * `checkoutHarnessesDir`), filled by `factoryd harnesses install` (CI does it before `npm test`, into
+ * the same folder; a test file does it when it is missing). Outside DATA_DIR and the package's `var`,
+ * and bound read-only into the bwrap sandbox either way.
  */
-export const TEST_HARNESSES_DIR =
-  process.env.HARNESSES_DIR ??
-  (process.getuid?.() === 0 && unsearchableAbove(fromRoot('package.json'))
-    ? join(ROOT_STATE_DIR, 'test-harnesses')
-    : fromRoot('.cache', 'harnesses'));
+export const TEST_HARNESSES_DIR = process.env.HARNESSES_DIR ?? checkoutHarnessesDir();
 
 /** The CLI's path, or why it cannot be used here (the test then skips, saying so). */
 export function testCli(type: BuiltInHarness): { path?: string; skip?: string } {
