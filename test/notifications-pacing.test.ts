@@ -11,10 +11,13 @@ import {
   FAN_OUT_LOCK,
   NotificationsRepository,
 } from '../src/notifications/notifications.repository.js';
+import { DefinitionStore } from '../src/reconciler/definition-store.js';
+import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretCipher } from '../src/secrets/secret-cipher.js';
 import { SecretsService } from '../src/secrets/secrets.service.js';
 import { eventually } from './support/eventually.js';
 import { explaining } from './support/explain.js';
+import { baseFactory, TestRepo } from './support/git-repo.js';
 import { NotificationReceiver } from './support/notification-receiver.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -107,12 +110,20 @@ async function pass(d: NotificationDispatcher) {
   await d.settled();
 }
 
-/** Events of the team into the outbox, fanned out by one pass at a time before they are due. */
-async function queue(d: NotificationDispatcher, teamId: string, events: Array<{ run?: string }>) {
+/**
+ * Events of the team (of its factory `factoryId`, whose endpoints hear only its events) into the
+ * outbox, fanned out by one pass at a time before they are due.
+ */
+async function queue(
+  d: NotificationDispatcher,
+  teamId: string,
+  events: Array<{ run?: string }>,
+  factoryId: string | null = null,
+) {
   for (const [n, e] of events.entries())
     await t.service.db.execute(
-      `INSERT INTO notification_outbox (team_id, type, run_id, payload) VALUES ($1, 'run.queued', $2, $3)`,
-      [teamId, e.run ?? null, { n, run_id: e.run ?? null }],
+      `INSERT INTO notification_outbox (team_id, factory_id, type, run_id, payload) VALUES ($1, $2, 'run.queued', $3, $4)`,
+      [teamId, factoryId, e.run ?? null, { n, run_id: e.run ?? null }],
     );
   clock = new Date(0);
   await pass(d);
@@ -510,13 +521,39 @@ async function resend(endpointId: string, messageId: string, key: string) {
   expect(res.status).toBe(202);
 }
 
-describe('a re-enable or a resend while the endpoint’s round is in flight', () => {
+/**
+ * An endpoint that `notifications/ops.yaml` of a factory of the team makes, applied by the real
+ * reconciler from a real git repository; `reapply` commits a changed file and applies it.
+ */
+async function factoryEndpoint(teamId: string, url: string) {
+  const repo = new TestRepo();
+  closers.push(() => repo.remove());
+  const secret = (await t.service.app.get(SecretsService).generate(teamId, 'notify-secret', 'whsec')).value;
+  const factory = await t.service.app
+    .get(DefinitionStore)
+    .register({ teamId, name: `notify-${Date.now()}`, repoUrl: repo.dir, branch: 'main' });
+  const apply = async (description: string) => {
+    repo.commit({
+      ...baseFactory('notify-secret'),
+      'notifications/ops.yaml': `url: ${url}\nsecretName: notify-secret\ndescription: ${description}\n`,
+    });
+    expect((await t.service.app.get(Reconciler).request(factory!.id)).errors).toEqual([]);
+  };
+  await apply('first');
+  const [endpoint] = await t.service.db.query<{ id: string }>(
+    `SELECT id FROM notification_endpoints WHERE factory_id = $1`,
+    [factory!.id],
+  );
+  return { endpoint: endpoint!, secret, factoryId: factory!.id, reapply: () => apply('second') };
+}
+
+describe('a re-enable, an apply or a resend while the endpoint’s round is in flight', () => {
   // The endpoint is failing (its first message refused), and its retry is in flight with D1 when the
-  // team re-enables it or resends a message (a factory apply re-enables as PATCH does, in the same words). D2 must not claim it
-  // meanwhile: it would send the same message again beside D1's attempt, and a run's later messages
-  // before D1's answer. The round's outcome then stands.
+  // team re-enables it, applies the factory file that makes it, or resends a message. D2 must not
+  // claim it meanwhile: it would send the same message again beside D1's attempt, and a run's later
+  // messages before D1's answer. The round's outcome then stands.
   const RUN = '6f1c6d2e-0000-4000-8000-0000000000a1';
-  it.each(['re-enable', 'resend'])('leaves the round its endpoint (%s)', async (what) => {
+  it.each(['re-enable', 'apply', 'resend'])('leaves the round its endpoint (%s)', async (what) => {
     const d1 = dispatcher({ timeoutMs: 60_000 });
     const d2 = dispatcher({ timeoutMs: 60_000 });
     const team = await t.newTeam(`inflight-${what}-${Date.now()}`);
@@ -524,9 +561,10 @@ describe('a re-enable or a resend while the endpoint’s round is in flight', ()
     let answerD1!: (status: number) => void;
     const retry = new Promise<number>((resolve) => (answerD1 = resolve));
     r.behaviour = (n) => (n === 1 ? 503 : n === 2 ? retry : 204);
-    const { endpoint, secret } = await subscribe(url, team.key);
+    const factory = what === 'apply' ? await factoryEndpoint(team.team.id, url) : undefined;
+    const { endpoint, secret } = factory ?? (await subscribe(url, team.key));
     r.secret = secret;
-    await queue(d1, team.team.id, [{ run: RUN }, { run: RUN }, {}]);
+    await queue(d1, team.team.id, [{ run: RUN }, { run: RUN }, {}], factory?.factoryId);
     const start = clock.getTime();
     await pass(d1);
     expect(r.received).toHaveLength(1);
@@ -543,6 +581,8 @@ describe('a re-enable or a resend while the endpoint’s round is in flight', ()
         team.key,
       );
       expect(res.status).toBe(200);
+    } else if (factory) {
+      await factory.reapply();
     } else {
       await resend(endpoint.id, third!.id, team.key);
     }
