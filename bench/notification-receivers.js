@@ -50,30 +50,20 @@ const healthy = http.createServer((req, res) => {
     res.writeHead(204).end();
   });
 });
-const answering = counting(
-  http.createServer((req, res) => {
-    counts.answering.requests++;
-    req.resume();
-    req.on('end', () => res.writeHead(204).end());
-  }),
-  'answering',
-);
-const failing5xx = counting(
-  http.createServer((req, res) => {
-    counts.failing5xx.requests++;
-    req.resume();
-    req.on('end', () => res.writeHead(503).end('down'));
-  }),
-  'failing5xx',
-);
-const slow = counting(
-  http.createServer((req, res) => {
-    counts.slow.requests++;
-    req.resume();
-    req.on('end', () => setTimeout(() => res.writeHead(204).end(), SLOW_MS));
-  }),
-  'slow',
-);
+/** A receiver that counts its connections and requests and answers each with `status` (after `delayMs`). */
+const answeringWith = (name, status, body, delayMs = 0) =>
+  counting(
+    http.createServer((req, res) => {
+      counts[name].requests++;
+      req.resume();
+      const reply = () => res.writeHead(status).end(body);
+      req.on('end', () => (delayMs ? setTimeout(reply, delayMs) : reply()));
+    }),
+    name,
+  );
+const answering = answeringWith('answering', 204);
+const failing5xx = answeringWith('failing5xx', 503, 'down');
+const slow = answeringWith('slow', 204, undefined, SLOW_MS);
 const pitSockets = new Set();
 const tarpit = net.createServer((socket) => {
   counts.tarpit.connections++;

@@ -12,8 +12,9 @@
 //   (i) idle: one delivery at a time, 300 ms apart: state change -> receipt
 //   (r) receiving, (c) refusing, (d) tarpit, (f) 5xx, (s) slow (answers after BENCH_SLOW_MS, 1 s):
 //       team A's endpoint so, beside B's healthy one; (r), A's endpoint taking every message at once, is
-//       what an endpoint of A costs B when it fails at nothing, the reference for the failing ones. Each against the mean of the baselines (A without an endpoint)
-//       taken just before and just after it, since the database grows and the machine drifts between
+//       what an endpoint of A costs B when it fails at nothing, the reference for the failing ones (each
+//       also printed over (r)'s of its round). Each against the mean of the baselines (A without an
+//       endpoint) taken just before and just after it, since the database grows and the machine drifts between
 //       cases: as fast as it goes (the ingress, and the CPU the service and PostgreSQL spent per
 //       delivery), then at half the capacity of the first of those baselines (B's latency); and what A's
 //       endpoint got (attempts, connections); all of it
@@ -323,7 +324,7 @@ try {
     );
   }
 
-  // Isolation: A's failing endpoint beside B's healthy one, each against A without an endpoint just before.
+  // Isolation: A's endpoint (receiving, then failing ways) beside B's healthy one, each between two baselines.
   const kinds = [
     ['r', 'receiving', ports.answering, 'answering'],
     ['c', 'refusing', ports.refusing, undefined],

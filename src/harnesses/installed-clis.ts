@@ -11,6 +11,7 @@ import { BUILT_IN_HARNESSES, HARNESSES, type BuiltInHarness } from './harness-ty
 import { cliCommand } from '../common/cli-command.js';
 import { fromRoot } from '../common/paths.js';
 import { unsearchableAbove } from '../common/searchable.js';
+import { ROOT_STATE_DIR } from '../common/shared-runtime.js';
 
 export interface InstalledCli {
   type: BuiltInHarness;
@@ -29,7 +30,7 @@ export interface InstalledCli {
  */
 export function harnessesDir(env: NodeJS.ProcessEnv, dataDir: string): string {
   if (env.HARNESSES_DIR) return env.HARNESSES_DIR;
-  return process.getuid?.() === 0 ? '/var/lib/factoryd/harnesses' : join(dataDir, 'harnesses');
+  return process.getuid?.() === 0 ? join(ROOT_STATE_DIR, 'harnesses') : join(dataDir, 'harnesses');
 }
 
 /**
@@ -39,7 +40,7 @@ export function harnessesDir(env: NodeJS.ProcessEnv, dataDir: string): string {
  */
 export function checkoutHarnessesDir(): string {
   return process.getuid?.() === 0 && unsearchableAbove(fromRoot('package.json'))
-    ? '/var/lib/factoryd/test-harnesses'
+    ? join(ROOT_STATE_DIR, 'test-harnesses')
     : fromRoot('.cache', 'harnesses');
 }
 
