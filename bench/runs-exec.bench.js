@@ -131,7 +131,7 @@ async function measure(adminUrl, dir) {
       config,
       harnesses,
       (err) => console.error(err),
-      { info: () => undefined, warn: (line) => console.error(line) },
+      { info: () => undefined, warn: (line) => console.error(line), error: (line) => console.error(line) },
       SLOTS,
     );
     while ((await ended()) < RUNS) await sleep(20);

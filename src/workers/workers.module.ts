@@ -49,7 +49,11 @@ class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdow
       const workspaces = serviceWorkspaceRoot(this.config);
       const sandbox = harnessSandbox(this.config, workspaces);
       this.log.log(`harness sandbox: ${sandbox.description}; workspaces under ${workspaces}`);
-      const log = { info: (line: string) => this.log.log(line), warn: (line: string) => this.log.warn(line) };
+      const log = {
+        info: (line: string) => this.log.log(line),
+        warn: (line: string) => this.log.warn(line),
+        error: (line: string) => this.log.error(line),
+      };
       // Awaited: said before the "factoryd is up" banner, never in the middle of it (3 s at most).
       await reportHarnessNetwork(this.config, workspaces, log);
       const harnesses = await harnessCatalog(this.config);

@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { packageProgramCommand } from '../../src/workers/launcher/harness-progra
 import { CLI, runCli } from '../support/cli.js';
 import { createTestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
+import { bwrapMissing } from '../support/sandbox-check.js';
 import { startServeProcess, type ServeProcess } from '../support/serve-process.js';
 
 /**
@@ -26,15 +27,6 @@ const PROBE = packageProgramCommand('test/security', 'probe-harness.mjs');
 const API_KEY_IN_ENV = 'fdk_worker_key_that_must_not_reach_a_harness';
 const FORBIDDEN = ['DATABASE_URL', 'SECRETS_KEY', 'DATA_DIR', 'HARNESS_COMMAND', 'FACTORYD_API_KEY'];
 const root = process.getuid?.() === 0;
-
-/** Why bwrap cannot run a sandbox here (undefined: it can). */
-function bwrapMissing(): string | undefined {
-  const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', '--proc', '/proc', 'true'], {
-    encoding: 'utf8',
-  });
-  if (probe.error) return `bwrap is not installed (${probe.error.message})`;
-  return probe.status === 0 ? undefined : `bwrap cannot make namespaces here: ${probe.stderr.trim()}`;
-}
 
 let dataDir: string;
 let env: Record<string, string>;
@@ -191,6 +183,39 @@ describe('a harness cannot reach the service, its data or other runs', () => {
       expectNothingReached(found, victimWorkspace, victimRepo);
       expect(s.output()).toMatch(/harness sandbox: user, each harness as a uid of its own/);
       await s.stop();
+    },
+  );
+
+  // Unconfined, the attacker's harness would read the secrets key and every team's data (the `none`
+  // case of test/security/network.test.ts shows what it reaches): such a service runs no harness once
+  // it holds two teams. The run is not lost: a start that confines harnesses takes it.
+  const confined = noBwrap === undefined ? 'bwrap' : root ? 'user' : undefined;
+  it.skipIf(!confined)(
+    `in sandbox none, a service of two teams runs no harness; a confined start runs the queued one ${confined ? '' : '(skipped: neither bwrap nor root here)'}`,
+    async () => {
+      const s = await serve('none'); // the attacker's team exists from here on
+      const params = { service_pid: s.child.pid, data_dir: dataDir };
+      const run = await call(s.api, attackerKey, 'POST', '/agent/runs', {
+        prompt: `ATTACK ${JSON.stringify(params)}`,
+      });
+      await eventually(
+        () => s.output().includes('service-hosted workers take no run: their harnesses would run unconfined'),
+        'the refusal in the log',
+      );
+      // Made after the second team, the run met only refused claims.
+      expect((await call(s.api, attackerKey, 'GET', `/agent/runs/${run.run_id}`)).state).toBe('QUEUED');
+      expect(await messages(s.api, attackerKey, run.run_id)).toEqual([]);
+      await s.stop();
+
+      const c = await serve(confined!);
+      const report = await eventually(
+        async () => (await messages(c.api, attackerKey, run.run_id)).find((m) => m.startsWith('PROBE ')),
+        'the queued run to go in the confined start',
+      );
+      const found = JSON.parse(report.slice('PROBE '.length));
+      expect([found.secrets_key.ok, found.pg_cluster.ok]).toEqual([false, false]);
+      expect(c.output()).not.toContain('service-hosted workers take no run');
+      await c.stop();
     },
   );
 

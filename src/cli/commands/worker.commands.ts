@@ -65,7 +65,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)
     throw new Error(`--concurrency must be a whole number from 1 to 256, got "${opts.concurrency}"`);
   const say = (line: string) => process.stderr.write(`factoryd worker: ${line}\n`);
-  const lines = { info: say, warn: say };
+  const lines = { info: say, warn: say, error: say };
   const log = (err: unknown) => {
     if (err instanceof RefusedError) {
       process.stderr.write(`factoryd worker: ${err.message}\n`);

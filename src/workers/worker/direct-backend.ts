@@ -9,6 +9,8 @@ export class DirectBackend implements WorkerBackend {
     private readonly service: WorkerRunsService,
     private readonly worker: WorkerIdentity,
     private readonly wakeups: RunWakeups,
+    /** Asked before each claim: false, and this worker takes nothing this time (SingleTeamGate). */
+    private readonly mayClaim: () => Promise<boolean> = () => Promise.resolve(true),
   ) {}
 
   /** The wake-up generation the last claim saw: a signal after it means look again at once. */
@@ -21,8 +23,9 @@ export class DirectBackend implements WorkerBackend {
   }
   readonly scope = 'service-hosted';
 
-  claim(max: number): Promise<Assignment[]> {
+  async claim(max: number): Promise<Assignment[]> {
     this.seen = this.wakeups.generation;
+    if (!(await this.mayClaim())) return [];
     return this.service.claim(this.worker, max);
   }
   /**

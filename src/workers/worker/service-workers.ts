@@ -21,6 +21,7 @@ import { DefinitionStore } from '../../reconciler/definition-store.js';
 import { RepositoryPolicy } from '../../reconciler/repository-policy.js';
 import type { RunWakeups } from '../queue/run-wakeups.js';
 import { chooseSandbox, SandboxUnavailable, type SandboxChoice } from '../launcher/sandbox.js';
+import { SingleTeamGate } from './single-team-gate.js';
 import { WorkerPool } from './worker-pool.js';
 import type { WorkerRunsService } from '../queue/worker-runs.service.js';
 import type { WorkerHarness } from '../queue/workers.repository.js';
@@ -110,6 +111,7 @@ export function executionOptions(
 export interface WorkerLog {
   info(line: string): void;
   warn(line: string): void;
+  error(line: string): void;
 }
 
 /**
@@ -347,10 +349,15 @@ export function startServiceHostedPool(
     slots: concurrency,
     harnesses: harnesses.harnesses,
   };
-  const pool = new WorkerPool(new DirectBackend(service, worker, wakeups), {
+  const workspaceRoot = serviceWorkspaceRoot(config);
+  // Unconfined harnesses would reach every team's data: such workers serve a service of one team only.
+  const gate =
+    harnessSandbox(config, workspaceRoot).sandbox.mode === 'none' ? new SingleTeamGate(db, log) : undefined;
+  const backend = new DirectBackend(service, worker, wakeups, gate && (() => gate.open()));
+  const pool = new WorkerPool(backend, {
     ...executionOptions(
       config,
-      serviceWorkspaceRoot(config),
+      workspaceRoot,
       harnesses,
       log,
       false,

@@ -1,0 +1,42 @@
+import type { Database } from '../../database/database.js';
+
+/**
+ * Why the service-hosted workers take no run while they refuse (SingleTeamGate): for the log, and
+ * for the docs' "Sandbox none" to quote.
+ */
+export const UNCONFINED_MANY_TEAMS =
+  'service-hosted workers take no run: their harnesses would run unconfined (sandbox none), and this ' +
+  'service holds more than one team — an unconfined harness reads what the service reads (DATA_DIR and ' +
+  'its secrets key, every team’s workspaces) and reaches the database and the service itself. Runs stay ' +
+  'queued until they can be confined: install bubblewrap (apt-get install bubblewrap), run the service ' +
+  'as root (user mode), set WORKER_BACKEND=docker, or run each team’s harnesses on its own self-hosted ' +
+  'workers (factoryd worker, WORKER_CONCURRENCY=0 here)';
+
+/**
+ * Harnesses in sandbox `none` run as the service's own user with everything it has: fit for a
+ * service of one team, whose harnesses can reach nothing but that team's (and the operator's) own.
+ * Teams are never deleted, so once a second team exists the gate stays shut; it reads the teams on
+ * every claim (two rows at most, from their primary key) rather than at the start, since a team
+ * can be made at any time by the CLI or another replica. Says so once when it shuts, once if it opens.
+ */
+export class SingleTeamGate {
+  private shut = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly log: { error(line: string): void; info(line: string): void },
+  ) {}
+
+  async open(): Promise<boolean> {
+    const [row] = await this.db.query<{ teams: number }>(
+      `SELECT count(*)::int AS teams FROM (SELECT 1 FROM teams LIMIT 2) t`,
+    );
+    const shut = (row?.teams ?? 0) > 1;
+    if (shut !== this.shut) {
+      if (shut) this.log.error(UNCONFINED_MANY_TEAMS);
+      else this.log.info('service-hosted workers take runs again: this service holds one team');
+      this.shut = shut;
+    }
+    return !shut;
+  }
+}
