@@ -19,7 +19,7 @@ export function endpointUrlProblem(url: string, allowPrivate: boolean): string |
   if (url.length > 2048) return 'url is longer than 2048 characters';
   const host = u.hostname.replace(/^\[|\]$/g, '');
   if (!allowPrivate && isInternalHost(host))
-    return `url points at a private or loopback address (${host}); allowed only with NOTIFICATIONS_ALLOW_PRIVATE_URLS=true`;
+    return `url points at a private, loopback or reserved address (${host}); allowed only with NOTIFICATIONS_ALLOW_PRIVATE_URLS=true`;
   return undefined;
 }
 

@@ -198,12 +198,16 @@ describe('a harness cannot reach the service, its data or other runs', () => {
       const run = await call(s.api, attackerKey, 'POST', '/agent/runs', {
         prompt: `ATTACK ${JSON.stringify(params)}`,
       });
-      await eventually(
-        () => s.output().includes('service-hosted workers take no run: their harnesses would run unconfined'),
-        'the refusal in the log',
+      // Made after the second team, the run meets only refused claims, and says why it waits.
+      const waiting = await eventually(async () => {
+        const r = await call(s.api, attackerKey, 'GET', `/agent/runs/${run.run_id}`);
+        return r.status_message && r;
+      }, 'the waiting run to say why');
+      expect(waiting.state).toBe('QUEUED');
+      expect(waiting.status_message.message).toMatch(/^Waiting: the service’s own workers run no harness/);
+      expect(s.output()).toContain(
+        'service-hosted workers take no run: their harnesses would run unconfined',
       );
-      // Made after the second team, the run met only refused claims.
-      expect((await call(s.api, attackerKey, 'GET', `/agent/runs/${run.run_id}`)).state).toBe('QUEUED');
       expect(await messages(s.api, attackerKey, run.run_id)).toEqual([]);
       await s.stop();
 
@@ -214,6 +218,11 @@ describe('a harness cannot reach the service, its data or other runs', () => {
       );
       const found = JSON.parse(report.slice('PROBE '.length));
       expect([found.secrets_key.ok, found.pg_cluster.ok]).toEqual([false, false]);
+      const ended = await eventually(async () => {
+        const r = await call(c.api, attackerKey, 'GET', `/agent/runs/${run.run_id}`);
+        return r.state === 'SUCCEEDED' && r;
+      }, 'the run to end');
+      expect(ended.status_message?.message ?? '').not.toMatch(/^Waiting/);
       expect(c.output()).not.toContain('service-hosted workers take no run');
       await c.stop();
     },

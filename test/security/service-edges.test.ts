@@ -88,7 +88,7 @@ describe('factoryd serve at its edges (docs/operations.md, docs/security.md)', (
       });
       const body = (await res.json()) as { detail?: string };
       expect(res.status, host).toBe(400);
-      expect(body.detail, host).toMatch(/url points at a private or loopback address/);
+      expect(body.detail, host).toMatch(/url points at a private, loopback or reserved address/);
     }
   });
 

@@ -245,6 +245,27 @@ export class RunQueueRepository {
   }
 
   /**
+   * QUEUED runs of the service-hosted workers say why none takes them while those refuse to
+   * (SingleTeamGate): once each, the oldest `limit` a call, over no status message or over the
+   * missing harness's note (not why they wait); the claim that takes one clears it. Under
+   * SERVICE_CLAIM_LOCK, so that a claim of another replica, one that confines its harnesses, never
+   * passes over a row being noted. Returns how many it noted.
+   */
+  async noteServiceRefusing(message: string, limit = 1000): Promise<number> {
+    const rows = await this.db.queryLocked(
+      SERVICE_CLAIM_LOCK,
+      `WITH waiting AS MATERIALIZED (
+         SELECT id FROM runs WHERE state = 'QUEUED' AND worker_host = $1
+            AND (status_message IS NULL OR status_message->>'message' LIKE 'Waiting for a worker with the % harness%')
+          ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+       UPDATE runs r SET status_message = jsonb_build_object('message', $2::text)
+         FROM waiting w WHERE r.id = w.id RETURNING r.id`,
+      [SERVICE_WORKER_HOST, message, limit],
+    );
+    return rows.length;
+  }
+
+  /**
    * QUEUED runs of a built-in harness (claude, codex, gemini) that no live worker of their host has
    * say which harness they wait for; the note goes once such a worker is there (or the claim clears
    * it). Under NOTES_LOCK, as noteUnservedHostsIn and for its reason (a claim must not skip the rows

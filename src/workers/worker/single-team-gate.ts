@@ -1,4 +1,5 @@
 import type { Database } from '../../database/database.js';
+import { RunQueueRepository } from '../queue/run-queue.repository.js';
 
 /**
  * Why the service-hosted workers take no run while they refuse (SingleTeamGate): for the log, and
@@ -12,20 +13,30 @@ export const UNCONFINED_MANY_TEAMS =
   'as root (user mode), set WORKER_BACKEND=docker, or run each team’s harnesses on its own self-hosted ' +
   'workers (factoryd worker, WORKER_CONCURRENCY=0 here)';
 
+/** What a run waiting for such workers says (its status message), to its team. */
+export const WAITING_FOR_CONFINEMENT =
+  'Waiting: the service’s own workers run no harness while nothing confines harnesses on their machine ' +
+  '(sandbox none) and the service holds more than one team. Its operator can confine them (bubblewrap, ' +
+  'root, or WORKER_BACKEND=docker), or the run can go to a self-hosted worker of this team (worker_host)';
+
 /**
  * Harnesses in sandbox `none` run as the service's own user with everything it has: fit for a
  * service of one team, whose harnesses can reach nothing but that team's (and the operator's) own.
  * Teams are never deleted, so once a second team exists the gate stays shut; it reads the teams on
  * every claim (two rows at most, from their primary key) rather than at the start, since a team
- * can be made at any time by the CLI or another replica. Says so once when it shuts, once if it opens.
+ * can be made at any time by the CLI or another replica. Says so once when it shuts, once if it opens;
+ * while shut, each queued run says why it waits (its status message).
  */
 export class SingleTeamGate {
   private shut = false;
+  private readonly queue: RunQueueRepository;
 
   constructor(
     private readonly db: Database,
     private readonly log: { error(line: string): void; info(line: string): void },
-  ) {}
+  ) {
+    this.queue = new RunQueueRepository(db);
+  }
 
   async open(): Promise<boolean> {
     const [row] = await this.db.query<{ teams: number }>(
@@ -37,6 +48,7 @@ export class SingleTeamGate {
       else this.log.info('service-hosted workers take runs again: this service holds one team');
       this.shut = shut;
     }
+    if (shut) await this.queue.noteServiceRefusing(WAITING_FOR_CONFINEMENT);
     return !shut;
   }
 }
