@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { eventually } from '../support/eventually.js';
 // @ts-expect-error plain JS shared with bench/
 import { dockerUnavailable, localImage } from '../support/local-image.js';
 import { request, startServeProcess, type ServeProcess } from '../support/serve-process.js';
+import { bwrapMissing } from '../support/sandbox-check.js';
 
 /**
  * A webhook's payload becomes an agent's prompt: whatever a harness reaches, a sender reaches. The
@@ -21,7 +21,7 @@ import { request, startServeProcess, type ServeProcess } from '../support/serve-
  * thing it is meant to reach. Every mode this machine can run (docs/security.md, "A harness's network").
  */
 const root = process.getuid?.() === 0;
-const bwrapWorks = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-net', 'true']).status === 0;
+const bwrapWorks = bwrapMissing() === undefined;
 const dockerSkip: string | undefined = dockerUnavailable();
 const modes = [
   { mode: 'bwrap', skip: !bwrapWorks && 'bwrap cannot make namespaces here' },

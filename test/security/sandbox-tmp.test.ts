@@ -4,13 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chooseSandbox, harnessSpawn } from '../../src/workers/launcher/sandbox.js';
+import { bwrapMissing } from '../support/sandbox-check.js';
 
 /**
  * A checkout under /tmp (CI's clone, `git clone … /tmp/x`): bwrap gives a harness a private /tmp, but
  * the package's own files, which the example harnesses run from, are bound back; the rest of /tmp,
  * the service's DATA_DIR with it, stays out of sight.
  */
-const bwrapWorks = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', 'true']).status === 0;
+const bwrapWorks = bwrapMissing() === undefined;
 
 describe.skipIf(!bwrapWorks)('bwrap with the package under /tmp (skipped: bwrap cannot run here)', () => {
   const base = mkdtempSync(join(tmpdir(), 'factoryd-sandbox-tmp-'));

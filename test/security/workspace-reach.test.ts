@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
 import { request, startServeProcess, type ServeProcess } from '../support/serve-process.js';
+import { bwrapMissing } from '../support/sandbox-check.js';
 
 /**
  * As root, harnesses run as other uids. A service started from a folder those uids cannot pass through
@@ -15,7 +15,7 @@ import { request, startServeProcess, type ServeProcess } from '../support/serve-
  * with EACCES on its summary.md.
  */
 const root = process.getuid?.() === 0;
-const bwrapWorks = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', 'true']).status === 0;
+const bwrapWorks = bwrapMissing() === undefined;
 const modes = [
   { mode: 'user', skip: !root && 'the service is not root (harnesses run as its own user)' },
   {

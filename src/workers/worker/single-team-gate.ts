@@ -1,10 +1,7 @@
 import type { Database } from '../../database/database.js';
 import { RunQueueRepository } from '../queue/run-queue.repository.js';
 
-/**
- * Why the service-hosted workers take no run while they refuse (SingleTeamGate): for the log, and
- * for the docs' "Sandbox none" to quote.
- */
+/** What the log says when the service-hosted workers start refusing (SingleTeamGate), once. */
 export const UNCONFINED_MANY_TEAMS =
   'service-hosted workers take no run: their harnesses would run unconfined (sandbox none), and this ' +
   'service holds more than one team — an unconfined harness reads what the service reads (DATA_DIR and ' +
@@ -22,10 +19,9 @@ export const WAITING_FOR_CONFINEMENT =
 /**
  * Harnesses in sandbox `none` run as the service's own user with everything it has: fit for a
  * service of one team, whose harnesses can reach nothing but that team's (and the operator's) own.
- * Teams are never deleted, so once a second team exists the gate stays shut; it reads the teams on
- * every claim (two rows at most, from their primary key) rather than at the start, since a team
- * can be made at any time by the CLI or another replica. Says so once when it shuts, once if it opens;
- * while shut, each queued run says why it waits (its status message).
+ * The teams are counted at each claim (two rows at most), not once at the start, since a team can be
+ * made at any time by the CLI or another replica; once a second one exists the gate stays shut
+ * (teams are never deleted) and counts no more. While shut, each queued run says why it waits.
  */
 export class SingleTeamGate {
   private shut = false;
@@ -33,22 +29,21 @@ export class SingleTeamGate {
 
   constructor(
     private readonly db: Database,
-    private readonly log: { error(line: string): void; info(line: string): void },
+    private readonly log: { error(line: string): void },
   ) {
     this.queue = new RunQueueRepository(db);
   }
 
   async open(): Promise<boolean> {
-    const [row] = await this.db.query<{ teams: number }>(
-      `SELECT count(*)::int AS teams FROM (SELECT 1 FROM teams LIMIT 2) t`,
-    );
-    const shut = (row?.teams ?? 0) > 1;
-    if (shut !== this.shut) {
-      if (shut) this.log.error(UNCONFINED_MANY_TEAMS);
-      else this.log.info('service-hosted workers take runs again: this service holds one team');
-      this.shut = shut;
+    if (!this.shut) {
+      const [row] = await this.db.query<{ teams: number }>(
+        `SELECT count(*)::int AS teams FROM (SELECT 1 FROM teams LIMIT 2) t`,
+      );
+      if ((row?.teams ?? 0) < 2) return true;
+      this.shut = true;
+      this.log.error(UNCONFINED_MANY_TEAMS);
     }
-    if (shut) await this.queue.noteServiceRefusing(WAITING_FOR_CONFINEMENT);
-    return !shut;
+    await this.queue.noteServiceRefusing(WAITING_FOR_CONFINEMENT);
+    return false;
   }
 }
