@@ -10,6 +10,7 @@ import {
   statSync,
   symlinkSync,
   utimesSync,
+  writeFileSync,
 } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,10 @@ import { eventually } from './support/eventually.js';
  * PostgreSQL, and every other command in a second terminal that has no PORT, no DATABASE_URL and no
  * API URL — only what the README exports. What a person fills in by hand (the webhook's UID and
  * secret, an entry id, a run id) is read from the output of the command before, as they would.
+ *
+ * Both terminals have a HOME of their own whose git knows no name for the user, as on a fresh
+ * machine (`user.useConfigOnly`: git may not make one up from the host either), so the README's
+ * `git commit` is tried as a newcomer would run it.
  *
  * Two things differ from a person's machine, each said where it happens: `npm ci` is not run again
  * (the copy shares this checkout's installed node_modules and built dist, its files keep their times
@@ -72,6 +77,9 @@ describe.skipIf(!hasCurl)(
     let server: ChildProcess;
     let serverOut = '';
     let port: number;
+    /** The newcomer's HOME; their terminals and `npm start` read no git config of this machine's (GIT_CONFIG_NOSYSTEM). */
+    let home: string;
+    const personal = () => ({ PATH: process.env.PATH!, HOME: home, GIT_CONFIG_NOSYSTEM: '1' });
     /** What the second terminal has exported so far (a fresh shell per block reads it back). */
     const stateFile = () => join(dir, '.walkthrough-env.sh');
 
@@ -87,7 +95,7 @@ describe.skipIf(!hasCurl)(
         // A new terminal: PATH and HOME, nothing of the service (no PORT, DATABASE_URL, API URL or key).
         {
           cwd: dir,
-          env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? dir },
+          env: personal(),
           stdio: ['ignore', 'pipe', 'pipe'],
         },
       );
@@ -120,6 +128,8 @@ describe.skipIf(!hasCurl)(
       symlinkSync(fromRoot('node_modules'), join(dir, 'node_modules'));
       symlinkSync(fromRoot('dist'), join(dir, 'dist'));
       port = await freePort();
+      home = mkdtempSync(join(tmpdir(), 'factoryd-readme-home-'));
+      writeFileSync(join(home, '.gitconfig'), '[user]\n\tuseConfigOnly = true\n');
     }, 120_000);
 
     afterAll(async () => {
@@ -144,6 +154,7 @@ describe.skipIf(!hasCurl)(
         /* not a link: it is under dir */
       }
       rmSync(dir, { recursive: true, force: true });
+      if (home) rmSync(home, { recursive: true, force: true });
     });
 
     it('has the blocks the walkthrough is made of', () => {
@@ -156,7 +167,7 @@ describe.skipIf(!hasCurl)(
       // `npm ci` was run for this checkout; `npm start` finds dist up to date (npm test built it).
       server = spawn('npm', ['start'], {
         cwd: dir,
-        env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? dir, PORT: String(port) },
+        env: { ...personal(), PORT: String(port) },
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true, // a process group of its own, as a terminal's foreground job
       });

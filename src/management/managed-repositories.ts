@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { Inject, Injectable } from '@nestjs/common';
 import { Conflict, InvalidRequest } from '../common/problem.js';
 import { CONFIG, type Config } from '../config/config.js';
@@ -63,9 +64,27 @@ export class ManagedRepositories {
       throw new Error(`${dir} exists and is not empty; move it away or choose another factory name`);
     mkdirSync(dir, { recursive: true });
     await this.git(dir, 'init', '--quiet', `--initial-branch=${branch}`);
+    await this.nameTheLocalUser(dir);
     const first = (await this.candidate(dir, branch, files, author, message, false))!;
     await this.advance(dir, branch, first);
     return first.commit;
+  }
+
+  /**
+   * People commit in a managed repository too (the README's walkthrough does). Where git knows no
+   * name for the machine's user (no `user.email` anywhere, and none it can make up: a host without a
+   * domain, or `user.useConfigOnly`), their first `git commit` there would fail, so the repository
+   * gets one of its own: the login name, `<login>@localhost`. A configured identity is left alone.
+   */
+  private async nameTheLocalUser(dir: string): Promise<void> {
+    const known = await this.runner.run(['var', 'GIT_AUTHOR_IDENT'], dir).then(
+      () => true,
+      () => false,
+    );
+    if (known) return;
+    const login = loginName();
+    await this.git(dir, 'config', 'user.name', login);
+    await this.git(dir, 'config', 'user.email', `${login}@localhost`);
   }
 
   /** The content of `path` at the branch head (undefined when there is no such file). */
@@ -172,6 +191,17 @@ export class ManagedRepositories {
       throw new Error(`git ${command} in ${dir} failed${detail ? `: ${detail}` : ''}`, { cause: err });
     }
   }
+}
+
+/** The machine user's login name, as git accepts it in an identity. */
+function loginName(): string {
+  let name = '';
+  try {
+    name = userInfo().username;
+  } catch {
+    // A uid without a passwd entry (a container run with --user 1234, say).
+  }
+  return name.replace(/[<>\r\n\0\s]/g, '') || `uid-${process.getuid?.() ?? 'unknown'}`;
 }
 
 /** The git author of a principal: its display name, and `<principal uid>@factoryd.invalid` as a stable e-mail. */

@@ -7,7 +7,7 @@ import { buildIfStale } from '../../bin/build-if-stale.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { browserMissing } from '../dashboard/browser-check.js';
 import { asksPassword } from './password.js';
-import { unconfinedHere } from './sandbox-check.js';
+import { bwrapMissing } from './sandbox-check.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -52,9 +52,8 @@ function announce(): void {
       ? `TEST_REDIS_URL=${process.env.TEST_REDIS_URL}: the rate-limit tests also run on Redis.`
       : 'TEST_REDIS_URL unset: the rate-limit tests on Redis are skipped (set TEST_REDIS_URL=redis://127.0.0.1:6379 to run them).',
     browserMissing() ? `The dashboard's browser tests are skipped: ${browserMissing()}.` : '',
-    unconfinedHere()
-      ? `Nothing confines harnesses here (${unconfinedHere()}): the service's own workers refuse to run harnesses ` +
-        'once it holds two teams (docs/security.md, "none"), so the tests that have them do so fail; install bubblewrap to run them.'
+    bwrapMissing()
+      ? `The tests of the bwrap sandbox are skipped, each saying why: ${bwrapMissing()} (Debian's package: bubblewrap).`
       : '',
     !process.env.DATABASE_URL || asksPassword(process.env.DATABASE_URL)
       ? 'One database-cuts test (a cut as a new connection is handed out) is skipped: it needs a server that trusts the connection, ' +
