@@ -399,7 +399,14 @@ describe('an endpoint that goes down while it takes messages', () => {
     await queue(d, team.team.id, [{}]);
     await pass(d);
     expect(r.received).toHaveLength(1);
-    r.behaviour = () => 503;
+    // Every answer a 503, none before the four connections' first attempts are all in (the 5th
+    // request): under load a lane could start late, after the first 503, and rightly not at all.
+    let allIn!: () => void;
+    const fourInFlight = new Promise<void>((resolve) => (allIn = resolve));
+    r.behaviour = (n) => {
+      if (n === 5) allIn();
+      return fourInFlight.then(() => 503);
+    };
     await queue(
       d,
       team.team.id,
