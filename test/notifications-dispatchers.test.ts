@@ -38,9 +38,15 @@ const sharedEnv = () => ({
   NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true',
 });
 
-/** `factoryd serve --role notifications` on the test service's database; resolves once it is up. */
-function dispatcher(env: Record<string, string> = {}): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--role', 'notifications'], {
+/**
+ * `factoryd serve --role notifications` on the test service's database; resolves once it is up, with
+ * the address of its /metrics if `args` asked for one.
+ */
+function dispatcher(
+  env: Record<string, string> = {},
+  args: string[] = [],
+): Promise<ChildProcess & { metricsUrl?: string }> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--role', 'notifications', ...args], {
     env: { ...process.env, ...sharedEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -49,7 +55,8 @@ function dispatcher(env: Record<string, string> = {}): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      if (out.includes('dispatcher up')) resolve(child);
+      if (out.includes('dispatcher up'))
+        resolve(Object.assign(child, { metricsUrl: /metrics at (\S+)/.exec(out)?.[1] }));
     });
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     child.once('exit', (code, signal) => reject(new Error(`dispatcher exited (${code ?? signal}): ${out}`)));
@@ -200,7 +207,7 @@ describe('dispatchers in processes of their own', () => {
 
     // A dispatcher of its own sends them all, while the API process still runs beside it: every
     // request came from the dispatcher, one attempt per message.
-    const sender = await dispatcher();
+    const sender = await dispatcher({}, ['--metrics', '127.0.0.1:0']);
     await eventually(async () => (await pendingOf(team.endpointId)) === 0, 'every message delivered', {
       timeoutMs: 60_000,
     });
@@ -213,6 +220,17 @@ describe('dispatchers in processes of their own', () => {
     expect(attempts!.n).toBe(60);
     expect(r.received.every((x) => x.verified)).toBe(true);
     expect(outOfOrder(r, runs)).toEqual([]);
+
+    // Its attempts, counted where they were made, and the depths it works from; nothing of what it
+    // does not run (the run queue's depths are an API replica's to show).
+    const scrape = await fetch(sender.metricsUrl!);
+    expect(scrape.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await scrape.text();
+    expect(text).toMatch(/^factoryd_notification_attempts_total\{outcome="delivered"\} 60$/m);
+    expect(text).toMatch(/^factoryd_notification_outbox_events \d+$/m);
+    expect(text).toMatch(/^factoryd_metrics_database_up 1$/m);
+    expect(text).not.toMatch(/^factoryd_runs\{/m);
+    expect((await fetch(sender.metricsUrl!.replace('/metrics', '/healthz'))).status).toBe(404);
     expect(await api.stop()).toBe(0);
   }, 120_000);
 
@@ -320,5 +338,29 @@ describe('dispatchers in processes of their own', () => {
     expect(alone.stderr).toMatch(
       /^factoryd: --role notifications sends from the database of the API processes: set DATABASE_URL/,
     );
+  });
+
+  it('refuses --metrics where it has no place, an address that is none, and one that is taken', async () => {
+    const onApi = await runCli(['serve', '--metrics', '9464']);
+    expect(onApi.code).toBe(2);
+    expect(onApi.stderr).toBe(
+      "factoryd: --metrics is for --role notifications, which serves no HTTP; --role all serves GET /metrics on the API's port\n",
+    );
+    const garbled = await runCli(['serve', '--role', 'notifications', '--metrics', 'localhost:http'], {
+      env: sharedEnv(),
+    });
+    expect(garbled.code).toBe(2);
+    expect(garbled.stderr).toBe(
+      'factoryd: --metrics takes [host:]port (say 9464, or 0.0.0.0:9464 for every interface), got "localhost:http"\n',
+    );
+    // Taken: the process says so and ends, having sent nothing.
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+    const taken = `127.0.0.1:${(holder.address() as AddressInfo).port}`;
+    const busy = await runCli(['serve', '--role', 'notifications', '--metrics', taken], { env: sharedEnv() });
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toMatch(new RegExp(`^factoryd: --metrics ${taken}: listen EADDRINUSE`));
+    expect(busy.stdout).not.toContain('dispatcher up');
   });
 });

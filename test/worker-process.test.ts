@@ -39,6 +39,8 @@ interface Worker extends ChildProcess {
    * which takes seconds on a loaded machine (the runs' own waits should not include that).
    */
   slotsStarted(): Promise<unknown>;
+  /** What its GET /metrics answers (it was started with --metrics). */
+  scrape(): Promise<string>;
 }
 
 function worker(args: string[], env: Record<string, string> = {}): Worker {
@@ -65,6 +67,12 @@ function worker(args: string[], env: Record<string, string> = {}): Worker {
   child.id = async () => (await eventually(() => /^factoryd worker (\S+):/.exec(out), 'its worker id'))[1]!;
   child.slotsStarted = () =>
     eventually(() => /service-hosted slot\(s\)/.test(out), 'its slots started', { timeoutMs: 120_000 });
+  child.scrape = async () => {
+    const url = (await eventually(() => /metrics at (\S+)/.exec(out), 'its metrics address'))[1]!;
+    const res = await fetch(url);
+    expect(res.status).toBe(200);
+    return res.text();
+  };
   children.push(child);
   return child;
 }
@@ -155,8 +163,10 @@ describe('factoryd worker (service-hosted, on the database)', () => {
     });
     expect(run.status_message.message).toMatch(/stopped renewing its lease/);
   });
-  it("a serving replica's live stream shows the runs it changes: it publishes their changes", async () => {
-    const w = worker(['--concurrency', '1'], { DATABASE_URL: t.service.databaseServer.url });
+  it("a serving replica's live stream shows the runs it changes: it publishes their changes; its /metrics counts them", async () => {
+    const w = worker(['--concurrency', '1', '--metrics', '127.0.0.1:0'], {
+      DATABASE_URL: t.service.databaseServer.url,
+    });
     await w.slotsStarted();
     // A stream on the serving replica, which runs no workers: what it hears of the run after QUEUED
     // comes from the worker process, through NOTIFY.
@@ -174,13 +184,19 @@ describe('factoryd worker (service-hosted, on the database)', () => {
     } finally {
       stream.close();
     }
+    // What this process did (its claim, its harness start), and the queue it works from.
+    const metrics = await w.scrape();
+    expect(metrics).toMatch(/^factoryd_runs_claimed_total\{workers="service"\} 1$/m);
+    expect(metrics).toMatch(/^factoryd_harness_starts_total\{harness="oz",outcome="started"\} 1$/m);
+    expect(metrics).toMatch(/^factoryd_runs\{state="QUEUED",workers="service"\} \d+$/m);
+    expect(metrics).toMatch(/^factoryd_metrics_database_up 1$/m);
   });
 });
 
 describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
   it("takes only its own host's runs in its own team, and shows up as connected", async () => {
     const other = await t.newTeam('other-team');
-    const w = worker(await selfHosted('box-a'));
+    const w = worker([...(await selfHosted('box-a')), '--metrics', '127.0.0.1:0']);
     const mine = await create({ prompt: 'On box a', config: { worker_host: 'box-a' } });
     const elsewhere = await create({ prompt: 'On box b', config: { worker_host: 'box-b' } });
     const serviceHosted = await create({ prompt: 'On the service' });
@@ -228,6 +244,11 @@ describe('factoryd worker --worker-host (self-hosted, over HTTP)', () => {
     expect(
       (await t.call('GET', '/api/v1/agent/connected-self-hosted-workers', undefined, other.key)).body.workers,
     ).toEqual([]);
+    // Its harness starts, counted on its own machine (its claims are the API replica's to count); no
+    // depth: it has no database to read them from.
+    const metrics = await w.scrape();
+    expect(metrics).toMatch(/^factoryd_harness_starts_total\{harness="oz",outcome="started"\} 2$/m);
+    expect(metrics).not.toMatch(/^factoryd_runs\{|^factoryd_metrics_database_up/m);
   });
 
   it('follows a follow-up and a cancel over HTTP, and a restarted worker picks up new runs', async () => {

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Global, Injectable, Module } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
@@ -39,23 +39,30 @@ export class Metrics {
     'outcome',
   ]);
 
+  /** What a worker pool and a dispatcher call with each harness start and each attempt (bound). */
+  readonly countHarnessStart = (harness: string, outcome: string) =>
+    this.harnessStarts.inc({ harness, outcome });
+  readonly countNotificationAttempt = (outcome: string) => this.notificationAttempts.inc({ outcome });
+
   // Read from PostgreSQL at scrape time: the same on every replica.
   readonly runsByState = this.depth('runs', 'Live runs by state and where they run', ['state', 'workers']);
   readonly runsOverdue = this.depth('runs_overdue', 'Held runs the reaper has yet to end', ['reason']);
   readonly outboxDepth = this.depth('notification_outbox_events', 'Events not yet fanned out to endpoints');
   readonly messagesPending = this.depth('notification_messages_pending', 'Messages waiting for an attempt');
+  /** Shown from the first depth reader on: a process that reads no depth has nothing to say of them. */
   readonly depthsUp = new Gauge({
     name: 'factoryd_metrics_database_up',
     help: '1 when this scrape read the depths from PostgreSQL, 0 when it could not (they are then absent)',
-    registers: [this.registry],
+    registers: [],
   });
 
   private counter<L extends string>(name: string, help: string, labels: L[]): Counter<L> {
     return new Counter({ name: `factoryd_${name}`, help, labelNames: labels, registers: [this.registry] });
   }
 
+  /** A depth gauge, in the answer once a reader sets it (addDepthReader): never a 0 nobody read. */
   private depth<L extends string>(name: string, help: string, labels: L[] = []): Gauge<L> {
-    return new Gauge({ name: `factoryd_${name}`, help, labelNames: labels, registers: [this.depthRegistry] });
+    return new Gauge({ name: `factoryd_${name}`, help, labelNames: labels, registers: [] });
   }
 
   private readonly depthReaders: DepthReader[] = [];
@@ -65,8 +72,13 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'factoryd_' });
   }
 
-  /** A module that owns a depth's table reads it at every scrape (it sets its own gauges). */
-  addDepthReader(read: DepthReader): void {
+  /**
+   * A module that owns a depth's table reads it at every scrape and sets `gauges`, which are in the
+   * answer from then on (a process that runs no such module, a dispatcher alone say, shows none).
+   */
+  addDepthReader(read: DepthReader, gauges: Gauge[]): void {
+    if (!this.depthReaders.length) this.registry.registerMetric(this.depthsUp);
+    for (const gauge of gauges) this.depthRegistry.registerMetric(gauge);
     this.depthReaders.push(read);
   }
 
@@ -77,6 +89,7 @@ export class Metrics {
    * so scrapes never pile up on a database that hangs.
    */
   async scrape(ms: number): Promise<string> {
+    if (!this.depthReaders.length) return this.registry.metrics();
     this.reading ??= Promise.all(this.depthReaders.map((read) => read())).then(
       () => true,
       () => false,
@@ -95,6 +108,17 @@ export class Metrics {
     return (await this.registry.metrics()) + (read ? await this.depthRegistry.metrics() : '');
   }
 }
+
+/** Metrics for every module that counts, from wherever the process composes them (`serve`, `factoryd worker`). */
+@Global()
+@Module({ providers: [Metrics], exports: [Metrics] })
+export class MetricsModule {}
+
+/** How long a scrape waits for the depths from PostgreSQL before it answers without them. */
+export const SCRAPE_DEPTHS_MS = 2000;
+
+/** The content type of a scrape's answer: Prometheus's text format. */
+export const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8';
 
 /**
  * A depth read stops after this long, waiting for a lock included (Database.queryWithin): a scrape

@@ -1,3 +1,4 @@
+import type { Metrics } from '../common/metrics.js';
 import type { Config } from '../config/config.js';
 import type { SecretCipher } from '../secrets/secret-cipher.js';
 import type { SecretsService } from '../secrets/secrets.service.js';
@@ -40,4 +41,16 @@ export function configuredDispatcher(
         warn(`endpoint ${id} disabled: ${config.notificationsDisableAfter} messages in a row failed`),
     },
   );
+}
+
+/**
+ * The outbox's and the pending messages' depths, read at each scrape of `metrics`: by every process
+ * that serves the notifications (`serve`) or sends them (`serve --role notifications`).
+ */
+export function readNotificationDepths(metrics: Metrics, repo: NotificationsRepository): void {
+  metrics.addDepthReader(async () => {
+    const depths = await repo.depths();
+    metrics.outboxDepth.set(depths.outbox);
+    metrics.messagesPending.set(depths.pending);
+  }, [metrics.outboxDepth, metrics.messagesPending]);
 }

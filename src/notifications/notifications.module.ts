@@ -14,7 +14,7 @@ import { Notifications } from '../database/notifications.js';
 import { SecretCipher } from '../secrets/secret-cipher.js';
 import { SecretsModule } from '../secrets/secrets.module.js';
 import { SecretsService } from '../secrets/secrets.service.js';
-import { configuredDispatcher } from './dispatcher-setup.js';
+import { configuredDispatcher, readNotificationDepths } from './dispatcher-setup.js';
 import { NotificationDispatcher } from './notification-dispatcher.js';
 import { NotificationRetention } from './notification-retention.js';
 import { NotificationEndpoints } from './notification-endpoints.service.js';
@@ -52,11 +52,7 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
       inject: [Database, Metrics],
       useFactory: (db: Database, metrics: Metrics) => {
         const repo = new NotificationsRepository(db);
-        metrics.addDepthReader(async () => {
-          const depths = await repo.depths();
-          metrics.outboxDepth.set(depths.outbox);
-          metrics.messagesPending.set(depths.pending);
-        });
+        readNotificationDepths(metrics, repo);
         return repo;
       },
     },
@@ -96,7 +92,7 @@ class DispatcherLifecycle implements OnApplicationBootstrap, BeforeApplicationSh
           config,
           () => clock.now(),
           (line) => log.warn(line),
-          (outcome) => metrics.notificationAttempts.inc({ outcome }),
+          metrics.countNotificationAttempt,
         );
       },
     },

@@ -3,7 +3,7 @@ import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/auth.guard.js';
 import { ApiJsonOk, schemaRef } from '../common/openapi-decorators.js';
 import { ApiError } from '../common/problem.js';
-import { Metrics } from '../common/metrics.js';
+import { Metrics, PROMETHEUS_TEXT, SCRAPE_DEPTHS_MS } from '../common/metrics.js';
 import { ReadinessRepository } from './readiness.repository.js';
 
 const NOT_READY = ApiResponse({
@@ -11,9 +11,6 @@ const NOT_READY = ApiResponse({
   description: 'Not ready (Retry-After)',
   content: { 'application/problem+json': { schema: schemaRef('Problem') } },
 });
-
-/** How long a scrape waits for the depths from PostgreSQL before it answers without them. */
-const SCRAPE_DEPTHS_MS = 2000;
 
 function notReady(detail: string): ApiError {
   return new ApiError(503, 'service_unavailable', 'Not ready', detail, { retryAfter: 5, retryable: true });
@@ -59,7 +56,7 @@ export class OpsController {
     description: 'Prometheus text format',
     content: { 'text/plain': { schema: { type: 'string' } } },
   })
-  @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
+  @Header('Content-Type', PROMETHEUS_TEXT)
   async scrape() {
     return this.metrics.scrape(SCRAPE_DEPTHS_MS);
   }

@@ -1,8 +1,7 @@
-import { Global, Module } from '@nestjs/common';
-import { Metrics } from '../common/metrics.js';
+import { Module } from '@nestjs/common';
+import { MetricsModule } from '../common/metrics.js';
 import { OpsController } from './ops.controller.js';
 import { ReadinessRepository } from './readiness.repository.js';
 
-@Global()
-@Module({ controllers: [OpsController], providers: [Metrics, ReadinessRepository], exports: [Metrics] })
+@Module({ imports: [MetricsModule], controllers: [OpsController], providers: [ReadinessRepository] })
 export class OpsModule {}

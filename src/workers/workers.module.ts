@@ -69,7 +69,7 @@ class ServiceWorkers implements OnApplicationBootstrap, BeforeApplicationShutdow
         log,
         this.config.workerConcurrency,
         (runId, report, err) => this.log.error(reportFailure(runId, report, err)),
-        (harness, outcome) => this.metrics.harnessStarts.inc({ harness, outcome }),
+        this.metrics.countHarnessStart,
       );
     }
   }

@@ -19,21 +19,39 @@ export function registerServeCommand(program: Command): void {
         'notifications: the notification dispatcher alone (no HTTP), on the database of the others',
       'all',
     )
+    .option(
+      '--metrics <[host:]port>',
+      'with --role notifications: serve GET /metrics (Prometheus) there, on 127.0.0.1 unless a host is given ' +
+        '(the other roles serve it on the API port)',
+    )
     .addHelpText(
       'after',
       '\nExamples:\n  PORT=9000 npx factoryd serve\n' +
         '  DATABASE_URL=postgres://… npx factoryd serve --role api            # API replicas\n' +
-        '  DATABASE_URL=postgres://… npx factoryd serve --role notifications  # as many dispatchers as wanted',
+        '  DATABASE_URL=postgres://… npx factoryd serve --role notifications --metrics 9464  # as many dispatchers as wanted',
     )
     .action(serve);
 }
 
 const ROLES = ['all', 'api', 'notifications'] as const;
 
-async function serve(opts: { role: string }): Promise<void> {
+async function serve(opts: { role: string; metrics?: string }): Promise<void> {
   if (!(ROLES as readonly string[]).includes(opts.role)) {
     process.stderr.write(`factoryd: --role must be one of ${ROLES.join(', ')}, got "${opts.role}"\n`);
     process.exit(2);
+  }
+  if (opts.metrics !== undefined) {
+    const { metricsAddress } = await import('../../ops/metrics-listener.js');
+    try {
+      if (opts.role !== 'notifications')
+        throw new Error(
+          `--metrics is for --role notifications, which serves no HTTP; --role ${opts.role} serves GET /metrics on the API's port`,
+        );
+      metricsAddress(opts.metrics);
+    } catch (err) {
+      process.stderr.write(`factoryd: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
   }
   let config;
   try {
@@ -53,7 +71,7 @@ async function serve(opts: { role: string }): Promise<void> {
       );
       process.exit(2);
     }
-    return serveNotifications();
+    return serveNotifications(opts.metrics);
   }
   // The embedded database belongs to the `serve` that started it: a second one on the same DATA_DIR
   // would run on it, and lose it the moment the first stops.
@@ -136,17 +154,21 @@ async function serve(opts: { role: string }): Promise<void> {
  * them share the work (docs/notifications.md, "Delivery model"). SIGTERM or SIGINT: it stops claiming,
  * finishes and records the attempts in flight, and exits.
  */
-async function serveNotifications(): Promise<void> {
+async function serveNotifications(metricsAt: string | undefined): Promise<void> {
   const [
     { withServices },
+    { Metrics },
+    { listenForMetrics },
     { Database },
     { Notifications },
     { NotificationsRepository },
-    { configuredDispatcher },
+    { configuredDispatcher, readNotificationDepths },
     { SecretCipher },
     { SecretsService },
   ] = await Promise.all([
     import('../context.js'),
+    import('../../common/metrics.js'),
+    import('../../ops/metrics-listener.js'),
     import('../../database/database.js'),
     import('../../database/notifications.js'),
     import('../../notifications/notifications.repository.js'),
@@ -156,23 +178,32 @@ async function serveNotifications(): Promise<void> {
   ]);
   await withServices(async (services, config) => {
     const say = (line: string) => process.stderr.write(`factoryd notifications: ${line}\n`);
+    const repo = new NotificationsRepository(services.get(Database));
+    // Counted only when shown: what `serve` counts of its dispatcher, and the depths it reads.
+    const metrics = metricsAt === undefined ? undefined : new Metrics();
+    if (metrics) readNotificationDepths(metrics, repo);
+    const listener = metrics && (await listenForMetrics(metrics, metricsAt!));
     // The dispatcher `serve` builds (configuredDispatcher), on the services' cipher and secrets; it
     // tells its warnings here, in the process's own lines.
     const dispatcher = configuredDispatcher(
-      new NotificationsRepository(services.get(Database)),
+      repo,
       services.get(SecretCipher),
       services.get(SecretsService),
       config,
       () => new Date(),
       say,
+      metrics?.countNotificationAttempt,
     );
     dispatcher.start(services.get(Notifications));
-    process.stdout.write(`factoryd notifications: dispatcher up (pid ${process.pid})\n`);
+    process.stdout.write(
+      `factoryd notifications: dispatcher up (pid ${process.pid})${listener ? `; metrics at ${listener.url}` : ''}\n`,
+    );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());
     });
     await dispatcher.stop();
+    await listener?.close();
     process.stdout.write('factoryd notifications: stopped\n');
   });
   process.exit(0);

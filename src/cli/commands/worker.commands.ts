@@ -17,6 +17,7 @@ interface WorkerOptions {
   apiKey?: string;
   concurrency?: string;
   backend?: string;
+  metrics?: string;
 }
 
 /** `factoryd worker`: service-hosted slots on the database, or a self-hosted worker over HTTP(S). */
@@ -38,9 +39,13 @@ export function registerWorkerCommands(program: Command): void {
       '--backend <name>',
       'where harnesses run: host (the HARNESS_SANDBOX sandbox) or docker (a container per run; default: WORKER_BACKEND, else host)',
     )
+    .option(
+      '--metrics <[host:]port>',
+      'serve GET /metrics (Prometheus: harness starts, and on the database claims, reaps and the queue) there, on 127.0.0.1 unless a host is given',
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  DATABASE_URL=postgres://… npx factoryd worker --concurrency 8\n' +
+      '\nExamples:\n  DATABASE_URL=postgres://… npx factoryd worker --concurrency 8 --metrics 9464\n' +
         '  npx factoryd worker --worker-host build-box --api https://factoryd.example.com --api-key $KEY',
     )
     .action(runWorker);
@@ -61,6 +66,11 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     startHousekeeping,
     startServiceHostedPool,
   } = await import('../../workers/worker/service-workers.js');
+  const [{ Metrics, MetricsModule }, { listenForMetrics, metricsAddress }] = await Promise.all([
+    import('../../common/metrics.js'),
+    import('../../ops/metrics-listener.js'),
+  ]);
+  if (opts.metrics !== undefined) metricsAddress(opts.metrics); // refused before anything starts
   const concurrency = opts.concurrency ? Number(opts.concurrency) : Math.max(config.workerConcurrency, 1);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 256)
     throw new Error(`--concurrency must be a whole number from 1 to 256, got "${opts.concurrency}"`);
@@ -112,8 +122,11 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
               `the API refused this key for worker host ${opts.workerHost} (HTTP ${err.status}): ${err.detail.replaceAll('--worker-host ID', `--worker-host ${opts.workerHost}`)}`,
         );
       });
+    const metrics = opts.metrics === undefined ? undefined : new Metrics();
+    const listener = metrics && (await listenForMetrics(metrics, opts.metrics!));
     const pool = new WorkerPool(narratedBackend(backend, told), {
       ...executionOptions(config, workspaceRoot, harnesses, lines, true, reportFailed),
+      onHarnessStart: metrics?.countHarnessStart,
       concurrency,
       // Follow-ups and cancels arrive with these polls, so they are frequent.
       heartbeatMs: Math.min(1000, heartbeatMs(config)),
@@ -122,9 +135,11 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     });
     pool.start();
     process.stdout.write(
-      `factoryd worker ${workerId}: self-hosted "${served.worker_host}" of team ${served.team.name} → ${api}\n`,
+      `factoryd worker ${workerId}: self-hosted "${served.worker_host}" of team ${served.team.name} → ${api}` +
+        `${listener ? `; metrics at ${listener.url}` : ''}\n`,
     );
     await stopOnSignal(pool, told);
+    await listener?.close();
     return;
   }
   // Checked before the database starts: a backend that cannot run stops the start in one line.
@@ -152,6 +167,10 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
         `factoryd worker: ${harnesses.description.replaceAll('\n', '\nfactoryd worker: ')}\n`,
       );
       void reportHarnessNetwork(cfg, workspaces, lines);
+      // Provided (MetricsModule) only with --metrics: the run queue counts claims and reaps, and reads
+      // its depths, into it.
+      const metrics = opts.metrics === undefined ? undefined : services.get(Metrics);
+      const listener = metrics && (await listenForMetrics(metrics, opts.metrics!));
       const pool = startServiceHostedPool(
         db,
         service,
@@ -162,13 +181,21 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
         lines,
         concurrency,
         reportFailed,
+        metrics?.countHarnessStart,
       );
-      process.stdout.write(`factoryd worker: ${concurrency} service-hosted slot(s)\n`);
+      process.stdout.write(
+        `factoryd worker: ${concurrency} service-hosted slot(s)${listener ? `; metrics at ${listener.url}` : ''}\n`,
+      );
       await stopOnSignal(pool, (line) => process.stdout.write(`factoryd worker: ${line}\n`));
+      await listener?.close();
       await housekeeping.stop();
       await wakeups.close();
     },
-    { config, logLevels: ['error', 'warn'], modules: [WorkerRunsModule] },
+    {
+      config,
+      logLevels: ['error', 'warn'],
+      modules: [...(opts.metrics === undefined ? [] : [MetricsModule]), WorkerRunsModule],
+    },
   );
 }
 

@@ -108,7 +108,7 @@ export class WorkerRunsService {
     this.artifacts = new RunArtifacts(db);
     this.usage = new RunUsageRepository(db);
     this.skills = new SkillResolver(this.queue);
-    metrics?.addDepthReader(() => this.readDepths(metrics));
+    metrics?.addDepthReader(() => this.readDepths(metrics), [metrics.runsByState, metrics.runsOverdue]);
   }
 
   /** The queue's depths into the metrics' gauges (every state and kind of worker, zero included). */
