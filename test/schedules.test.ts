@@ -220,6 +220,13 @@ describe('firing', () => {
     });
     await fire(t, '2030-02-01T09:00:30Z');
     expect(await runsOf(s.id)).toHaveLength(1);
+    // A run whose caller wrote the schedule's id into its metadata is not one the schedule started.
+    const lookalike = await t.call('POST', '/api/v1/agent/runs', {
+      prompt: 'Me too',
+      metadata: { schedule_id: s.id },
+    });
+    expect(lookalike.status).toBe(200);
+    expect((await runsOf(s.id)).map((r) => r.run_id)).toEqual([run.run_id]);
     await t.call('DELETE', `/api/v1/agent/schedules/${s.id}`);
   });
 

@@ -48,7 +48,7 @@ interface RunFilter<T> {
 const filter = <T>(f: RunFilter<T>): RunFilter<T> => f;
 
 /**
- * A metadata key the service stamps (automation_id, factory_uid, schedule_id) equal to the parameter.
+ * A metadata key the service stamps (automation_id, schedule_id) equal to the parameter.
  * As containment, so the `runs_metadata` GIN index finds the runs: compared as `metadata->>key`, a
  * value no run has walked all of a team's runs (4.2 s at 10M runs).
  */
@@ -206,8 +206,13 @@ const RUN_FILTERS = {
       `EXISTS (SELECT 1 FROM run_artifacts a
                 WHERE a.run_id = r.id AND a.team_id = r.team_id AND a.artifact_type = ${p(v)})`,
   }),
-  // Stamped on the runs a schedule started (metadata schedule_id).
-  scheduleId: stamped('schedule_id', 'schedule_id'),
+  // The runs a schedule started: found through their metadata stamp (the runs_metadata index), kept
+  // only if the schedule fired them (their `schedule`), so a caller's metadata.schedule_id is not one.
+  scheduleId: filter<string>({
+    parse: (q) => q.one('schedule_id'),
+    where: (v, p) =>
+      `${stamped('schedule_id', 'schedule_id').where(v, p)} AND r.schedule->>'schedule_id' = ${p(v)}`,
+  }),
   // The Oz clients' other filters (docs/run-api.md, "List runs").
   // Every run, descendants included, whose chain of parent_run_id reaches the ancestor.
   ancestorRunId: filter<string>({
@@ -222,7 +227,7 @@ const RUN_FILTERS = {
         UNION SELECT c.id FROM runs c JOIN d ON c.parent_run_id = d.id WHERE c.team_id = $1)
       SELECT id FROM d)`,
   }),
-  // Stamped on the runs an automation or a factory started (metadata automation_id, factory_uid).
+  // Stamped on the runs an automation started (metadata automation_id).
   automationId: stamped('automation_id', 'automation_id'),
   // The factory whose agent executed the run (never the caller's metadata).
   factoryUid: filter<string[]>({
