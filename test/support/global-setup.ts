@@ -7,7 +7,7 @@ import { buildIfStale } from '../../bin/build-if-stale.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { browserMissing } from '../dashboard/browser-check.js';
 import { asksPassword } from './password.js';
-import { bwrapMissing } from './sandbox-check.js';
+import { bwrapMissing, unconfinedHere } from './sandbox-check.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -54,6 +54,10 @@ function announce(): void {
     browserMissing() ? `The dashboard's browser tests are skipped: ${browserMissing()}.` : '',
     bwrapMissing()
       ? `The tests of the bwrap sandbox are skipped, each saying why: ${bwrapMissing()} (Debian's package: bubblewrap).`
+      : '',
+    unconfinedHere()
+      ? `Nothing confines harnesses here (${unconfinedHere()}): the service's own workers refuse to run harnesses ` +
+        'once it holds two teams (docs/security.md, "none"), so the tests that have them do so FAIL; install bubblewrap to run them.'
       : '',
     !process.env.DATABASE_URL || asksPassword(process.env.DATABASE_URL)
       ? 'One database-cuts test (a cut as a new connection is handed out) is skipped: it needs a server that trusts the connection, ' +
