@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -28,7 +28,7 @@ describe('a managed repository and the identity of the person who commits in it'
     gitconfig: string,
   ): Promise<{ dir: string; person: (...args: string[]) => string }> {
     const home = join(root, `home-${++n}`);
-    execFileSync('mkdir', ['-p', home]);
+    mkdirSync(home);
     writeFileSync(join(home, '.gitconfig'), gitconfig);
     process.env.HOME = home;
     process.env.GIT_CONFIG_NOSYSTEM = '1';

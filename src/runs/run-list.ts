@@ -58,6 +58,8 @@ const stamped = (param: string, key: string) =>
     where: (v, p) => `r.metadata @> ${p(JSON.stringify({ [key]: v }))}::jsonb`,
   });
 
+const scheduleStamp = stamped('schedule_id', 'schedule_id');
+
 /** A parameter compared for equality with one column. */
 const equals = (param: string, column: string) =>
   filter<string>({ parse: (q) => q.one(param), where: (v, p) => `${column} = ${p(v)}` });
@@ -210,8 +212,7 @@ const RUN_FILTERS = {
   // only if the schedule fired them (their `schedule`), so a caller's metadata.schedule_id is not one.
   scheduleId: filter<string>({
     parse: (q) => q.one('schedule_id'),
-    where: (v, p) =>
-      `${stamped('schedule_id', 'schedule_id').where(v, p)} AND r.schedule->>'schedule_id' = ${p(v)}`,
+    where: (v, p) => `${scheduleStamp.where(v, p)} AND r.schedule->>'schedule_id' = ${p(v)}`,
   }),
   // The Oz clients' other filters (docs/run-api.md, "List runs").
   // Every run, descendants included, whose chain of parent_run_id reaches the ancestor.

@@ -45,6 +45,9 @@ export default async function setup(project: TestProject) {
  * skipped test shows only as a count.
  */
 function announce(): void {
+  // Each probe spawns bwrap: once each.
+  const noBwrap = bwrapMissing();
+  const unconfined = unconfinedHere();
   const lines = [
     `factoryd tests on ${process.env.DATABASE_URL ? 'DATABASE_URL' : 'a throwaway embedded PostgreSQL'}: ` +
       'two files at a time, each on its own database; a file is reported when it ends (the longest take about a minute).',
@@ -52,11 +55,11 @@ function announce(): void {
       ? `TEST_REDIS_URL=${process.env.TEST_REDIS_URL}: the rate-limit tests also run on Redis.`
       : 'TEST_REDIS_URL unset: the rate-limit tests on Redis are skipped (set TEST_REDIS_URL=redis://127.0.0.1:6379 to run them).',
     browserMissing() ? `The dashboard's browser tests are skipped: ${browserMissing()}.` : '',
-    bwrapMissing()
-      ? `The tests of the bwrap sandbox are skipped, each saying why: ${bwrapMissing()} (Debian's package: bubblewrap).`
+    noBwrap
+      ? `The tests of the bwrap sandbox are skipped, each saying why: ${noBwrap} (Debian's package: bubblewrap).`
       : '',
-    unconfinedHere()
-      ? `Nothing confines harnesses here (${unconfinedHere()}): the service's own workers refuse to run harnesses ` +
+    unconfined
+      ? `Nothing confines harnesses here (${unconfined}): the service's own workers refuse to run harnesses ` +
         'once it holds two teams (docs/security.md, "none"), so the tests that have them do so FAIL; install bubblewrap to run them.'
       : '',
     !process.env.DATABASE_URL || asksPassword(process.env.DATABASE_URL)
