@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import {
   copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -31,12 +32,15 @@ import { eventually } from './support/eventually.js';
  * `git commit` is tried as a newcomer would run it.
  *
  * Two things differ from a person's machine, each said where it happens: `npm ci` is not run again
- * (the copy shares this checkout's installed node_modules and built dist, its files keep their times
- * so that `npm start`'s own build step finds dist up to date, as `npm test` has just built it), and the service listens on a
+ * (the copy shares this checkout's installed node_modules and takes a copy of its built dist, its files
+ * keep their times so that `npm start`'s own build step finds dist up to date, as `npm test` has just
+ * built it), and the service listens on a
  * free port rather than 8080, so the README's `127.0.0.1:8080` is read as that port.
  */
 
 const README = readFileSync(fromRoot('README.md'), 'utf8');
+/** Built from schemas/ and not tracked by git: a fresh clone makes it in its first build. */
+const CONTRACT = join('src', 'contract', 'generated.ts');
 
 /** The fenced ```sh blocks of the README's walkthrough section, in order. */
 function walkthroughBlocks(): string[] {
@@ -124,9 +128,13 @@ describe.skipIf(!hasCurl)(
         const { atime, mtime } = statSync(fromRoot(file));
         utimesSync(join(dir, file), atime, mtime);
       }
-      // What `npm ci && npm run build` leave in it, shared with this checkout instead of made again.
+      // What `npm ci && npm run build` leave in it, taken from this checkout instead of made again:
+      // node_modules shared; the generated contract and dist copied with their times, so nothing in
+      // the copy is newer than its build. A build there writes only the copy's own dist (a shared one
+      // was rewritten under the other test files' processes while they imported it).
       symlinkSync(fromRoot('node_modules'), join(dir, 'node_modules'));
-      symlinkSync(fromRoot('dist'), join(dir, 'dist'));
+      cpSync(fromRoot(CONTRACT), join(dir, CONTRACT), { preserveTimestamps: true });
+      cpSync(fromRoot('dist'), join(dir, 'dist'), { recursive: true, preserveTimestamps: true });
       port = await freePort();
       home = mkdtempSync(join(tmpdir(), 'factoryd-readme-home-'));
       writeFileSync(join(home, '.gitconfig'), '[user]\n\tuseConfigOnly = true\n');
@@ -185,6 +193,8 @@ describe.skipIf(!hasCurl)(
         { timeoutMs: 120_000, intervalMs: 100 },
       );
       expect(serverOut).toContain('first-start-credentials.txt');
+      // The copy's dist was up to date: its build step built nothing (bin/build-if-stale.js says so).
+      expect(serverOut).not.toMatch(/^building /m);
     }, 130_000);
 
     let hook = '';
