@@ -1,5 +1,16 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -353,6 +364,42 @@ describe('factoryd worker --worker-host checks its key when it starts', () => {
   });
 });
 
+describe('factoryd worker --worker-host keeps its workspaces in a folder of its own user', () => {
+  /** A worker started with `tmp` as TMPDIR, once it exited: its code and what it printed. */
+  async function startIn(tmp: string): Promise<{ code: unknown; output: string }> {
+    const w = worker(await selfHosted('box-folder'), { TMPDIR: tmp });
+    const code = await new Promise((r) => w.once('exit', r));
+    return { code, output: w.output() };
+  }
+
+  it('stops at its start where the folder is a link, naming it, and leaves what it points to as it was', async () => {
+    const tmp = mkdtempSync(join(dataDir, 'tmp-link-'));
+    const elsewhere = mkdtempSync(join(dataDir, 'elsewhere-'));
+    chmodSync(elsewhere, 0o700);
+    symlinkSync(elsewhere, join(tmp, `factoryd-workspaces-${process.getuid!()}`));
+    const { code, output } = await startIn(tmp);
+    expect(code).not.toBe(0);
+    expect(output).toContain(`${tmp}/factoryd-workspaces-${process.getuid!()} is a symbolic link`);
+    expect(statSync(elsewhere).mode & 0o777).toBe(0o700);
+    expect(readdirSync(elsewhere)).toEqual([]);
+  });
+
+  const asRoot = process.getuid?.() === 0;
+  it.skipIf(!asRoot)(
+    `stops at its start where another user made the folder first ${asRoot ? '' : '(skipped: making a folder of another user needs root)'}`,
+    async () => {
+      const tmp = mkdtempSync(join(dataDir, 'tmp-taken-'));
+      const taken = join(tmp, `factoryd-workspaces-${process.getuid!()}`);
+      mkdirSync(taken, { mode: 0o777 });
+      chownSync(taken, 65534, 65534);
+      const { code, output } = await startIn(tmp);
+      expect(code).not.toBe(0);
+      expect(output).toContain(`${taken} is a folder of uid 65534, not a folder of this user's`);
+      expect(readdirSync(taken)).toEqual([]);
+    },
+  );
+});
+
 /** A run for a self-hosted host on `api`, once it ended. */
 async function runToEnd(prompt: string, host: string, api: TestService): Promise<any> {
   const id = await create({ prompt, config: { worker_host: host } }, undefined, api);
@@ -450,7 +497,7 @@ describe('restarts', () => {
       const env = { WORKER_LEASE_SECONDS: '60' };
       const args = await selfHosted('box-k', api);
       const first = worker(args, env);
-      const firstFolder = join(dataDir, 'factoryd-workspaces', await first.id());
+      const firstFolder = join(dataDir, `factoryd-workspaces-${process.getuid!()}`, await first.id());
       const old = await create(
         { prompt: 'Long\n/wait 120', config: { worker_host: 'box-k' } },
         undefined,
@@ -476,7 +523,7 @@ describe('restarts', () => {
         api,
       );
       await runIn(held, ['INPROGRESS'], undefined, api);
-      const secondFolder = join(dataDir, 'factoryd-workspaces', await second.id());
+      const secondFolder = join(dataDir, `factoryd-workspaces-${process.getuid!()}`, await second.id());
       second.kill('SIGTERM');
       await new Promise((r) => second.once('exit', r));
       const stopped = await runIn(held, ['ERROR', 'SUCCEEDED', 'FAILED'], undefined, api);

@@ -1,5 +1,4 @@
-import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { newUid } from '../../common/ids.js';
 import { loadConfig } from '../../config/config.js';
@@ -62,6 +61,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     heartbeatMs,
     reportFailure,
     reportHarnessNetwork,
+    selfHostedWorkspaceRoot,
     serviceWorkspaceRoot,
     startHousekeeping,
     startServiceHostedPool,
@@ -93,7 +93,7 @@ async function runWorker(opts: WorkerOptions): Promise<void> {
     if (opts.apiKey) process.title = 'factoryd worker';
     const api = `${serviceRootOf(opts.api)}/api/v1`;
     const workerId = `${hostname()}-${process.pid}-${newUid().slice(0, 8)}`;
-    const workspaceRoot = join(tmpdir(), 'factoryd-workspaces');
+    const workspaceRoot = selfHostedWorkspaceRoot();
     process.stderr.write(
       `factoryd worker: harness sandbox: ${harnessSandbox(config, workspaceRoot).description}\n`,
     );

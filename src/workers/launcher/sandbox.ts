@@ -401,8 +401,7 @@ function prepareWorkspaceRoot(
   dataDir: string,
   user: { uid: number; gid: number } | undefined,
 ): void {
-  mkdirSync(workspaceRoot, { recursive: true, mode: 0o711 });
-  chmodSync(workspaceRoot, 0o711);
+  ownFolder(workspaceRoot, 0o711);
   if (!user || !(workspaceRoot + sep).startsWith(dataDir + sep)) return;
   for (let dir = dirname(workspaceRoot); (dir + sep).startsWith(dataDir + sep); dir = dirname(dir))
     chmodSync(dir, (statSync(dir).mode & 0o700) | 0o011);
@@ -512,9 +511,33 @@ export function egressRoot(): string {
     process.getuid?.() === 0
       ? join(ROOT_STATE_DIR, 'egress')
       : join(tmpdir(), `factoryd-egress-${process.getuid?.()}`);
-  mkdirSync(dir, { recursive: true, mode: 0o711 });
-  chmodSync(dir, 0o711);
+  ownFolder(dir, 0o711);
   return dir;
+}
+
+/**
+ * `dir` made, or found as a folder of this process's user, then set to `mode`. In a shared TMPDIR
+ * another user may have made the name first, or made it a link to a folder of ours elsewhere: the
+ * chmod would fail with a bare EPERM, or open that other folder to the harnesses. Refused, saying so.
+ */
+function ownFolder(dir: string, mode: number): void {
+  mkdirSync(dir, { recursive: true, mode });
+  const found = lstatSync(dir);
+  const uid = process.getuid?.();
+  const wrong = found.isSymbolicLink()
+    ? 'a symbolic link'
+    : !found.isDirectory()
+      ? 'not a folder'
+      : uid !== undefined && found.uid !== uid
+        ? `a folder of uid ${found.uid}`
+        : undefined;
+  if (wrong)
+    throw new Error(
+      `${dir} is ${wrong}, not a folder of this user's (uid ${uid}): factoryd keeps harness workspaces ` +
+        'and sockets only in folders it made itself. Remove it, or start with TMPDIR (DATA_DIR for the ' +
+        'service) set to a folder of your own',
+    );
+  chmodSync(dir, mode);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ConfigError, type Config } from '../../config/config.js';
 import { newUid } from '../../common/ids.js';
@@ -298,6 +298,14 @@ export function serviceWorkspaceRoot(config: Config): string {
   const id = createHash('sha256').update(resolve(config.dataDir)).digest('hex').slice(0, 16);
   mkdirSync(ROOT_WORKSPACES_DIR, { recursive: true, mode: 0o755 });
   return join(ROOT_WORKSPACES_DIR, id);
+}
+
+/**
+ * A self-hosted worker's workspaces: its user's own folder under TMPDIR (a shared /tmp holds every
+ * user's, and a name without the uid went to whichever user's worker came first).
+ */
+export function selfHostedWorkspaceRoot(): string {
+  return join(tmpdir(), `factoryd-workspaces-${process.getuid?.() ?? 'user'}`);
 }
 
 export interface Housekeeping {
