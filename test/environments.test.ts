@@ -16,6 +16,7 @@ import { baseFactory, serveOverGit, TestRepo } from './support/git-repo.js';
 import { GitHttpServer } from './support/git-http-server.js';
 import { eventually } from './support/eventually.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
+import { twoTeamsNote, twoTeamsRefused } from './support/sandbox-check.js';
 
 // Environments on real git servers on loopback: a public repository over git:// (`git daemon`), a
 // private one over https (`git http-backend` behind basic auth). The service's own workers prepare
@@ -151,7 +152,7 @@ afterAll(async () => {
   delete process.env.GIT_SSL_CAINFO;
 });
 
-describe('environments prepare the workspace', () => {
+describe.skipIf(twoTeamsRefused)(`environments prepare the workspace${twoTeamsNote}`, () => {
   it('clones a public and a private repository at their ref and branch, runs the setup there, sets variables and secrets', async () => {
     const {
       run: r,
@@ -270,7 +271,7 @@ describe('environments prepare the workspace', () => {
   });
 });
 
-describe('a cancel during the setup', () => {
+describe.skipIf(twoTeamsRefused)(`a cancel during the setup${twoTeamsNote}`, () => {
   it('stops the setup command at once and the run ends CANCELLED', async () => {
     const res = await t.call('POST', '/api/v1/agent/runs', {
       prompt: '{}',
@@ -299,7 +300,7 @@ describe('a cancel during the setup', () => {
   });
 });
 
-describe('two teams on one worker', () => {
+describe.skipIf(twoTeamsRefused)(`two teams on one worker${twoTeamsNote}`, () => {
   it("never reach each other's cached objects: not by naming the URL, not by path", async () => {
     const config = t.service.app.get<Config>(CONFIG);
     const cache = join(serviceWorkspaceRoot(config), '.repository-cache');
@@ -331,154 +332,159 @@ describe('two teams on one worker', () => {
   });
 });
 
-describe("local repositories an environment names: the policy of factories' repositories (issue #32, 2)", () => {
-  const SECRET = 'Acme payroll secret';
-  const TOOLS = 'acme tools, bound root';
-  const scratch = mkdtempSync(join(tmpdir(), 'factoryd-env-raid-'));
-  const gitIn = (dir: string, ...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.com', ...args], {
-      cwd: dir,
-      encoding: 'utf8',
-    }).trim();
-  /** A repository of team other's own, under the shared root, with what `plant` does to it. */
-  const evilRepo = (plant: (gitDir: string) => void) => {
-    const repo = new TestRepo();
-    factories.push(repo);
-    repo.commit({ 'evil.txt': 'evil own\n' });
-    plant(join(repo.dir, '.git'));
-    return repo.dir;
-  };
-  /** A factory of `teamId` with nothing but these environments, each a local repository at `path: repo`. */
-  const environments = (teamId: string, name: string, urls: Record<string, string>) =>
-    factory(teamId, name, {
-      'factory.yaml': `schemaVersion: v1alpha1\nname: ${name}\ndescription: local repositories\n`,
-      [`agents/${name}-lead/agent.md`]: '---\nagentType: FOREMAN\ndescription: Leads\n---\nLead.\n',
-      ...Object.fromEntries(
-        Object.entries(urls).map(([env, url]) => [
-          `environments/${env}.yaml`,
-          `repositories:\n  - url: ${url}\n    path: repo\n`,
-        ]),
-      ),
-    });
-  let acme: string;
-  let acmeHead: string;
-  let tools: string;
-  let own: string;
-  let acmeGit: string;
-  const managed =
-    /is the managed repository of another team's factory: a team names in its environments only its own repositories/;
-  /** Each way team other names team default's repositories: how, the path (made in beforeAll), the refusal. */
-  const raids: Array<[string, () => string, RegExp]> = [
-    ["team default's managed repository, by its path", () => acme, managed],
-    [
-      'a folder under the shared root whose .git file names it',
-      () => {
-        const dir = join(scratch, 'gitfile');
-        mkdirSync(dir);
-        writeFileSync(join(dir, '.git'), `gitdir: ${acmeGit}\n`);
-        return dir;
-      },
-      managed,
-    ],
-    [
-      'a symbolic link to it under the shared root',
-      () => {
-        const link = join(scratch, 'link');
-        symlinkSync(acme, link);
-        return link;
-      },
-      managed,
-    ],
-    [
-      'its own repository with a .git/.git file naming it',
-      () => evilRepo((g) => writeFileSync(join(g, '.git'), `gitdir: ${acmeGit}\n`)),
-      /\.git\/\.git is a \.git file inside the git data of .*: git would take it for the repository/,
-    ],
-    [
-      'its own repository whose .git/objects and refs/heads are links into it',
-      () =>
-        evilRepo((g) => {
-          for (const part of ['objects', join('refs', 'heads')]) {
-            rmSync(join(g, part), { recursive: true, force: true });
-            symlinkSync(join(acmeGit, part), join(g, part));
-          }
-        }),
-      /is a symbolic link \(to .*\): git would read whatever it leads to as this repository/,
-    ],
-    [
-      'a repository under the root bound to team default',
-      () => tools,
-      /which FACTORY_REPO_ROOTS gives to the team default alone: a team names in its environments only repositories under its own roots/,
-    ],
-  ];
+describe.skipIf(twoTeamsRefused)(
+  `local repositories an environment names: the policy of factories' repositories (issue #32, 2)${twoTeamsNote}`,
+  () => {
+    const SECRET = 'Acme payroll secret';
+    const TOOLS = 'acme tools, bound root';
+    const scratch = mkdtempSync(join(tmpdir(), 'factoryd-env-raid-'));
+    const gitIn = (dir: string, ...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.com', ...args], {
+        cwd: dir,
+        encoding: 'utf8',
+      }).trim();
+    /** A repository of team other's own, under the shared root, with what `plant` does to it. */
+    const evilRepo = (plant: (gitDir: string) => void) => {
+      const repo = new TestRepo();
+      factories.push(repo);
+      repo.commit({ 'evil.txt': 'evil own\n' });
+      plant(join(repo.dir, '.git'));
+      return repo.dir;
+    };
+    /** A factory of `teamId` with nothing but these environments, each a local repository at `path: repo`. */
+    const environments = (teamId: string, name: string, urls: Record<string, string>) =>
+      factory(teamId, name, {
+        'factory.yaml': `schemaVersion: v1alpha1\nname: ${name}\ndescription: local repositories\n`,
+        [`agents/${name}-lead/agent.md`]: '---\nagentType: FOREMAN\ndescription: Leads\n---\nLead.\n',
+        ...Object.fromEntries(
+          Object.entries(urls).map(([env, url]) => [
+            `environments/${env}.yaml`,
+            `repositories:\n  - url: ${url}\n    path: repo\n`,
+          ]),
+        ),
+      });
+    let acme: string;
+    let acmeHead: string;
+    let tools: string;
+    let own: string;
+    let acmeGit: string;
+    const managed =
+      /is the managed repository of another team's factory: a team names in its environments only its own repositories/;
+    /** Each way team other names team default's repositories: how, the path (made in beforeAll), the refusal. */
+    const raids: Array<[string, () => string, RegExp]> = [
+      ["team default's managed repository, by its path", () => acme, managed],
+      [
+        'a folder under the shared root whose .git file names it',
+        () => {
+          const dir = join(scratch, 'gitfile');
+          mkdirSync(dir);
+          writeFileSync(join(dir, '.git'), `gitdir: ${acmeGit}\n`);
+          return dir;
+        },
+        managed,
+      ],
+      [
+        'a symbolic link to it under the shared root',
+        () => {
+          const link = join(scratch, 'link');
+          symlinkSync(acme, link);
+          return link;
+        },
+        managed,
+      ],
+      [
+        'its own repository with a .git/.git file naming it',
+        () => evilRepo((g) => writeFileSync(join(g, '.git'), `gitdir: ${acmeGit}\n`)),
+        /\.git\/\.git is a \.git file inside the git data of .*: git would take it for the repository/,
+      ],
+      [
+        'its own repository whose .git/objects and refs/heads are links into it',
+        () =>
+          evilRepo((g) => {
+            for (const part of ['objects', join('refs', 'heads')]) {
+              rmSync(join(g, part), { recursive: true, force: true });
+              symlinkSync(join(acmeGit, part), join(g, part));
+            }
+          }),
+        /is a symbolic link \(to .*\): git would read whatever it leads to as this repository/,
+      ],
+      [
+        'a repository under the root bound to team default',
+        () => tools,
+        /which FACTORY_REPO_ROOTS gives to the team default alone: a team names in its environments only repositories under its own roots/,
+      ],
+    ];
 
-  beforeAll(async () => {
-    // Team default's managed repository, with what team other is after.
-    const { factory: payroll } = await t.service.app.get(ManagedFactories).create({
-      team: t.defaultTeam,
-      name: 'payroll',
-      branch: 'main',
-      author: { name: 'Setup', email: 'setup@example.com' },
+    beforeAll(async () => {
+      // Team default's managed repository, with what team other is after.
+      const { factory: payroll } = await t.service.app.get(ManagedFactories).create({
+        team: t.defaultTeam,
+        name: 'payroll',
+        branch: 'main',
+        author: { name: 'Setup', email: 'setup@example.com' },
+      });
+      acme = payroll.repoUrl;
+      writeFileSync(join(acme, 'PAYROLL.md'), `${SECRET}\n`);
+      gitIn(acme, 'add', '-A');
+      gitIn(acme, 'commit', '--quiet', '-m', 'payroll');
+      acmeHead = gitIn(acme, 'rev-parse', 'HEAD');
+      acmeGit = join(acme, '.git');
+      // A repository under the root bound to team default.
+      tools = join(boundRoot, 'tools');
+      mkdirSync(tools);
+      gitIn(tools, 'init', '--quiet', '--initial-branch=main');
+      writeFileSync(join(tools, 'TOOLS.md'), `${TOOLS}\n`);
+      gitIn(tools, 'add', '-A');
+      gitIn(tools, 'commit', '--quiet', '-m', 'tools');
+      own = evilRepo(() => undefined);
+      await environments(
+        other.team.id,
+        'raid',
+        Object.fromEntries([...raids.map(([, path], i) => [`raid-${i}`, path()]), ['mine', own]]),
+      );
+      await environments(t.defaultTeam.id, 'tooling', { tools });
     });
-    acme = payroll.repoUrl;
-    writeFileSync(join(acme, 'PAYROLL.md'), `${SECRET}\n`);
-    gitIn(acme, 'add', '-A');
-    gitIn(acme, 'commit', '--quiet', '-m', 'payroll');
-    acmeHead = gitIn(acme, 'rev-parse', 'HEAD');
-    acmeGit = join(acme, '.git');
-    // A repository under the root bound to team default.
-    tools = join(boundRoot, 'tools');
-    mkdirSync(tools);
-    gitIn(tools, 'init', '--quiet', '--initial-branch=main');
-    writeFileSync(join(tools, 'TOOLS.md'), `${TOOLS}\n`);
-    gitIn(tools, 'add', '-A');
-    gitIn(tools, 'commit', '--quiet', '-m', 'tools');
-    own = evilRepo(() => undefined);
-    await environments(
-      other.team.id,
-      'raid',
-      Object.fromEntries([...raids.map(([, path], i) => [`raid-${i}`, path()]), ['mine', own]]),
+    afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+    it.each(raids.map(([how, , reason], i) => [how, i, reason] as const))(
+      'refuses %s, with the rule and never its content',
+      async (how, i, reason) => {
+        const { run: r, conversation } = await run(`raid-${i}`, { read: ['repo/PAYROLL.md'] }, other.key);
+        expect(r.state).toBe('FAILED');
+        expect(r.status_message.error_code).toBe('environment_setup_failed');
+        expect(r.status_message.message).toMatch(/^Repository 1 \(\/.*\) is refused: /);
+        expect(r.status_message.message).toMatch(reason);
+        const said = JSON.stringify({ r, conversation });
+        for (const content of [SECRET, TOOLS, acmeHead]) expect(said).not.toContain(content);
+      },
     );
-    await environments(t.defaultTeam.id, 'tooling', { tools });
-  });
-  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-  it.each(raids.map(([how, , reason], i) => [how, i, reason] as const))(
-    'refuses %s, with the rule and never its content',
-    async (how, i, reason) => {
-      const { run: r, conversation } = await run(`raid-${i}`, { read: ['repo/PAYROLL.md'] }, other.key);
-      expect(r.state).toBe('FAILED');
-      expect(r.status_message.error_code).toBe('environment_setup_failed');
-      expect(r.status_message.message).toMatch(/^Repository 1 \(\/.*\) is refused: /);
-      expect(r.status_message.message).toMatch(reason);
-      const said = JSON.stringify({ r, conversation });
-      for (const content of [SECRET, TOOLS, acmeHead]) expect(said).not.toContain(content);
-    },
-  );
+    it("left nothing of team default's in team other's mirrors", () => {
+      const config = t.service.app.get<Config>(CONFIG);
+      const mirrors = join(serviceWorkspaceRoot(config), '.repository-cache', 'teams', other.team.id);
+      for (const mirror of existsSync(mirrors) ? readdirSync(mirrors) : [])
+        expect(spawnSync('git', ['-C', join(mirrors, mirror), 'cat-file', '-e', acmeHead]).status).not.toBe(
+          0,
+        );
+    });
 
-  it("left nothing of team default's in team other's mirrors", () => {
-    const config = t.service.app.get<Config>(CONFIG);
-    const mirrors = join(serviceWorkspaceRoot(config), '.repository-cache', 'teams', other.team.id);
-    for (const mirror of existsSync(mirrors) ? readdirSync(mirrors) : [])
-      expect(spawnSync('git', ['-C', join(mirrors, mirror), 'cat-file', '-e', acmeHead]).status).not.toBe(0);
-  });
+    it("clones a team's own local repositories: under the shared root, and under its bound root for its own team only", async () => {
+      const mine = await run('mine', { read: ['repo/evil.txt'], git: ['repo'] }, other.key);
+      expect(mine.run.state).toBe('SUCCEEDED');
+      expect(mine.found.files['repo/evil.txt']).toBe('evil own\n');
+      expect(mine.found.heads.repo).toBe(gitIn(own, 'rev-parse', 'HEAD'));
+      const bound = await run('tools', { read: ['repo/TOOLS.md'] });
+      expect(bound.run.state).toBe('SUCCEEDED');
+      expect(bound.found.files['repo/TOOLS.md']).toBe(`${TOOLS}\n`);
+      // A second run fetches into the mirror the first made (from the git directory checked again).
+      gitIn(tools, 'commit', '--quiet', '--allow-empty', '-m', 'two');
+      const again = await run('tools', { git: ['repo'] });
+      expect(again.found.heads.repo).toBe(gitIn(tools, 'rev-parse', 'HEAD'));
+    });
+  },
+);
 
-  it("clones a team's own local repositories: under the shared root, and under its bound root for its own team only", async () => {
-    const mine = await run('mine', { read: ['repo/evil.txt'], git: ['repo'] }, other.key);
-    expect(mine.run.state).toBe('SUCCEEDED');
-    expect(mine.found.files['repo/evil.txt']).toBe('evil own\n');
-    expect(mine.found.heads.repo).toBe(gitIn(own, 'rev-parse', 'HEAD'));
-    const bound = await run('tools', { read: ['repo/TOOLS.md'] });
-    expect(bound.run.state).toBe('SUCCEEDED');
-    expect(bound.found.files['repo/TOOLS.md']).toBe(`${TOOLS}\n`);
-    // A second run fetches into the mirror the first made (from the git directory checked again).
-    gitIn(tools, 'commit', '--quiet', '--allow-empty', '-m', 'two');
-    const again = await run('tools', { git: ['repo'] });
-    expect(again.found.heads.repo).toBe(gitIn(tools, 'rev-parse', 'HEAD'));
-  });
-});
-
-describe('environments over the API', () => {
+describe.skipIf(twoTeamsRefused)(`environments over the API${twoTeamsNote}`, () => {
   it('creates, reads, replaces and deletes the file of a managed factory; a repository-backed one answers 409', async () => {
     const { factory } = await t.service.app.get(ManagedFactories).create({
       team: t.defaultTeam,

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageProgramCommand } from '../src/workers/launcher/harness-programs.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
+import { twoTeamsNote, twoTeamsRefused } from './support/sandbox-check.js';
 
 // A continued run's next execution receives, in its workspace under handoff/, the files its previous
 // execution left as handoff (test/fixtures/handoff-harness.mjs answers with what it found), and only its own.
@@ -28,7 +29,7 @@ async function runTwice(prompt: string, key?: string) {
   return { id, second };
 }
 
-describe('handoff files reach the next execution', () => {
+describe.skipIf(twoTeamsRefused)(`handoff files reach the next execution${twoTeamsNote}`, () => {
   it("puts what execution 1 left under handoff/ in execution 2's workspace, and no other team's", async () => {
     const { key } = await t.newTeam('handoff-other', ['runs:read', 'runs:write']);
     const mine = await runTwice('Leave notes');

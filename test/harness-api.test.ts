@@ -12,6 +12,7 @@ import { runIn, startTestService, type TestService } from './support/service.js'
 import type { TeamRef } from '../src/auth/auth-context.js';
 import { WorkerRunsService } from '../src/workers/queue/worker-runs.service.js';
 import { python } from './oz-wire/support.js';
+import { twoTeamsNote, twoTeamsRefused } from './support/sandbox-check.js';
 
 // The API real harnesses give meaning to (models, interrupt, transcript, token usage), driven end to
 // end: the real service, a service-hosted worker and a scripted harness speaking the protocol
@@ -67,108 +68,114 @@ async function transcript(runId: string): Promise<string> {
 }
 
 describe('interrupt, usage and transcript through a scripted harness', () => {
-  it('interrupt → BLOCKED → follow-up → continues → SUCCEEDED; usage summed over two executions; the transcript in order', async () => {
-    // A run that has not started has no turn to stop (no worker serves this host: it stays QUEUED).
-    const queued = await start({ ...SCRIPTED, worker_host: 'nobody-serves-this' });
-    const early = await python(t, 'POST', `/agent/runs/${queued}/interrupt`);
-    expect(early.status).toBe(409);
-    expect(early.body).toMatchObject({ error: 'conflict', retryable: false });
-    expect(early.body.detail).toMatch(/has not started \(QUEUED\)/);
+  it.skipIf(twoTeamsRefused)(
+    `interrupt → BLOCKED → follow-up → continues → SUCCEEDED; usage summed over two executions; the transcript in order${twoTeamsNote}`,
+    async () => {
+      // A run that has not started has no turn to stop (no worker serves this host: it stays QUEUED).
+      const queued = await start({ ...SCRIPTED, worker_host: 'nobody-serves-this' });
+      const early = await python(t, 'POST', `/agent/runs/${queued}/interrupt`);
+      expect(early.status).toBe(409);
+      expect(early.body).toMatchObject({ error: 'conflict', retryable: false });
+      expect(early.body.detail).toMatch(/has not started \(QUEUED\)/);
 
-    const runId = await start();
-    await runIn(t, runId, ['INPROGRESS']);
-    await eventually(async () => (await transcript(runId)).includes('working 2'), 'the harness at work');
+      const runId = await start();
+      await runIn(t, runId, ['INPROGRESS']);
+      await eventually(async () => (await transcript(runId)).includes('working 2'), 'the harness at work');
 
-    const interrupted = await python(t, 'POST', `/agent/runs/${runId}/interrupt`);
-    expect(interrupted.status).toBe(202);
-    expect(interrupted.body).toEqual({});
-    const blocked = await runIn(t, runId, ['BLOCKED']);
-    expect(blocked.status_message.message).toBe('interrupted; send a follow-up to continue');
+      const interrupted = await python(t, 'POST', `/agent/runs/${runId}/interrupt`);
+      expect(interrupted.status).toBe(202);
+      expect(interrupted.body).toEqual({});
+      const blocked = await runIn(t, runId, ['BLOCKED']);
+      expect(blocked.status_message.message).toBe('interrupted; send a follow-up to continue');
 
-    // BLOCKED: no turn in progress.
-    const again = await python(t, 'POST', `/agent/runs/${runId}/interrupt`);
-    expect(again.status).toBe(409);
-    expect(again.body.error).toBe('conflict');
-    expect(again.body.detail).toMatch(/waits for a follow-up/);
+      // BLOCKED: no turn in progress.
+      const again = await python(t, 'POST', `/agent/runs/${runId}/interrupt`);
+      expect(again.status).toBe(409);
+      expect(again.body.error).toBe('conflict');
+      expect(again.body.detail).toMatch(/waits for a follow-up/);
 
-    expect((await python(t, 'POST', `/agent/runs/${runId}/followups`, { message: 'go on' })).status).toBe(
-      200,
-    );
-    const done = await runIn(t, runId, ['SUCCEEDED']);
-    expect(done.status_message.message).toBe('resumed and done');
+      expect((await python(t, 'POST', `/agent/runs/${runId}/followups`, { message: 'go on' })).status).toBe(
+        200,
+      );
+      const done = await runIn(t, runId, ['SUCCEEDED']);
+      expect(done.status_message.message).toBe('resumed and done');
 
-    // Ended: 400, as cancel answers an ended run.
-    const ended = await python(t, 'POST', `/agent/runs/${runId}/interrupt`);
-    expect(ended.status).toBe(400);
-    expect(ended.body.detail).toMatch(/has already ended \(SUCCEEDED\)/);
+      // Ended: 400, as cancel answers an ended run.
+      const ended = await python(t, 'POST', `/agent/runs/${runId}/interrupt`);
+      expect(ended.status).toBe(400);
+      expect(ended.body.detail).toMatch(/has already ended \(SUCCEEDED\)/);
 
-    // A second execution (a follow-up to the ended run) reports usage again: the run's sums grow.
-    await python(t, 'POST', `/agent/runs/${runId}/followups`, { message: 'once more' });
-    await eventually(async () => {
+      // A second execution (a follow-up to the ended run) reports usage again: the run's sums grow.
+      await python(t, 'POST', `/agent/runs/${runId}/followups`, { message: 'once more' });
+      await eventually(async () => {
+        const run = (await python(t, 'GET', `/agent/runs/${runId}`)).body;
+        return run.state === 'SUCCEEDED' && run.status_message?.message === 'execution 2 done';
+      }, 'the second execution done');
+
       const run = (await python(t, 'GET', `/agent/runs/${runId}`)).body;
-      return run.state === 'SUCCEEDED' && run.status_message?.message === 'execution 2 done';
-    }, 'the second execution done');
+      expect(run.request_usage).toEqual({
+        model_token_usage: [
+          { model_id: 'stub-model', total_tokens: 125 + 60 + 125, usage_type: 'byok' },
+          { model_id: 'stub-small', total_tokens: 10, usage_type: 'byok' },
+        ],
+        total_tokens: 320,
+      });
+      // The list carries it too.
+      const listed = (await python(t, 'GET', '/agent/runs?limit=5')).body.runs.find(
+        (r: { run_id: string }) => r.run_id === runId,
+      );
+      expect(listed.request_usage.total_tokens).toBe(320);
 
-    const run = (await python(t, 'GET', `/agent/runs/${runId}`)).body;
-    expect(run.request_usage).toEqual({
-      model_token_usage: [
-        { model_id: 'stub-model', total_tokens: 125 + 60 + 125, usage_type: 'byok' },
-        { model_id: 'stub-small', total_tokens: 10, usage_type: 'byok' },
-      ],
-      total_tokens: 320,
-    });
-    // The list carries it too.
-    const listed = (await python(t, 'GET', '/agent/runs?limit=5')).body.runs.find(
-      (r: { run_id: string }) => r.run_id === runId,
-    );
-    expect(listed.request_usage.total_tokens).toBe(320);
+      // An `oz` harness's usage has no CLI envelope: only the run's own sums above.
+      const usage = await python(t, 'GET', `/agent/runs/${runId}/harness-usage`);
+      expect(usage.status).toBe(200);
+      expect(usage.body).toEqual({ available: false, run_id: runId, conversation_id: run.conversation_id });
 
-    // An `oz` harness's usage has no CLI envelope: only the run's own sums above.
-    const usage = await python(t, 'GET', `/agent/runs/${runId}/harness-usage`);
-    expect(usage.status).toBe(200);
-    expect(usage.body).toEqual({ available: false, run_id: runId, conversation_id: run.conversation_id });
+      // The raw transcript: every line the harness printed on stderr, in order, both executions.
+      const text = await transcript(runId);
+      const order = [
+        'execution 1: turn 1 started',
+        'execution 1: working 1',
+        'execution 1: working 2',
+        'execution 1: interrupted',
+        'execution 1: resumed with "go on"',
+        'execution 2: turn 1 started',
+        'execution 2: done',
+      ].map((line) => text.indexOf(`${line}\n`));
+      expect(order.every((at) => at >= 0)).toBe(true);
+      expect([...order].sort((a, b) => a - b)).toEqual(order);
+      // Protocol events are no transcript lines.
+      expect(text).not.toContain('"type":"usage"');
+      // Nor are they conversation: the usage went to the run's sums only.
+      const conversation = (await python(t, 'GET', `/agent/runs/${runId}/conversation`)).body;
+      expect(JSON.stringify(conversation)).not.toContain('stub-small');
+    },
+  );
 
-    // The raw transcript: every line the harness printed on stderr, in order, both executions.
-    const text = await transcript(runId);
-    const order = [
-      'execution 1: turn 1 started',
-      'execution 1: working 1',
-      'execution 1: working 2',
-      'execution 1: interrupted',
-      'execution 1: resumed with "go on"',
-      'execution 2: turn 1 started',
-      'execution 2: done',
-    ].map((line) => text.indexOf(`${line}\n`));
-    expect(order.every((at) => at >= 0)).toBe(true);
-    expect([...order].sort((a, b) => a - b)).toEqual(order);
-    // Protocol events are no transcript lines.
-    expect(text).not.toContain('"type":"usage"');
-    // Nor are they conversation: the usage went to the run's sums only.
-    const conversation = (await python(t, 'GET', `/agent/runs/${runId}/conversation`)).body;
-    expect(JSON.stringify(conversation)).not.toContain('stub-small');
-  });
-
-  it('the transcript is a 302 to a signed link that needs no key; a changed link, or one for another run, is 403', async () => {
-    const runId = await start();
-    await runIn(t, runId, ['INPROGRESS']);
-    const res = await python(t, 'GET', `/agent/runs/${runId}/transcript`);
-    expect(res.status).toBe(302);
-    const link = res.headers.get('location')!;
-    expect(link).toMatch(
-      new RegExp(`/api/v1/agent/runs/${runId}/transcript/download\\?expires=\\d+&signature=`),
-    );
-    await eventually(async () => {
-      const plain = await fetch(link);
-      expect(plain.status).toBe(200);
-      return (await plain.text()).includes('execution 1: turn 1 started\n');
-    }, 'the first line through the link');
-    const forged = await fetch(forgedLink(link));
-    expect(forged.status).toBe(403);
-    // A link for this run does not open another run's transcript.
-    const otherRun = await start();
-    const moved = await fetch(link.replace(runId, otherRun));
-    expect(moved.status).toBe(403);
-  });
+  it.skipIf(twoTeamsRefused)(
+    `the transcript is a 302 to a signed link that needs no key; a changed link, or one for another run, is 403${twoTeamsNote}`,
+    async () => {
+      const runId = await start();
+      await runIn(t, runId, ['INPROGRESS']);
+      const res = await python(t, 'GET', `/agent/runs/${runId}/transcript`);
+      expect(res.status).toBe(302);
+      const link = res.headers.get('location')!;
+      expect(link).toMatch(
+        new RegExp(`/api/v1/agent/runs/${runId}/transcript/download\\?expires=\\d+&signature=`),
+      );
+      await eventually(async () => {
+        const plain = await fetch(link);
+        expect(plain.status).toBe(200);
+        return (await plain.text()).includes('execution 1: turn 1 started\n');
+      }, 'the first line through the link');
+      const forged = await fetch(forgedLink(link));
+      expect(forged.status).toBe(403);
+      // A link for this run does not open another run's transcript.
+      const otherRun = await start();
+      const moved = await fetch(link.replace(runId, otherRun));
+      expect(moved.status).toBe(403);
+    },
+  );
 
   it('another team gets 404 on each new route of a run, like a run that does not exist', async () => {
     const runId = await start();
@@ -193,17 +200,20 @@ describe('interrupt, usage and transcript through a scripted harness', () => {
     }
   });
 
-  it('harness-usage is unavailable for a harness other than Claude Code or Codex', async () => {
-    const runId = await start();
-    await runIn(t, runId, ['INPROGRESS']);
-    const usage = await python(t, 'GET', `/agent/runs/${runId}/harness-usage`);
-    expect(usage.body).toEqual({ available: false, run_id: runId, conversation_id: runId });
-    // The run item still carries what was reported.
-    await eventually(
-      async () => (await python(t, 'GET', `/agent/runs/${runId}`)).body.request_usage?.total_tokens === 125,
-      'the usage on the run',
-    );
-  });
+  it.skipIf(twoTeamsRefused)(
+    `harness-usage is unavailable for a harness other than Claude Code or Codex${twoTeamsNote}`,
+    async () => {
+      const runId = await start();
+      await runIn(t, runId, ['INPROGRESS']);
+      const usage = await python(t, 'GET', `/agent/runs/${runId}/harness-usage`);
+      expect(usage.body).toEqual({ available: false, run_id: runId, conversation_id: runId });
+      // The run item still carries what was reported.
+      await eventually(
+        async () => (await python(t, 'GET', `/agent/runs/${runId}`)).body.request_usage?.total_tokens === 125,
+        'the usage on the run',
+      );
+    },
+  );
 });
 
 describe('run_token_usage', () => {

@@ -8,6 +8,7 @@ import { runCli } from './support/cli.js';
 import { testCli, TEST_HARNESSES_DIR } from './support/harness-clis.js';
 import { startAnthropicStub, type AnthropicStub } from './support/model-stubs/anthropic.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
+import { twoTeamsNote, twoTeamsRefused } from './support/sandbox-check.js';
 
 // A team's own base URL for a provider (factoryd teams set-base-url): the real Claude Code CLI in the
 // service's sandboxed workers, against three Anthropic stubs on loopback — the operator's
@@ -83,45 +84,55 @@ describe.skipIf(!cli.path)(
     const asked = (stub: AnthropicStub, marker: string) =>
       stub.modelRequests().filter((r) => JSON.stringify(r.body.messages).includes(marker));
 
-    it("team A's override reaches A's Claude Code runs; team B keeps the operator's", async () => {
-      const set = await factoryd(
-        'teams',
-        'set-base-url',
-        'team-a',
-        '--provider',
-        'anthropic',
-        `${gateway.url}/`,
-      );
-      expect(set.code, set.stderr).toBe(0);
-      expect(set.stdout).toContain(`Team team-a's anthropic harnesses use: ${gateway.url}`);
-      const listed = JSON.parse((await factoryd('teams', 'list', '--json')).stdout).teams;
-      expect(listed.find((x: any) => x.name === 'team-a').base_urls).toEqual({ anthropic: gateway.url });
-      expect(listed.find((x: any) => x.name === 'team-b').base_urls).toEqual({});
+    it.skipIf(twoTeamsRefused)(
+      `team A's override reaches A's Claude Code runs; team B keeps the operator's${twoTeamsNote}`,
+      async () => {
+        const set = await factoryd(
+          'teams',
+          'set-base-url',
+          'team-a',
+          '--provider',
+          'anthropic',
+          `${gateway.url}/`,
+        );
+        expect(set.code, set.stderr).toBe(0);
+        expect(set.stdout).toContain(`Team team-a's anthropic harnesses use: ${gateway.url}`);
+        const listed = JSON.parse((await factoryd('teams', 'list', '--json')).stdout).teams;
+        expect(listed.find((x: any) => x.name === 'team-a').base_urls).toEqual({ anthropic: gateway.url });
+        expect(listed.find((x: any) => x.name === 'team-b').base_urls).toEqual({});
 
-      const [ranA, ranB] = await Promise.all([
-        run(a.key, 'marker-team-a: say hello'),
-        run(b.key, 'marker-team-b: say hello'),
-      ]);
-      expect(ranA.state, JSON.stringify(ranA.status_message)).toBe('SUCCEEDED');
-      expect(ranA.status_message.message).toBe('from the gateway');
-      expect(ranB.state, JSON.stringify(ranB.status_message)).toBe('SUCCEEDED');
-      expect(ranB.status_message.message).toBe('from the operator');
-      // Each team's requests, with its own key, at its own base URL only.
-      expect(asked(gateway, 'marker-team-a').length).toBeGreaterThan(0);
-      for (const r of asked(gateway, 'marker-team-a')) expect(r.headers['x-api-key']).toBe(KEY_A);
-      expect(asked(operator, 'marker-team-b').length).toBeGreaterThan(0);
-      expect(asked(operator, 'marker-team-a')).toEqual([]);
-      expect(asked(gateway, 'marker-team-b')).toEqual([]);
-      for (const r of operator.requests) expect(JSON.stringify(r.headers)).not.toContain(KEY_A);
-      for (const r of gateway.requests) expect(JSON.stringify(r.headers)).not.toContain(KEY_B);
+        const [ranA, ranB] = await Promise.all([
+          run(a.key, 'marker-team-a: say hello'),
+          run(b.key, 'marker-team-b: say hello'),
+        ]);
+        expect(ranA.state, JSON.stringify(ranA.status_message)).toBe('SUCCEEDED');
+        expect(ranA.status_message.message).toBe('from the gateway');
+        expect(ranB.state, JSON.stringify(ranB.status_message)).toBe('SUCCEEDED');
+        expect(ranB.status_message.message).toBe('from the operator');
+        // Each team's requests, with its own key, at its own base URL only.
+        expect(asked(gateway, 'marker-team-a').length).toBeGreaterThan(0);
+        for (const r of asked(gateway, 'marker-team-a')) expect(r.headers['x-api-key']).toBe(KEY_A);
+        expect(asked(operator, 'marker-team-b').length).toBeGreaterThan(0);
+        expect(asked(operator, 'marker-team-a')).toEqual([]);
+        expect(asked(gateway, 'marker-team-b')).toEqual([]);
+        for (const r of operator.requests) expect(JSON.stringify(r.headers)).not.toContain(KEY_A);
+        for (const r of gateway.requests) expect(JSON.stringify(r.headers)).not.toContain(KEY_B);
 
-      // --default goes back to the operator's.
-      const reset = await factoryd('teams', 'set-base-url', 'team-a', '--provider', 'anthropic', '--default');
-      expect(reset.code, reset.stderr).toBe(0);
-      const again = await run(a.key, 'marker-team-a-again: say hello');
-      expect(again.status_message.message).toBe('from the operator');
-      expect(asked(gateway, 'marker-team-a-again')).toEqual([]);
-    });
+        // --default goes back to the operator's.
+        const reset = await factoryd(
+          'teams',
+          'set-base-url',
+          'team-a',
+          '--provider',
+          'anthropic',
+          '--default',
+        );
+        expect(reset.code, reset.stderr).toBe(0);
+        const again = await run(a.key, 'marker-team-a-again: say hello');
+        expect(again.status_message.message).toBe('from the operator');
+        expect(asked(gateway, 'marker-team-a-again')).toEqual([]);
+      },
+    );
 
     it.each([
       [
@@ -155,19 +166,22 @@ describe.skipIf(!cli.path)(
       expect(listed.find((x: any) => x.name === 'team-b').base_urls).toEqual({});
     });
 
-    it('a stored override to an address the operator no longer trusts fails the run at once; the CLI never reaches it', async () => {
-      // As if set while HARNESS_EGRESS_TRUST named it, and the operator since took it out.
-      await t.service.db.execute(`UPDATE teams SET harness_base_urls = $2 WHERE id = $1`, [
-        b.team.id,
-        JSON.stringify({ anthropic: internal.url }),
-      ]);
-      const ran = await run(b.key, 'marker-internal: say hello');
-      expect(ran.state).toBe('FAILED');
-      expect(ran.status_message.message).toMatch(
-        /team's base URL for Claude Code \(teams set-base-url --provider anthropic\): .*loopback, private or link-local address \(127\.0\.0\.1:\d+\)/,
-      );
-      expect(internal.requests).toEqual([]);
-      expect(asked(operator, 'marker-internal')).toEqual([]);
-    });
+    it.skipIf(twoTeamsRefused)(
+      `a stored override to an address the operator no longer trusts fails the run at once; the CLI never reaches it${twoTeamsNote}`,
+      async () => {
+        // As if set while HARNESS_EGRESS_TRUST named it, and the operator since took it out.
+        await t.service.db.execute(`UPDATE teams SET harness_base_urls = $2 WHERE id = $1`, [
+          b.team.id,
+          JSON.stringify({ anthropic: internal.url }),
+        ]);
+        const ran = await run(b.key, 'marker-internal: say hello');
+        expect(ran.state).toBe('FAILED');
+        expect(ran.status_message.message).toMatch(
+          /team's base URL for Claude Code \(teams set-base-url --provider anthropic\): .*loopback, private or link-local address \(127\.0\.0\.1:\d+\)/,
+        );
+        expect(internal.requests).toEqual([]);
+        expect(asked(operator, 'marker-internal')).toEqual([]);
+      },
+    );
   },
 );

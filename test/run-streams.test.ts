@@ -7,6 +7,7 @@ import { WorkerRunsService } from '../src/workers/queue/worker-runs.service.js';
 import { eventually } from './support/eventually.js';
 import { openSse, type SseClient, type SseEvent } from './support/sse.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
+import { twoTeamsNote, twoTeamsRefused } from './support/sandbox-check.js';
 
 /**
  * The run timeline and the live streams (docs/run-api.md "Timeline", "Live streams"), over real
@@ -42,29 +43,35 @@ describe('run timeline and live streams', () => {
     await t?.stop();
   });
 
-  it('streams one run from QUEUED to SUCCEEDED: its states and its conversation, each with an id', async () => {
-    const team = await watch('/agent/runs/events');
-    expect(team.status).toBe(200);
-    expect(team.contentType).toMatch(/^text\/event-stream/);
-    const runId = await create({ prompt: 'Watch me run' });
-    const run = await watch(`/agent/runs/${runId}/events`);
-    expect(run.status).toBe(200);
-    await run.waitFor((es) => states(es).includes('SUCCEEDED'), 'the run stream to show SUCCEEDED');
-    expect(states(run.events)).toEqual(['QUEUED', 'CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
-    const conversation = run.events.filter((e) => e.event === 'run.conversation');
-    expect(conversation[0]!.data).toMatchObject({ type: 'message', role: 'user', run_id: runId });
-    expect(conversation[0]!.data.body.text).toContain('Watch me run');
-    expect(conversation.length).toBeGreaterThan(1);
-    // Ids grow, so a reconnect can say where it stopped.
-    const ids = run.events.map((e) => e.id!.split('-').map(Number));
-    for (let i = 1; i < ids.length; i++)
-      expect(ids[i]![0]! + ids[i]![1]!).toBeGreaterThan(ids[i - 1]![0]! + ids[i - 1]![1]!);
-    // The team stream saw the run live, from its creation (it was open before).
-    await team.waitFor((es) => states(es, runId).includes('SUCCEEDED'), 'the team stream to show SUCCEEDED');
-    expect(states(team.events, runId)).toEqual(['QUEUED', 'CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
-    const claimed = team.events.find((e) => e.data.run_id === runId && e.data.state === 'CLAIMED')!;
-    expect(claimed.data.worker_id).toEqual(expect.any(String));
-  });
+  it.skipIf(twoTeamsRefused)(
+    `streams one run from QUEUED to SUCCEEDED: its states and its conversation, each with an id${twoTeamsNote}`,
+    async () => {
+      const team = await watch('/agent/runs/events');
+      expect(team.status).toBe(200);
+      expect(team.contentType).toMatch(/^text\/event-stream/);
+      const runId = await create({ prompt: 'Watch me run' });
+      const run = await watch(`/agent/runs/${runId}/events`);
+      expect(run.status).toBe(200);
+      await run.waitFor((es) => states(es).includes('SUCCEEDED'), 'the run stream to show SUCCEEDED');
+      expect(states(run.events)).toEqual(['QUEUED', 'CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
+      const conversation = run.events.filter((e) => e.event === 'run.conversation');
+      expect(conversation[0]!.data).toMatchObject({ type: 'message', role: 'user', run_id: runId });
+      expect(conversation[0]!.data.body.text).toContain('Watch me run');
+      expect(conversation.length).toBeGreaterThan(1);
+      // Ids grow, so a reconnect can say where it stopped.
+      const ids = run.events.map((e) => e.id!.split('-').map(Number));
+      for (let i = 1; i < ids.length; i++)
+        expect(ids[i]![0]! + ids[i]![1]!).toBeGreaterThan(ids[i - 1]![0]! + ids[i - 1]![1]!);
+      // The team stream saw the run live, from its creation (it was open before).
+      await team.waitFor(
+        (es) => states(es, runId).includes('SUCCEEDED'),
+        'the team stream to show SUCCEEDED',
+      );
+      expect(states(team.events, runId)).toEqual(['QUEUED', 'CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
+      const claimed = team.events.find((e) => e.data.run_id === runId && e.data.state === 'CLAIMED')!;
+      expect(claimed.data.worker_id).toEqual(expect.any(String));
+    },
+  );
 
   it('a run’s end comes after the messages written with it, live and replayed', async () => {
     // A short harness's whole report (its start, its messages, its end) is one statement, one instant.
@@ -107,47 +114,53 @@ describe('run timeline and live streams', () => {
     expect(told(replayed.events)).toEqual(expected);
   });
 
-  it('a reconnect with Last-Event-ID gets exactly what came after that id', async () => {
-    const runId = await create({ prompt: 'Resume me' });
-    await runIn(t, runId, ['SUCCEEDED']);
-    // Everything the run wrote, once it ended: the stream from its start has exactly that many events.
-    const [{ n }] = await t.service.db.query(
-      `SELECT (SELECT count(*) FROM run_transitions WHERE run_id = $1) + (SELECT count(*) FROM run_events WHERE run_id = $1) AS n`,
-      [runId],
-    );
-    const first = await watch(`/agent/runs/${runId}/events`);
-    await first.waitFor((es) => es.length === Number(n), `${n} events`);
-    first.close();
-    for (const k of [0, 2, first.events.length - 2]) {
-      const again = await watch(`/agent/runs/${runId}/events`, { 'last-event-id': first.events[k]!.id! });
-      const rest = first.events.slice(k + 1);
-      await again.waitFor((es) => es.length >= rest.length, `${rest.length} events after #${k}`);
-      expect(again.events).toEqual(rest);
-      again.close();
-    }
-    // The team stream resumes too: after the run's QUEUED, the rest of its states.
-    const teamIds = await watch('/agent/runs/events', { 'last-event-id': '0' });
-    await teamIds.waitFor((es) => states(es, runId).includes('SUCCEEDED'), 'the team replay');
-    const queued = teamIds.events.find((e) => e.data.run_id === runId && e.data.state === 'QUEUED')!;
-    const resumed = await watch('/agent/runs/events', { 'last-event-id': queued.id! });
-    await resumed.waitFor((es) => states(es, runId).includes('SUCCEEDED'), 'the team resume');
-    expect(states(resumed.events, runId)).toEqual(['CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
-  });
+  it.skipIf(twoTeamsRefused)(
+    `a reconnect with Last-Event-ID gets exactly what came after that id${twoTeamsNote}`,
+    async () => {
+      const runId = await create({ prompt: 'Resume me' });
+      await runIn(t, runId, ['SUCCEEDED']);
+      // Everything the run wrote, once it ended: the stream from its start has exactly that many events.
+      const [{ n }] = await t.service.db.query(
+        `SELECT (SELECT count(*) FROM run_transitions WHERE run_id = $1) + (SELECT count(*) FROM run_events WHERE run_id = $1) AS n`,
+        [runId],
+      );
+      const first = await watch(`/agent/runs/${runId}/events`);
+      await first.waitFor((es) => es.length === Number(n), `${n} events`);
+      first.close();
+      for (const k of [0, 2, first.events.length - 2]) {
+        const again = await watch(`/agent/runs/${runId}/events`, { 'last-event-id': first.events[k]!.id! });
+        const rest = first.events.slice(k + 1);
+        await again.waitFor((es) => es.length >= rest.length, `${rest.length} events after #${k}`);
+        expect(again.events).toEqual(rest);
+        again.close();
+      }
+      // The team stream resumes too: after the run's QUEUED, the rest of its states.
+      const teamIds = await watch('/agent/runs/events', { 'last-event-id': '0' });
+      await teamIds.waitFor((es) => states(es, runId).includes('SUCCEEDED'), 'the team replay');
+      const queued = teamIds.events.find((e) => e.data.run_id === runId && e.data.state === 'QUEUED')!;
+      const resumed = await watch('/agent/runs/events', { 'last-event-id': queued.id! });
+      await resumed.waitFor((es) => states(es, runId).includes('SUCCEEDED'), 'the team resume');
+      expect(states(resumed.events, runId)).toEqual(['CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
+    },
+  );
 
-  it('a team stream takes the run list’s filters and never shows another team’s runs', async () => {
-    const filtered = await watch('/agent/runs/events?metadata[lane]=a&state=QUEUED&state=SUCCEEDED');
-    const theirs = await create({ prompt: 'Their run' }, other.key);
-    const laneB = await create({ prompt: 'Lane b', metadata: { lane: 'b' } });
-    const laneA = await create({ prompt: 'Lane a', metadata: { lane: 'a' } });
-    await filtered.waitFor((es) => states(es, laneA).includes('SUCCEEDED'), 'lane a SUCCEEDED');
-    // One slot, oldest first: their run and lane b ended before lane a was claimed.
-    await runIn(t, laneB, ['SUCCEEDED']);
-    expect(filtered.events.map((e) => [e.data.run_id, e.data.state])).toEqual([
-      [laneA, 'QUEUED'],
-      [laneA, 'SUCCEEDED'],
-    ]);
-    expect(filtered.events.some((e) => e.data.run_id === theirs)).toBe(false);
-  });
+  it.skipIf(twoTeamsRefused)(
+    `a team stream takes the run list’s filters and never shows another team’s runs${twoTeamsNote}`,
+    async () => {
+      const filtered = await watch('/agent/runs/events?metadata[lane]=a&state=QUEUED&state=SUCCEEDED');
+      const theirs = await create({ prompt: 'Their run' }, other.key);
+      const laneB = await create({ prompt: 'Lane b', metadata: { lane: 'b' } });
+      const laneA = await create({ prompt: 'Lane a', metadata: { lane: 'a' } });
+      await filtered.waitFor((es) => states(es, laneA).includes('SUCCEEDED'), 'lane a SUCCEEDED');
+      // One slot, oldest first: their run and lane b ended before lane a was claimed.
+      await runIn(t, laneB, ['SUCCEEDED']);
+      expect(filtered.events.map((e) => [e.data.run_id, e.data.state])).toEqual([
+        [laneA, 'QUEUED'],
+        [laneA, 'SUCCEEDED'],
+      ]);
+      expect(filtered.events.some((e) => e.data.run_id === theirs)).toBe(false);
+    },
+  );
 
   it('refuses bad input and strangers before streaming anything', async () => {
     const runId = await create({ prompt: 'Mine', config: { worker_host: 'nobody-here' } });
@@ -169,37 +182,40 @@ describe('run timeline and live streams', () => {
     expect((await t.call('GET', '/api/v1/agent/runs/events?state=NAPPING')).status).toBe(400);
   });
 
-  it('the timeline lists queued, claimed by its worker, started, follow-ups, cancel and ended with reasons', async () => {
-    const done = await create({ prompt: 'Short life' });
-    await runIn(t, done, ['SUCCEEDED']);
-    const lived = (await t.call('GET', `/api/v1/agent/runs/${done}/timeline`)).body;
-    expect(lived.run_id).toBe(done);
-    expect(lived.timeline.map((e: any) => e.event)).toEqual(['queued', 'claimed', 'started', 'ended']);
-    expect(lived.timeline[1].worker_id).toEqual(expect.any(String));
-    expect(lived.timeline[3].state).toBe('SUCCEEDED');
+  it.skipIf(twoTeamsRefused)(
+    `the timeline lists queued, claimed by its worker, started, follow-ups, cancel and ended with reasons${twoTeamsNote}`,
+    async () => {
+      const done = await create({ prompt: 'Short life' });
+      await runIn(t, done, ['SUCCEEDED']);
+      const lived = (await t.call('GET', `/api/v1/agent/runs/${done}/timeline`)).body;
+      expect(lived.run_id).toBe(done);
+      expect(lived.timeline.map((e: any) => e.event)).toEqual(['queued', 'claimed', 'started', 'ended']);
+      expect(lived.timeline[1].worker_id).toEqual(expect.any(String));
+      expect(lived.timeline[3].state).toBe('SUCCEEDED');
 
-    // Never claimed (no such worker): a follow-up while queued, a cancel, a follow-up that continues it.
-    const runId = await create({ prompt: 'Wait for me', config: { worker_host: 'nobody-here' } });
-    expect(
-      (await t.call('POST', `/api/v1/agent/runs/${runId}/followups`, { message: 'also this' })).status,
-    ).toBe(200);
-    expect((await t.call('POST', `/api/v1/agent/runs/${runId}/cancel`)).status).toBe(200);
-    expect(
-      (await t.call('POST', `/api/v1/agent/runs/${runId}/followups`, { message: 'try again' })).status,
-    ).toBe(200);
-    const { timeline } = (await t.call('GET', `/api/v1/agent/runs/${runId}/timeline`)).body;
-    expect(timeline.map((e: any) => [e.type, e.event ?? e.message, e.state ?? null])).toEqual([
-      ['state', 'queued', 'QUEUED'],
-      ['followup', 'also this', null],
-      ['state', 'cancelled', 'CANCELLED'],
-      ['followup', 'try again', null],
-      ['state', 'continued', 'QUEUED'],
-    ]);
-    expect(timeline[2].status_message.message).toMatch(/^Cancelled by /);
-    expect(timeline[2].previous_state).toBe('QUEUED');
-    const times = timeline.map((e: any) => Date.parse(e.at));
-    expect([...times].sort((a, b) => a - b)).toEqual(times);
-  });
+      // Never claimed (no such worker): a follow-up while queued, a cancel, a follow-up that continues it.
+      const runId = await create({ prompt: 'Wait for me', config: { worker_host: 'nobody-here' } });
+      expect(
+        (await t.call('POST', `/api/v1/agent/runs/${runId}/followups`, { message: 'also this' })).status,
+      ).toBe(200);
+      expect((await t.call('POST', `/api/v1/agent/runs/${runId}/cancel`)).status).toBe(200);
+      expect(
+        (await t.call('POST', `/api/v1/agent/runs/${runId}/followups`, { message: 'try again' })).status,
+      ).toBe(200);
+      const { timeline } = (await t.call('GET', `/api/v1/agent/runs/${runId}/timeline`)).body;
+      expect(timeline.map((e: any) => [e.type, e.event ?? e.message, e.state ?? null])).toEqual([
+        ['state', 'queued', 'QUEUED'],
+        ['followup', 'also this', null],
+        ['state', 'cancelled', 'CANCELLED'],
+        ['followup', 'try again', null],
+        ['state', 'continued', 'QUEUED'],
+      ]);
+      expect(timeline[2].status_message.message).toMatch(/^Cancelled by /);
+      expect(timeline[2].previous_state).toBe('QUEUED');
+      const times = timeline.map((e: any) => Date.parse(e.at));
+      expect([...times].sort((a, b) => a - b)).toEqual(times);
+    },
+  );
 
   it('outlives HTTP_REQUEST_TIMEOUT_MS, which limits receiving a request, not a stream', async () => {
     const opened = Date.now();

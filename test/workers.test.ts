@@ -8,6 +8,7 @@ import { runCli } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import { runIn, startTestService, type TestService } from './support/service.js';
 import { uniqueSleep } from './support/sleeps.js';
+import { twoTeamsNote, twoTeamsRefused } from './support/sandbox-check.js';
 
 // Real service, real PostgreSQL, two service-hosted worker slots running the shipped example harness.
 let t: TestService;
@@ -432,49 +433,52 @@ describe("a team's own harness (factoryd teams set-harness)", () => {
     });
   const TEAM_HARNESS = `echo '{"type":"message","text":"hello from the team harness"}'`;
 
-  it("runs the team's command for its runs on the service-hosted workers; other teams keep HARNESS_COMMAND", async () => {
-    const team = await t.newTeam('harness-team');
-    const set = await cli('teams', 'set-harness', 'harness-team', '--', TEAM_HARNESS);
-    expect(set.code, set.stderr).toBe(0);
-    const listed = JSON.parse((await cli('teams', 'list', '--json')).stdout).teams;
-    expect(listed.find((x: { name: string }) => x.name === 'harness-team').harness_command).toBe(
-      TEAM_HARNESS,
-    );
-    expect(listed.find((x: { name: string }) => x.name === 'default').harness_command).toBeNull();
+  it.skipIf(twoTeamsRefused)(
+    `runs the team's command for its runs on the service-hosted workers; other teams keep HARNESS_COMMAND${twoTeamsNote}`,
+    async () => {
+      const team = await t.newTeam('harness-team');
+      const set = await cli('teams', 'set-harness', 'harness-team', '--', TEAM_HARNESS);
+      expect(set.code, set.stderr).toBe(0);
+      const listed = JSON.parse((await cli('teams', 'list', '--json')).stdout).teams;
+      expect(listed.find((x: { name: string }) => x.name === 'harness-team').harness_command).toBe(
+        TEAM_HARNESS,
+      );
+      expect(listed.find((x: { name: string }) => x.name === 'default').harness_command).toBeNull();
 
-    const theirs = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Whose harness?' }, team.key);
-    const ran = await waitFor(theirs.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], team.key);
-    expect(ran.state).toBe('SUCCEEDED');
-    const texts = (
-      await t.call('GET', `/api/v1/agent/runs/${ran.run_id}/conversation`, undefined, team.key)
-    ).body.messages.map((m: { text?: string }) => m.text);
-    expect(texts).toEqual(['Whose harness?', 'hello from the team harness']);
-    // Another team's run: the environment's harness (the example agent and its summary).
-    const mine = await waitFor(await create({ prompt: 'And mine?' }), ['SUCCEEDED', 'FAILED', 'ERROR']);
-    expect(mine.artifacts[0]).toMatchObject({ artifact_type: 'FILE', data: { filename: 'summary.md' } });
+      const theirs = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Whose harness?' }, team.key);
+      const ran = await waitFor(theirs.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], team.key);
+      expect(ran.state).toBe('SUCCEEDED');
+      const texts = (
+        await t.call('GET', `/api/v1/agent/runs/${ran.run_id}/conversation`, undefined, team.key)
+      ).body.messages.map((m: { text?: string }) => m.text);
+      expect(texts).toEqual(['Whose harness?', 'hello from the team harness']);
+      // Another team's run: the environment's harness (the example agent and its summary).
+      const mine = await waitFor(await create({ prompt: 'And mine?' }), ['SUCCEEDED', 'FAILED', 'ERROR']);
+      expect(mine.artifacts[0]).toMatchObject({ artifact_type: 'FILE', data: { filename: 'summary.md' } });
 
-    // A self-hosted worker of that team is not told what to execute: it runs its own HARNESS_COMMAND.
-    await t.call(
-      'POST',
-      '/api/v1/agent/runs',
-      { prompt: 'On my box', config: { worker_host: 'box-h' } },
-      team.key,
-    );
-    const claimed = await t.call(
-      'POST',
-      '/api/v1/agent/workers/claim',
-      { worker_id: 'h1', worker_host: 'box-h' },
-      await t.workerKey('box-h', team.team),
-    );
-    expect(claimed.body.runs).toHaveLength(1);
-    expect(claimed.body.runs[0]).not.toHaveProperty('harness_command');
+      // A self-hosted worker of that team is not told what to execute: it runs its own HARNESS_COMMAND.
+      await t.call(
+        'POST',
+        '/api/v1/agent/runs',
+        { prompt: 'On my box', config: { worker_host: 'box-h' } },
+        team.key,
+      );
+      const claimed = await t.call(
+        'POST',
+        '/api/v1/agent/workers/claim',
+        { worker_id: 'h1', worker_host: 'box-h' },
+        await t.workerKey('box-h', team.team),
+      );
+      expect(claimed.body.runs).toHaveLength(1);
+      expect(claimed.body.runs[0]).not.toHaveProperty('harness_command');
 
-    const reset = await cli('teams', 'set-harness', 'harness-team', '--default', '--json');
-    expect(JSON.parse(reset.stdout)).toEqual({ name: 'harness-team', harness_command: null });
-    const after = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Back to default' }, team.key);
-    const again = await waitFor(after.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], team.key);
-    expect(again.artifacts[0]).toMatchObject({ artifact_type: 'FILE', data: { filename: 'summary.md' } });
-  });
+      const reset = await cli('teams', 'set-harness', 'harness-team', '--default', '--json');
+      expect(JSON.parse(reset.stdout)).toEqual({ name: 'harness-team', harness_command: null });
+      const after = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Back to default' }, team.key);
+      const again = await waitFor(after.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], team.key);
+      expect(again.artifacts[0]).toMatchObject({ artifact_type: 'FILE', data: { filename: 'summary.md' } });
+    },
+  );
 
   it('refuses a bad set-harness with a message, changing nothing', async () => {
     for (const [args, message] of [

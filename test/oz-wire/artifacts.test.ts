@@ -4,6 +4,7 @@ import { forgedLink } from '../support/artifacts.js';
 import { runIn, startTestService, type TestService } from '../support/service.js';
 import { python, typescript } from './support.js';
 import { SchemaRegistry } from '../../src/common/schema-validator.js';
+import { twoTeamsNote, twoTeamsRefused } from '../support/sandbox-check.js';
 
 // A real worker runs a harness that reports one artifact of every kind (test/fixtures/artifact-harness.mjs);
 // the clients read them back: the run's artifacts, GET /agent/artifacts/{uid}, its download link, and
@@ -189,36 +190,48 @@ describe('artifacts a run leaves', () => {
     expect(anonymous.body.detail).toContain('download_url');
   });
 
-  it('finds the run that reported an external reference by its URL (getRunByExternalReference)', async () => {
-    const id = (await python(t, 'POST', '/agent/runs', { prompt: 'Reference a ticket' })).body.run_id;
-    await runIn(t, id, ['SUCCEEDED']);
-    const url = encodeURIComponent('https://linear.app/acme/issue/ENG-1');
-    // Every run of this harness references ENG-1: the newest one reported it.
-    expect((await typescript(t, 'GET', `/agent/run-by-external-reference?url=${url}`)).body).toEqual({
-      run_id: id,
-    });
-    const unknown = await typescript(t, 'GET', '/agent/run-by-external-reference?url=https%3A%2F%2Fnowhere');
-    expect(unknown.status).toBe(404);
-    const missing = await typescript(t, 'GET', '/agent/run-by-external-reference');
-    expect(missing.status).toBe(400);
-    expect(missing.body.invalid_params[0].name).toBe('url');
-    const { key } = await t.newTeam('reference-strangers', ['runs:read']);
-    expect(
-      (await typescript(t, 'GET', `/agent/run-by-external-reference?url=${url}`, undefined, key)).status,
-    ).toBe(404);
-  });
+  it.skipIf(twoTeamsRefused)(
+    `finds the run that reported an external reference by its URL (getRunByExternalReference)${twoTeamsNote}`,
+    async () => {
+      const id = (await python(t, 'POST', '/agent/runs', { prompt: 'Reference a ticket' })).body.run_id;
+      await runIn(t, id, ['SUCCEEDED']);
+      const url = encodeURIComponent('https://linear.app/acme/issue/ENG-1');
+      // Every run of this harness references ENG-1: the newest one reported it.
+      expect((await typescript(t, 'GET', `/agent/run-by-external-reference?url=${url}`)).body).toEqual({
+        run_id: id,
+      });
+      const unknown = await typescript(
+        t,
+        'GET',
+        '/agent/run-by-external-reference?url=https%3A%2F%2Fnowhere',
+      );
+      expect(unknown.status).toBe(404);
+      const missing = await typescript(t, 'GET', '/agent/run-by-external-reference');
+      expect(missing.status).toBe(400);
+      expect(missing.body.invalid_params[0].name).toBe('url');
+      const { key } = await t.newTeam('reference-strangers', ['runs:read']);
+      expect(
+        (await typescript(t, 'GET', `/agent/run-by-external-reference?url=${url}`, undefined, key)).status,
+      ).toBe(404);
+    },
+  );
 
-  it('another team gets 404 for the artifact and the handoff files', async () => {
-    const id = (await python(t, 'POST', '/agent/runs', { prompt: 'Private artifacts' })).body.run_id;
-    const run = await runIn(t, id, ['SUCCEEDED']);
-    const { key } = await t.newTeam('artifact-thieves', ['runs:read', 'runs:write']);
-    for (const a of run.artifacts)
-      expect((await python(t, 'GET', `/agent/artifacts/${a.data.artifact_uid}`, undefined, key)).status).toBe(
+  it.skipIf(twoTeamsRefused)(
+    `another team gets 404 for the artifact and the handoff files${twoTeamsNote}`,
+    async () => {
+      const id = (await python(t, 'POST', '/agent/runs', { prompt: 'Private artifacts' })).body.run_id;
+      const run = await runIn(t, id, ['SUCCEEDED']);
+      const { key } = await t.newTeam('artifact-thieves', ['runs:read', 'runs:write']);
+      for (const a of run.artifacts)
+        expect(
+          (await python(t, 'GET', `/agent/artifacts/${a.data.artifact_uid}`, undefined, key)).status,
+        ).toBe(404);
+      expect((await python(t, 'GET', `/agent/runs/${id}/handoff/attachments`, undefined, key)).status).toBe(
         404,
       );
-    expect((await python(t, 'GET', `/agent/runs/${id}/handoff/attachments`, undefined, key)).status).toBe(
-      404,
-    );
-    expect((await python(t, 'GET', '/agent/runs?artifact_type=FILE', undefined, key)).body.runs).toEqual([]);
-  });
+      expect((await python(t, 'GET', '/agent/runs?artifact_type=FILE', undefined, key)).body.runs).toEqual(
+        [],
+      );
+    },
+  );
 });

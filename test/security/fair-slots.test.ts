@@ -10,6 +10,7 @@ import type { Queryable } from '../../src/database/database.js';
 import { RunsRepository } from '../../src/runs/runs.repository.js';
 import { RunQueueRepository } from '../../src/workers/queue/run-queue.repository.js';
 import { WorkerRunsService, type WorkerIdentity } from '../../src/workers/queue/worker-runs.service.js';
+import { twoTeamsNote, twoTeamsRefused } from '../support/sandbox-check.js';
 
 // Issue #13: two runs of one team whose harness printed its result and then waited on stdin held both
 // service-hosted slots, and every other team's runs stayed QUEUED behind them, with no limit in sight.
@@ -57,45 +58,48 @@ const reaches = (id: string, key: string, states: string[], what: string, timeou
   );
 
 describe('fair service-hosted slots (2 slots, team A hangs, team B queues)', () => {
-  it("starts B's run at once while A's runs hang; A's runs then end by the idle and duration limits, saying so", async () => {
-    const a = await t.newTeam('team-a');
-    const b = await t.newTeam('team-b');
-    await t.authRepo.setHarnessCommand(a.team.id, HANGING_HARNESS);
+  it.skipIf(twoTeamsRefused)(
+    `starts B's run at once while A's runs hang; A's runs then end by the idle and duration limits, saying so${twoTeamsNote}`,
+    async () => {
+      const a = await t.newTeam('team-a');
+      const b = await t.newTeam('team-b');
+      await t.authRepo.setHarnessCommand(a.team.id, HANGING_HARNESS);
 
-    const idle = await create(a.key, { prompt: 'Print the result, then wait on stdin' });
-    const talker = await create(a.key, { prompt: 'keep-talking past every limit' });
-    await reaches(idle, a.key, ['INPROGRESS'], "A's first run hanging");
+      const idle = await create(a.key, { prompt: 'Print the result, then wait on stdin' });
+      const talker = await create(a.key, { prompt: 'keep-talking past every limit' });
+      await reaches(idle, a.key, ['INPROGRESS'], "A's first run hanging");
 
-    const quick = await create(b.key, { prompt: 'A quick job' });
-    const done = await reaches(quick, b.key, ENDED, "B's run to end while A's runs hang");
-    expect(done.state).toBe('SUCCEEDED');
+      const quick = await create(b.key, { prompt: 'A quick job' });
+      const done = await reaches(quick, b.key, ENDED, "B's run to end while A's runs hang");
+      expect(done.state).toBe('SUCCEEDED');
 
-    const idled = await reaches(idle, a.key, ENDED, "A's silent run to end by the idle limit");
-    expect(idled.state).toBe('FAILED');
-    expect(idled.status_message.reason).toBe('idle_timeout');
-    expect(idled.status_message.message).toMatch(
-      /idle \(no output, no input\) for longer than idle_timeout_minutes \(6 minute\(s\): RUN_IDLE_TIMEOUT_MINUTES/,
-    );
-    // B's run started and ended while A's run still hung: it did not wait for A's slot.
-    expect(Date.parse(done.started_at)).toBeLessThan(Date.parse(idled.updated_at));
-    expect(Date.parse(done.updated_at)).toBeLessThan(Date.parse(idled.updated_at));
+      const idled = await reaches(idle, a.key, ENDED, "A's silent run to end by the idle limit");
+      expect(idled.state).toBe('FAILED');
+      expect(idled.status_message.reason).toBe('idle_timeout');
+      expect(idled.status_message.message).toMatch(
+        /idle \(no output, no input\) for longer than idle_timeout_minutes \(6 minute\(s\): RUN_IDLE_TIMEOUT_MINUTES/,
+      );
+      // B's run started and ended while A's run still hung: it did not wait for A's slot.
+      expect(Date.parse(done.started_at)).toBeLessThan(Date.parse(idled.updated_at));
+      expect(Date.parse(done.updated_at)).toBeLessThan(Date.parse(idled.updated_at));
 
-    const stopped = await reaches(
-      talker,
-      a.key,
-      ENDED,
-      "A's talking run to end by the duration limit",
-      40_000,
-    );
-    expect(stopped.state).toBe('FAILED');
-    expect(stopped.status_message.reason).toBe('max_duration');
-    expect(stopped.status_message.message).toMatch(
-      /maximum run duration of 10 minute\(s\) \(RUN_MAX_DURATION_MINUTES\) and was stopped; its worker stopped it/,
-    );
-    // A never held both slots: its second run started only once its first had ended.
-    expect(Date.parse(stopped.started_at)).toBeGreaterThanOrEqual(Date.parse(idled.updated_at));
-    expect(Date.parse(stopped.updated_at) - Date.parse(stopped.started_at)).toBeGreaterThanOrEqual(10_000);
-  });
+      const stopped = await reaches(
+        talker,
+        a.key,
+        ENDED,
+        "A's talking run to end by the duration limit",
+        40_000,
+      );
+      expect(stopped.state).toBe('FAILED');
+      expect(stopped.status_message.reason).toBe('max_duration');
+      expect(stopped.status_message.message).toMatch(
+        /maximum run duration of 10 minute\(s\) \(RUN_MAX_DURATION_MINUTES\) and was stopped; its worker stopped it/,
+      );
+      // A never held both slots: its second run started only once its first had ended.
+      expect(Date.parse(stopped.started_at)).toBeGreaterThanOrEqual(Date.parse(idled.updated_at));
+      expect(Date.parse(stopped.updated_at) - Date.parse(stopped.started_at)).toBeGreaterThanOrEqual(10_000);
+    },
+  );
 });
 
 describe('the service-hosted claim, by itself (no worker running)', () => {

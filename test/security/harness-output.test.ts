@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromRoot } from '../../src/common/paths.js';
 import { eventually } from '../support/eventually.js';
 import { runIn, startTestService, type TestService } from '../support/service.js';
+import { twoTeamsNote, twoTeamsRefused } from '../support/sandbox-check.js';
 
 // Issue #32, items 5 and 6: what a harness prints, played by an attacker (or an agent gone wrong).
 // A run's transcript budget is 256 KiB or 2,000 events here.
@@ -63,99 +64,103 @@ const procField = (pid: number, file: string, field: string): number =>
   Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/${file}`, 'utf8'))![1]);
 
 describe("a harness that prints far more than its run's transcript budget", () => {
-  it('is held back by its pipe: the worker and its launcher stay small, the run stores at most its budget with one note, and another team is served meanwhile', async () => {
-    // A self-hosted worker process of the team `default` (its memory measured on its own), whose
-    // harness floods stdout with `yes` until a follow-up arrives, then ends with its result.
-    const host = 'flood-box';
-    const worker = spawn(
-      process.execPath,
-      [
-        fromRoot('dist/cli/main.js'),
-        'worker',
-        '--worker-host',
-        host,
-        '--api',
-        t.api,
-        '--api-key',
-        await t.workerKey(host),
-      ],
-      {
-        env: {
-          ...process.env,
-          LOG_LEVEL: 'silent',
-          TMPDIR: dataDir,
-          HARNESS_COMMAND:
-            `read -r prompt; yes 'flood flood flood flood flood flood flood flood flood flood flood flood' & y=$!; ` +
-            `read -r more; kill $y; wait $y; echo '{"type":"result","status":"succeeded","message":"flooded"}'`,
+  it.skipIf(twoTeamsRefused)(
+    `is held back by its pipe: the worker and its launcher stay small, the run stores at most its budget with one note, and another team is served meanwhile${twoTeamsNote}`,
+    async () => {
+      // A self-hosted worker process of the team `default` (its memory measured on its own), whose
+      // harness floods stdout with `yes` until a follow-up arrives, then ends with its result.
+      const host = 'flood-box';
+      const worker = spawn(
+        process.execPath,
+        [
+          fromRoot('dist/cli/main.js'),
+          'worker',
+          '--worker-host',
+          host,
+          '--api',
+          t.api,
+          '--api-key',
+          await t.workerKey(host),
+        ],
+        {
+          env: {
+            ...process.env,
+            LOG_LEVEL: 'silent',
+            TMPDIR: dataDir,
+            HARNESS_COMMAND:
+              `read -r prompt; yes 'flood flood flood flood flood flood flood flood flood flood flood flood' & y=$!; ` +
+              `read -r more; kill $y; wait $y; echo '{"type":"result","status":"succeeded","message":"flooded"}'`,
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    children.push(worker);
-    let said = '';
-    worker.stdout!.on('data', (d) => (said += d));
-    worker.stderr!.on('data', (d) => (said += d));
-    await eventually(() => said.includes('factoryd worker'), 'the worker to start');
-    const idleRssKb = procField(worker.pid!, 'status', 'VmRSS');
+      );
+      children.push(worker);
+      let said = '';
+      worker.stdout!.on('data', (d) => (said += d));
+      worker.stderr!.on('data', (d) => (said += d));
+      await eventually(() => said.includes('factoryd worker'), 'the worker to start');
+      const idleRssKb = procField(worker.pid!, 'status', 'VmRSS');
 
-    const flood = await create(t.adminKey, { prompt: 'Flood', config: { worker_host: host } });
-    await runIn(t, flood, ['INPROGRESS']);
-    const launcher = await eventually(() => {
-      const kids = readFileSync(`/proc/${worker.pid}/task/${worker.pid}/children`, 'utf8').split(' ');
-      return kids
-        .map(Number)
-        .find((p) => p > 0 && /launcher\.js/.test(readFileSync(`/proc/${p}/cmdline`, 'utf8')));
-    }, "the worker's harness launcher");
+      const flood = await create(t.adminKey, { prompt: 'Flood', config: { worker_host: host } });
+      await runIn(t, flood, ['INPROGRESS']);
+      const launcher = await eventually(() => {
+        const kids = readFileSync(`/proc/${worker.pid}/task/${worker.pid}/children`, 'utf8').split(' ');
+        return kids
+          .map(Number)
+          .find((p) => p > 0 && /launcher\.js/.test(readFileSync(`/proc/${p}/cmdline`, 'utf8')));
+      }, "the worker's harness launcher");
 
-    // The budget is reached, and noted once, while the harness goes on printing.
-    await eventually(async () => (await outputStored(flood)).notes === 1, 'the budget note').catch(
-      async (err) => {
-        throw new Error(
-          `${err.message}; stored ${JSON.stringify(await outputStored(flood))}; worker said: ${said}`,
-        );
-      },
-    );
+      // The budget is reached, and noted once, while the harness goes on printing.
+      await eventually(async () => (await outputStored(flood)).notes === 1, 'the budget note').catch(
+        async (err) => {
+          throw new Error(
+            `${err.message}; stored ${JSON.stringify(await outputStored(flood))}; worker said: ${said}`,
+          );
+        },
+      );
 
-    // Another team's run is served meanwhile (the service-hosted slot).
-    const other = await t.newTeam('team-quiet');
-    const quick = await create(other.key, { prompt: 'A quick job' });
-    expect((await runIn(t, quick, ['SUCCEEDED', 'FAILED', 'ERROR'], other.key)).state).toBe('SUCCEEDED');
+      // Another team's run is served meanwhile (the service-hosted slot).
+      const other = await t.newTeam('team-quiet');
+      const quick = await create(other.key, { prompt: 'A quick job' });
+      expect((await runIn(t, quick, ['SUCCEEDED', 'FAILED', 'ERROR'], other.key)).state).toBe('SUCCEEDED');
 
-    // 200 MB went through the launcher's pipes (a thousand budgets): the harness was not stopped.
-    const FLOOD_BYTES = 200 * 1024 * 1024;
-    await eventually(() => procField(launcher, 'io', 'rchar') > FLOOD_BYTES, '200 MB of output read', {
-      timeoutMs: 120_000,
-      intervalMs: 250,
-    });
-    const workerPeakKb = procField(worker.pid!, 'status', 'VmHWM');
-    const launcherPeakKb = procField(launcher, 'status', 'VmHWM');
+      // 200 MB went through the launcher's pipes (a thousand budgets): the harness was not stopped.
+      const FLOOD_BYTES = 200 * 1024 * 1024;
+      await eventually(() => procField(launcher, 'io', 'rchar') > FLOOD_BYTES, '200 MB of output read', {
+        timeoutMs: 120_000,
+        intervalMs: 250,
+      });
+      const workerPeakKb = procField(worker.pid!, 'status', 'VmHWM');
+      const launcherPeakKb = procField(launcher, 'status', 'VmHWM');
 
-    expect(
-      (await t.call('POST', `/api/v1/agent/runs/${flood}/followups`, { message: 'enough' })).status,
-    ).toBe(200);
-    const ended = await runIn(t, flood, ['SUCCEEDED', 'FAILED', 'ERROR']);
-    expect(ended.state).toBe('SUCCEEDED');
-    expect(ended.status_message.message).toBe('flooded');
+      expect(
+        (await t.call('POST', `/api/v1/agent/runs/${flood}/followups`, { message: 'enough' })).status,
+      ).toBe(200);
+      const ended = await runIn(t, flood, ['SUCCEEDED', 'FAILED', 'ERROR']);
+      expect(ended.state).toBe('SUCCEEDED');
+      expect(ended.status_message.message).toBe('flooded');
 
-    const stored = await outputStored(flood);
-    expect(stored.bytes).toBeLessThanOrEqual(BUDGET.bytes);
-    expect(stored.bytes).toBeGreaterThan(BUDGET.bytes * 0.9);
-    expect(stored.notes).toBe(1);
-    const events = await storedEvents(flood);
-    // The note is the last of the harness's events; after it only the user's follow-up.
-    expect(events.slice(-2).map((e) => (isNote(e) ? 'note' : e.body.text))).toEqual(['note', 'enough']);
+      const stored = await outputStored(flood);
+      expect(stored.bytes).toBeLessThanOrEqual(BUDGET.bytes);
+      expect(stored.bytes).toBeGreaterThan(BUDGET.bytes * 0.9);
+      expect(stored.notes).toBe(1);
+      const events = await storedEvents(flood);
+      // The note is the last of the harness's events; after it only the user's follow-up.
+      expect(events.slice(-2).map((e) => (isNote(e) ? 'note' : e.body.text))).toEqual(['note', 'enough']);
 
-    // Whatever the harness printed, each process stays small: without the back-pressure the launcher
-    // held what the worker had not taken yet (252 MiB at its peak here, and growing with the flood).
-    const workerGrowthMb = (workerPeakKb - idleRssKb) / 1024;
-    const launcherPeakMb = launcherPeakKb / 1024;
-    process.stdout.write(
-      `flood: worker idle ${(idleRssKb / 1024).toFixed(0)} MiB, peak +${workerGrowthMb.toFixed(0)} MiB; launcher peak ${launcherPeakMb.toFixed(0)} MiB\n`,
-    );
-    expect(workerGrowthMb).toBeLessThan(64);
-    expect(launcherPeakMb).toBeLessThan(128);
-    worker.kill('SIGTERM');
-  }, 240_000);
+      // Whatever the harness printed, each process stays small: without the back-pressure the launcher
+      // held what the worker had not taken yet (252 MiB at its peak here, and growing with the flood).
+      const workerGrowthMb = (workerPeakKb - idleRssKb) / 1024;
+      const launcherPeakMb = launcherPeakKb / 1024;
+      process.stdout.write(
+        `flood: worker idle ${(idleRssKb / 1024).toFixed(0)} MiB, peak +${workerGrowthMb.toFixed(0)} MiB; launcher peak ${launcherPeakMb.toFixed(0)} MiB\n`,
+      );
+      expect(workerGrowthMb).toBeLessThan(64);
+      expect(launcherPeakMb).toBeLessThan(128);
+      worker.kill('SIGTERM');
+    },
+    240_000,
+  );
 });
 
 describe("the service counts a run's budget itself (a self-hosted worker may lie)", () => {
@@ -219,64 +224,67 @@ describe("the service counts a run's budget itself (a self-hosted worker may lie
 });
 
 describe('a harness that prints NUL and lone surrogates (an agent printing a binary file)', () => {
-  it('ends SUCCEEDED with every message, action, artifact, status and result stored, each such character as U+FFFD', async () => {
-    const team = await t.newTeam('team-binary');
-    const p = (json: string) => `printf '%s\\n' '${json}'`;
-    await t.authRepo.setHarnessCommand(
-      team.team.id,
-      [
-        'read -r prompt',
-        p('{"type":"message","text":"nul:\\u0000 lone:\\ud800 pair:\\ud83d\\ude00 end"}'),
-        p(
-          '{"type":"action","kind":"run_command","input":{"command":"cat bin\\u0000ary","k\\u0000ey":["\\udc00"]}}',
-        ),
-        p(
-          '{"type":"artifact","artifact_type":"PLAN","title":"plan\\u0000title","content":"step\\u0000one \\ud800"}',
-        ),
-        p(
-          '{"type":"artifact","artifact_type":"FILE","filepath":"bin.dat","data":"AAEC/w==","description":"raw \\udfff"}',
-        ),
-        p(
-          '{"type":"artifact","artifact_type":"EXTERNAL_REFERENCE","reference_type":"issue","url":"https://example.com/1","metadata":{"n\\u0000":"\\ud800"}}',
-        ),
-        `printf 'raw\\000byte on stdout\\n'`,
-        `printf 'raw\\000byte on stderr\\n' >&2`,
-        p('{"type":"status","state":"BLOCKED","message":"which\\u0000one \\udfff?"}'),
-        'read -r answer',
-        p('{"type":"result","status":"succeeded","message":"done\\u0000 \\ud800"}'),
-      ].join('; '),
-    );
-    const id = await create(team.key, { prompt: 'Print a binary file' });
-    const blocked = await runIn(t, id, ['BLOCKED'], team.key);
-    expect(blocked.status_message.message).toBe('which\ufffdone \ufffd?');
-    expect(
-      (await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: 'go on' }, team.key)).status,
-    ).toBe(200);
-    const run = await runIn(t, id, ['SUCCEEDED', 'FAILED', 'ERROR'], team.key);
-    expect(run.state).toBe('SUCCEEDED');
-    expect(run.status_message.message).toBe('done\ufffd \ufffd');
+  it.skipIf(twoTeamsRefused)(
+    `ends SUCCEEDED with every message, action, artifact, status and result stored, each such character as U+FFFD${twoTeamsNote}`,
+    async () => {
+      const team = await t.newTeam('team-binary');
+      const p = (json: string) => `printf '%s\\n' '${json}'`;
+      await t.authRepo.setHarnessCommand(
+        team.team.id,
+        [
+          'read -r prompt',
+          p('{"type":"message","text":"nul:\\u0000 lone:\\ud800 pair:\\ud83d\\ude00 end"}'),
+          p(
+            '{"type":"action","kind":"run_command","input":{"command":"cat bin\\u0000ary","k\\u0000ey":["\\udc00"]}}',
+          ),
+          p(
+            '{"type":"artifact","artifact_type":"PLAN","title":"plan\\u0000title","content":"step\\u0000one \\ud800"}',
+          ),
+          p(
+            '{"type":"artifact","artifact_type":"FILE","filepath":"bin.dat","data":"AAEC/w==","description":"raw \\udfff"}',
+          ),
+          p(
+            '{"type":"artifact","artifact_type":"EXTERNAL_REFERENCE","reference_type":"issue","url":"https://example.com/1","metadata":{"n\\u0000":"\\ud800"}}',
+          ),
+          `printf 'raw\\000byte on stdout\\n'`,
+          `printf 'raw\\000byte on stderr\\n' >&2`,
+          p('{"type":"status","state":"BLOCKED","message":"which\\u0000one \\udfff?"}'),
+          'read -r answer',
+          p('{"type":"result","status":"succeeded","message":"done\\u0000 \\ud800"}'),
+        ].join('; '),
+      );
+      const id = await create(team.key, { prompt: 'Print a binary file' });
+      const blocked = await runIn(t, id, ['BLOCKED'], team.key);
+      expect(blocked.status_message.message).toBe('which\ufffdone \ufffd?');
+      expect(
+        (await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: 'go on' }, team.key)).status,
+      ).toBe(200);
+      const run = await runIn(t, id, ['SUCCEEDED', 'FAILED', 'ERROR'], team.key);
+      expect(run.state).toBe('SUCCEEDED');
+      expect(run.status_message.message).toBe('done\ufffd \ufffd');
 
-    const events = await storedEvents(id);
-    const texts = events.filter((e) => e.type === 'message').map((e) => e.body.text);
-    expect(texts).toContain('nul:\ufffd lone:\ufffd pair:😀 end');
-    expect(events.find((e) => e.kind === 'run_command')?.body.input).toEqual({
-      command: 'cat bin\ufffdary',
-      'k\ufffdey': ['\ufffd'],
-    });
-    const transcript = events.filter((e) => e.type === 'transcript').map((e) => e.body.text);
-    expect(transcript).toEqual(
-      expect.arrayContaining(['raw\ufffdbyte on stdout', 'raw\ufffdbyte on stderr']),
-    );
+      const events = await storedEvents(id);
+      const texts = events.filter((e) => e.type === 'message').map((e) => e.body.text);
+      expect(texts).toContain('nul:\ufffd lone:\ufffd pair:😀 end');
+      expect(events.find((e) => e.kind === 'run_command')?.body.input).toEqual({
+        command: 'cat bin\ufffdary',
+        'k\ufffdey': ['\ufffd'],
+      });
+      const transcript = events.filter((e) => e.type === 'transcript').map((e) => e.body.text);
+      expect(transcript).toEqual(
+        expect.arrayContaining(['raw\ufffdbyte on stdout', 'raw\ufffdbyte on stderr']),
+      );
 
-    const byType = Object.fromEntries(run.artifacts.map((a: any) => [a.artifact_type, a]));
-    expect(byType.PLAN.data.title).toBe('plan\ufffdtitle');
-    expect(byType.FILE.data.description).toBe('raw \ufffd');
-    expect(byType.EXTERNAL_REFERENCE.data.metadata).toEqual({ 'n\ufffd': '\ufffd' });
-    const artifact = async (uid: string) =>
-      (await t.call('GET', `/api/v1/agent/artifacts/${uid}`, undefined, team.key)).body.data;
-    // Text is made storable; a file's bytes (base64) are kept as they were, NUL and all.
-    expect((await artifact(byType.PLAN.data.artifact_uid)).content).toBe('step\ufffdone \ufffd');
-    const file = await fetch((await artifact(byType.FILE.data.artifact_uid)).download_url);
-    expect([...Buffer.from(await file.arrayBuffer())]).toEqual([0, 1, 2, 255]);
-  });
+      const byType = Object.fromEntries(run.artifacts.map((a: any) => [a.artifact_type, a]));
+      expect(byType.PLAN.data.title).toBe('plan\ufffdtitle');
+      expect(byType.FILE.data.description).toBe('raw \ufffd');
+      expect(byType.EXTERNAL_REFERENCE.data.metadata).toEqual({ 'n\ufffd': '\ufffd' });
+      const artifact = async (uid: string) =>
+        (await t.call('GET', `/api/v1/agent/artifacts/${uid}`, undefined, team.key)).body.data;
+      // Text is made storable; a file's bytes (base64) are kept as they were, NUL and all.
+      expect((await artifact(byType.PLAN.data.artifact_uid)).content).toBe('step\ufffdone \ufffd');
+      const file = await fetch((await artifact(byType.FILE.data.artifact_uid)).download_url);
+      expect([...Buffer.from(await file.arrayBuffer())]).toEqual([0, 1, 2, 255]);
+    },
+  );
 });

@@ -60,7 +60,7 @@ function announce(): void {
       : '',
     unconfined
       ? `Nothing confines harnesses here (${unconfined}): the service's own workers refuse to run harnesses ` +
-        'once it holds two teams (docs/security.md, "none"), so the tests that have them do so FAIL; install bubblewrap to run them.'
+        'once it holds two teams (docs/security.md, "none"), so the tests that have them do so are skipped, each saying why; install bubblewrap to run them.'
       : '',
     !process.env.DATABASE_URL || asksPassword(process.env.DATABASE_URL)
       ? 'One database-cuts test (a cut as a new connection is handed out) is skipped: it needs a server that trusts the connection, ' +

@@ -18,3 +18,16 @@ export function unconfinedHere(): string | undefined {
   const bwrap = bwrapMissing();
   return bwrap && `not root, and ${bwrap}`;
 }
+
+/**
+ * Why a test whose service has its own workers run the harnesses of two teams cannot run here
+ * (undefined: it can): they take no run once the service holds two teams and nothing confines
+ * harnesses (docs/security.md, "none"); the runs stay queued.
+ */
+export const twoTeamsRefused: string | undefined = (() => {
+  const why = unconfinedHere();
+  return why && `${why}: the service's own workers run no harness once it holds two teams`;
+})();
+
+/** What such a test's name ends with where it is skipped. */
+export const twoTeamsNote = twoTeamsRefused ? ` (skipped: ${twoTeamsRefused})` : '';
