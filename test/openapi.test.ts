@@ -27,6 +27,13 @@ const operations = () =>
     })),
   );
 
+/** The public routes that take a key when one is sent, and with it the team it picks. */
+const OPTIONAL_KEY = [
+  'GET /api/v1/agent/artifacts/{artifactUid}/download',
+  'GET /api/v1/agent/sessions/{sessionUuid}/redirect',
+  'GET /api/v1/agent/conversations/{conversationId}/redirect',
+];
+
 describe('OpenAPI document', () => {
   it('is OpenAPI 3.1 with bearer auth', () => {
     expect(doc.openapi).toBe('3.1.0');
@@ -71,6 +78,24 @@ describe('OpenAPI document', () => {
       // Declared public (`[]`) and answered, or declared with a scope and refused.
       const declared = res.status === 401 ? op.security?.length > 0 : op.security?.length === 0;
       if (!declared) wrong.push(`${where} → ${res.status}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('names the team headers on every operation whose key they pick a team for, and on no other', () => {
+    const wrong: string[] = [];
+    for (const { where, op } of operations()) {
+      const headers = (op.parameters ?? [])
+        .filter((p: { in: string }) => p.in === 'header')
+        .map((p: { name: string }) => p.name);
+      const picked = headers.filter((h: string) => /^X-(Warp-)?Team-Uid$/.test(h)).sort();
+      // A route with a scope authenticates through ApiEdge, which reads them, and so do the public
+      // routes that also take a key (agent.controller.ts, optionalAuth); the key's own route answers
+      // for every team of the key.
+      const reads =
+        (op.security.length > 0 && where !== 'GET /api/v1/api-key') || OPTIONAL_KEY.includes(where);
+      if (JSON.stringify(picked) !== JSON.stringify(reads ? ['X-Team-Uid', 'X-Warp-Team-Uid'] : []))
+        wrong.push(`${where}: ${picked.join(', ') || 'none'}`);
     }
     expect(wrong).toEqual([]);
   });

@@ -2,7 +2,7 @@ import { Controller, Get, Inject, Param, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
-import { Auth, Public, RequireScope } from '../auth/auth.guard.js';
+import { Auth, Public, RequireScope, TeamHeaders } from '../auth/auth.guard.js';
 import { AuthService, teamHeader } from '../auth/auth.service.js';
 import { invalidParam } from '../common/problem.js';
 import { publicBaseUrl } from '../common/base-url.js';
@@ -112,6 +112,7 @@ export class AgentController {
 
   @Get('artifacts/:artifactUid/download')
   @Public()
+  @TeamHeaders()
   @ApiOperation({
     summary:
       'An artifact’s content: with an API key of its team, or through the signed link `download_url` gives',
@@ -168,6 +169,7 @@ export class AgentController {
 
   @Get('sessions/:sessionUuid/redirect')
   @Public()
+  @TeamHeaders()
   @ApiOperation({ summary: 'Whether a session redirects to its conversation (its run has ended)' })
   @ApiParam({ name: 'sessionUuid', schema: { type: 'string' } })
   @ApiJsonOk(object({ conversation_id: { type: 'string' } }, []), REDIRECT.session)
@@ -186,6 +188,7 @@ export class AgentController {
 
   @Get('conversations/:conversationId/redirect')
   @Public()
+  @TeamHeaders()
   @ApiOperation({ summary: 'Whether a conversation redirects to a live session (its newest run is live)' })
   @ApiParam({ name: 'conversationId', schema: { type: 'string' } })
   @ApiJsonOk(object({ session_id: { type: 'string' } }, []), REDIRECT.conversation)

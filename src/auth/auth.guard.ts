@@ -8,7 +8,7 @@ import {
   SetMetadata,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ApiExtension } from '@nestjs/swagger';
+import { ApiExtension, ApiHeader } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { routeConfig } from '../common/route-config.js';
 import type { Scope } from './api-key.js';
@@ -22,6 +22,25 @@ export const SCOPE_EXTENSION = 'x-required-scope';
 /** Marks a @Public() route for the OpenAPI document (buildOpenApi gives it `security: []`). */
 export const PUBLIC_EXTENSION = 'x-public';
 
+/** The headers that pick a multi-team key's team (teamHeader), read by every route that states a scope. */
+const TEAM_HEADERS = [
+  ApiHeader({
+    name: 'X-Team-Uid',
+    required: false,
+    description:
+      'The team to act for when the key belongs to several (`factoryd teams list` shows uids); 403 if the key is not a member',
+  }),
+  ApiHeader({
+    name: 'X-Warp-Team-Uid',
+    required: false,
+    description:
+      'The same, under the name the Oz clients send their `team_uid` in; X-Team-Uid is read first when both are sent',
+  }),
+];
+
+/** The team headers, on a public route that also takes a key (and so its team) when one is sent. */
+export const TeamHeaders = () => applyDecorators(...TEAM_HEADERS);
+
 /**
  * The scope a route needs. Every route states one, or is marked @Public(): the guard denies by
  * default. The scope also goes into the route's Fastify config, where ApiEdge checks the key before
@@ -32,6 +51,7 @@ export const RequireScope = (scope: Scope) =>
     SetMetadata(SCOPE_KEY, scope),
     routeConfig({ scope }),
     ApiExtension(SCOPE_EXTENSION, scope),
+    ...TEAM_HEADERS,
   );
 /** No API key needed (health, schemas, webhook ingress, which authenticates its own way). */
 export const Public = () =>

@@ -85,11 +85,6 @@ const TIMELINE_EVENT = {
 /** The run timeline and the live streams (docs/run-api.md "Timeline" and "Live streams"). */
 @ApiTags('Runs')
 @ApiBearerAuth()
-@ApiHeader({
-  name: 'X-Team-Uid',
-  required: false,
-  description: 'Selects the team when the key belongs to several',
-})
 @Controller('api/v1/agent')
 export class RunStreamsController {
   constructor(@Inject(RunStreamsService) private readonly streams: RunStreamsService) {}

@@ -1,7 +1,7 @@
 import { SchemaBody } from '../common/schema-body.js';
 import type { RunFollowupRequest } from '../contract/generated.js';
 import { Controller, Get, Header, HttpCode, Inject, Param, Post, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
@@ -26,11 +26,6 @@ const RUN_ID = ApiParam({ name: 'runId', description: 'The run id (a UUID)', sch
 
 @ApiTags('Runs')
 @ApiBearerAuth()
-@ApiHeader({
-  name: 'X-Team-Uid',
-  required: false,
-  description: 'Selects the team when the key belongs to several',
-})
 @Controller('api/v1/agent')
 export class RunsController {
   constructor(

@@ -1,6 +1,6 @@
 import { SchemaBody } from '../common/schema-body.js';
 import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { AuthContext } from '../auth/auth-context.js';
 import { Auth, RequireScope } from '../auth/auth.guard.js';
 import { ApiJsonOk, ApiProblems } from '../common/openapi-decorators.js';
@@ -22,11 +22,6 @@ const SCHEDULE_ID = ApiParam({
 /** /agent/schedules as the Oz clients call it (client.agent.schedules.*): docs/schedules.md. */
 @ApiTags('Runs')
 @ApiBearerAuth()
-@ApiHeader({
-  name: 'X-Team-Uid',
-  required: false,
-  description: 'Selects the team when the key belongs to several',
-})
 @Controller('api/v1/agent/schedules')
 export class SchedulesController {
   constructor(
