@@ -194,6 +194,7 @@ describe('loadConfig', () => {
     ['PORT', '-1', /whole number/],
     ['FACTORY_POLL_SECONDS', '0', /from 1 to 86400/],
     ['GIT_TIMEOUT_SECONDS', '0', /from 1 to 3600/],
+    ['REPOSITORY_CACHE_DAYS', 'two weeks', /whole number from 0 to 3650/],
     ['DATABASE_URL', 'mysql://x@y/z', /must start with postgres:\/\//],
     ['DATABASE_URL', 'not a url', /not a valid URL/],
     ['PUBLIC_BASE_URL', 'ftp://x', /must start with http:\/\/ or https:\/\//],

@@ -115,6 +115,8 @@ export interface Config {
   notificationsTimeoutMs: number;
   /** NOTIFICATIONS_CONNECTIONS_PER_ENDPOINT: attempts in flight to one endpoint per dispatcher (default 32). */
   notificationsConnectionsPerEndpoint: number;
+  /** REPOSITORY_CACHE_DAYS: days a worker keeps a repository mirror no run used (default 14; 0: forever). */
+  repositoryCacheDays: number;
   /** NOTIFICATIONS_RETENTION_DAYS: days a settled message (delivered, or failed for good) is kept (default 30). */
   notificationsRetentionDays: number;
   /**
@@ -209,6 +211,7 @@ export const SERVICE_VARIABLES = [
   'WORKER_DOCKER_MOUNTS',
   'FACTORY_REPO_ROOTS',
   'GIT_TIMEOUT_SECONDS',
+  'REPOSITORY_CACHE_DAYS',
   'HTTP_HEADERS_TIMEOUT_MS',
   'HTTP_REQUEST_TIMEOUT_MS',
   'HTTP_KEEP_ALIVE_TIMEOUT_MS',
@@ -266,6 +269,7 @@ export function loadConfig(env: Env = process.env): Config {
     factoryRepoRoots: repoRoots(env),
     factoryPollSeconds: int(env, 'FACTORY_POLL_SECONDS', 10, 1, 86400),
     gitTimeoutSeconds: int(env, 'GIT_TIMEOUT_SECONDS', 60, 1, 3600),
+    repositoryCacheDays: int(env, 'REPOSITORY_CACHE_DAYS', 14, 0, 3650),
     secretsKey: secretsKey(env),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
     webhookBaseUrl: url(env, 'WEBHOOK_BASE_URL', ['http:', 'https:']),

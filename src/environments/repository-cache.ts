@@ -1,5 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { GitCredentials, GitRunner } from '../git/git-runner.js';
 import { isRemote, RepositoryRefused } from '../git/repository-url.js';
@@ -60,15 +70,43 @@ export type LocalRepositoryCheck = (path: string, team: RunTeam) => Promise<stri
 export class RepositoryCache {
   /** Fetches of one mirror run one at a time (two runs of a team on one repository share it). */
   private readonly busy = new Map<string, Promise<unknown>>();
+  /** When the cache was last swept for mirrors no run used (pruneUnused). */
+  private sweptAt = 0;
 
   constructor(
     readonly root: string,
     private readonly git: GitRunner,
     /** Which local repositories an environment may name: the policy of factories' repositories. */
     private readonly checkLocal: LocalRepositoryCheck,
+    /** REPOSITORY_CACHE_DAYS: a mirror no run used for this long is removed (0: never). */
+    private readonly keepDays = 14,
   ) {
     mkdirSync(root, { recursive: true, mode: 0o700 });
     chmodSync(root, 0o700);
+  }
+
+  /**
+   * Removes the mirrors no run has used for `keepDays` (a mirror's folder time is set at each use),
+   * and what a clone cut short by a crash left beside them: once an hour at most, when a run stages
+   * its repositories, never a mirror being fetched. Without it every repository any run ever named
+   * stays on the worker's disk. Returns the folders removed.
+   */
+  pruneUnused(now = Date.now()): string[] {
+    if (!this.keepDays || now - this.sweptAt < SWEEP_INTERVAL_MS) return [];
+    this.sweptAt = now;
+    const unusedSince = now - this.keepDays * DAY_MS;
+    const removed: string[] = [];
+    const teams = join(this.root, 'teams');
+    for (const team of folders(teams))
+      for (const entry of folders(join(teams, team))) {
+        const path = join(teams, team, entry);
+        const mirror = path.replace(/\.new-[0-9a-f]+$/, '');
+        if (!mirror.endsWith('.git') || this.busy.has(mirror)) continue;
+        if (statSync(path).mtimeMs >= unusedSince) continue;
+        rmSync(path, { recursive: true, force: true });
+        removed.push(path);
+      }
+    return removed;
   }
 
   /** Clones each repository (at its branch or ref) into `staging`, fresh from the team's mirrors. */
@@ -78,6 +116,7 @@ export class RepositoryCache {
     secretValues: Record<string, string>,
     staging: string,
   ): Promise<StagedRepository[]> {
+    this.pruneUnused();
     mkdirSync(staging, { recursive: true, mode: 0o700 });
     const staged: StagedRepository[] = [];
     for (const [i, r] of repositories.entries()) {
@@ -149,6 +188,9 @@ export class RepositoryCache {
               rmSync(fresh, { recursive: true, force: true });
             }
           }
+          // Its last use, which pruneUnused reads: set here, not left to the files git happens to write.
+          const now = new Date();
+          utimesSync(mirror, now, now);
         }),
       );
     this.busy.set(mirror, work);
@@ -215,6 +257,18 @@ export class RepositoryCache {
     if (!url || !/^https?:$/.test(url.protocol)) return work(base); // a local path asks for nothing
     return work({}, { host: url.host, username: r.username ?? 'x-access-token', password: secret });
   }
+}
+
+const DAY_MS = 24 * 3600_000;
+/** How often at most the cache is swept for unused mirrors. */
+const SWEEP_INTERVAL_MS = 3600_000;
+
+/** The folders in `dir` (none if it does not exist). */
+function folders(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
 }
 
 /** ssh://, or `[user@]host:path` (git's own rule: a colon before the first slash, and no scheme). */

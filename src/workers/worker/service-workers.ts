@@ -249,8 +249,11 @@ function repositoryCache(
     const policy = new RepositoryPolicy(config, managedRepositories);
     caches.set(
       root,
-      (cache = new RepositoryCache(root, new GitRunner(config), (path, team) =>
-        policy.checkEnvironmentRepository(path, team),
+      (cache = new RepositoryCache(
+        root,
+        new GitRunner(config),
+        (path, team) => policy.checkEnvironmentRepository(path, team),
+        config.repositoryCacheDays,
       )),
     );
   }
