@@ -120,12 +120,15 @@ async function queue(
   events: Array<{ run?: string }>,
   factoryId: string | null = null,
 ) {
+  // Nothing is due from before the events go in: a pass a delivery woke may still be running, and at
+  // the clock of its delivery it would claim the first of them, under a lease that the clock set
+  // below may already have passed (the next claim then sends them again).
+  clock = new Date(0);
   for (const [n, e] of events.entries())
     await t.service.db.execute(
       `INSERT INTO notification_outbox (team_id, factory_id, type, run_id, payload) VALUES ($1, $2, 'run.queued', $3, $4)`,
       [teamId, factoryId, e.run ?? null, { n, run_id: e.run ?? null }],
     );
-  clock = new Date(0);
   await pass(d);
   clock = new Date(Date.now() + 60_000);
   counted.writes.length = 0;
