@@ -102,7 +102,8 @@ export class RepositoryCache {
         const path = join(teams, team, entry);
         const mirror = path.replace(/\.new-[0-9a-f]+$/, '');
         if (!mirror.endsWith('.git') || this.busy.has(mirror)) continue;
-        if (statSync(path).mtimeMs >= unusedSince) continue;
+        // Gone meanwhile (another worker on this cache swept it), or used since: left alone.
+        if ((statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? now) >= unusedSince) continue;
         rmSync(path, { recursive: true, force: true });
         removed.push(path);
       }
@@ -154,6 +155,8 @@ export class RepositoryCache {
           const transport = from ? LOCAL : [];
           const uploadPack = from ? STRICT_UPLOAD_PACK : [];
           if (existsSync(mirror)) {
+            // In use from now: another worker process on this cache (busy is this process's) keeps it.
+            usedNow(mirror);
             if (from) await this.git.run(['remote', 'set-url', 'origin', fileUrl(from)], mirror);
             await this.git.run(
               [...transport, 'fetch', ...uploadPack, '--prune', '--quiet', 'origin'],
@@ -188,9 +191,7 @@ export class RepositoryCache {
               rmSync(fresh, { recursive: true, force: true });
             }
           }
-          // Its last use, which pruneUnused reads: set here, not left to the files git happens to write.
-          const now = new Date();
-          utimesSync(mirror, now, now);
+          usedNow(mirror);
         }),
       );
     this.busy.set(mirror, work);
@@ -262,6 +263,12 @@ export class RepositoryCache {
 const DAY_MS = 24 * 3600_000;
 /** How often at most the cache is swept for unused mirrors. */
 const SWEEP_INTERVAL_MS = 3600_000;
+
+/** A mirror's last use, which pruneUnused reads: set here, not left to the files git happens to write. */
+function usedNow(mirror: string): void {
+  const now = new Date();
+  utimesSync(mirror, now, now);
+}
 
 /** The folders in `dir` (none if it does not exist). */
 function folders(dir: string): string[] {
