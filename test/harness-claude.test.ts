@@ -205,6 +205,31 @@ describe.skipIf(!cli.path)(
       expect((await runIn(t, id, ended)).state).toBe('CANCELLED');
     });
 
+    it('an interrupt stops the turn (BLOCKED, no CLI left); a follow-up resumes the session and the run ends SUCCEEDED', async () => {
+      stub.script(
+        { after: new Promise(() => undefined), then: { text: 'never' } },
+        { text: 'Picked up again.' },
+      );
+      const marker = `interrupt-marker-${Date.now()}`;
+      const id = await create(`${marker}: start a long task`);
+      await eventually(() => requestsOf(marker).length === 1, 'the turn at the model');
+      const res = await t.call('POST', `/api/v1/agent/runs/${id}/interrupt`);
+      expect(res.status).toBe(202);
+      const blocked = await runIn(t, id, ['BLOCKED', ...ended]);
+      expect(blocked.state, JSON.stringify(blocked.status_message)).toBe('BLOCKED');
+      await eventually(() => processesWith(marker).length === 0, 'no process of the interrupted turn left');
+      const followup = `${marker}-followup: go on`;
+      expect((await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: followup })).status).toBe(
+        200,
+      );
+      const run = await runIn(t, id, ended);
+      expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+      expect(run.status_message.message).toBe('Picked up again.');
+      // The same session, resumed: the model is sent the interrupted turn's prompt with the follow-up.
+      const seen = JSON.stringify(requestsOf(followup).at(-1)!.body.messages);
+      expect(seen).toContain(`${marker}: start a long task`);
+    });
+
     it.each([
       [
         { status: 401, errorType: 'authentication_error', message: 'invalid x-api-key' },

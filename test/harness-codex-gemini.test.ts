@@ -198,6 +198,30 @@ for (const c of CLIS) {
         expect(run.status_message.message).toBe('Second answer.');
       });
 
+      it('an interrupt stops the turn (BLOCKED, no CLI left); a follow-up resumes the session and the run ends SUCCEEDED', async () => {
+        stub.script({ hang: true }, { text: 'Picked up again.' });
+        const marker = `interrupt-marker-${Date.now()}`;
+        const id = await create(`${marker}: start a long task`);
+        await eventually(() => requestsOf(marker).length === 1, 'the turn at the model', WITHIN);
+        expect((await t.call('POST', `/api/v1/agent/runs/${id}/interrupt`)).status).toBe(202);
+        const blocked = await runIn(t, id, ['BLOCKED', ...ended], undefined, WITHIN);
+        expect(blocked.state, JSON.stringify(blocked.status_message)).toBe('BLOCKED');
+        await eventually(
+          () => processesWith(marker).length === 0,
+          'no process of the interrupted turn left',
+          WITHIN,
+        );
+        const followup = `${marker}-followup: go on`;
+        expect(
+          (await t.call('POST', `/api/v1/agent/runs/${id}/followups`, { message: followup })).status,
+        ).toBe(200);
+        const run = await runIn(t, id, ended, undefined, WITHIN);
+        expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+        expect(run.status_message.message).toBe('Picked up again.');
+        // The same session, resumed: the model is sent the interrupted turn's prompt with the follow-up.
+        expect(requestsOf(followup).at(-1)!.raw).toContain(`${marker}: start a long task`);
+      });
+
       it('cancel stops the CLI and its process group within seconds', async () => {
         stub.script({ hang: true });
         const marker = `cancel-marker-${Date.now()}`;
