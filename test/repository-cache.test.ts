@@ -46,7 +46,11 @@ function cacheIn(keepDays: number): { cache: RepositoryCache; root: string; stag
 }
 
 const repository = (i: number) => ({ url: servers[i]!.url, path: `r${i}` });
-const mirrors = (root: string) => readdirSync(join(root, 'teams', team.id)).sort();
+/** The team's mirror folders in the cache at `root`. */
+const mirrors = (root: string) =>
+  readdirSync(join(root, 'teams', team.id))
+    .sort()
+    .map((m) => join(root, 'teams', team.id, m));
 const age = (path: string, days: number) => {
   const then = new Date(Date.now() - days * DAY_MS);
   utimesSync(path, then, then);
@@ -56,11 +60,9 @@ describe('the repository cache keeps what runs use', () => {
   it('removes a mirror no run used for REPOSITORY_CACHE_DAYS, and a cut-short clone; keeps one in use; a run needing the removed one fetches it again', async () => {
     const { cache, root, staging } = cacheIn(14);
     await cache.stage(team, [repository(0)], {}, staging());
-    const [first] = mirrors(root).map((m) => join(root, 'teams', team.id, m));
+    const [first] = mirrors(root);
     await cache.stage(team, [repository(1)], {}, staging());
-    const second = mirrors(root)
-      .map((m) => join(root, 'teams', team.id, m))
-      .find((m) => m !== first);
+    const second = mirrors(root).find((m) => m !== first);
     // Fifteen days without a run for the first; the second used a day ago; a crash left a clone half made.
     age(first!, 15);
     age(second!, 1);
@@ -81,7 +83,7 @@ describe('the repository cache keeps what runs use', () => {
   it('sweeps at most once an hour, and at the first staging after that', async () => {
     const { cache, root, staging } = cacheIn(14);
     await cache.stage(team, [repository(0)], {}, staging()); // the first staging sweeps (nothing yet)
-    const [mirror] = mirrors(root).map((m) => join(root, 'teams', team.id, m));
+    const [mirror] = mirrors(root);
     age(mirror!, 15);
     expect(cache.pruneUnused()).toEqual([]); // swept within the hour
     expect(existsSync(mirror!)).toBe(true);
@@ -91,7 +93,7 @@ describe('the repository cache keeps what runs use', () => {
   it('never removes a mirror while a run fetches it', async () => {
     const { cache, root, staging } = cacheIn(14);
     await cache.stage(team, [repository(0)], {}, staging());
-    const [mirror] = mirrors(root).map((m) => join(root, 'teams', team.id, m));
+    const [mirror] = mirrors(root);
     age(mirror!, 15);
     // The staging below holds the mirror from its first step (before anything is awaited) to its end.
     const fetching = cache.stage(team, [repository(0)], {}, staging());
@@ -105,7 +107,7 @@ describe('the repository cache keeps what runs use', () => {
   it('keeps every mirror with REPOSITORY_CACHE_DAYS=0', async () => {
     const { cache, root, staging } = cacheIn(0);
     await cache.stage(team, [repository(0)], {}, staging());
-    const [mirror] = mirrors(root).map((m) => join(root, 'teams', team.id, m));
+    const [mirror] = mirrors(root);
     age(mirror!, 3650);
     expect(cache.pruneUnused(Date.now() + HOUR_MS)).toEqual([]);
     expect(existsSync(mirror!)).toBe(true);

@@ -100,7 +100,7 @@ export class RepositoryCache {
     for (const team of folders(teams))
       for (const entry of folders(join(teams, team))) {
         const path = join(teams, team, entry);
-        const mirror = path.replace(/\.new-[0-9a-f]+$/, '');
+        const mirror = path.split(BEING_MADE)[0]!;
         if (!mirror.endsWith('.git') || this.busy.has(mirror)) continue;
         // Gone meanwhile (another worker on this cache swept it), or used since: left alone.
         if ((statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? now) >= unusedSince) continue;
@@ -168,7 +168,7 @@ export class RepositoryCache {
           } else {
             mkdirSync(teamDir, { recursive: true, mode: 0o700 });
             // Made aside and renamed: a clone cut short leaves no half mirror behind.
-            const fresh = `${mirror}.new-${randomBytes(4).toString('hex')}`;
+            const fresh = `${mirror}${BEING_MADE}${randomBytes(4).toString('hex')}`;
             try {
               await this.git.run(
                 [
@@ -260,6 +260,8 @@ export class RepositoryCache {
   }
 }
 
+/** A mirror's first clone is made beside it under this suffix, then renamed into place. */
+const BEING_MADE = '.new-';
 const DAY_MS = 24 * 3600_000;
 /** How often at most the cache is swept for unused mirrors. */
 const SWEEP_INTERVAL_MS = 3600_000;

@@ -45,7 +45,6 @@ export default async function setup(project: TestProject) {
  * skipped test shows only as a count.
  */
 function announce(): void {
-  // Each probe spawns bwrap: once each.
   const noBwrap = bwrapMissing();
   const unconfined = unconfinedHere();
   const lines = [

@@ -1,7 +1,14 @@
 import { spawnSync } from 'node:child_process';
 
-/** Why bwrap cannot run a sandbox here (undefined: it can). */
+let probed: { missing: string | undefined } | undefined;
+
+/** Why bwrap cannot run a sandbox here (undefined: it can); probed once per process. */
 export function bwrapMissing(): string | undefined {
+  probed ??= { missing: probeBwrap() };
+  return probed.missing;
+}
+
+function probeBwrap(): string | undefined {
   const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', '--proc', '/proc', 'true'], {
     encoding: 'utf8',
   });
