@@ -5,15 +5,17 @@
 //   (e) factoryd ingress, two teams' `token` webhooks loaded together, 1 run per delivery, no endpoint:
 //       the capacity; measured first and again last (the machine drifts), the baseline is their mean
 //   (b) as fast as it goes, team B's endpoint receiving every event of B (two per delivery:
-//       delivery.accepted and run.queued): messages made and sent per second, the queue (its depth: the
-//       outbox, every team's events not fanned out yet, plus B's pending messages) every second of the
-//       load and its trend (does it grow?), state change -> receipt p50/p99
+//       delivery.accepted and run.queued): messages made and sent per second, the queue (its depth:
+//       B's pending messages) every second of the load and its trend (does it grow?), state change ->
+//       receipt p50/p99
 //   (h) half of (e)'s capacity for BENCH_SUSTAIN_SECONDS (60): the same, the queue every 5 s
 //   (i) idle: one delivery at a time, 300 ms apart: state change -> receipt
 //   (r) receiving, (c) refusing, (d) tarpit, (f) 5xx, (s) slow (answers after BENCH_SLOW_MS, 1 s):
 //       team A's endpoint so, beside B's healthy one; (r), A's endpoint taking every message at once, is
-//       what an endpoint of A costs B when it fails at nothing, the reference for the failing ones (each
-//       also printed over (r)'s of its round). Each against the mean of the baselines (A without an
+//       what an endpoint of A costs B when it fails at nothing. By default (BENCH_ISOLATION=toggled)
+//       each in one load during which A's endpoint is switched on and off in phases, its "on" phases
+//       read against its "off" ones (see toggledLoad). With BENCH_ISOLATION=between, the earlier
+//       method: each case also printed over (r)'s of its round, and each against the mean of the baselines (A without an
 //       endpoint) taken just before and just after it, since the database grows and the machine drifts between
 //       cases: as fast as it goes (the ingress, and the CPU the service and PostgreSQL spent per
 //       delivery), then at half the capacity of the first of those baselines (B's latency); and what A's
@@ -70,6 +72,32 @@ if (!Number.isInteger(ROUNDS) || ROUNDS < 1) {
   );
   process.exit(2);
 }
+/**
+ * BENCH_ISOLATION: how the isolation cases are read. `toggled` (the default): each case as one load during which
+ * A's endpoint is switched on and off every BENCH_PHASE_SECONDS (12), BENCH_PHASE_PAIRS (4) pairs in
+ * the order on-off, off-on, on-off…, its "on" phases read against its "off" ones — the same database,
+ * the same minute of the machine, no baseline from another load. `between`: each case as a load of
+ * its own between two baselines (A without an endpoint), BENCH_ISOLATION_ROUNDS times.
+ */
+const ISOLATION = process.env.BENCH_ISOLATION ?? 'toggled';
+const PHASE_SECONDS = Number(process.env.BENCH_PHASE_SECONDS ?? 12);
+const PHASE_PAIRS = Number(process.env.BENCH_PHASE_PAIRS ?? 4);
+/**
+ * Seconds at a phase's start that are not read: what A's endpoint was doing in the phase before (a
+ * round in flight ends within twice NOTIFICATIONS_TIMEOUT_MS, 2 × 2 s here) belongs to neither.
+ */
+const SETTLE_SECONDS = 4;
+for (const [name, ok] of [
+  ['BENCH_ISOLATION', ['between', 'toggled'].includes(ISOLATION)],
+  ['BENCH_PHASE_SECONDS', Number.isInteger(PHASE_SECONDS) && PHASE_SECONDS > SETTLE_SECONDS],
+  ['BENCH_PHASE_PAIRS', Number.isInteger(PHASE_PAIRS) && PHASE_PAIRS >= 2],
+])
+  if (!ok) {
+    console.error(
+      `${name}: "${process.env[name]}" is not one of: BENCH_ISOLATION between or toggled; BENCH_PHASE_SECONDS a whole number above ${SETTLE_SECONDS}; BENCH_PHASE_PAIRS a whole number, 2 or more`,
+    );
+    process.exit(2);
+  }
 const DRAIN_LIMIT_MS = 180_000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -122,7 +150,7 @@ try {
   let loaded = false;
   const ingress = async (rate, seconds = DURATION, onMeasuring = () => undefined) => {
     // Each load but the first starts from a vacuumed, checkpointed database: the dead rows and dirty
-    // pages one case leaves (a minute of deleted outbox rows, delivered messages' old versions) are not
+    // pages one case leaves (delivered messages' old versions) are not
     // the next case's work, which made two baselines in a row differ by a third. Not the first: the
     // empty tables' statistics would say "no rows" to the plans of a load that fills them (the first
     // (e) ran at a third of its speed).
@@ -169,11 +197,10 @@ try {
 
   const queue = async () => {
     const [q] = await db.query(
-      `SELECT (SELECT count(*)::int FROM notification_outbox) AS outbox,
-              (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending') AS pending`,
+      `SELECT count(*)::int AS pending FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending'`,
       [healthy],
     );
-    return q.outbox + q.pending;
+    return q.pending;
   };
   /**
    * Ingress at `rate` (undefined: as fast as it goes) with B's endpoint receiving; the queue sampled
@@ -181,7 +208,7 @@ try {
    * one as the load ends, with their times (`measured`: what `trend` reads); then waits until B's
    * messages are all delivered. Returns the figures.
    */
-  const receiving = async (rate, seconds = DURATION, everyMs = 1000) => {
+  const receiving = async (rate, seconds = DURATION, everyMs = 1000, onMeasuring = () => undefined) => {
     await ask({ ask: 'take' });
     const t0 = Date.now();
     const samples = [];
@@ -205,6 +232,7 @@ try {
       // The measured load starts: its first sample now.
       measuredFrom = Date.now();
       wake();
+      onMeasuring();
     });
     const t1 = Date.now();
     loading = false;
@@ -240,6 +268,7 @@ try {
       p50: pct(50),
       p99: pct(99),
       drainMs,
+      got: taken.got,
       duplicates: taken.duplicates,
       forged: taken.forged,
     };
@@ -278,7 +307,7 @@ try {
   const trendText = (r) => {
     const t = trend(r.measured);
     return (
-      `queue (outbox + B pending) over the measured load (${t.n} samples): first ${t.first}, at its end ${t.last}; ` +
+      `queue (B's pending messages) over the measured load (${t.n} samples): first ${t.first}, at its end ${t.last}; ` +
       `mean of the first half ${t.firstHalf.toFixed(0)}, of the second ${t.secondHalf.toFixed(0)}; ` +
       `trend ${t.slope >= 0 ? '+' : ''}${t.slope.toFixed(1)} messages/s`
     );
@@ -287,7 +316,7 @@ try {
     r.cpu ? `; CPU/delivery ${cpuOf(r)} µs (service ${r.cpu.nodeUs}, PostgreSQL ${r.cpu.pgUs})` : '';
   const describe = (label, r) =>
     `${label}: ingress ${r.rps.toFixed(0)} req/s (${perTeam(r)})${cpuText(r)}; B's messages made ${r.made.toFixed(0)}/s, sent ${r.sent.toFixed(0)}/s during the load; ` +
-    `queue (outbox + B pending) ${r.samples.join(' ')}; ` +
+    `queue (B's pending messages) ${r.samples.join(' ')}; ` +
     `state change -> receipt p50 ${r.p50} ms, p99 ${r.p99} ms (${r.received} received, ${r.duplicates} twice, ${r.forged} unverified); ` +
     `drained ${r.drainMs} ms after the load`;
 
@@ -350,9 +379,10 @@ try {
   // own baselines: one 20 s sample of a latency moves by a tenth between two baselines in a row, the
   // size of the effect to be judged; the median of the rounds, and their range, say more.
   const baselines = [];
-  let before = kinds.length ? await baselineCase('(isolation) baseline 0') : undefined;
+  let before =
+    kinds.length && ISOLATION === 'between' ? await baselineCase('(isolation) baseline 0') : undefined;
   if (before) baselines.push(before);
-  for (let round = 1; round <= ROUNDS; round++)
+  for (let round = 1; round <= (ISOLATION === 'between' ? ROUNDS : 0); round++)
     for (const [key, name, port, counted] of kinds) {
       const n = baselines.length;
       const label = ROUNDS > 1 ? `${key}, round ${round}` : key;
@@ -386,6 +416,144 @@ try {
       (results[key] ??= []).push({ before, after, fast, paced, got });
       before = after;
     }
+
+  /**
+   * One load (at `rate`; undefined: as fast as it goes) with A's endpoint `a` switched on and off in
+   * phases of PHASE_SECONDS from the end of the warm-up (off before it), PHASE_PAIRS pairs in the
+   * order on-off, off-on… (so a drift through the load weighs on both alike). Each phase is read from
+   * SETTLE_SECONDS after its switch to its end: the runs each team's deliveries started in it (from
+   * the database), the CPU of the service and PostgreSQL in it, and B's messages whose state change
+   * fell in it (state change -> receipt).
+   */
+  const toggledLoad = async (a, rate) => {
+    const phases = [];
+    const seconds = 2 * PHASE_PAIRS * PHASE_SECONDS;
+    let switching = Promise.resolve();
+    const r = await receiving(rate, seconds + 1, 1000, () => {
+      const start = Date.now();
+      switching = (async () => {
+        for (let k = 0; k < 2 * PHASE_PAIRS; k++) {
+          const on = (k % 2 === 0) === (Math.floor(k / 2) % 2 === 0);
+          await sleep(start + k * PHASE_SECONDS * 1000 - Date.now());
+          await endpoints.update(teams.A.auth, a, { enabled: on });
+          await sleep(start + (k * PHASE_SECONDS + SETTLE_SECONDS) * 1000 - Date.now());
+          const meter = cpuMeter((sql) => db.query(sql));
+          await meter.start();
+          const from = Date.now();
+          await sleep(start + (k + 1) * PHASE_SECONDS * 1000 - Date.now());
+          const used = await meter.stop(1);
+          phases.push({ on, from, to: Date.now(), cpuUs: used.nodeUs + used.pgUs });
+        }
+        await endpoints.update(teams.A.auth, a, { enabled: false });
+      })();
+    });
+    await switching;
+    for (const p of phases) {
+      const rows = await db.query(
+        `SELECT team_id, count(*)::int AS n FROM runs WHERE created_at >= $1 AND created_at < $2 GROUP BY team_id`,
+        [new Date(p.from), new Date(p.to)],
+      );
+      const runs = (t) => rows.find((row) => row.team_id === t.teamId)?.n ?? 0;
+      p.runsA = runs(teams.A);
+      p.runsB = runs(teams.B);
+      p.latencies = [];
+    }
+    for (let i = 0; i < r.got.length; i += 2) {
+      const changedAt = r.got[i] - r.got[i + 1];
+      phases.find((p) => changedAt >= p.from && changedAt < p.to)?.latencies.push(r.got[i + 1]);
+    }
+    for (const p of phases) {
+      const depths = r.measured.filter((m) => m.at >= p.from && m.at < p.to).map((m) => m.depth);
+      p.queue = depths.length ? Math.round(depths.reduce((x, y) => x + y, 0) / depths.length) : 0;
+      const sorted = [...p.latencies].sort((x, y) => x - y);
+      p.p50 = sorted[Math.floor(sorted.length / 2)] ?? 0;
+    }
+    return phases;
+  };
+  /** Phases' figures pooled: each team's runs a second, CPU per delivery, B's latency p50 and p99. */
+  const pooled = (phases) => {
+    const seconds = phases.reduce((sum, p) => sum + (p.to - p.from), 0) / 1000;
+    const runsA = phases.reduce((sum, p) => sum + p.runsA, 0);
+    const runsB = phases.reduce((sum, p) => sum + p.runsB, 0);
+    const latencies = phases.flatMap((p) => p.latencies).sort((x, y) => x - y);
+    const pct = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+    return {
+      rps: (runsA + runsB) / seconds,
+      rpsA: runsA / seconds,
+      rpsB: runsB / seconds,
+      cpu: phases.reduce((sum, p) => sum + p.cpuUs, 0) / Math.max(runsA + runsB, 1),
+      p50: pct(0.5),
+      p99: pct(0.99),
+      n: latencies.length,
+    };
+  };
+  /** `x`'s figures over `y`'s: ingress and CPU from the fast load, latency from the paced one. */
+  const toggledRatios = (x, y) => ({
+    rps: x.fast.rps / y.fast.rps,
+    rpsA: x.fast.rpsA / y.fast.rpsA,
+    rpsB: x.fast.rpsB / y.fast.rpsB,
+    cpu: x.fast.cpu / y.fast.cpu,
+    p50: x.paced.p50 / y.paced.p50,
+    p99: x.paced.p99 / y.paced.p99,
+  });
+  const toggledText = (q) =>
+    `ingress ${q.rps.toFixed(2)}× (A ${q.rpsA.toFixed(2)}×, B ${q.rpsB.toFixed(2)}×), CPU/delivery ${q.cpu.toFixed(2)}×; ` +
+    `B at ${paceRate} req/s p50 ${q.p50.toFixed(2)}×, p99 ${q.p99.toFixed(2)}×`;
+  if (ISOLATION === 'toggled' && kinds.length) {
+    // The paced loads' rate: half of what the service does as fast as it goes with B receiving.
+    paceRate = Math.round((await receiving()).rps / 2);
+    for (const [key, name, port] of kinds) {
+      const a = (
+        await endpoints.create(teams.A.auth, {
+          name: `${name}-toggled`,
+          url: `http://127.0.0.1:${port}/hook`,
+        })
+      ).endpoint.id;
+      await endpoints.update(teams.A.auth, a, { enabled: false });
+      const loads = { fast: await toggledLoad(a), paced: await toggledLoad(a, paceRate) };
+      const of = (pick) => ({
+        fast: pooled(loads.fast.filter(pick)),
+        paced: pooled(loads.paced.filter(pick)),
+      });
+      const on = of((p) => p.on);
+      const off = of((p) => !p.on);
+      // What the method reads when nothing changed: half the "off" phases against the other half
+      // (alternate ones, so both halves span the load), and so for the "on" phases.
+      const alternate = (state, parity) => {
+        let i = 0;
+        return (p) => p.on === state && i++ % 2 === parity;
+      };
+      const noiseOff = toggledRatios(of(alternate(false, 0)), of(alternate(false, 1)));
+      const noiseOn = toggledRatios(of(alternate(true, 0)), of(alternate(true, 1)));
+      const [got] = await db.query(
+        `SELECT (SELECT count(*)::int FROM notification_attempts WHERE endpoint_id = $1) AS attempts,
+                (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending') AS pending,
+                (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'delivered') AS delivered`,
+        [a],
+      );
+      const figures = (f) =>
+        `ingress ${f.fast.rps.toFixed(0)} req/s (A ${f.fast.rpsA.toFixed(0)}, B ${f.fast.rpsB.toFixed(0)}), CPU/delivery ${f.fast.cpu.toFixed(0)} µs; ` +
+        `B at ${paceRate} req/s p50 ${f.paced.p50} ms, p99 ${f.paced.p99} ms (${f.paced.n} messages)`;
+      (results.toggled ??= []).push(
+        `isolation toggled (${key}) ${name}, ${PHASE_PAIRS} pairs of ${PHASE_SECONDS} s phases (each read from ${SETTLE_SECONDS} s after its switch), ` +
+          `as fast as it goes and at ${paceRate} req/s: A's endpoint on: ${figures(on)}; off: ${figures(off)}; ` +
+          `on against off (target: within 10 %): ${toggledText(toggledRatios(on, off))}; ` +
+          `the method's noise, alternate "off" phases against each other: ${toggledText(noiseOff)}, "on" phases: ${toggledText(noiseOn)}; ` +
+          `A's endpoint: ${got.attempts} attempts logged, ${got.delivered} delivered, ${got.pending} pending`,
+      );
+      say(results.toggled.at(-1));
+      for (const [label, phases] of Object.entries(loads))
+        say(
+          `(${key}) toggled, ${label}: each phase (A's endpoint on or off): B's p50 ms / queue (B's pending messages, mean of its samples) / cores busy (service and PostgreSQL): ` +
+            phases
+              .map(
+                (p) =>
+                  `${p.on ? 'on' : 'off'} ${p.p50}/${p.queue}/${(p.cpuUs / (p.to - p.from) / 1000).toFixed(2)}`,
+              )
+              .join(', '),
+        );
+    }
+  }
 
   await endpoints.update(teams.B.auth, healthy, { enabled: false });
   results.e2 = await ingress();
@@ -474,7 +642,8 @@ try {
   const ratiosText = (ratios) =>
     `ingress ${spread(ratios, 'rps')} (A ${spread(ratios, 'rpsA')}, B ${spread(ratios, 'rpsB')}), CPU/delivery ${spread(ratios, 'cpu')}; ` +
     `B at ${paceRate} req/s p50 ${spread(ratios, 'p50')}, p99 ${spread(ratios, 'p99')}`;
-  for (const [key, name] of kinds) {
+  for (const line of results.toggled ?? []) console.log(line);
+  for (const [key, name] of ISOLATION === 'between' ? kinds : []) {
     const rounds = results[key];
     for (const [i, r] of rounds.entries()) {
       const base = {

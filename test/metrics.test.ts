@@ -142,7 +142,7 @@ describe('/metrics', () => {
     expect(answered.ms).toBeLessThan(5000);
     expect(answered.samples('factoryd_metrics_database_up')).toBe(0);
     expect(answered.samples.text).not.toMatch(/^factoryd_runs\{/m);
-    expect(answered.samples.text).not.toMatch(/^factoryd_notification_outbox_events /m);
+    expect(answered.samples.text).not.toMatch(/^factoryd_notification_messages_pending /m);
     expect(answered.samples('factoryd_runs_claimed_total', { workers: 'service' })).toBe(1);
     // Once the database answers again, so do the depths.
     await eventually(async () => {

@@ -37,7 +37,7 @@ const env = () => ({
 });
 
 describe('factoryd serve killed with SIGKILL between state changes and their notifications', () => {
-  it('sends them once it is back: the outbox committed with the state change', async () => {
+  it('sends them once it is back: the message committed with the state change', async () => {
     const serve = await startServeProcess(env());
     children.push(serve.child);
     const api = (path: string, method = 'GET', body?: unknown) =>
@@ -61,10 +61,13 @@ describe('factoryd serve killed with SIGKILL between state changes and their not
     await eventually(() => serve.child.signalCode === 'SIGKILL', 'serve gone');
 
     // A state change that commits while no dispatcher runs (as if the process died right after its
-    // commit): its outbox row is there, written by the same statement.
+    // commit): its message is there, pending, written by the same statement.
     await pool.query(`UPDATE runs SET state = 'CANCELLED', updated_at = now() WHERE id = $1`, [runId]);
-    const { rows } = await pool.query(`SELECT type FROM notification_outbox WHERE run_id = $1`, [runId]);
-    expect(rows.map((r) => r.type)).toEqual(['run.cancelled']);
+    const { rows } = await pool.query(
+      `SELECT status FROM notification_messages WHERE run_id = $1 AND type = 'run.cancelled'`,
+      [runId],
+    );
+    expect(rows.map((r) => r.status)).toEqual(['pending']);
 
     // A later start on the same database and DATA_DIR.
     children.push((await startServeProcess(env())).child);

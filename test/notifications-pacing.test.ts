@@ -1,16 +1,11 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Scheduler } from '../src/common/periodic.js';
 import type { Database } from '../src/database/database.js';
 import { NotificationDispatcher } from '../src/notifications/notification-dispatcher.js';
 import { NotificationSender } from '../src/notifications/notification-sender.js';
-import {
-  FAN_OUT_BATCH,
-  FAN_OUT_LOCK,
-  NotificationsRepository,
-} from '../src/notifications/notifications.repository.js';
+import { NotificationsRepository } from '../src/notifications/notifications.repository.js';
 import { DefinitionStore } from '../src/reconciler/definition-store.js';
 import { Reconciler } from '../src/reconciler/reconciler.js';
 import { SecretCipher } from '../src/secrets/secret-cipher.js';
@@ -111,27 +106,32 @@ async function pass(d: NotificationDispatcher) {
 }
 
 /**
- * Events of the team (of its factory `factoryId`, whose endpoints hear only its events) into the
- * outbox, fanned out by one pass at a time before they are due.
+ * Events of the team (of its factory `factoryId`, whose endpoints hear only its events) made into
+ * messages as a state change's trigger makes them, before they are due.
  */
-async function queue(
-  d: NotificationDispatcher,
-  teamId: string,
-  events: Array<{ run?: string }>,
-  factoryId: string | null = null,
-) {
+async function queue(teamId: string, events: Array<{ run?: string }>, factoryId: string | null = null) {
   // Nothing is due from before the events go in: a pass a delivery woke may still be running, and at
   // the clock of its delivery it would claim the first of them, under a lease that the clock set
   // below may already have passed (the next claim then sends them again).
   clock = new Date(0);
-  for (const [n, e] of events.entries())
-    await t.service.db.execute(
-      `INSERT INTO notification_outbox (team_id, factory_id, type, run_id, payload) VALUES ($1, $2, 'run.queued', $3, $4)`,
-      [teamId, factoryId, e.run ?? null, { n, run_id: e.run ?? null }],
-    );
-  await pass(d);
+  for (const [n, e] of events.entries()) await event(teamId, { n, run_id: e.run ?? null }, e.run, factoryId);
   clock = new Date(Date.now() + 60_000);
   counted.writes.length = 0;
+}
+
+/** One event of the team, made into its messages by the function the triggers call. */
+async function event(
+  teamId: string,
+  payload: object,
+  run: string | null = null,
+  factoryId: string | null = null,
+) {
+  await t.service.db.execute(
+    `SELECT notification_messages_of(jsonb_build_array(jsonb_build_object(
+       'id', nextval('notification_event_ids'), 'team_id', $1::uuid, 'factory_id', $2::uuid, 'type', 'run.queued',
+       'run_id', $3::uuid, 'payload', $4::jsonb, 'at', clock_timestamp())))`,
+    [teamId, factoryId, run, payload],
+  );
 }
 
 async function subscribe(url: string, key?: string) {
@@ -207,7 +207,6 @@ describe('a failing endpoint', () => {
     const team = await t.newTeam(`refused-${Date.now()}`);
     const { endpoint } = await subscribe(await closedPort(), team.key);
     await queue(
-      d,
       team.team.id,
       Array.from({ length: 20 }, () => ({})),
     );
@@ -256,7 +255,6 @@ describe('a failing endpoint', () => {
     const { endpoint, secret } = await subscribe(url, team.key);
     r.secret = secret;
     await queue(
-      d,
       team.team.id,
       Array.from({ length: 11 }, () => ({})),
     );
@@ -279,14 +277,10 @@ describe('a failing endpoint', () => {
     const mine = await subscribe(url, other.key);
     r.secret = mine.secret;
     await queue(
-      d,
       slow.team.id,
       Array.from({ length: 30 }, () => ({})),
     );
-    await t.service.db.execute(
-      `INSERT INTO notification_outbox (team_id, type, payload) SELECT $1, 'run.queued', '{}' FROM generate_series(1, 10)`,
-      [other.team.id],
-    );
+    for (let n = 0; n < 10; n++) await event(other.team.id, {});
     // Passes, not waiting for the attempts they start: the tarpit's stays in flight throughout.
     await d.pump();
     await eventually(() => r.received.length === 10, 'the other team’s first ten');
@@ -294,10 +288,7 @@ describe('a failing endpoint', () => {
       async () => (await messagesOf(mine.endpoint.id)).every((m) => m.status === 'delivered'),
       'recorded delivered',
     );
-    await t.service.db.execute(
-      `INSERT INTO notification_outbox (team_id, type, payload) SELECT $1, 'run.queued', '{}' FROM generate_series(1, 10)`,
-      [other.team.id],
-    );
+    for (let n = 0; n < 10; n++) await event(other.team.id, {});
     await d.pump();
     await eventually(() => r.received.length === 20, 'the next ten, while the tarpit still holds its one');
     expect(r.received.every((x) => x.verified)).toBe(true);
@@ -305,88 +296,6 @@ describe('a failing endpoint', () => {
     expect(pit.connections()).toBe(1);
     expect(await attemptsOf(pitEndpoint.id)).toBe(0);
     expect(await attemptsOf(refused.id)).toBe(1);
-    expect(errors).toEqual([]);
-  });
-});
-
-/** The dispatcher's steps on the database, in the order it took them: fan-outs (its transactions) and claims. */
-function steppingDatabase(db: Database) {
-  const steps: Array<'fan-out' | 'claim'> = [];
-  const wrapped = new Proxy(db, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        if (prop === 'transaction') steps.push('fan-out');
-        if (prop === 'query' && /WITH ready AS MATERIALIZED/.test(String(args[0]))) steps.push('claim');
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return { db: wrapped, steps };
-}
-
-const outboxOf = async (teamId: string) =>
-  (
-    await t.service.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM notification_outbox WHERE team_id = $1`,
-      [teamId],
-    )
-  )[0]!.n;
-
-describe('the outbox', () => {
-  it('is fanned out a batch at a time, with claims between: a backlog keeps no endpoint waiting', async () => {
-    const stepping = steppingDatabase(t.service.db);
-    const d = dispatcher({ db: stepping.db });
-    const team = await t.newTeam(`backlog-${Date.now()}`);
-    const { r, url } = await receiver();
-    const mine = await subscribe(url, team.key);
-    r.secret = mine.secret;
-    await queue(d, team.team.id, [{}]);
-    // Another team's backlog, two and a half batches (it subscribes nothing: no message comes of it).
-    const busy = await t.newTeam(`busy-${Date.now()}`);
-    await t.service.db.execute(
-      `INSERT INTO notification_outbox (team_id, type, payload) SELECT $1, 'run.queued', '{}' FROM generate_series(1, $2::int)`,
-      [busy.team.id, FAN_OUT_BATCH * 2.5],
-    );
-    stepping.steps.length = 0;
-
-    await pass(d);
-    expect(r.received).toHaveLength(1);
-    expect(await outboxOf(busy.team.id)).toBe(0);
-    // Claimed after the first batch, before the last: not once the whole backlog was through.
-    const steps = stepping.steps;
-    expect(steps.filter((s) => s === 'fan-out')).toHaveLength(3);
-    expect(steps.indexOf('claim')).toBe(1);
-    expect(steps.lastIndexOf('fan-out')).toBeGreaterThan(steps.indexOf('claim'));
-    expect(errors).toEqual([]);
-  });
-
-  it('keeps no endpoint waiting while another replica holds the fan-out', async () => {
-    const d = dispatcher();
-    const team = await t.newTeam(`replica-${Date.now()}`);
-    const { r, url } = await receiver();
-    const mine = await subscribe(url, team.key);
-    r.secret = mine.secret;
-    await queue(d, team.team.id, [{}]);
-    await t.service.db.execute(
-      `INSERT INTO notification_outbox (team_id, type, payload) VALUES ($1, 'run.queued', '{"n": 1}')`,
-      [team.team.id],
-    );
-    // Another replica's fan-out, under way (its lock held by a session of its own).
-    const replica = new pg.Client({ connectionString: t.databaseUrl });
-    await replica.connect();
-    closers.push(() => replica.end());
-    await replica.query(`SELECT pg_advisory_lock($1)`, [FAN_OUT_LOCK]);
-
-    // The message already made goes; the event is left to the lock's holder.
-    await pass(d);
-    expect(r.received.map((x) => x.body.data.n)).toEqual([0]);
-    expect(await outboxOf(team.team.id)).toBe(1);
-
-    await replica.query(`SELECT pg_advisory_unlock($1)`, [FAN_OUT_LOCK]);
-    await pass(d);
-    expect(r.received.map((x) => x.body.data.n)).toEqual([0, 1]);
     expect(errors).toEqual([]);
   });
 });
@@ -399,7 +308,7 @@ describe('an endpoint that goes down while it takes messages', () => {
     const { endpoint, secret } = await subscribe(url, team.key);
     r.secret = secret;
     // It delivers (so its next round needs no probe), then every answer is a 503.
-    await queue(d, team.team.id, [{}]);
+    await queue(team.team.id, [{}]);
     await pass(d);
     expect(r.received).toHaveLength(1);
     // Every answer a 503, none before the four connections' first attempts are all in (the 5th
@@ -411,7 +320,6 @@ describe('an endpoint that goes down while it takes messages', () => {
       return fourInFlight.then(() => 503);
     };
     await queue(
-      d,
       team.team.id,
       Array.from({ length: 30 }, () => ({})),
     );
@@ -443,7 +351,7 @@ describe('a receiver that refuses one message', () => {
     r.behaviour = (_n, got) => (got.body.data.run_id === BAD_RUN ? 422 : 204);
     const { endpoint, secret } = await subscribe(url, team.key);
     r.secret = secret;
-    await queue(d, team.team.id, [{ run: BAD_RUN }, {}, {}, {}, {}]);
+    await queue(team.team.id, [{ run: BAD_RUN }, {}, {}, {}, {}]);
     await pass(d);
     const messages = await messagesOf(endpoint.id);
     expect(messages.map((m) => [m.status, m.attempts])).toEqual([
@@ -465,7 +373,6 @@ describe('the documented semantics still hold', () => {
     const team = await t.newTeam(`disable-${Date.now()}`);
     const { endpoint } = await subscribe(await closedPort(), team.key);
     await queue(
-      d,
       team.team.id,
       Array.from({ length: 5 }, () => ({})),
     );
@@ -493,7 +400,7 @@ describe('the documented semantics still hold', () => {
     const { endpoint, secret } = await subscribe(url, team.key);
     r.secret = secret;
     const runs = ['6f1c6d2e-0000-4000-8000-000000000001', '6f1c6d2e-0000-4000-8000-000000000002'];
-    await queue(d, team.team.id, [
+    await queue(team.team.id, [
       { run: runs[0] },
       { run: runs[1] },
       { run: runs[0] },
@@ -574,7 +481,7 @@ describe('a re-enable, an apply or a resend while the endpoint’s round is in f
     const factory = what === 'apply' ? await factoryEndpoint(team.team.id, url) : undefined;
     const { endpoint, secret } = factory ?? (await subscribe(url, team.key));
     r.secret = secret;
-    await queue(d1, team.team.id, [{ run: RUN }, { run: RUN }, {}], factory?.factoryId);
+    await queue(team.team.id, [{ run: RUN }, { run: RUN }, {}], factory?.factoryId);
     const start = clock.getTime();
     await pass(d1);
     expect(r.received).toHaveLength(1);
@@ -626,7 +533,7 @@ describe('a resend on a failing endpoint', () => {
     r.behaviour = (n) => (n === 1 ? 503 : 204);
     const { endpoint, secret } = await subscribe(url, team.key);
     r.secret = secret;
-    await queue(d, team.team.id, [{}, {}, {}]);
+    await queue(team.team.id, [{}, {}, {}]);
     const start = clock.getTime();
     await pass(d);
     const [oldest, , youngest] = await messagesOf(endpoint.id);
@@ -684,7 +591,7 @@ describe('another endpoint’s backlog', () => {
     await t.service.db.execute(`DELETE FROM notification_messages WHERE status = 'pending'`);
     await backlog('delivered', 1_000_000, 20_000);
     await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
-    await queue(d, team.team.id, [{}, {}, {}]);
+    await queue(team.team.id, [{}, {}, {}]);
     // The backlog, its endpoint failing and held until its next retry.
     await backlog('pending', 2_000_000, 5_000);
     await t.service.db.execute(
@@ -730,7 +637,7 @@ describe('a record that comes after its lease was taken over', () => {
       r.behaviour = (n) => (n === 1 ? late : 204);
       const { endpoint, secret } = await subscribe(url, team.key);
       r.secret = secret;
-      await queue(d1, team.team.id, [{}]);
+      await queue(team.team.id, [{}]);
       const start = clock.getTime();
 
       await d1.pump();

@@ -47,7 +47,6 @@ export class Metrics {
   // Read from PostgreSQL at scrape time: the same on every replica.
   readonly runsByState = this.depth('runs', 'Live runs by state and where they run', ['state', 'workers']);
   readonly runsOverdue = this.depth('runs_overdue', 'Held runs the reaper has yet to end', ['reason']);
-  readonly outboxDepth = this.depth('notification_outbox_events', 'Events not yet fanned out to endpoints');
   readonly messagesPending = this.depth('notification_messages_pending', 'Messages waiting for an attempt');
   /** Shown from the first depth reader on: a process that reads no depth has nothing to say of them. */
   readonly depthsUp = new Gauge({

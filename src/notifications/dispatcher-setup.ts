@@ -44,13 +44,11 @@ export function configuredDispatcher(
 }
 
 /**
- * The outbox's and the pending messages' depths, read at each scrape of `metrics`: by every process
- * that serves the notifications (`serve`) or sends them (`serve --role notifications`).
+ * The pending messages' depth, read at each scrape of `metrics`: by every process that serves the
+ * notifications (`serve`) or sends them (`serve --role notifications`).
  */
 export function readNotificationDepths(metrics: Metrics, repo: NotificationsRepository): void {
   metrics.addDepthReader(async () => {
-    const depths = await repo.depths();
-    metrics.outboxDepth.set(depths.outbox);
-    metrics.messagesPending.set(depths.pending);
-  }, [metrics.outboxDepth, metrics.messagesPending]);
+    metrics.messagesPending.set(await repo.pendingMessages());
+  }, [metrics.messagesPending]);
 }

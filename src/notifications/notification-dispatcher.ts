@@ -21,7 +21,7 @@ export interface DispatcherOptions {
   disableAfter: number;
   timeoutMs: number;
   now: () => Date;
-  /** How often the outbox and the due messages are looked at (ms). */
+  /** How often the due messages are looked at (ms). */
   pollMs?: number;
   /** Messages claimed at once in this process (attempts in flight, or waiting for their turn). */
   concurrency?: number;
@@ -55,8 +55,8 @@ function remember<T>(map: Map<string, T>, endpointId: string, value: T | undefin
 }
 
 /**
- * Sends notifications: fans committed outbox events out into messages (one per subscribed endpoint),
- * claims due messages endpoint by endpoint (the endpoint leased, SKIP LOCKED: any number of
+ * Sends notifications: claims due messages (made by the state changes' own transactions, one per
+ * subscribed endpoint) endpoint by endpoint (the endpoint leased, SKIP LOCKED: any number of
  * dispatchers), POSTs each signed, and records the attempts, their retries, given-up messages and
  * disabled endpoints (docs/notifications.md).
  *
@@ -75,7 +75,7 @@ function remember<T>(map: Map<string, T>, endpointId: string, value: T | undefin
  * a claim and a connection of its own, not one of the pool. After failures the next look waits for
  * the poll; after a delivery it comes at once.
  *
- * The outbox is polled (every `pollMs`) rather than announced: a NOTIFY per state change would
+ * Due messages are polled (every `pollMs`) rather than announced: a NOTIFY per state change would
  * serialise the commits of runs and deliveries (a NOTIFY in a transaction takes a global lock at
  * commit). Resends and re-enabled endpoints are announced on CHANNELS.notificationsDue.
  */
@@ -84,6 +84,8 @@ export class NotificationDispatcher {
   private readonly records: Batcher<EndpointOutcome, boolean>;
   private running?: Promise<void>;
   private again = false;
+  /** The first attempt's pause written where the triggers read it (at the first pass). */
+  private settingsWritten = false;
   /** Stopping: no new claims (a delivery's look-again included), the ones in flight finish. */
   private stopping = false;
   private unsubscribe?: () => void;
@@ -161,8 +163,8 @@ export class NotificationDispatcher {
   }
 
   /**
-   * Fans out and claims until the outbox is empty (or another replica is fanning it out) and nothing
-   * more is due or the claims are at `concurrency`; one pass at a time in this process. The attempts
+   * Claims until nothing more is due or the claims are at `concurrency`; one pass at a time in this
+   * process. The attempts
    * go on after it returns (see `settled`).
    */
   pump(): Promise<void> {
@@ -185,10 +187,11 @@ export class NotificationDispatcher {
   }
 
   private async passOnce(): Promise<void> {
-    // One batch of the outbox per pass, then the claims; a fuller outbox gets another pass at once. A
-    // fan-out that cannot get ahead (the ingress outrunning it) once kept every pass from its claims,
-    // and so every endpoint from its messages, until the load stopped.
-    if (await this.repo.fanOut(this.opts.retryScheduleMs[0] ?? 0)) this.again = true;
+    if (!this.settingsWritten) {
+      // Read by the triggers that make messages, in whichever process changes a run.
+      await this.repo.setFirstAttemptDelay(this.opts.retryScheduleMs[0] ?? 0);
+      this.settingsWritten = true;
+    }
     this.sender.closeIdle();
     for (;;) {
       const room = (this.opts.concurrency ?? 4096) - this.claimed;

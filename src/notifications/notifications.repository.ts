@@ -96,36 +96,36 @@ export interface EndpointOutcome {
 export const HELD_UNLESS_IN_FLIGHT = `CASE WHEN notification_endpoints.claim_id IS NULL THEN NULL
   ELSE notification_endpoints.held_until END`;
 
-/** Fan-outs take turns across replicas, so a run's messages are created in its events' order. */
-export const FAN_OUT_LOCK = 7_146_110_017;
-/** Outbox events one fan-out takes at most (a dispatcher claims between batches). */
-export const FAN_OUT_BATCH = 2000;
-
 const ENDPOINT_COLUMNS = `id, team_id, factory_id, name, url, event_types, description, secret, enabled,
   disabled_reason, consecutive_failures, failing_since, created_at, updated_at`;
 const MESSAGE_COLUMNS = `id, event_id, endpoint_id, type, run_id, payload, event_at, status, attempts,
   next_attempt_at, created_at, delivered_at`;
 
 /**
- * Endpoints, the outbox, messages and attempts (docs/notifications.md). Outbox rows are written by
- * triggers on `runs` and `deliveries` (migration NotificationOutbox), never here.
+ * Endpoints, messages and attempts (docs/notifications.md). Messages are made by triggers on `runs`
+ * and `deliveries`, in the state change's transaction (migration NotificationMessagesAtTheChange),
+ * never here.
  */
 export class NotificationsRepository {
   constructor(private readonly db: Database) {}
 
-  /**
-   * For /metrics: events in the outbox not yet fanned out, and messages waiting for an attempt (read
-   * through notification_messages_due, which holds the pending ones only); each counted up to DEPTH_CAP.
-   */
-  async depths(): Promise<{ outbox: number; pending: number }> {
-    const [row] = await this.db.queryWithin<{ outbox: number; pending: number }>(
+  /** For /metrics: messages waiting for an attempt (the pending ones), counted up to DEPTH_CAP. */
+  async pendingMessages(): Promise<number> {
+    const [row] = await this.db.queryWithin<{ pending: number }>(
       DEPTH_READ,
-      `SELECT (SELECT count(*)::int FROM (SELECT 1 FROM notification_outbox LIMIT ${DEPTH_CAP}) o) AS outbox,
-              (SELECT count(*)::int FROM (SELECT 1 FROM notification_messages WHERE status = 'pending'
-                                           LIMIT ${DEPTH_CAP}) m) AS pending`,
+      `SELECT count(*)::int AS pending FROM (SELECT 1 FROM notification_messages WHERE status = 'pending'
+                                              LIMIT ${DEPTH_CAP}) m`,
       [],
     );
-    return { outbox: row?.outbox ?? 0, pending: row?.pending ?? 0 };
+    return row?.pending ?? 0;
+  }
+
+  /**
+   * The pause before a message's first attempt, which the triggers that make messages read (they run
+   * in the transactions of state changes, outside any dispatcher).
+   */
+  async setFirstAttemptDelay(ms: number): Promise<void> {
+    await this.db.query(`UPDATE notification_settings SET first_attempt_delay_ms = $1`, [ms]);
   }
 
   /** Inserts the endpoint unless its name is taken or, made by the API, the team has `maxApiEndpoints`. */
@@ -273,46 +273,6 @@ export class NotificationsRepository {
       [endpointId, messageId, now],
     );
     return row;
-  }
-
-  /**
-   * Turns up to FAN_OUT_BATCH committed outbox events into one message per subscribed, enabled
-   * endpoint, and removes them from the outbox, in one transaction under FAN_OUT_LOCK (taken first, so
-   * the statement sees what the lock's previous holder committed; a run's messages are so created in
-   * its events' order). Returns whether the outbox may hold more: a full batch was taken. A fan-out
-   * under way in another replica is not waited for (it is doing the work, and a dispatcher queued
-   * behind it would claim nothing meanwhile): this one takes nothing and returns false.
-   */
-  async fanOut(firstAttemptDelayMs: number): Promise<boolean> {
-    // Most passes find the outbox empty: one cheap read on the pool, no transaction. Through the
-    // primary key: the outbox is a queue, and between two vacuums its heap holds every row deleted
-    // since (a minute of the ingress's events), which a sequential read steps over each time; the
-    // index marks an entry dead the first time it is found so.
-    if (!(await this.db.query(`SELECT 1 FROM notification_outbox ORDER BY id LIMIT 1`)).length) return false;
-    const events = await this.db.transaction(async (tx) => {
-      const [lock] = await tx.query<{ taken: boolean }>(
-        `SELECT pg_try_advisory_xact_lock(${FAN_OUT_LOCK}) AS taken`,
-      );
-      if (!lock!.taken) return 0;
-      const [row] = await tx.query<{ events: number }>(
-        `WITH ev AS (
-         DELETE FROM notification_outbox WHERE id IN (
-           SELECT id FROM notification_outbox ORDER BY id LIMIT ${FAN_OUT_BATCH} FOR UPDATE SKIP LOCKED)
-         RETURNING *),
-       m AS (
-         INSERT INTO notification_messages (event_id, endpoint_id, team_id, type, run_id, payload, event_at, next_attempt_at)
-         SELECT ev.id, e.id, ev.team_id, ev.type, ev.run_id, ev.payload, ev.created_at,
-                ev.created_at + make_interval(secs => $1::double precision / 1000)
-           FROM ev JOIN notification_endpoints e ON e.team_id = ev.team_id AND e.enabled
-          WHERE (e.factory_id IS NULL OR e.factory_id = ev.factory_id)
-            AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
-          ORDER BY ev.id)
-       SELECT count(*)::int AS events FROM ev`,
-        [firstAttemptDelayMs],
-      );
-      return row?.events ?? 0;
-    });
-    return events === FAN_OUT_BATCH;
   }
 
   /**

@@ -34,6 +34,7 @@ import { ArtifactsOneHome1763690450000 } from './1763690450000-artifacts-one-hom
 import { RunItemCorrections1763690460000 } from './1763690460000-run-item-corrections.js';
 import { NotificationEndpointClaim1763690470000 } from './1763690470000-notification-endpoint-claim.js';
 import { TeamHarnessBaseUrls1763690530000 } from './1763690530000-team-harness-base-urls.js';
+import { NotificationMessagesAtTheChange1763690540000 } from './1763690540000-notification-messages-at-the-change.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -71,4 +72,5 @@ export const MIGRATIONS = [
   RunItemCorrections1763690460000,
   NotificationEndpointClaim1763690470000,
   TeamHarnessBaseUrls1763690530000,
+  NotificationMessagesAtTheChange1763690540000,
 ];

@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DataSource } from 'typeorm';
+import { MIGRATIONS } from '../src/database/migrations/index.js';
+import { NotificationMessagesAtTheChange1763690540000 } from '../src/database/migrations/1763690540000-notification-messages-at-the-change.js';
+import { NotificationsRepository } from '../src/notifications/notifications.repository.js';
+import { createTestDatabase } from './support/database.js';
+import { startTestService, type TestService } from './support/service.js';
+
+// A state change makes its messages itself, in its own transaction (docs/notifications.md, "The
+// delivery model"): what it commits is there for the dispatchers, what it rolls back was never made.
+let t: TestService;
+beforeAll(async () => {
+  t = await startTestService({ NOTIFICATIONS_ALLOW_PRIVATE_URLS: 'true' });
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+async function subscribe(key: string, body: Record<string, unknown>) {
+  const res = await t.call('POST', '/api/v1/notifications/endpoints', body, key);
+  expect(res.status).toBe(201);
+  return (res.body as { endpoint: { id: string } }).endpoint.id;
+}
+
+const messagesOfRun = (runId: string) =>
+  t.service.db.query<{ endpoint_id: string; type: string; status: string; delay_ms: number }>(
+    `SELECT endpoint_id, type, status,
+            (extract(epoch FROM next_attempt_at - event_at) * 1000)::int AS delay_ms
+       FROM notification_messages WHERE run_id = $1 ORDER BY event_id, endpoint_id`,
+    [runId],
+  );
+
+describe('messages made by the state change', () => {
+  it('one per subscribed endpoint in the change’s transaction; none of a change rolled back', async () => {
+    const { key } = await t.newTeam(`made-${Date.now()}`);
+    const all = await subscribe(key, { name: 'all', url: 'http://127.0.0.1:9/all' });
+    const cancelled = await subscribe(key, {
+      name: 'cancelled',
+      url: 'http://127.0.0.1:9/cancelled',
+      event_types: ['run.cancelled'],
+    });
+    await subscribe(key, { name: 'off', url: 'http://127.0.0.1:9/off' }).then((id) =>
+      t.call('PATCH', `/api/v1/notifications/endpoints/${id}`, { enabled: false }, key),
+    );
+    const created = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Made at the change' }, key);
+    expect(created.status).toBe(200);
+    const runId = created.body.run_id as string;
+    expect(await messagesOfRun(runId)).toEqual([
+      { endpoint_id: all, type: 'run.queued', status: 'pending', delay_ms: 0 },
+    ]);
+
+    const change = `UPDATE runs SET state = 'CANCELLED', updated_at = now() WHERE id = $1`;
+    await t.service.db
+      .transaction(async (tx) => {
+        await tx.query(change, [runId]);
+        // Inside the transaction the messages are there; nobody else sees them before the commit.
+        expect(await tx.query(`SELECT 1 FROM notification_messages WHERE run_id = $1`, [runId])).toHaveLength(
+          3,
+        );
+        expect(await messagesOfRun(runId)).toHaveLength(1);
+        await tx.query(`SELECT 1/0`);
+      })
+      .catch((err: Error) => expect(err.message).toMatch(/division by zero/));
+    expect(await messagesOfRun(runId)).toHaveLength(1);
+
+    await t.service.db.execute(change, [runId]);
+    expect((await messagesOfRun(runId)).map((m) => [m.type, m.endpoint_id])).toEqual([
+      ['run.queued', all],
+      ...[
+        ['run.cancelled', all],
+        ['run.cancelled', cancelled],
+      ].sort((x, y) => x[1]!.localeCompare(y[1]!)),
+    ]);
+  });
+
+  it('waits the schedule’s first pause before the first attempt, as the dispatchers set it', async () => {
+    const { key } = await t.newTeam(`first-pause-${Date.now()}`);
+    const repo = new NotificationsRepository(t.service.db);
+    await subscribe(key, { name: 'all', url: 'http://127.0.0.1:9/all' });
+    const run = async () =>
+      (await t.call('POST', '/api/v1/agent/runs', { prompt: 'Paused' }, key)).body.run_id as string;
+    try {
+      await repo.setFirstAttemptDelay(90_000);
+      expect((await messagesOfRun(await run())).map((m) => m.delay_ms)).toEqual([90_000]);
+    } finally {
+      await repo.setFirstAttemptDelay(0);
+    }
+    expect((await messagesOfRun(await run())).map((m) => m.delay_ms)).toEqual([0]);
+  });
+});
+
+describe('upgrading from the outbox', () => {
+  it('makes the events the outbox still held into messages, and later events take later ids', async () => {
+    const database = await createTestDatabase();
+    const upTo = MIGRATIONS.indexOf(NotificationMessagesAtTheChange1763690540000);
+    const migrate = async (migrations: typeof MIGRATIONS) => {
+      const ds = new DataSource({
+        type: 'postgres',
+        url: database.url,
+        migrations,
+        migrationsTableName: 'schema_migrations',
+        migrationsTransactionMode: 'each',
+      });
+      await ds.initialize();
+      await ds.runMigrations();
+      return ds;
+    };
+    const before = await migrate(MIGRATIONS.slice(0, upTo));
+    let after: DataSource | undefined;
+    try {
+      const [team] = await before.query(
+        `INSERT INTO teams (uid, name) VALUES ('UpgradeTeam000000000001', 'upgrade') RETURNING id`,
+      );
+      await before.query(
+        `INSERT INTO notification_endpoints (id, team_id, name, url, event_types)
+         VALUES (gen_random_uuid(), $1, 'all', 'http://127.0.0.1:9/', '{}'),
+                (gen_random_uuid(), $1, 'rejected only', 'http://127.0.0.1:9/', '{delivery.rejected}')`,
+        [team.id],
+      );
+      const left = await before.query(
+        `INSERT INTO notification_outbox (team_id, type, payload)
+         SELECT $1, 'run.queued', jsonb_build_object('n', n) FROM generate_series(1, 3) n RETURNING id`,
+        [team.id],
+      );
+      await before.destroy();
+
+      after = await migrate(MIGRATIONS);
+      const messages = await after.query(
+        `SELECT m.event_id::int AS event_id, m.payload->>'n' AS n, m.status, e.name
+           FROM notification_messages m JOIN notification_endpoints e ON e.id = m.endpoint_id ORDER BY m.event_id`,
+      );
+      expect(messages).toEqual(
+        left.map((row: { id: string }, i: number) => ({
+          event_id: Number(row.id),
+          n: String(i + 1),
+          status: 'pending',
+          name: 'all',
+        })),
+      );
+      expect(await after.query(`SELECT to_regclass('notification_outbox') AS outbox`)).toEqual([
+        { outbox: null },
+      ]);
+      const [next] = await after.query(`SELECT nextval('notification_event_ids')::int AS id`);
+      expect(next.id).toBeGreaterThan(Number(left.at(-1).id));
+    } finally {
+      if (before.isInitialized) await before.destroy();
+      await after?.destroy();
+      await database.drop();
+    }
+  });
+});
