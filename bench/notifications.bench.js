@@ -148,7 +148,12 @@ try {
    * (no `rate`), also the CPU per delivery.
    */
   let loaded = false;
-  const ingress = async (rate, seconds = DURATION, onMeasuring = () => undefined) => {
+  const ingress = async (
+    rate,
+    seconds = DURATION,
+    onMeasuring = () => undefined,
+    onLoading = () => undefined,
+  ) => {
     // Each load but the first starts from a vacuumed, checkpointed database: the dead rows and dirty
     // pages one case leaves (delivered messages' old versions) are not
     // the next case's work, which made two baselines in a row differ by a third. Not the first: the
@@ -159,6 +164,7 @@ try {
       await db.query(`CHECKPOINT`);
     }
     loaded = true;
+    onLoading();
     if (!rate) await cpu.start();
     let measuring = 0;
     const [a, b] = await Promise.all(
@@ -210,7 +216,8 @@ try {
    */
   const receiving = async (rate, seconds = DURATION, everyMs = 1000, onMeasuring = () => undefined) => {
     await ask({ ask: 'take' });
-    const t0 = Date.now();
+    // From the load's start, after the vacuum before it (which takes seconds once the tables are big).
+    let t0 = Infinity;
     const samples = [];
     const measured = [];
     let measuredFrom = Infinity;
@@ -218,7 +225,7 @@ try {
     const sample = async () => {
       const at = Date.now();
       const depth = await queue();
-      samples.push(depth);
+      if (at >= t0) samples.push(depth);
       if (at >= measuredFrom) measured.push({ at, depth });
     };
     let wake = () => undefined;
@@ -228,12 +235,17 @@ try {
         await Promise.race([sleep(everyMs), new Promise((resolve) => (wake = resolve))]);
       }
     })();
-    const r = await ingress(rate, seconds, () => {
-      // The measured load starts: its first sample now.
-      measuredFrom = Date.now();
-      wake();
-      onMeasuring();
-    });
+    const r = await ingress(
+      rate,
+      seconds,
+      () => {
+        // The measured load starts: its first sample now.
+        measuredFrom = Date.now();
+        wake();
+        onMeasuring();
+      },
+      () => (t0 = Date.now()),
+    );
     const t1 = Date.now();
     loading = false;
     wake();
