@@ -42,34 +42,32 @@ export class NotificationMessagesAtTheChange1763690540000 implements MigrationIn
            AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
          ORDER BY ev.id
       $$`);
+    // A run's event: its state, and the one before (NULL for a new run).
+    await db.query(`
+      CREATE FUNCTION notification_run_event(r runs, previous_state text) RETURNS jsonb LANGUAGE sql AS $$
+        SELECT jsonb_build_object(
+          'id', nextval('notification_event_ids'), 'team_id', r.team_id,
+          'factory_id', (SELECT w.factory_id FROM webhooks w WHERE w.uid = r.metadata->>'webhook_uid'),
+          'type', 'run.' || lower(r.state), 'run_id', r.id, 'at', clock_timestamp(),
+          'payload', jsonb_build_object('run_id', r.id, 'state', r.state, 'previous_state', previous_state,
+                                        'title', r.title, 'source', r.source,
+                                        'status_message', r.status_message, 'updated_at', r.updated_at))
+      $$`);
     await db.query(`
       CREATE FUNCTION notification_messages_run() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF EXISTS (SELECT 1 FROM notification_endpoints e WHERE e.team_id = NEW.team_id AND e.enabled) THEN
-          PERFORM notification_messages_of(jsonb_build_array(jsonb_build_object(
-            'id', nextval('notification_event_ids'), 'team_id', NEW.team_id,
-            'factory_id', (SELECT w.factory_id FROM webhooks w WHERE w.uid = NEW.metadata->>'webhook_uid'),
-            'type', 'run.' || lower(NEW.state), 'run_id', NEW.id, 'at', clock_timestamp(),
-            'payload', jsonb_build_object('run_id', NEW.id, 'state', NEW.state, 'previous_state', OLD.state,
-                                          'title', NEW.title, 'source', NEW.source,
-                                          'status_message', NEW.status_message, 'updated_at', NEW.updated_at))));
+          PERFORM notification_messages_of(jsonb_build_array(notification_run_event(NEW, OLD.state)));
         END IF;
         RETURN NULL;
       END $$`);
     await db.query(`
       CREATE FUNCTION notification_messages_runs_created() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        PERFORM notification_messages_of(jsonb_agg(ev ORDER BY ev.id)) FROM (
-          SELECT nextval('notification_event_ids') AS id, n.team_id,
-                 (SELECT w.factory_id FROM webhooks w WHERE w.uid = n.metadata->>'webhook_uid') AS factory_id,
-                 'run.' || lower(n.state) AS type, n.id AS run_id, clock_timestamp() AS at,
-                 jsonb_build_object('run_id', n.id, 'state', n.state, 'previous_state', NULL,
-                                    'title', n.title, 'source', n.source,
-                                    'status_message', n.status_message, 'updated_at', n.updated_at) AS payload
-            FROM new_runs n
-           WHERE n.team_id IN (SELECT e.team_id FROM notification_endpoints e WHERE e.enabled)
-           ORDER BY n.created_at, n.id) ev
-        HAVING count(*) > 0;
+        PERFORM notification_messages_of(jsonb_agg(notification_run_event(n, NULL)))
+           FROM new_runs n
+          WHERE n.team_id IN (SELECT e.team_id FROM notification_endpoints e WHERE e.enabled)
+         HAVING count(*) > 0;
         RETURN NULL;
       END $$`);
     await db.query(`
