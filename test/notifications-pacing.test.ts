@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -613,6 +614,59 @@ describe('another endpoint’s backlog', () => {
     for (const read of claims.read) expect(read).toBeLessThanOrEqual(2 * 3 + 2);
     expect(records.read).toHaveLength(1);
     expect(records.read[0]).toBeLessThanOrEqual(3);
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('another endpoint’s backlog, known to the statistics', () => {
+  // The same, once statistics were taken with the backlog there (150,000 pending messages of a failing
+  // endpoint, held until its retry, inserted before the other endpoint's): a claim that asked for
+  // "any due message" of an endpoint was planned as a read of the table from its start — the whole
+  // backlog, on every claim of every team.
+  it('is read by no claim or record of another endpoint', async () => {
+    const claims = explaining(t.service.db, 'query', /WITH ready AS MATERIALIZED/, 'notification_messages');
+    const records = explaining(
+      claims.db,
+      'query',
+      /INSERT INTO notification_attempts/,
+      'notification_messages',
+    );
+    const d = dispatcher({ db: records.db });
+    const backlogTeam = await t.newTeam(`known-backlog-${Date.now()}`);
+    const failing = (await subscribe(await closedPort(), backlogTeam.key)).endpoint;
+    const team = await t.newTeam(`known-recorded-${Date.now()}`);
+    const { r, url } = await receiver();
+    const mine = await subscribe(url, team.key);
+    r.secret = mine.secret;
+    await t.service.db.execute(
+      `INSERT INTO notification_messages (event_id, endpoint_id, team_id, type, run_id, payload, event_at, next_attempt_at)
+       SELECT g, $1, $2, 'run.queued', gen_random_uuid(), '{}', now(), now() - interval '1 minute'
+         FROM generate_series(1, 150000) g`,
+      [failing.id, backlogTeam.team.id],
+    );
+    await t.service.db.execute(
+      `UPDATE notification_endpoints SET failing_since = $2, held_until = $3 WHERE id = $1`,
+      [failing.id, clock, new Date(Date.now() + 3_600_000)],
+    );
+    await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
+    // 40 runs of two messages each.
+    const runs = Array.from({ length: 40 }, () => ({ run: randomUUID() }));
+    await queue(team.team.id, [...runs, ...runs]);
+    claims.read.length = 0;
+
+    await pass(d);
+    await eventually(() => r.received.length === 80, 'all 80 received');
+    // In order per run: each run's two messages in the order they were made.
+    const byRun = new Map<string, number[]>();
+    for (const x of r.received)
+      byRun.set(x.body.data.run_id, [...(byRun.get(x.body.data.run_id) ?? []), x.body.data.n]);
+    expect([...byRun.values()].filter(([first, second]) => !(first! < second!))).toEqual([]);
+    // Each claim: each message it took read twice (found, then returned), one index entry for each
+    // endpoint that may go. Each record: the messages it records.
+    expect(claims.read.length).toBeGreaterThan(0);
+    for (const read of claims.read) expect(read).toBeLessThanOrEqual(2 * 80 + 2);
+    expect(records.read.length).toBeGreaterThan(0);
+    for (const read of records.read) expect(read).toBeLessThanOrEqual(80);
     expect(errors).toEqual([]);
   });
 });
