@@ -554,6 +554,29 @@ describe('a resend on a failing endpoint', () => {
   });
 });
 
+/**
+ * A team whose endpoint refuses connections (the backlog's owner) and another whose endpoint receives
+ * (`mine`), with a dispatcher whose claims and records are explained as they run (`read`: the rows of
+ * the messages table each read).
+ */
+async function besideABacklog() {
+  const claims = explaining(t.service.db, 'query', /WITH ready AS MATERIALIZED/, 'notification_messages');
+  const records = explaining(
+    claims.db,
+    'query',
+    /INSERT INTO notification_attempts/,
+    'notification_messages',
+  );
+  const d = dispatcher({ db: records.db });
+  const backlogTeam = await t.newTeam(`backlog-owner-${randomUUID()}`);
+  const failing = (await subscribe(await closedPort(), backlogTeam.key)).endpoint;
+  const team = await t.newTeam(`recorded-${randomUUID()}`);
+  const { r, url } = await receiver();
+  const mine = await subscribe(url, team.key);
+  r.secret = mine.secret;
+  return { claims, records, d, backlogTeam, failing, team, r, mine };
+}
+
 describe('another endpoint’s backlog', () => {
   // A failing endpoint's pending messages (here 5,000, due, the endpoint held until its retry) are its
   // own: another endpoint's claim and record read the messages they take and record, not that backlog.
@@ -561,21 +584,7 @@ describe('another endpoint’s backlog', () => {
   // scaling what it found, thinks the partial indexes of pending messages still hold nothing); then
   // the backlog builds.
   it('is read by no claim or record of another endpoint', async () => {
-    // The claims and records explained as they run (rows of the messages table each read).
-    const claims = explaining(t.service.db, 'query', /WITH ready AS MATERIALIZED/, 'notification_messages');
-    const records = explaining(
-      claims.db,
-      'query',
-      /INSERT INTO notification_attempts/,
-      'notification_messages',
-    );
-    const d = dispatcher({ db: records.db });
-    const backlogTeam = await t.newTeam(`backlog-owner-${Date.now()}`);
-    const failing = (await subscribe(await closedPort(), backlogTeam.key)).endpoint;
-    const team = await t.newTeam(`recorded-${Date.now()}`);
-    const { r, url } = await receiver();
-    const mine = await subscribe(url, team.key);
-    r.secret = mine.secret;
+    const { claims, records, d, backlogTeam, failing, team, r, mine } = await besideABacklog();
     const backlog = (status: string, from: number, count: number) =>
       t.service.db.execute(
         `INSERT INTO notification_messages (event_id, endpoint_id, team_id, type, payload, event_at, status, next_attempt_at)
@@ -624,20 +633,7 @@ describe('another endpoint’s backlog, known to the statistics', () => {
   // "any due message" of an endpoint was planned as a read of the table from its start — the whole
   // backlog, on every claim of every team.
   it('is read by no claim or record of another endpoint', async () => {
-    const claims = explaining(t.service.db, 'query', /WITH ready AS MATERIALIZED/, 'notification_messages');
-    const records = explaining(
-      claims.db,
-      'query',
-      /INSERT INTO notification_attempts/,
-      'notification_messages',
-    );
-    const d = dispatcher({ db: records.db });
-    const backlogTeam = await t.newTeam(`known-backlog-${Date.now()}`);
-    const failing = (await subscribe(await closedPort(), backlogTeam.key)).endpoint;
-    const team = await t.newTeam(`known-recorded-${Date.now()}`);
-    const { r, url } = await receiver();
-    const mine = await subscribe(url, team.key);
-    r.secret = mine.secret;
+    const { claims, records, d, backlogTeam, failing, team, r } = await besideABacklog();
     await t.service.db.execute(
       `INSERT INTO notification_messages (event_id, endpoint_id, team_id, type, run_id, payload, event_at, next_attempt_at)
        SELECT g, $1, $2, 'run.queued', gen_random_uuid(), '{}', now(), now() - interval '1 minute'

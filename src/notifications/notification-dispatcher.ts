@@ -164,8 +164,7 @@ export class NotificationDispatcher {
 
   /**
    * Claims until nothing more is due or the claims are at `concurrency`; one pass at a time in this
-   * process. The attempts
-   * go on after it returns (see `settled`).
+   * process. The attempts go on after it returns (see `settled`).
    */
   pump(): Promise<void> {
     if (this.stopping) return Promise.resolve();
