@@ -29,6 +29,8 @@ export interface DispatcherOptions {
   perEndpoint?: number;
   /** Attempts in flight to one endpoint at once (its connections). */
   connectionsPerEndpoint?: number;
+  /** How long an endpoint may go without delivering here before its next round begins with a probe (ms). */
+  probeAfterIdleMs?: number;
   scheduler?: Scheduler;
   onError: (err: unknown) => void;
   onDisabled?: (endpointId: string) => void;
@@ -301,7 +303,8 @@ export class NotificationDispatcher {
   }
 
   private deliveredLately(endpointId: string): boolean {
-    return performance.now() - (this.delivered.get(endpointId) ?? -Infinity) < PROBE_AFTER_IDLE_MS;
+    const window = this.opts.probeAfterIdleMs ?? PROBE_AFTER_IDLE_MS;
+    return performance.now() - (this.delivered.get(endpointId) ?? -Infinity) < window;
   }
 
   /** The group's signing secret (its endpoint's own, or the team secret its factory file pinned). */
