@@ -87,15 +87,17 @@ const PHASE_PAIRS = Number(process.env.BENCH_PHASE_PAIRS ?? 4);
  * round in flight ends within twice NOTIFICATIONS_TIMEOUT_MS, 2 × 2 s here) belongs to neither.
  */
 const SETTLE_SECONDS = 4;
-for (const [name, ok] of [
-  ['BENCH_ISOLATION', ['between', 'toggled'].includes(ISOLATION)],
-  ['BENCH_PHASE_SECONDS', Number.isInteger(PHASE_SECONDS) && PHASE_SECONDS > SETTLE_SECONDS],
-  ['BENCH_PHASE_PAIRS', Number.isInteger(PHASE_PAIRS) && PHASE_PAIRS >= 2],
+for (const [name, ok, expected] of [
+  ['BENCH_ISOLATION', ['between', 'toggled'].includes(ISOLATION), '"toggled" or "between"'],
+  [
+    'BENCH_PHASE_SECONDS',
+    Number.isInteger(PHASE_SECONDS) && PHASE_SECONDS > SETTLE_SECONDS,
+    `a whole number of seconds above ${SETTLE_SECONDS}`,
+  ],
+  ['BENCH_PHASE_PAIRS', Number.isInteger(PHASE_PAIRS) && PHASE_PAIRS >= 2, 'a whole number, 2 or more'],
 ])
   if (!ok) {
-    console.error(
-      `${name}: "${process.env[name]}" is not one of: BENCH_ISOLATION between or toggled; BENCH_PHASE_SECONDS a whole number above ${SETTLE_SECONDS}; BENCH_PHASE_PAIRS a whole number, 2 or more`,
-    );
+    console.error(`${name}: "${process.env[name]}" is not ${expected}`);
     process.exit(2);
   }
 const DRAIN_LIMIT_MS = 180_000;
