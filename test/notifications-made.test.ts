@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../src/database/migrations/index.js';
 import { NotificationMessagesAtTheChange1763690540000 } from '../src/database/migrations/1763690540000-notification-messages-at-the-change.js';
+import { NotificationFunctionsPlannedOnce1763690550000 } from '../src/database/migrations/1763690550000-notification-functions-planned-once.js';
 import { NotificationsRepository } from '../src/notifications/notifications.repository.js';
 import { createTestDatabase } from './support/database.js';
 import { startTestService, type TestService } from './support/service.js';
@@ -89,23 +90,59 @@ describe('messages made by the state change', () => {
   });
 });
 
+/** Migrates the database to the end of `migrations`; the DataSource is the caller's to destroy. */
+async function migrateTo(url: string, migrations: typeof MIGRATIONS) {
+  const ds = new DataSource({
+    type: 'postgres',
+    url,
+    migrations,
+    migrationsTableName: 'schema_migrations',
+    migrationsTransactionMode: 'each',
+  });
+  await ds.initialize();
+  await ds.runMigrations();
+  return ds;
+}
+
+describe('the functions that make messages', () => {
+  // In SQL, each state change planned their statements again (see the migration); PL/pgSQL keeps the
+  // plans for the connection. The behaviour is the tests' above, which run on these.
+  it('are PL/pgSQL with the statements as written, and undoing that gives the SQL back', async () => {
+    const database = await createTestDatabase();
+    const upTo = MIGRATIONS.indexOf(NotificationFunctionsPlannedOnce1763690550000);
+    const functions = async (ds: DataSource) =>
+      ds.query(
+        `SELECT p.proname, l.lanname, p.prosrc FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+          WHERE p.proname IN ('notification_messages_of', 'notification_run_event') ORDER BY p.proname`,
+      ) as Promise<{ proname: string; lanname: string; prosrc: string }[]>;
+    const ds = await migrateTo(database.url, MIGRATIONS.slice(0, upTo));
+    try {
+      const asWritten = await functions(ds);
+      expect(asWritten.map((f) => f.lanname)).toEqual(['sql', 'sql']);
+      await ds.destroy();
+      const upgraded = await migrateTo(database.url, MIGRATIONS.slice(0, upTo + 1));
+      try {
+        const planned = await functions(upgraded);
+        expect(planned.map((f) => f.lanname)).toEqual(['plpgsql', 'plpgsql']);
+        expect(planned[0]!.prosrc).toBe(`BEGIN ${asWritten[0]!.prosrc.trim()}; END`);
+        expect(planned[1]!.prosrc).toBe(`BEGIN RETURN (${asWritten[1]!.prosrc.trim()}); END`);
+        await upgraded.undoLastMigration({ transaction: 'each' });
+        expect(await functions(upgraded)).toEqual(asWritten.map((f) => ({ ...f, prosrc: f.prosrc.trim() })));
+      } finally {
+        await upgraded.destroy();
+      }
+    } finally {
+      if (ds.isInitialized) await ds.destroy();
+      await database.drop();
+    }
+  });
+});
+
 describe('upgrading from the outbox', () => {
   it('makes the events the outbox still held into messages, and later events take later ids', async () => {
     const database = await createTestDatabase();
     const upTo = MIGRATIONS.indexOf(NotificationMessagesAtTheChange1763690540000);
-    const migrate = async (migrations: typeof MIGRATIONS) => {
-      const ds = new DataSource({
-        type: 'postgres',
-        url: database.url,
-        migrations,
-        migrationsTableName: 'schema_migrations',
-        migrationsTransactionMode: 'each',
-      });
-      await ds.initialize();
-      await ds.runMigrations();
-      return ds;
-    };
-    const before = await migrate(MIGRATIONS.slice(0, upTo));
+    const before = await migrateTo(database.url, MIGRATIONS.slice(0, upTo));
     let after: DataSource | undefined;
     try {
       const [team] = await before.query(
@@ -124,7 +161,7 @@ describe('upgrading from the outbox', () => {
       );
       await before.destroy();
 
-      after = await migrate(MIGRATIONS);
+      after = await migrateTo(database.url, MIGRATIONS);
       const messages = await after.query(
         `SELECT m.event_id::int AS event_id, m.payload->>'n' AS n, m.status, e.name
            FROM notification_messages m JOIN notification_endpoints e ON e.id = m.endpoint_id ORDER BY m.event_id`,

@@ -35,6 +35,8 @@ import { RunItemCorrections1763690460000 } from './1763690460000-run-item-correc
 import { NotificationEndpointClaim1763690470000 } from './1763690470000-notification-endpoint-claim.js';
 import { TeamHarnessBaseUrls1763690530000 } from './1763690530000-team-harness-base-urls.js';
 import { NotificationMessagesAtTheChange1763690540000 } from './1763690540000-notification-messages-at-the-change.js';
+import { NotificationFunctionsPlannedOnce1763690550000 } from './1763690550000-notification-functions-planned-once.js';
+import { NotificationQueueIndexes1763690560000 } from './1763690560000-notification-queue-indexes.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
