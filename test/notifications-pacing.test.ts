@@ -674,6 +674,82 @@ describe('another endpoint’s backlog, known to the statistics', () => {
   });
 });
 
+describe('a failing endpoint whose oldest message waits for its retry', () => {
+  // Its probe failed and it is held until the probe's retry — but an older message of its waits for a
+  // later retry, and its newer messages are due. It goes when its oldest message is due, not before:
+  // asked whether any message was due, it looked ready to every claim and took nothing (and each
+  // claim read an entry more of it). Its oldest pending message is one entry of its queue: found
+  // otherwise, each claim of every team read its history before it (20,000 delivered messages) or its
+  // backlog (30,000 pending, sorted).
+  it('is not ready, and no claim reads its backlog', async () => {
+    const { claims, records, d, backlogTeam, failing, team, r } = await besideABacklog();
+    await t.service.db.execute(
+      `INSERT INTO notification_messages (event_id, endpoint_id, team_id, type, run_id, payload, event_at, status, next_attempt_at)
+       SELECT g, $1, $2, 'run.queued', gen_random_uuid(), '{}', now(),
+              CASE WHEN g <= 20000 THEN 'delivered' ELSE 'pending' END,
+              CASE WHEN g <= 20000 THEN NULL WHEN g = 20001 THEN $3::timestamptz ELSE now() - interval '1 minute' END
+         FROM generate_series(1, 50000) g`,
+      [failing.id, backlogTeam.team.id, new Date(Date.now() + 3_600_000)],
+    );
+    await t.service.db.execute(
+      `UPDATE notification_endpoints SET failing_since = now(), held_until = now() WHERE id = $1`,
+      [failing.id],
+    );
+    await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
+    await queue(team.team.id, [{}, {}, {}]);
+    claims.read.length = 0;
+
+    await pass(d);
+    await eventually(() => r.received.length === 3, 'all 3 received');
+    expect(await attemptsOf(failing.id)).toBe(0);
+    expect(claims.read.length).toBeGreaterThan(0);
+    for (const read of claims.read) expect(read).toBeLessThanOrEqual(2 * 3 + 2);
+    for (const read of records.read) expect(read).toBeLessThanOrEqual(3);
+    expect(errors).toEqual([]);
+
+    // Once its oldest message is due, that one goes, alone, through one entry of its queue.
+    claims.read.length = 0;
+    clock = new Date(Date.now() + 2 * 3_600_000);
+    await pass(d);
+    expect(await attemptsOf(failing.id)).toBe(1);
+    expect(Math.max(...claims.read)).toBeLessThanOrEqual(2 * 1 + 2);
+    await d.stop();
+  });
+});
+
+describe('in order per run, under the statistics of a calm spell', () => {
+  // A claim asks, of each message it takes, whether an earlier message of its run is still pending:
+  // from that run's entries of the run-order index. Under statistics taken when nothing was pending
+  // (so every index of pending messages looked empty), the planner answered it from another index —
+  // all of the endpoint's pending messages, for each message taken: 45,000 rows for a claim of 300,
+  // and a queue that grew as its claims slowed.
+  it('reads only the messages it takes', async () => {
+    const { claims, records, d, team, r } = await besideABacklog();
+    await t.service.db.execute(`ALTER TABLE notification_messages SET (autovacuum_enabled = off)`);
+    closers.push(async () => {
+      await t.service.db.execute(`ALTER TABLE notification_messages RESET (autovacuum_enabled)`);
+    });
+    await t.service.db.execute(`DELETE FROM notification_messages WHERE status = 'pending'`);
+    await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
+    // 150 runs of two messages each.
+    const runs = Array.from({ length: 150 }, () => ({ run: randomUUID() }));
+    await queue(team.team.id, [...runs, ...runs]);
+    claims.read.length = 0;
+
+    await pass(d);
+    await eventually(() => r.received.length === 300, 'all 300 received');
+    const byRun = new Map<string, number[]>();
+    for (const x of r.received)
+      byRun.set(x.body.data.run_id, [...(byRun.get(x.body.data.run_id) ?? []), x.body.data.n]);
+    expect([...byRun.values()].filter(([first, second]) => !(first! < second!))).toEqual([]);
+    expect(claims.read.length).toBeGreaterThan(0);
+    for (const read of claims.read) expect(read).toBeLessThanOrEqual(2 * 300 + 2);
+    for (const read of records.read) expect(read).toBeLessThanOrEqual(300);
+    expect(errors).toEqual([]);
+    await d.stop();
+  });
+});
+
 describe('a record that comes after its lease was taken over', () => {
   // D1 claims the endpoint and its attempt hangs past the lease; D2 then claims it, delivers the
   // message and records that. D1's failure, recorded last, must not undo it: neither the message

@@ -311,10 +311,19 @@ export class NotificationsRepository {
             -- message, not "any due one": with statistics that knew of such a backlog, "any" was
             -- sought by reading the table from its start, where the backlog lies (150,000 rows read
             -- by every claim, of every team); the earliest is one entry of the index, and no other
-            -- plan can find it without reading all of the endpoint's pending messages.
-            AND (SELECT m.next_attempt_at FROM notification_messages m
-                  WHERE m.endpoint_id = e.id AND m.status = 'pending'
-                  ORDER BY m.next_attempt_at LIMIT 1) <= $1
+            -- plan can find it without reading all of the endpoint's pending messages. A failing
+            -- endpoint goes only when its oldest message is due (the one it would take): asked when
+            -- any was due, one whose newer messages were due while its oldest waited for a retry
+            -- looked ready to every claim, and took nothing — each claim, of every team, reading its
+            -- backlog for that oldest message (now one entry of the endpoint's queue index).
+            AND CASE WHEN e.failing_since IS NULL
+                  THEN (SELECT m.next_attempt_at FROM notification_messages m
+                         WHERE m.endpoint_id = e.id AND m.status = 'pending'
+                         ORDER BY m.next_attempt_at LIMIT 1)
+                  ELSE (SELECT m.next_attempt_at FROM notification_messages m
+                         WHERE m.endpoint_id = e.id AND m.status = 'pending'
+                         ORDER BY m.event_id LIMIT 1)
+                END <= $1
           ORDER BY e.held_until NULLS FIRST, e.id LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED),
        candidate AS MATERIALIZED (
          SELECT m.id, r.id AS endpoint_id, m.run_id, m.event_id FROM ready r CROSS JOIN LATERAL (
@@ -332,14 +341,23 @@ export class NotificationsRepository {
        picked AS MATERIALIZED (
          SELECT c.id, c.endpoint_id FROM candidate c
           WHERE c.run_id IS NULL OR NOT EXISTS (
+                -- "Pending" as the run-order index says it, which no other index matches: from
+                -- another (the planner's pick when statistics took them all for empty), this read all
+                -- of the endpoint's pending messages for each message taken.
                 SELECT 1 FROM notification_messages p
-                 WHERE p.endpoint_id = c.endpoint_id AND p.run_id = c.run_id AND p.status = 'pending'
+                 WHERE p.endpoint_id = c.endpoint_id AND p.run_id = c.run_id
+                   AND p.status <> 'delivered' AND p.status <> 'failed'
                    AND p.event_id < c.event_id AND p.id NOT IN (SELECT id FROM candidate))),
        held AS (
          UPDATE notification_endpoints e SET held_until = $2, claim_id = $6 WHERE e.id IN (SELECT endpoint_id FROM picked))
        SELECT m.id, m.event_id, m.endpoint_id, m.type, m.run_id, m.payload, m.event_at, m.status, m.attempts,
               m.next_attempt_at, m.created_at, m.delivered_at, e.url, e.secret, e.secret_version_id, e.failing_since
-         FROM picked JOIN notification_messages m ON m.id = picked.id JOIN notification_endpoints e ON e.id = m.endpoint_id
+         FROM picked
+              -- Each taken message by its id (LIMIT: never flattened into a join). As a join, with
+              -- statistics that knew of an endpoint with tens of thousands of due messages, the planner
+              -- expected thousands taken and hashed the whole table — every team's messages — for them.
+              CROSS JOIN LATERAL (SELECT * FROM notification_messages m WHERE m.id = picked.id LIMIT 1) m
+              JOIN notification_endpoints e ON e.id = m.endpoint_id
         ORDER BY m.endpoint_id, m.event_id`,
       [now, leaseUntil, max, perEndpoint, JSON.stringify(Object.fromEntries(limits)), claimId],
       { planEachTime: true },

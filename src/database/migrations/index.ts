@@ -75,4 +75,6 @@ export const MIGRATIONS = [
   NotificationEndpointClaim1763690470000,
   TeamHarnessBaseUrls1763690530000,
   NotificationMessagesAtTheChange1763690540000,
+  NotificationFunctionsPlannedOnce1763690550000,
+  NotificationQueueIndexes1763690560000,
 ];
