@@ -36,10 +36,12 @@
 // figures; never fails on a time.
 import { fork, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { newUid } from '../dist/common/ids.js';
 import { NotificationDispatcher } from '../dist/notifications/notification-dispatcher.js';
 import { NotificationEndpoints } from '../dist/notifications/notification-endpoints.service.js';
+import { NotificationsRepository } from '../dist/notifications/notifications.repository.js';
 import {
   benchDatabase,
   benchService,
@@ -101,6 +103,44 @@ for (const [name, ok, expected] of [
     process.exit(2);
   }
 const DRAIN_LIMIT_MS = 180_000;
+/**
+ * BENCH_TRACE=1: the dispatcher's work timed phase by phase in the isolation cases (printed beside each
+ * phase's figures): its claims (how many, how many took something, their mean time), its records and
+ * rounds (mean time, messages a round), and how long the messages it took had waited since their
+ * state change. How the claims that read a failing endpoint's backlog were found.
+ */
+const TRACE = process.env.BENCH_TRACE ? traceDispatcher() : undefined;
+function traceDispatcher() {
+  const seen = [];
+  const timed = (proto, name, what) => {
+    const original = proto[name];
+    proto[name] = async function (...args) {
+      const started = performance.now();
+      const result = await original.apply(this, args);
+      seen.push({ at: Date.now(), name, ms: performance.now() - started, ...what(args, result) });
+      return result;
+    };
+  };
+  timed(NotificationsRepository.prototype, 'claimDue', (_, rows) => ({
+    n: rows.length,
+    waited: rows.reduce((sum, m) => sum + (Date.now() - m.event_at.getTime()), 0),
+  }));
+  timed(NotificationsRepository.prototype, 'recordAttempts', () => ({}));
+  timed(NotificationDispatcher.prototype, 'round', ([group]) => ({ n: group.length }));
+  const mean = (xs, f) => (xs.length ? (xs.reduce((sum, x) => sum + f(x), 0) / xs.length).toFixed(1) : '-');
+  return {
+    phase(from, to) {
+      const of = (name) => seen.filter((x) => x.name === name && x.at >= from && x.at < to);
+      const [claims, records, rounds] = [of('claimDue'), of('recordAttempts'), of('round')];
+      const taken = claims.reduce((sum, x) => sum + x.n, 0);
+      return (
+        `claims ${claims.length} (${claims.filter((x) => x.n).length} took some) ${mean(claims, (x) => x.ms)} ms, ` +
+        `records ${mean(records, (x) => x.ms)} ms, rounds ${mean(rounds, (x) => x.ms)} ms (${mean(rounds, (x) => x.n)} messages), ` +
+        `waited for the claim ${(claims.reduce((sum, x) => sum + x.waited, 0) / Math.max(taken, 1)).toFixed(1)} ms`
+      );
+    },
+  };
+}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const receivers = fork(new URL('./notification-receivers.js', import.meta.url).pathname, [], {
@@ -481,6 +521,7 @@ try {
       p.queue = depths.length ? Math.round(depths.reduce((x, y) => x + y, 0) / depths.length) : 0;
       const sorted = [...p.latencies].sort((x, y) => x - y);
       p.p50 = sorted[Math.floor(sorted.length / 2)] ?? 0;
+      if (TRACE) p.trace = TRACE.phase(p.from, p.to);
     }
     return phases;
   };
@@ -566,6 +607,12 @@ try {
               )
               .join(', '),
         );
+      if (TRACE)
+        for (const [label, phases] of Object.entries(loads))
+          for (const [k, p] of phases.entries())
+            say(
+              `(${key}) toggled, ${label}, phase ${k + 1} (${p.on ? 'on' : 'off'}): the dispatcher's ${p.trace}`,
+            );
     }
   }
 
