@@ -680,7 +680,8 @@ describe('a failing endpoint whose oldest message waits for its retry', () => {
   // asked whether any message was due, it looked ready to every claim and took nothing (and each
   // claim read an entry more of it). Its oldest pending message is one entry of its queue: found
   // otherwise, each claim of every team read its history before it (20,000 delivered messages) or its
-  // backlog (30,000 pending, sorted).
+  // backlog (50,000 pending, sorted). And the messages a claim takes are fetched by their ids: joined,
+  // under these statistics, they were found by hashing the whole table.
   it('is not ready, and no claim reads its backlog', async () => {
     const { claims, records, d, backlogTeam, failing, team, r } = await besideABacklog();
     await t.service.db.execute(
@@ -688,7 +689,7 @@ describe('a failing endpoint whose oldest message waits for its retry', () => {
        SELECT g, $1, $2, 'run.queued', gen_random_uuid(), '{}', now(),
               CASE WHEN g <= 20000 THEN 'delivered' ELSE 'pending' END,
               CASE WHEN g <= 20000 THEN NULL WHEN g = 20001 THEN $3::timestamptz ELSE now() - interval '1 minute' END
-         FROM generate_series(1, 50000) g`,
+         FROM generate_series(1, 70000) g`,
       [failing.id, backlogTeam.team.id, new Date(Date.now() + 3_600_000)],
     );
     await t.service.db.execute(
