@@ -14,7 +14,7 @@ import { SecretsService } from '../src/secrets/secrets.service.js';
 import { eventually } from './support/eventually.js';
 import { explaining } from './support/explain.js';
 import { baseFactory, TestRepo } from './support/git-repo.js';
-import { NotificationReceiver } from './support/notification-receiver.js';
+import { NotificationReceiver, type Received } from './support/notification-receiver.js';
 import { startTestService, type TestService } from './support/service.js';
 
 // A dispatcher driven by hand: real PostgreSQL (the service's migrated database, its own dispatcher
@@ -581,6 +581,35 @@ async function besideABacklog() {
   return { claims, records, d, backlogTeam, failing, team, r, mine };
 }
 
+/**
+ * Statistics of a calm spell: earlier tests' held-back messages gone, `history` written, then all of it
+ * vacuumed and analysed — nothing pending, so the planner takes every index of pending messages for
+ * empty (and no autovacuum during the test to take other statistics).
+ */
+async function calmSpell(history: () => Promise<unknown> = async () => undefined) {
+  await t.service.db.execute(`ALTER TABLE notification_messages SET (autovacuum_enabled = off)`);
+  closers.push(async () => {
+    await t.service.db.execute(`ALTER TABLE notification_messages RESET (autovacuum_enabled)`);
+  });
+  await t.service.db.execute(`DELETE FROM notification_messages WHERE status = 'pending'`);
+  await history();
+  await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
+}
+
+/** `count` runs of two messages each, all first messages made before any second one. */
+async function queueRunsOfTwo(teamId: string, count: number) {
+  const runs = Array.from({ length: count }, () => ({ run: randomUUID() }));
+  await queue(teamId, [...runs, ...runs]);
+}
+
+/** The runs whose two messages were received out of the order they were made in. */
+function outOfOrder(received: Received[]): number[][] {
+  const byRun = new Map<string, number[]>();
+  for (const x of received)
+    byRun.set(x.body.data.run_id, [...(byRun.get(x.body.data.run_id) ?? []), x.body.data.n]);
+  return [...byRun.values()].filter(([first, second]) => !(first! < second!));
+}
+
 describe('another endpoint’s backlog', () => {
   // A failing endpoint's pending messages (here 5,000, due, the endpoint held until its retry) are its
   // own: another endpoint's claim and record read the messages they take and record, not that backlog.
@@ -596,15 +625,7 @@ describe('another endpoint’s backlog', () => {
            FROM generate_series($4::int, $4::int + $5::int - 1) g`,
         [failing.id, backlogTeam.team.id, status, from, count],
       );
-    // The calm spell: earlier tests' held-back messages gone, what was sent vacuumed (and no autovacuum
-    // during the test to take other statistics).
-    await t.service.db.execute(`ALTER TABLE notification_messages SET (autovacuum_enabled = off)`);
-    closers.push(async () => {
-      await t.service.db.execute(`ALTER TABLE notification_messages RESET (autovacuum_enabled)`);
-    });
-    await t.service.db.execute(`DELETE FROM notification_messages WHERE status = 'pending'`);
-    await backlog('delivered', 1_000_000, 20_000);
-    await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
+    await calmSpell(() => backlog('delivered', 1_000_000, 20_000));
     await queue(team.team.id, [{}, {}, {}]);
     // The backlog, its endpoint failing and held until its next retry.
     await backlog('pending', 2_000_000, 5_000);
@@ -649,18 +670,12 @@ describe('another endpoint’s backlog, known to the statistics', () => {
       [failing.id, clock, new Date(Date.now() + 3_600_000)],
     );
     await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
-    // 40 runs of two messages each.
-    const runs = Array.from({ length: 40 }, () => ({ run: randomUUID() }));
-    await queue(team.team.id, [...runs, ...runs]);
+    await queueRunsOfTwo(team.team.id, 40);
     claims.read.length = 0;
 
     await pass(d);
     await eventually(() => r.received.length === 80, 'all 80 received');
-    // In order per run: each run's two messages in the order they were made.
-    const byRun = new Map<string, number[]>();
-    for (const x of r.received)
-      byRun.set(x.body.data.run_id, [...(byRun.get(x.body.data.run_id) ?? []), x.body.data.n]);
-    expect([...byRun.values()].filter(([first, second]) => !(first! < second!))).toEqual([]);
+    expect(outOfOrder(r.received)).toEqual([]);
     // Each claim: each message it took read twice (found, then returned), one index entry for each
     // endpoint that may go. Each record: the messages it records.
     expect(claims.read.length).toBeGreaterThan(0);
@@ -726,23 +741,13 @@ describe('in order per run, under the statistics of a calm spell', () => {
   // and a queue that grew as its claims slowed.
   it('reads only the messages it takes', async () => {
     const { claims, records, d, team, r } = await besideABacklog();
-    await t.service.db.execute(`ALTER TABLE notification_messages SET (autovacuum_enabled = off)`);
-    closers.push(async () => {
-      await t.service.db.execute(`ALTER TABLE notification_messages RESET (autovacuum_enabled)`);
-    });
-    await t.service.db.execute(`DELETE FROM notification_messages WHERE status = 'pending'`);
-    await t.service.db.execute(`VACUUM (ANALYZE) notification_messages`);
-    // 150 runs of two messages each.
-    const runs = Array.from({ length: 150 }, () => ({ run: randomUUID() }));
-    await queue(team.team.id, [...runs, ...runs]);
+    await calmSpell();
+    await queueRunsOfTwo(team.team.id, 150);
     claims.read.length = 0;
 
     await pass(d);
     await eventually(() => r.received.length === 300, 'all 300 received');
-    const byRun = new Map<string, number[]>();
-    for (const x of r.received)
-      byRun.set(x.body.data.run_id, [...(byRun.get(x.body.data.run_id) ?? []), x.body.data.n]);
-    expect([...byRun.values()].filter(([first, second]) => !(first! < second!))).toEqual([]);
+    expect(outOfOrder(r.received)).toEqual([]);
     expect(claims.read.length).toBeGreaterThan(0);
     for (const read of claims.read) expect(read).toBeLessThanOrEqual(2 * 300 + 2);
     for (const read of records.read) expect(read).toBeLessThanOrEqual(300);
