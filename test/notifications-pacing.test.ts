@@ -71,6 +71,13 @@ beforeEach(async () => {
   counted = countingDatabase(t.service.db);
 });
 
+/** Every dispatcher of this file's tests, so that `queue` can wait for a pass one of them has in flight. */
+const dispatchers: NotificationDispatcher[] = [];
+function made(d: NotificationDispatcher) {
+  dispatchers.push(d);
+  return d;
+}
+
 function dispatcher(
   opts: {
     timeoutMs?: number;
@@ -83,22 +90,24 @@ function dispatcher(
 ) {
   const timeoutMs = opts.timeoutMs ?? 2_000;
   const connections = opts.connections ?? 16;
-  return new NotificationDispatcher(
-    new NotificationsRepository(opts.db ?? counted.db),
-    new NotificationSender({ allowPrivate: true, timeoutMs, connectionsPerEndpoint: connections }),
-    t.service.app.get(SecretCipher),
-    t.service.app.get(SecretsService),
-    {
-      retryScheduleMs: opts.schedule ?? SCHEDULE,
-      disableAfter: opts.disableAfter ?? 5,
-      timeoutMs,
-      connectionsPerEndpoint: connections,
-      probeAfterIdleMs: opts.probeAfterIdleMs,
-      now: () => clock,
-      scheduler: never,
-      onError: (err) => errors.push(err),
-      onDisabled: (id) => disabled.push(id),
-    },
+  return made(
+    new NotificationDispatcher(
+      new NotificationsRepository(opts.db ?? counted.db),
+      new NotificationSender({ allowPrivate: true, timeoutMs, connectionsPerEndpoint: connections }),
+      t.service.app.get(SecretCipher),
+      t.service.app.get(SecretsService),
+      {
+        retryScheduleMs: opts.schedule ?? SCHEDULE,
+        disableAfter: opts.disableAfter ?? 5,
+        timeoutMs,
+        connectionsPerEndpoint: connections,
+        probeAfterIdleMs: opts.probeAfterIdleMs,
+        now: () => clock,
+        scheduler: never,
+        onError: (err) => errors.push(err),
+        onDisabled: (id) => disabled.push(id),
+      },
+    ),
   );
 }
 
@@ -117,6 +126,10 @@ async function queue(teamId: string, events: Array<{ run?: string }>, factoryId:
   // the clock of its delivery it would claim the first of them, under a lease that the clock set
   // below may already have passed (the next claim then sends them again).
   clock = new Date(0);
+  // And a pass already under way (woken by a delivery, its claim's clock read before the line above)
+  // ends first: its claim took the first message made here once, and the test's next pass found its
+  // endpoint held. A pass started now, at that clock, takes nothing.
+  await Promise.all(dispatchers.map((d) => d.pump()));
   for (const [n, e] of events.entries()) await event(teamId, { n, run_id: e.run ?? null }, e.run, factoryId);
   clock = new Date(Date.now() + 60_000);
   counted.writes.length = 0;
