@@ -4,13 +4,20 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { Assignment, Outcome, WorkerBackend } from '../src/workers/protocol/assignment.js';
 import { RunExecution } from '../src/workers/worker/run-execution.js';
+import { eventually } from './support/eventually.js';
 
 // Issue #32: a report the service refuses used to vanish (`.catch(() => undefined)`), and a refused
 // end left the run to its lease. Here the service's side is a backend that refuses what the test
 // says, as the worker API does with a 400; the harness and its launcher are real.
 const root = mkdtempSync(join(tmpdir(), 'factoryd-report-failures-'));
-// After the run has ended the launcher still tidies its workspace into a spare here: retried while it does.
-afterAll(() => rmSync(root, { recursive: true, force: true, maxRetries: 5 }));
+// After the run has ended the launcher still tidies its workspace into a spare here: removed once it
+// has (a removal while it writes fails with ENOTEMPTY; five quick retries were once not enough under CI).
+afterAll(() =>
+  eventually(
+    () => (rmSync(root, { recursive: true, force: true }), true),
+    'the test folder removed once the launcher has tidied it',
+  ),
+);
 
 it('says which report of which run failed, never its content, and sends a refused end again without its events', async () => {
   const secret = 'printed-by-the-harness';
