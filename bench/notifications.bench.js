@@ -76,14 +76,26 @@ if (!Number.isInteger(ROUNDS) || ROUNDS < 1) {
 }
 /**
  * BENCH_ISOLATION: how the isolation cases are read. `toggled` (the default): each case as one load during which
- * A's endpoint is switched on and off every BENCH_PHASE_SECONDS (12), BENCH_PHASE_PAIRS (4) pairs in
- * the order on-off, off-on, on-off…, its "on" phases read against its "off" ones — the same database,
+ * A's endpoint is switched on and off every BENCH_PHASE_SECONDS (12), BENCH_PHASE_PAIRS (8) pairs in
+ * the order of phaseIsOn, its "on" phases read against its "off" ones — the same database,
  * the same minute of the machine, no baseline from another load. `between`: each case as a load of
  * its own between two baselines (A without an endpoint), BENCH_ISOLATION_ROUNDS times.
  */
 const ISOLATION = process.env.BENCH_ISOLATION ?? 'toggled';
 const PHASE_SECONDS = Number(process.env.BENCH_PHASE_SECONDS ?? 12);
-const PHASE_PAIRS = Number(process.env.BENCH_PHASE_PAIRS ?? 4);
+const PHASE_PAIRS = Number(process.env.BENCH_PHASE_PAIRS ?? 8);
+/**
+ * Whether A's endpoint is on in phase k: the Thue–Morse order (on off off on, off on on off, off on on
+ * off, on off off on…; on where k has an even number of ones in binary). Any drift through the load
+ * that is linear (or, over eight pairs, up to cubic) weighs on both sides alike, and neither side
+ * always has the last phase — where the autovacuum of the messages table, which the load fills, tends
+ * to land. (The order before, on-off off-on repeated, always ended "on".)
+ */
+function phaseIsOn(k) {
+  let ones = 0;
+  for (let bits = k; bits; bits >>= 1) ones += bits & 1;
+  return ones % 2 === 0;
+}
 /**
  * Seconds at a phase's start that are not read: what A's endpoint was doing in the phase before (a
  * round in flight ends within twice NOTIFICATIONS_TIMEOUT_MS, 2 × 2 s here) belongs to neither.
@@ -474,7 +486,7 @@ try {
   /**
    * One load (at `rate`; undefined: as fast as it goes) with A's endpoint `a` switched on and off in
    * phases of PHASE_SECONDS from the end of the warm-up (off before it), PHASE_PAIRS pairs in the
-   * order on-off, off-on… (so a drift through the load weighs on both alike). Each phase is read from
+   * order of phaseIsOn. Each phase is read from
    * SETTLE_SECONDS after its switch to its end: the runs each team's deliveries started in it (from
    * the database), the CPU of the service and PostgreSQL in it, and B's messages whose state change
    * fell in it (state change -> receipt).
@@ -487,7 +499,7 @@ try {
       const start = Date.now();
       switching = (async () => {
         for (let k = 0; k < 2 * PHASE_PAIRS; k++) {
-          const on = (k % 2 === 0) === (Math.floor(k / 2) % 2 === 0);
+          const on = phaseIsOn(k);
           await sleep(start + k * PHASE_SECONDS * 1000 - Date.now());
           await endpoints.update(teams.A.auth, a, { enabled: on });
           await sleep(start + (k * PHASE_SECONDS + SETTLE_SECONDS) * 1000 - Date.now());
@@ -496,7 +508,7 @@ try {
           const from = Date.now();
           await sleep(start + (k + 1) * PHASE_SECONDS * 1000 - Date.now());
           const used = await meter.stop(1);
-          phases.push({ on, from, to: Date.now(), cpuUs: used.nodeUs + used.pgUs });
+          phases.push({ on, from, to: Date.now(), cpuUs: used.nodeUs + used.pgUs, pgUs: used.pgUs });
         }
         await endpoints.update(teams.A.auth, a, { enabled: false });
       })();
@@ -521,6 +533,7 @@ try {
       p.queue = depths.length ? Math.round(depths.reduce((x, y) => x + y, 0) / depths.length) : 0;
       const sorted = [...p.latencies].sort((x, y) => x - y);
       p.p50 = sorted[Math.floor(sorted.length / 2)] ?? 0;
+      p.p99 = sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))] ?? 0;
       if (TRACE) p.trace = TRACE.phase(p.from, p.to);
     }
     return phases;
@@ -540,6 +553,26 @@ try {
       p50: pct(0.5),
       p99: pct(0.99),
       n: latencies.length,
+    };
+  };
+  /**
+   * The same figures read phase by phase: the median over the phases of each phase's own. One phase
+   * that something else lands on (a vacuum of the messages table) moves a pooled figure; this one not.
+   */
+  const phaseByPhase = (phases) => {
+    const median = (f) => {
+      const xs = phases.map(f).sort((x, y) => x - y);
+      const mid = xs.length / 2;
+      return xs.length % 2 ? xs[Math.floor(mid)] : (xs[mid - 1] + xs[mid]) / 2;
+    };
+    const seconds = (p) => (p.to - p.from) / 1000;
+    return {
+      rps: median((p) => (p.runsA + p.runsB) / seconds(p)),
+      rpsA: median((p) => p.runsA / seconds(p)),
+      rpsB: median((p) => p.runsB / seconds(p)),
+      cpu: median((p) => p.cpuUs / Math.max(p.runsA + p.runsB, 1)),
+      p50: median((p) => p.p50),
+      p99: median((p) => p.p99),
     };
   };
   /** `x`'s figures over `y`'s: ingress and CPU from the fast load, latency from the paced one. */
@@ -566,12 +599,13 @@ try {
       ).endpoint.id;
       await endpoints.update(teams.A.auth, a, { enabled: false });
       const loads = { fast: await toggledLoad(a), paced: await toggledLoad(a, paceRate) };
-      const of = (pick) => ({
-        fast: pooled(loads.fast.filter(pick)),
-        paced: pooled(loads.paced.filter(pick)),
+      const of = (pick, read = pooled) => ({
+        fast: read(loads.fast.filter(pick)),
+        paced: read(loads.paced.filter(pick)),
       });
       const on = of((p) => p.on);
       const off = of((p) => !p.on);
+      const [onByPhase, offByPhase] = [of((p) => p.on, phaseByPhase), of((p) => !p.on, phaseByPhase)];
       // What the method reads when nothing changed: half the "off" phases against the other half
       // (alternate ones, so both halves span the load), and so for the "on" phases.
       const alternate = (state, parity) => {
@@ -580,6 +614,10 @@ try {
       };
       const noiseOff = toggledRatios(of(alternate(false, 0)), of(alternate(false, 1)));
       const noiseOn = toggledRatios(of(alternate(true, 0)), of(alternate(true, 1)));
+      const noiseOffByPhase = toggledRatios(
+        of(alternate(false, 0), phaseByPhase),
+        of(alternate(false, 1), phaseByPhase),
+      );
       const [got] = await db.query(
         `SELECT (SELECT count(*)::int FROM notification_attempts WHERE endpoint_id = $1) AS attempts,
                 (SELECT count(*)::int FROM notification_messages WHERE endpoint_id = $1 AND status = 'pending') AS pending,
@@ -594,16 +632,18 @@ try {
           `as fast as it goes and at ${paceRate} req/s: A's endpoint on: ${figures(on)}; off: ${figures(off)}; ` +
           `on against off (target: within 10 %): ${toggledText(toggledRatios(on, off))}; ` +
           `the method's noise, alternate "off" phases against each other: ${toggledText(noiseOff)}, "on" phases: ${toggledText(noiseOn)}; ` +
+          `read phase by phase (the median of the phases' figures), on against off: ${toggledText(toggledRatios(onByPhase, offByPhase))} ` +
+          `(B p50 ${onByPhase.paced.p50} / ${offByPhase.paced.p50} ms), its noise (alternate "off" phases): ${toggledText(noiseOffByPhase)}; ` +
           `A's endpoint: ${got.attempts} attempts logged, ${got.delivered} delivered, ${got.pending} pending`,
       );
       say(results.toggled.at(-1));
       for (const [label, phases] of Object.entries(loads))
         say(
-          `(${key}) toggled, ${label}: each phase (A's endpoint on or off): B's p50 ms / queue (B's pending messages, mean of its samples) / cores busy (service and PostgreSQL): ` +
+          `(${key}) toggled, ${label}: each phase (A's endpoint on or off): B's p50 ms / queue (B's pending messages, mean of its samples) / cores busy (service and PostgreSQL, of which PostgreSQL): ` +
             phases
               .map(
                 (p) =>
-                  `${p.on ? 'on' : 'off'} ${p.p50}/${p.queue}/${(p.cpuUs / (p.to - p.from) / 1000).toFixed(2)}`,
+                  `${p.on ? 'on' : 'off'} ${p.p50}/${p.queue}/${(p.cpuUs / (p.to - p.from) / 1000).toFixed(2)} (${(p.pgUs / (p.to - p.from) / 1000).toFixed(2)})`,
               )
               .join(', '),
         );

@@ -1,0 +1,129 @@
+// bench/notification-storing: what storing one notification message costs PostgreSQL — the work every
+// subscribed endpoint adds to its team's state changes, whether it answers or not (what a failing
+// endpoint of one team costs the others, docs/notifications.md "Bounds"). The function every state
+// change calls (notification_messages_of) is called BENCH_STORING_MESSAGES (20,000) times in one
+// statement, one event each, with the team's endpoint enabled (a message stored per call) and, as the
+// baseline in the same run, disabled (the same call storing nothing); the difference is the message.
+// Three rounds of each, alternated (the table grows as it goes); the medians are printed. Then by part:
+// each of the table's indexes, and its foreign key to the endpoint, dropped in a transaction that is
+// rolled back, and the same calls timed without it: what that part costs a message. Time is the
+// statement's on one connection (PostgreSQL's CPU, no round trips); WAL from the insert position
+// before and after. Prints figures; never fails on a time.
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { openDatabase } from '../dist/database/data-source.js';
+import { benchDatabase } from './ingress-kit.js';
+
+const MESSAGES = Number(process.env.BENCH_STORING_MESSAGES ?? 20_000);
+if (!Number.isInteger(MESSAGES) || MESSAGES < 1) {
+  console.error(
+    `BENCH_STORING_MESSAGES: "${process.env.BENCH_STORING_MESSAGES}" is not a whole number, 1 or more`,
+  );
+  process.exit(2);
+}
+const ROUNDS = 3;
+
+const database = await benchDatabase();
+await (await openDatabase(database.url, 1)).destroy(); // the migrations
+const db = new pg.Client({ connectionString: database.url });
+await db.connect();
+const one = async (sql, params) => (await db.query(sql, params)).rows[0];
+const team = await one(`INSERT INTO teams (uid, name) VALUES ('storing', 'storing') RETURNING id`);
+const endpoint = await one(
+  `INSERT INTO notification_endpoints (id, team_id, name, url) VALUES (gen_random_uuid(), $1, 'a', 'http://127.0.0.1:9/') RETURNING id`,
+  [team.id],
+);
+const enable = (on) =>
+  db.query(`UPDATE notification_endpoints SET enabled = $1 WHERE id = $2`, [on, endpoint.id]);
+
+/** MESSAGES calls, each with one run event of the team as a state change makes it: µs and WAL bytes a call. */
+async function calls() {
+  const before = await one(`SELECT pg_current_wal_insert_lsn() AS lsn`);
+  const started = performance.now();
+  await db.query(`
+    DO $$ BEGIN
+      FOR i IN 1..${MESSAGES} LOOP
+        PERFORM notification_messages_of(jsonb_build_array(jsonb_build_object(
+          'id', nextval('notification_event_ids'), 'team_id', '${team.id}'::uuid, 'factory_id', NULL,
+          'type', 'run.queued', 'run_id', gen_random_uuid(), 'at', clock_timestamp(),
+          'payload', jsonb_build_object('run_id', gen_random_uuid(), 'state', 'QUEUED', 'previous_state', NULL,
+                                        'title', 'a run', 'source', 'API', 'status_message', NULL,
+                                        'updated_at', clock_timestamp()))));
+      END LOOP;
+    END $$`);
+  const us = ((performance.now() - started) * 1000) / MESSAGES;
+  const wal = await one(`SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1)::float8 AS bytes`, [
+    before.lsn,
+  ]);
+  return { us, wal: wal.bytes / MESSAGES };
+}
+const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+
+/** A message's cost: ROUNDS alternated pairs of calls storing one and storing none; the medians. */
+async function perMessage() {
+  const stored = [];
+  const none = [];
+  for (let k = 0; k < ROUNDS; k++) {
+    await enable(true);
+    stored.push(await calls());
+    await enable(false);
+    none.push(await calls());
+  }
+  await enable(true);
+  const us = median(stored.map((c) => c.us));
+  const baseline = median(none.map((c) => c.us));
+  return {
+    us,
+    baseline,
+    message: us - baseline,
+    wal: median(stored.map((c) => c.wal)) - median(none.map((c) => c.wal)),
+  };
+}
+
+const all = await perMessage();
+console.log(
+  `bench/notification-storing: storing one message ${all.message.toFixed(0)} µs and ${all.wal.toFixed(0)} B of WAL ` +
+    `(a call storing it ${all.us.toFixed(0)} µs; the baseline, the same call with the endpoint disabled, ${all.baseline.toFixed(0)} µs: ` +
+    `${(all.us / all.baseline).toFixed(2)} ×; ${MESSAGES} calls, median of ${ROUNDS} rounds)`,
+);
+
+// Each index (one behind a primary key or unique constraint goes with its constraint), then each
+// foreign key: the statement that drops it.
+const parts = [
+  ...(
+    await db.query(
+      `SELECT i.indexname AS name, c.conname FROM pg_indexes i
+         LEFT JOIN pg_constraint c ON c.conindid = (quote_ident(i.indexname))::regclass
+                                  AND c.conrelid = 'notification_messages'::regclass
+        WHERE i.tablename = 'notification_messages' ORDER BY i.indexname`,
+    )
+  ).rows.map((r) => ({
+    what: `index ${r.name}`,
+    drop: r.conname
+      ? `ALTER TABLE notification_messages DROP CONSTRAINT ${r.conname} CASCADE`
+      : `DROP INDEX ${r.name}`,
+  })),
+  ...(
+    await db.query(
+      `SELECT conname AS name FROM pg_constraint WHERE conrelid = 'notification_messages'::regclass AND contype = 'f'`,
+    )
+  ).rows.map((r) => ({
+    what: `foreign key ${r.name}`,
+    drop: `ALTER TABLE notification_messages DROP CONSTRAINT ${r.name}`,
+  })),
+];
+for (const part of parts) {
+  await db.query('BEGIN');
+  try {
+    await db.query(part.drop);
+    const without = await perMessage();
+    console.log(
+      `bench/notification-storing: without ${part.what}: storing one message ${without.message.toFixed(0)} µs and ${without.wal.toFixed(0)} B of WAL ` +
+        `— the part: ${(all.message - without.message).toFixed(0)} µs, ${(all.wal - without.wal).toFixed(0)} B`,
+    );
+  } finally {
+    await db.query('ROLLBACK');
+  }
+}
+await db.end();
+await database.drop();
