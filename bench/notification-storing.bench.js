@@ -4,10 +4,12 @@
 // change calls (notification_messages_of) is called BENCH_STORING_MESSAGES (20,000) times in one
 // statement, one event each, with the team's endpoint enabled (a message stored per call) and, as the
 // baseline in the same run, disabled (the same call storing nothing); the difference is the message.
-// Three rounds of each, alternated (the table grows as it goes); the medians are printed. Then by part:
-// each of the table's indexes, and its foreign key to the endpoint, dropped in a transaction that is
-// rolled back, and the same calls timed without it: what that part costs a message. Time is the
-// statement's on one connection (PostgreSQL's CPU, no round trips); WAL from the insert position
+// Three rounds of each, alternated (the table grows as it goes); the medians are printed. Twice: each
+// call in a transaction of its own, as state changes are (what a lock per transaction costs shows;
+// commits asynchronous, so the disk's flush is not timed), and all calls in one transaction. Then by
+// part, in one transaction: each of the table's indexes, and any foreign key, dropped in a transaction
+// that is rolled back, and the same calls timed without it: what that part costs a message. Time is
+// the statement's on one connection (PostgreSQL's CPU, no round trips); WAL from the insert position
 // before and after. Prints figures; never fails on a time.
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -36,8 +38,11 @@ const endpoint = await one(
 const enable = (on) =>
   db.query(`UPDATE notification_endpoints SET enabled = $1 WHERE id = $2`, [on, endpoint.id]);
 
-/** MESSAGES calls, each with one run event of the team as a state change makes it: µs and WAL bytes a call. */
-async function calls() {
+/**
+ * MESSAGES calls, each with one run event of the team as a state change makes it, each committed
+ * on its own (`ownTransactions`) or not: µs and WAL bytes a call.
+ */
+async function calls(ownTransactions) {
   const before = await one(`SELECT pg_current_wal_insert_lsn() AS lsn`);
   const started = performance.now();
   await db.query(`
@@ -49,6 +54,7 @@ async function calls() {
           'payload', jsonb_build_object('run_id', gen_random_uuid(), 'state', 'QUEUED', 'previous_state', NULL,
                                         'title', 'a run', 'source', 'API', 'status_message', NULL,
                                         'updated_at', clock_timestamp()))));
+        ${ownTransactions ? 'COMMIT;' : ''}
       END LOOP;
     END $$`);
   const us = ((performance.now() - started) * 1000) / MESSAGES;
@@ -60,14 +66,14 @@ async function calls() {
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 
 /** A message's cost: ROUNDS alternated pairs of calls storing one and storing none; the medians. */
-async function perMessage() {
+async function perMessage(ownTransactions = false) {
   const stored = [];
   const none = [];
   for (let k = 0; k < ROUNDS; k++) {
     await enable(true);
-    stored.push(await calls());
+    stored.push(await calls(ownTransactions));
     await enable(false);
-    none.push(await calls());
+    none.push(await calls(ownTransactions));
   }
   await enable(true);
   const us = median(stored.map((c) => c.us));
@@ -80,12 +86,16 @@ async function perMessage() {
   };
 }
 
+await db.query(`SET synchronous_commit = off`);
+const print = (m, how) =>
+  console.log(
+    `bench/notification-storing: storing one message ${m.message.toFixed(0)} µs and ${m.wal.toFixed(0)} B of WAL, ${how} ` +
+      `(a call storing it ${m.us.toFixed(0)} µs; the baseline, the same call with the endpoint disabled, ${m.baseline.toFixed(0)} µs: ` +
+      `${(m.us / m.baseline).toFixed(2)} ×; ${MESSAGES} calls, median of ${ROUNDS} rounds)`,
+  );
+print(await perMessage(true), 'each call its own transaction');
 const all = await perMessage();
-console.log(
-  `bench/notification-storing: storing one message ${all.message.toFixed(0)} µs and ${all.wal.toFixed(0)} B of WAL ` +
-    `(a call storing it ${all.us.toFixed(0)} µs; the baseline, the same call with the endpoint disabled, ${all.baseline.toFixed(0)} µs: ` +
-    `${(all.us / all.baseline).toFixed(2)} ×; ${MESSAGES} calls, median of ${ROUNDS} rounds)`,
-);
+print(all, 'all calls in one transaction');
 
 // Each index (one behind a primary key or unique constraint goes with its constraint), then each
 // foreign key: the statement that drops it.

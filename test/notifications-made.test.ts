@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataSource } from 'typeorm';
+import pg from 'pg';
 import { MIGRATIONS } from '../src/database/migrations/index.js';
 import { NotificationMessagesAtTheChange1763690540000 } from '../src/database/migrations/1763690540000-notification-messages-at-the-change.js';
 import { NotificationFunctionsPlannedOnce1763690550000 } from '../src/database/migrations/1763690550000-notification-functions-planned-once.js';
+import { NotificationMessagesCheaperToStore1763690570000 } from '../src/database/migrations/1763690570000-notification-messages-cheaper-to-store.js';
 import { NotificationsRepository } from '../src/notifications/notifications.repository.js';
 import { createTestDatabase } from './support/database.js';
+import { eventually } from './support/eventually.js';
 import { startTestService, type TestService } from './support/service.js';
 
 // A state change makes its messages itself, in its own transaction (docs/notifications.md, "The
@@ -90,6 +93,118 @@ describe('messages made by the state change', () => {
   });
 });
 
+// A message has no foreign key to its endpoint (storing one locked the endpoint's row in every state
+// change): deleting an endpoint deletes its messages, and a team's advisory lock orders a deletion
+// and the team's state changes in flight, so that none leaves a message of an endpoint that is gone.
+describe('an endpoint deleted while its team changes runs', () => {
+  async function endpointWithARun(name: string) {
+    const { key } = await t.newTeam(`${name}-${Date.now()}`);
+    const endpointId = await subscribe(key, { name: 'all', url: 'http://127.0.0.1:9/all' });
+    const created = await t.call('POST', '/api/v1/agent/runs', { prompt: 'Deleted under it' }, key);
+    expect(created.status).toBe(200);
+    expect(await messagesOf(endpointId)).toHaveLength(1);
+    return { key, endpointId, runId: created.body.run_id as string };
+  }
+  const messagesOf = (endpointId: string) =>
+    t.service.db.query(`SELECT type FROM notification_messages WHERE endpoint_id = $1`, [endpointId]);
+  const cancel = `UPDATE runs SET state = 'CANCELLED', updated_at = now() WHERE id = $1`;
+  /** Whether a session of this test's database waits for an advisory lock. */
+  const waitingForTheTeamLock = async () =>
+    (
+      await t.service.db.query(
+        `SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+          WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database()`,
+      )
+    ).length > 0;
+  const session = async () => {
+    const client = new pg.Client({ connectionString: t.databaseUrl });
+    await client.connect();
+    return client;
+  };
+
+  it('deletes its messages, those of a state change in flight too (the deletion waits for its commit)', async () => {
+    const { key, endpointId, runId } = await endpointWithARun('deleted-after');
+    const change = await session();
+    try {
+      await change.query('BEGIN');
+      await change.query(cancel, [runId]);
+      const deleted = t.call('DELETE', `/api/v1/notifications/endpoints/${endpointId}`, undefined, key);
+      await eventually(waitingForTheTeamLock, 'the deletion waiting for the state change in flight');
+      await change.query('COMMIT');
+      expect((await deleted).status).toBe(204);
+    } finally {
+      await change.end();
+    }
+    expect(await messagesOf(endpointId)).toEqual([]);
+  });
+
+  it('makes no message of it in a state change that starts while the deletion is in flight', async () => {
+    const { endpointId, runId } = await endpointWithARun('deleted-before');
+    const deletion = await session();
+    try {
+      await deletion.query('BEGIN');
+      await deletion.query(`DELETE FROM notification_endpoints WHERE id = $1`, [endpointId]);
+      const changed = t.service.db.execute(cancel, [runId]);
+      await eventually(waitingForTheTeamLock, 'the state change waiting for the deletion in flight');
+      await deletion.query('COMMIT');
+      await changed;
+    } finally {
+      await deletion.end();
+    }
+    expect(await messagesOf(endpointId)).toEqual([]);
+    const [run] = await t.service.db.query<{ state: string }>(`SELECT state FROM runs WHERE id = $1`, [
+      runId,
+    ]);
+    expect(run!.state).toBe('CANCELLED');
+  });
+
+  it('leaves other teams’ state changes alone: they take their own team’s lock', async () => {
+    const { endpointId, runId } = await endpointWithARun('deleting');
+    const other = await endpointWithARun('other');
+    const deletion = await session();
+    try {
+      await deletion.query('BEGIN');
+      await deletion.query(`DELETE FROM notification_endpoints WHERE id = $1`, [endpointId]);
+      // Another team's state change does not wait for this deletion.
+      await t.service.db.execute(cancel, [other.runId]);
+      expect((await messagesOf(other.endpointId)).map((m) => m.type)).toEqual([
+        'run.queued',
+        'run.cancelled',
+      ]);
+      await deletion.query('ROLLBACK');
+    } finally {
+      await deletion.end();
+    }
+    await t.service.db.execute(cancel, [runId]);
+    expect(await messagesOf(endpointId)).toHaveLength(2);
+  });
+});
+
+describe('message ids', () => {
+  it('are time-ordered (the UUIDv7 layout): version 7, the milliseconds of their making first', async () => {
+    const { key } = await t.newTeam(`ids-${Date.now()}`);
+    const endpointId = await subscribe(key, { name: 'all', url: 'http://127.0.0.1:9/all' });
+    for (let n = 0; n < 5; n++)
+      expect((await t.call('POST', '/api/v1/agent/runs', { prompt: `Run ${n}` }, key)).status).toBe(200);
+    const ids = await t.service.db.query<{ id: string; version: string; ms: string; made_ms: string }>(
+      `SELECT id, substr(id::text, 15, 1) AS version,
+              ('x' || lpad(substr(replace(id::text, '-', ''), 1, 12), 16, '0'))::bit(64)::bigint::text AS ms,
+              floor(extract(epoch FROM created_at) * 1000)::bigint::text AS made_ms
+         FROM notification_messages WHERE endpoint_id = $1 ORDER BY event_id`,
+      [endpointId],
+    );
+    expect(ids).toHaveLength(5);
+    for (const id of ids) {
+      expect(id.version).toBe('7');
+      // Taken in the statement that made it, at or after its transaction's start (created_at).
+      expect(Number(id.ms) - Number(id.made_ms)).toBeGreaterThanOrEqual(0);
+      expect(Number(id.ms) - Number(id.made_ms)).toBeLessThan(60_000);
+    }
+    const prefixes = ids.map((id) => id.id.slice(0, 13));
+    expect(prefixes).toEqual([...prefixes].sort());
+  });
+});
+
 /** Migrates the database to the end of `migrations`; the DataSource is the caller's to destroy. */
 async function migrateTo(url: string, migrations: typeof MIGRATIONS) {
   const ds = new DataSource({
@@ -128,6 +243,45 @@ describe('the functions that make messages', () => {
         expect(planned[1]!.prosrc).toBe(`BEGIN RETURN (${asWritten[1]!.prosrc.trim()}); END`);
         await upgraded.undoLastMigration({ transaction: 'each' });
         expect(await functions(upgraded)).toEqual(asWritten.map((f) => ({ ...f, prosrc: f.prosrc.trim() })));
+      } finally {
+        await upgraded.destroy();
+      }
+    } finally {
+      if (ds.isInitialized) await ds.destroy();
+      await database.drop();
+    }
+  });
+});
+
+describe('storing without the foreign key', () => {
+  it('takes the key off, locks the team and deletes with a trigger; undoing it gives the key back', async () => {
+    const database = await createTestDatabase();
+    const upTo = MIGRATIONS.indexOf(NotificationMessagesCheaperToStore1763690570000);
+    const schema = async (ds: DataSource) => {
+      const [row] = await ds.query(
+        `SELECT (SELECT prosrc FROM pg_proc WHERE oid = 'notification_messages_of(jsonb)'::regprocedure) AS body,
+                (SELECT count(*)::int FROM pg_constraint WHERE conrelid = 'notification_messages'::regclass
+                    AND contype = 'f') AS keys,
+                (SELECT count(*)::int FROM pg_trigger WHERE tgname = 'notification_endpoints_deleted') AS triggers,
+                pg_get_expr(d.adbin, d.adrelid) AS id_default
+           FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+          WHERE d.adrelid = 'notification_messages'::regclass AND a.attname = 'id'`,
+      );
+      return row as { body: string; keys: number; triggers: number; id_default: string };
+    };
+    const ds = await migrateTo(database.url, MIGRATIONS.slice(0, upTo));
+    try {
+      const before = await schema(ds);
+      expect(before).toMatchObject({ keys: 1, triggers: 0, id_default: 'gen_random_uuid()' });
+      await ds.destroy();
+      const upgraded = await migrateTo(database.url, MIGRATIONS.slice(0, upTo + 1));
+      try {
+        const after = await schema(upgraded);
+        expect(after).toMatchObject({ keys: 0, triggers: 1, id_default: 'notification_message_id()' });
+        expect(after.body).toMatch(/^BEGIN PERFORM pg_advisory_xact_lock_shared\(/);
+        expect(after.body).toContain(before.body.replace(/^BEGIN /, ''));
+        await upgraded.undoLastMigration({ transaction: 'each' });
+        expect(await schema(upgraded)).toEqual(before);
       } finally {
         await upgraded.destroy();
       }

@@ -37,6 +37,7 @@ import { TeamHarnessBaseUrls1763690530000 } from './1763690530000-team-harness-b
 import { NotificationMessagesAtTheChange1763690540000 } from './1763690540000-notification-messages-at-the-change.js';
 import { NotificationFunctionsPlannedOnce1763690550000 } from './1763690550000-notification-functions-planned-once.js';
 import { NotificationQueueIndexes1763690560000 } from './1763690560000-notification-queue-indexes.js';
+import { NotificationMessagesCheaperToStore1763690570000 } from './1763690570000-notification-messages-cheaper-to-store.js';
 /** Every migration, oldest first. A schema change is a new file here, never an edit of an old one. */
 export const MIGRATIONS = [
   Foundation1763683200000,
@@ -77,4 +78,5 @@ export const MIGRATIONS = [
   NotificationMessagesAtTheChange1763690540000,
   NotificationFunctionsPlannedOnce1763690550000,
   NotificationQueueIndexes1763690560000,
+  NotificationMessagesCheaperToStore1763690570000,
 ];
