@@ -1,16 +1,18 @@
 // bench/notification-storing: what storing one notification message costs PostgreSQL — the work every
 // subscribed endpoint adds to its team's state changes, whether it answers or not (what a failing
 // endpoint of one team costs the others, docs/notifications.md "Bounds"). The function every state
-// change calls (notification_messages_of) is called BENCH_STORING_MESSAGES (20,000) times in one
-// statement, one event each, with the team's endpoint enabled (a message stored per call) and, as the
-// baseline in the same run, disabled (the same call storing nothing); the difference is the message.
-// Three rounds of each, alternated (the table grows as it goes); the medians are printed. Twice: each
-// call in a transaction of its own, as state changes are (what a lock per transaction costs shows;
-// commits asynchronous, so the disk's flush is not timed), and all calls in one transaction. Then by
-// part, in one transaction: each of the table's indexes, and any foreign key, dropped in a transaction
-// that is rolled back, and the same calls timed without it: what that part costs a message. Time is
-// the statement's on one connection (PostgreSQL's CPU, no round trips); WAL from the insert position
-// before and after. Prints figures; never fails on a time.
+// change calls (notification_messages_of) is called BENCH_STORING_MESSAGES (20,000) times, one event
+// each, with the team's endpoint enabled (a message stored per call) and, as the baseline in the same
+// run, disabled (the same call storing nothing); the difference is the message. Three rounds of each,
+// alternated (the table grows as it goes); the medians are printed. Three ways: each call in a
+// transaction of its own, as state changes are (what a lock per transaction costs shows; commits
+// asynchronous, so the disk's flush is not timed); the same from two sessions at once, as a team's
+// state changes are in flight side by side (what their locks on one row cost shows: multixacts); and
+// all calls in one transaction. Then by part, in one transaction: each of the table's indexes, and any
+// foreign key, dropped in a transaction that is rolled back, and the same calls timed without it: what
+// that part costs a message. Time is the statements' (PostgreSQL's CPU, no round trips; wall time ×
+// sessions at once); WAL from the insert position before and after; multixacts from the database's
+// multixact age. Prints figures; never fails on a time.
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { openDatabase } from '../dist/database/data-source.js';
@@ -38,42 +40,70 @@ const endpoint = await one(
 const enable = (on) =>
   db.query(`UPDATE notification_endpoints SET enabled = $1 WHERE id = $2`, [on, endpoint.id]);
 
+/** Sessions beside `db` for the calls made at once (synchronous_commit off, as `db`). */
+const SESSIONS = 2;
+const sessions = [db];
+for (let k = 1; k < SESSIONS; k++) {
+  const session = new pg.Client({ connectionString: database.url });
+  await session.connect();
+  await session.query(`SET synchronous_commit = off`);
+  sessions.push(session);
+}
+await db.query(`SET synchronous_commit = off`);
+
+/** Multixacts made in the cluster so far (the next one's distance from the database's oldest). */
+const multixacts = async () =>
+  Number(
+    (
+      await one(
+        `SELECT mxid_age(datminmxid)::float8 AS n FROM pg_database WHERE datname = current_database()`,
+      )
+    ).n,
+  );
+
 /**
  * MESSAGES calls, each with one run event of the team as a state change makes it, each committed
- * on its own (`ownTransactions`) or not: µs and WAL bytes a call.
+ * on its own (`ownTransactions`) or not, split over `at once` sessions running side by side: µs of a
+ * session (wall time × sessions), WAL bytes and multixacts a call.
  */
-async function calls(ownTransactions) {
+async function calls(ownTransactions, atOnce = 1) {
   const before = await one(`SELECT pg_current_wal_insert_lsn() AS lsn`);
+  const multixactsBefore = await multixacts();
   const started = performance.now();
-  await db.query(`
-    DO $$ BEGIN
-      FOR i IN 1..${MESSAGES} LOOP
-        PERFORM notification_messages_of(jsonb_build_array(jsonb_build_object(
-          'id', nextval('notification_event_ids'), 'team_id', '${team.id}'::uuid, 'factory_id', NULL,
-          'type', 'run.queued', 'run_id', gen_random_uuid(), 'at', clock_timestamp(),
-          'payload', jsonb_build_object('run_id', gen_random_uuid(), 'state', 'QUEUED', 'previous_state', NULL,
-                                        'title', 'a run', 'source', 'API', 'status_message', NULL,
-                                        'updated_at', clock_timestamp()))));
-        ${ownTransactions ? 'COMMIT;' : ''}
-      END LOOP;
-    END $$`);
-  const us = ((performance.now() - started) * 1000) / MESSAGES;
+  await Promise.all(
+    sessions.slice(0, atOnce).map((session) =>
+      session.query(`
+        DO $$ BEGIN
+          FOR i IN 1..${Math.ceil(MESSAGES / atOnce)} LOOP
+            PERFORM notification_messages_of(jsonb_build_array(jsonb_build_object(
+              'id', nextval('notification_event_ids'), 'team_id', '${team.id}'::uuid, 'factory_id', NULL,
+              'type', 'run.queued', 'run_id', gen_random_uuid(), 'at', clock_timestamp(),
+              'payload', jsonb_build_object('run_id', gen_random_uuid(), 'state', 'QUEUED', 'previous_state', NULL,
+                                            'title', 'a run', 'source', 'API', 'status_message', NULL,
+                                            'updated_at', clock_timestamp()))));
+            ${ownTransactions ? 'COMMIT;' : ''}
+          END LOOP;
+        END $$`),
+    ),
+  );
+  const calls = Math.ceil(MESSAGES / atOnce) * atOnce;
+  const us = ((performance.now() - started) * 1000 * atOnce) / calls;
   const wal = await one(`SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1)::float8 AS bytes`, [
     before.lsn,
   ]);
-  return { us, wal: wal.bytes / MESSAGES };
+  return { us, wal: wal.bytes / calls, multixacts: ((await multixacts()) - multixactsBefore) / calls };
 }
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 
 /** A message's cost: ROUNDS alternated pairs of calls storing one and storing none; the medians. */
-async function perMessage(ownTransactions = false) {
+async function perMessage(ownTransactions = false, atOnce = 1) {
   const stored = [];
   const none = [];
   for (let k = 0; k < ROUNDS; k++) {
     await enable(true);
-    stored.push(await calls(ownTransactions));
+    stored.push(await calls(ownTransactions, atOnce));
     await enable(false);
-    none.push(await calls(ownTransactions));
+    none.push(await calls(ownTransactions, atOnce));
   }
   await enable(true);
   const us = median(stored.map((c) => c.us));
@@ -83,17 +113,22 @@ async function perMessage(ownTransactions = false) {
     baseline,
     message: us - baseline,
     wal: median(stored.map((c) => c.wal)) - median(none.map((c) => c.wal)),
+    multixacts: median(stored.map((c) => c.multixacts)) - median(none.map((c) => c.multixacts)),
   };
 }
 
-await db.query(`SET synchronous_commit = off`);
 const print = (m, how) =>
   console.log(
-    `bench/notification-storing: storing one message ${m.message.toFixed(0)} µs and ${m.wal.toFixed(0)} B of WAL, ${how} ` +
+    `bench/notification-storing: storing one message ${m.message.toFixed(0)} µs, ${m.wal.toFixed(0)} B of WAL ` +
+      `and ${m.multixacts.toFixed(2)} multixacts, ${how} ` +
       `(a call storing it ${m.us.toFixed(0)} µs; the baseline, the same call with the endpoint disabled, ${m.baseline.toFixed(0)} µs: ` +
       `${(m.us / m.baseline).toFixed(2)} ×; ${MESSAGES} calls, median of ${ROUNDS} rounds)`,
   );
 print(await perMessage(true), 'each call its own transaction');
+print(
+  await perMessage(true, SESSIONS),
+  `each call its own transaction, ${SESSIONS} sessions at once (the team's transactions in flight side by side)`,
+);
 const all = await perMessage();
 print(all, 'all calls in one transaction');
 
@@ -135,5 +170,5 @@ for (const part of parts) {
     await db.query('ROLLBACK');
   }
 }
-await db.end();
+await Promise.all(sessions.map((session) => session.end()));
 await database.drop();
