@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { redefineFunction } from './redefine-function.js';
 
 /**
  * The two functions the message-making triggers call (NotificationMessagesAtTheChange) become
@@ -24,32 +25,13 @@ export class NotificationFunctionsPlannedOnce1763690550000 implements MigrationI
 
   async up(db: QueryRunner): Promise<void> {
     for (const [signature, result, before, after] of FUNCTIONS)
-      await this.redefine(db, signature, result, 'plpgsql', (body) => before + body.trim() + after);
+      await redefineFunction(db, signature, result, 'plpgsql', (body) => before + body.trim() + after);
   }
 
   async down(db: QueryRunner): Promise<void> {
     for (const [signature, result, before, after] of FUNCTIONS)
-      await this.redefine(db, signature, result, 'sql', (body) =>
+      await redefineFunction(db, signature, result, 'sql', (body) =>
         body.slice(before.length, body.length - after.length),
       );
-  }
-
-  private async redefine(
-    db: QueryRunner,
-    signature: string,
-    result: string,
-    language: string,
-    body: (current: string) => string,
-  ): Promise<void> {
-    const types = signature.replace(/\w+ (\w+)/g, '$1');
-    const [{ prosrc }] = (await db.query(`SELECT prosrc FROM pg_proc WHERE oid = $1::regprocedure`, [
-      types,
-    ])) as [{ prosrc: string }];
-    // The body as a literal (format's %L), whatever quotes or dollar signs it holds.
-    const [{ ddl }] = (await db.query(
-      `SELECT format('CREATE OR REPLACE FUNCTION %s RETURNS %s LANGUAGE %s AS %L', $1::text, $2::text, $3::text, $4::text) AS ddl`,
-      [signature, result, language, body(prosrc)],
-    )) as [{ ddl: string }];
-    await db.query(ddl);
   }
 }

@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { redefineFunction } from './redefine-function.js';
 
 /**
  * Storing a message gets cheaper: what every subscribed endpoint, answering or not, adds to its
@@ -25,6 +26,15 @@ const LOCK_KEY = (team: string) => `hashtextextended('factoryd:notification-endp
 const TEAMS_LOCKED = `PERFORM pg_advisory_xact_lock_shared(${LOCK_KEY('t.team_id')})
      FROM (SELECT DISTINCT team_id FROM jsonb_to_recordset(events) AS ev(team_id uuid) ORDER BY 1) t; `;
 
+/** notification_messages_of with its body changed by `change`; refuses a body it does not change. */
+const redefineMessagesOf = (db: QueryRunner, change: (body: string) => string) =>
+  redefineFunction(db, 'notification_messages_of(events jsonb)', 'void', 'plpgsql', (body) => {
+    const changed = change(body);
+    if (changed === body)
+      throw new Error('notification_messages_of is not the function this migration expects');
+    return changed;
+  });
+
 export class NotificationMessagesCheaperToStore1763690570000 implements MigrationInterface {
   name = 'NotificationMessagesCheaperToStore1763690570000';
 
@@ -41,7 +51,7 @@ export class NotificationMessagesCheaperToStore1763690570000 implements Migratio
     await db.query(
       `ALTER TABLE notification_messages DROP CONSTRAINT notification_messages_endpoint_id_fkey`,
     );
-    await this.redefineMessagesOf(db, (body) => body.replace(/^BEGIN /, `BEGIN ${TEAMS_LOCKED}`));
+    await redefineMessagesOf(db, (body) => body.replace(/^BEGIN /, `BEGIN ${TEAMS_LOCKED}`));
     await db.query(`
       CREATE FUNCTION notification_endpoints_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -58,7 +68,7 @@ export class NotificationMessagesCheaperToStore1763690570000 implements Migratio
   async down(db: QueryRunner): Promise<void> {
     await db.query(`DROP TRIGGER notification_endpoints_deleted ON notification_endpoints`);
     await db.query(`DROP FUNCTION notification_endpoints_deleted()`);
-    await this.redefineMessagesOf(db, (body) => body.replace(TEAMS_LOCKED, ''));
+    await redefineMessagesOf(db, (body) => body.replace(TEAMS_LOCKED, ''));
     await db.query(
       `DELETE FROM notification_messages m WHERE NOT EXISTS (SELECT 1 FROM notification_endpoints e WHERE e.id = m.endpoint_id)`,
     );
@@ -67,20 +77,5 @@ export class NotificationMessagesCheaperToStore1763690570000 implements Migratio
         FOREIGN KEY (endpoint_id) REFERENCES notification_endpoints(id) ON DELETE CASCADE`);
     await db.query(`ALTER TABLE notification_messages ALTER COLUMN id SET DEFAULT gen_random_uuid()`);
     await db.query(`DROP FUNCTION notification_message_id()`);
-  }
-
-  /** notification_messages_of with its body changed by `change` (the statements are written once, elsewhere). */
-  private async redefineMessagesOf(db: QueryRunner, change: (body: string) => string): Promise<void> {
-    const [{ prosrc }] = (await db.query(
-      `SELECT prosrc FROM pg_proc WHERE oid = 'notification_messages_of(jsonb)'::regprocedure`,
-    )) as [{ prosrc: string }];
-    const body = change(prosrc);
-    if (body === prosrc)
-      throw new Error('notification_messages_of is not the function this migration expects');
-    const [{ ddl }] = (await db.query(
-      `SELECT format('CREATE OR REPLACE FUNCTION notification_messages_of(events jsonb) RETURNS void LANGUAGE plpgsql AS %L', $1::text) AS ddl`,
-      [body],
-    )) as [{ ddl: string }];
-    await db.query(ddl);
   }
 }
